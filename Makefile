@@ -1,0 +1,41 @@
+# The two commands of the README:
+#   make demo   installs what is missing, builds, and runs the demo cluster
+#   make test   installs what is missing, builds, and runs every test through ctest
+BUILD_DIR ?= build
+BUILD_TYPE ?= RelWithDebInfo
+JOBS ?= 2
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure build demo test test-unit asan tsan format clean
+
+all: build
+
+deps:
+	@tools/install-deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+demo: build
+	@tools/demo.sh $(BUILD_DIR)
+
+test: build
+	@cd $(BUILD_DIR) && ctest -j $(JOBS) --output-on-failure --timeout 300
+
+test-unit: build
+	@cd $(BUILD_DIR) && ctest -j $(JOBS) --output-on-failure -L unit
+
+asan:
+	@$(MAKE) test BUILD_DIR=build-asan CMAKE_FLAGS=-DMUSTER_SANITIZER=address
+
+tsan:
+	@$(MAKE) test BUILD_DIR=build-tsan CMAKE_FLAGS=-DMUSTER_SANITIZER=thread
+
+format:
+	@git ls-files '*.h' '*.cc' | xargs clang-format -i
+
+clean:
+	@rm -rf $(BUILD_DIR)

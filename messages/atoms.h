@@ -1,0 +1,11 @@
+// Atoms for Muster's internal, non-protobuf messages (timers and control).
+#pragma once
+
+#include <caf/atom.hpp>
+
+namespace muster {
+
+using retry_atom = caf::atom_constant<caf::atom("retry")>;
+using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
+
+}  // namespace muster

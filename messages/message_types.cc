@@ -1,0 +1,50 @@
+#include "muster/messages/message_types.h"
+
+#include "muster/messages/interfaces.h"
+#include "muster/messages/proto_inspect.h"
+#include "muster/messages/status_codec.h"
+#include "muster/proto/coordination_config.pb.h"
+#include "muster/proto/coordination_service.pb.h"
+#include "muster/proto/topology.pb.h"
+
+namespace muster {
+namespace {
+
+template <class... Messages>
+void AddProtoTypes(caf::actor_system_config& cfg) {
+  (cfg.add_message_type<Messages>(Messages::descriptor()->full_name()), ...);
+}
+
+}  // namespace
+
+void AddMessageTypes(caf::actor_system_config& cfg) {
+  AddProtoTypes<
+      // Tasks, errors, devices and configuration.
+      proto::CoordinatedTask, proto::CoordinationServiceError, proto::BarrierError,
+      proto::CoordinationServiceDeviceInfo, proto::CoordinationServiceConfig,
+      proto::LocalTopologyProto, proto::GlobalTopologyProto,
+      // Task lifecycle.
+      proto::RegisterTaskRequest, proto::RegisterTaskResponse, proto::HeartbeatRequest,
+      proto::HeartbeatResponse, proto::WaitForAllTasksRequest, proto::WaitForAllTasksResponse,
+      proto::ShutdownTaskRequest, proto::ShutdownTaskResponse, proto::ResetTaskRequest,
+      proto::ResetTaskResponse, proto::ReportErrorToTaskRequest, proto::ReportErrorToTaskResponse,
+      proto::ReportErrorToServiceRequest, proto::ReportErrorToServiceResponse,
+      proto::GetTaskStateRequest, proto::GetTaskStateResponse, proto::WatchJobStateRequest,
+      proto::WatchJobStateResponse, proto::GetAliveTasksRequest, proto::GetAliveTasksResponse,
+      // Key-value store.
+      proto::KeyValueEntry, proto::InsertKeyValueRequest, proto::InsertKeyValueResponse,
+      proto::GetKeyValueRequest, proto::GetKeyValueResponse, proto::TryGetKeyValueRequest,
+      proto::TryGetKeyValueResponse, proto::IncrementKeyValueRequest,
+      proto::IncrementKeyValueResponse, proto::UpdateKeyValueRequest, proto::UpdateKeyValueResponse,
+      proto::GetKeyValueDirRequest, proto::GetKeyValueDirResponse, proto::DeleteKeyValueRequest,
+      proto::DeleteKeyValueResponse, proto::WatchKeyRequest, proto::WatchKeyResponse,
+      proto::StopWatchKeyRequest, proto::StopWatchKeyResponse, proto::KeyValueChangeEvent,
+      // Barriers.
+      proto::BarrierRequest, proto::BarrierResponse, proto::CancelBarrierRequest,
+      proto::CancelBarrierResponse>(cfg);
+  cfg.add_message_type<AgentActor>("muster::AgentActor");
+  cfg.add_message_type<CoordinatorActor>("muster::CoordinatorActor");
+  cfg.add_error_category(kStatusCategory, RenderStatusError);
+}
+
+}  // namespace muster

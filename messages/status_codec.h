@@ -1,0 +1,58 @@
+// The one codec between absl::Status and caf::error, and the coordination error payloads.
+//
+// A status travels inside CAF as caf::error{code, category "absl", (message, payloads)}, where
+// payloads maps each absl payload type URL to its bytes. OK is the empty caf::error. Errors
+// raised by CAF itself (timeouts, lost connections) map to transport statuses that carry no
+// coordination payload, which is how callers tell service errors from transport errors.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <absl/status/status.h>
+#include <absl/strings/string_view.h>
+#include <caf/atom.hpp>
+#include <caf/error.hpp>
+#include <caf/message.hpp>
+
+#include "muster/proto/coordination_service.pb.h"
+
+namespace muster {
+
+// The CAF error category of statuses.
+inline constexpr caf::atom_value kStatusCategory = caf::atom("absl");
+
+// Payload type URLs.
+inline constexpr char kCoordinationErrorUrl[] =
+    "type.googleapis.com/muster.proto.CoordinationServiceError";
+inline constexpr char kBarrierErrorUrl[] = "type.googleapis.com/muster.proto.BarrierError";
+
+// Converts a status to a caf::error; OK becomes the empty error.
+caf::error ToError(const absl::Status& status);
+
+// Converts a caf::error back to a status. Statuses made by ToError come back unchanged;
+// CAF's own errors become transport statuses (DeadlineExceeded for request timeouts,
+// Unavailable for lost connections and dead receivers, Internal otherwise).
+absl::Status ToStatus(const caf::error& error);
+
+// Renders an error of kStatusCategory for caf::actor_system::render.
+std::string RenderStatusError(uint8_t code, caf::atom_value category, const caf::message& context);
+
+// Returns `status` with a coordination payload naming no source task.
+absl::Status MakeCoordinationError(absl::Status status);
+
+// Returns `status` with a coordination payload naming `source_task`.
+absl::Status MakeCoordinationError(absl::Status status, const proto::CoordinatedTask& source_task,
+                                   bool is_reported_error = false);
+
+// Returns the coordination payload of `status`, if it has one.
+std::optional<proto::CoordinationServiceError> GetCoordinationError(const absl::Status& status);
+
+// Returns `status` with a BarrierError payload (and a coordination payload).
+absl::Status MakeBarrierError(absl::Status status, absl::string_view barrier_id, int64_t counter);
+
+// Returns the barrier counter carried by `status`, or -1 when it has no BarrierError payload.
+int64_t GetBarrierCounter(const absl::Status& status);
+
+}  // namespace muster

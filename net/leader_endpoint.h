@@ -1,0 +1,21 @@
+// Makes a coordinator reachable from other processes: publishes it on a TCP port.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <absl/status/statusor.h>
+#include <caf/actor_system.hpp>
+
+#include "muster/messages/interfaces.h"
+
+namespace muster {
+
+// Publishes `coordinator` on `host:port` (port 0 picks a free port; host "" or "0.0.0.0"
+// listens on every interface) with address reuse, and returns the bound port.
+// Possible errors: Unavailable (the port cannot be opened), naming host, port and the cause.
+absl::StatusOr<uint16_t> PublishCoordinator(caf::actor_system& system,
+                                            const CoordinatorActor& coordinator, uint16_t port,
+                                            const std::string& host = "127.0.0.1");
+
+}  // namespace muster

@@ -1,0 +1,25 @@
+#include "muster/net/node_config.h"
+
+#include <caf/atom.hpp>
+#include <caf/io/middleman.hpp>
+
+#include "muster/messages/message_types.h"
+
+namespace muster {
+
+void ConfigureNode(caf::actor_system_config& cfg, const NodeOptions& options) {
+  AddMessageTypes(cfg);
+  cfg.load<caf::io::middleman>();
+  cfg.set("middleman.heartbeat-interval", options.connection_heartbeat_interval);
+  cfg.set("middleman.connection-timeout", options.connection_timeout);
+  if (options.low_latency_scheduler) {
+    cfg.set("scheduler.policy", caf::atom("sharing"));
+    cfg.set("scheduler.max-threads", 2);
+    cfg.set("middleman.workers", 0);
+  }
+  cfg.set("logger.console", caf::atom("none"));
+}
+
+NodeConfig::NodeConfig(const NodeOptions& options) { ConfigureNode(*this, options); }
+
+}  // namespace muster

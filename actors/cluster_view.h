@@ -1,0 +1,45 @@
+// The coordinator's read-only view of every configured task: the task list fixed at start,
+// which tasks are recoverable, and the latest state each task actor reported. Cluster-wide
+// requests (barriers, GetTaskState, WatchJobState, GetAliveTasks) read it; only task actors
+// change task state.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
+#include <absl/status/status.h>
+
+#include "muster/proto/coordination_config.pb.h"
+#include "muster/proto/coordination_service.pb.h"
+
+namespace muster {
+
+class ClusterView {
+ public:
+  ClusterView() = default;
+  // Builds the task list of `config`: every task of every job, ordered by (job, id); every
+  // task starts DISCONNECTED.
+  explicit ClusterView(const proto::CoordinationServiceConfig& config);
+
+  // Every configured task, ordered by (job name, task id).
+  const std::vector<proto::CoordinatedTask>& tasks() const { return tasks_; }
+  bool IsKnown(const proto::CoordinatedTask& task) const;
+  // True when the task's job is recoverable or the task registered as recoverable.
+  bool IsRecoverable(const proto::CoordinatedTask& task) const;
+  // The latest state of a known task; nullptr for unknown tasks.
+  const proto::CoordinatedTaskStateInfo* Find(const proto::CoordinatedTask& task) const;
+  // Replaces the state of `info.task()`; returns false (and changes nothing) for unknown tasks.
+  bool Update(const proto::CoordinatedTaskStateInfo& info);
+  // Marks a task recoverable (its agent registered with the recoverable flag).
+  void SetRecoverable(const proto::CoordinatedTask& task, bool recoverable);
+
+ private:
+  std::vector<proto::CoordinatedTask> tasks_;
+  absl::flat_hash_map<std::string, proto::CoordinatedTaskStateInfo> states_;  // by TaskName
+  absl::flat_hash_set<std::string> recoverable_jobs_;
+  absl::flat_hash_set<std::string> recoverable_tasks_;  // by TaskName
+};
+
+}  // namespace muster

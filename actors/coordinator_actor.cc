@@ -1,10 +1,8 @@
 #include "muster/actors/coordinator_actor.h"
 
-#include <string>
-
-#include <absl/container/flat_hash_map.h>
 #include <absl/strings/str_cat.h>
 
+#include "muster/actors/coordinator_state.h"
 #include "muster/messages/incarnation.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
@@ -12,45 +10,163 @@
 namespace muster {
 namespace {
 
-struct CoordinatorState {
-  static inline const char* name = "muster.coordinator";
-  CoordinatorOptions options;
-  // Registered incarnation per task name.
-  absl::flat_hash_map<std::string, uint64_t> incarnations;
-};
+constexpr int64_t kDefaultHeartbeatTimeoutMs = 10'000;
 
-using CoordinatorPointer = CoordinatorActor::stateful_pointer<CoordinatorState>;
-
-bool IsConfiguredTask(const proto::CoordinationServiceConfig& config,
-                      const proto::CoordinatedTask& task) {
-  for (const auto& job : config.coordinated_job_list()) {
-    if (job.name() == task.job_name())
-      return task.task_id() >= 0 && task.task_id() < job.num_tasks();
-  }
-  return false;
+absl::Status UnknownTask(absl::string_view what, const proto::CoordinatedTask& task) {
+  return MakeCoordinationError(absl::InvalidArgumentError(
+      absl::StrCat(what, TaskName(task),
+                   ". It is not in the cluster configuration: check the "
+                   "job name and task id (this usually implies a configuration error).")));
 }
 
-caf::result<proto::RegisterTaskResponse> RegisterTask(CoordinatorPointer self,
-                                                      const proto::RegisterTaskRequest& request) {
-  const auto& task = request.source_task();
-  if (!IsConfiguredTask(self->state.options.config, task)) {
-    return ToError(MakeCoordinationError(absl::InvalidArgumentError(
-        absl::StrCat("Unexpected task registered with task=", TaskName(task),
-                     ": it is not in the cluster configuration; check the job name and task id"))));
+// The task actor of `task`, or an InvalidArgument error naming it.
+absl::StatusOr<TaskActor> Route(CoordinatorPointer self, absl::string_view what,
+                                const proto::CoordinatedTask& task) {
+  auto it = self->state.tasks.find(TaskName(task));
+  if (it == self->state.tasks.end()) return UnknownTask(what, task);
+  return it->second;
+}
+
+caf::result<proto::GetTaskStateResponse> GetTaskState(CoordinatorPointer self,
+                                                      const proto::GetTaskStateRequest& request) {
+  auto& st = self->state;
+  proto::GetTaskStateResponse response;
+  auto now = self->clock().now();
+  for (const auto& task : request.source_task()) {
+    const auto* info = st.view.Find(task);
+    if (info == nullptr) return ToError(UnknownTask("GetTaskState for unknown task ", task));
+    auto* out = response.add_task_state();
+    *out = *info;
+    auto beat = st.last_heartbeat.find(TaskName(task));
+    out->set_last_heartbeat_age_ms(
+        beat == st.last_heartbeat.end()
+            ? -1
+            : std::chrono::duration_cast<std::chrono::milliseconds>(now - beat->second).count());
   }
-  self->state.incarnations[TaskName(task)] = request.incarnation();
-  proto::RegisterTaskResponse response;
-  response.set_leader_incarnation(self->state.options.incarnation);
   return response;
+}
+
+caf::result<proto::WatchJobStateResponse> WatchJobState(
+    CoordinatorPointer self, const proto::WatchJobStateRequest& request) {
+  auto& st = self->state;
+  int64_t version = request.version_number();
+  if (version > st.version) {
+    return ToError(MakeCoordinationError(absl::InvalidArgumentError(absl::StrCat(
+        "WatchJobState version ", version, " is ahead of the service (current version ", st.version,
+        "); the leader has probably restarted: call again with -1."))));
+  }
+  if (version < st.version) return JobState(self, request.job_name());
+  auto promise = self->make_response_promise<proto::WatchJobStateResponse>();
+  st.watches.push_back({request.job_name(), promise});
+  return promise;
+}
+
+caf::result<proto::GetAliveTasksResponse> GetAliveTasks(
+    CoordinatorPointer self, const proto::GetAliveTasksRequest& request) {
+  auto& st = self->state;
+  bool listed = false;
+  for (const auto& task : request.tasks()) {
+    if (!st.view.IsKnown(task))
+      return ToError(UnknownTask("GetAliveTasks for unknown task ", task));
+    listed |= SameTask(task, request.requesting_task());
+  }
+  if (!listed) {
+    return ToError(MakeCoordinationError(absl::InvalidArgumentError(
+        absl::StrCat("Requesting task ", TaskName(request.requesting_task()),
+                     " is not one of the tasks specified in a GetAliveTasks request."))));
+  }
+  auto promise = self->make_response_promise<proto::GetAliveTasksResponse>();
+  st.alive.Join(st.view, {request.tasks().begin(), request.tasks().end()},
+                request.requesting_task(), promise);
+  return promise;
+}
+
+caf::result<proto::WaitForAllTasksResponse> WaitForAllTasks(
+    CoordinatorPointer self, const proto::WaitForAllTasksRequest& request) {
+  auto& st = self->state;
+  const auto* info = st.view.Find(request.source_task());
+  if (info == nullptr) {
+    return ToError(UnknownTask("WaitForAllTasks from unknown task ", request.source_task()));
+  }
+  if (info->state() != proto::TASKSTATE_CONNECTED) {
+    return ToError(MakeCoordinationError(absl::FailedPreconditionError(
+        absl::StrCat("WaitForAllTasks from ", TaskName(request.source_task()),
+                     ", which is not connected; register it first."))));
+  }
+  auto promise = self->make_response_promise<proto::WaitForAllTasksResponse>();
+  st.devices->Join(st.view, request, promise);
+  return promise;
+}
+
+// Forwards a request about one task to its task actor.
+template <class Response, class Request, class... Extra>
+caf::result<Response> ToTask(CoordinatorPointer self, absl::string_view what,
+                             const proto::CoordinatedTask& task, const Request& request,
+                             const Extra&... extra) {
+  auto actor = Route(self, what, task);
+  if (!actor.ok()) return ToError(actor.status());
+  return self->delegate(*actor, request, extra...);
+}
+
+void Init(CoordinatorPointer self, CoordinatorOptions options) {
+  auto& st = self->state;
+  if (options.incarnation == 0) options.incarnation = NewIncarnation();
+  if (!options.policy) {
+    const auto& jobs = options.config.recoverable_jobs();
+    options.policy = DefaultPolicy({jobs.begin(), jobs.end()});
+  }
+  int64_t beat_ms = options.config.heartbeat_timeout_in_ms();
+  st.heartbeat_timeout =
+      std::chrono::milliseconds(beat_ms > 0 ? beat_ms : kDefaultHeartbeatTimeoutMs);
+  st.connection_loss_grace = std::chrono::milliseconds(
+      std::max<int64_t>(0, options.config.connection_loss_grace_period_in_ms()));
+  st.view = ClusterView(options.config);
+  st.devices.emplace(options.device_aggregator, options.incarnation);
+  st.options = std::move(options);
+  for (const auto& task : st.view.tasks()) {
+    if (st.options.policy->IsRecoverable(task)) st.view.SetRecoverable(task, true);
+    SpawnTask(self, task, *st.view.Find(task));
+  }
+  self->set_down_handler([=](caf::down_msg& down) { OnChildDown(self, down); });
+  self->attach_functor([children = st.children](const caf::error&) {
+    for (auto& child : *children) caf::anon_send_exit(child, caf::exit_reason::user_shutdown);
+  });
 }
 
 CoordinatorActor::behavior_type CoordinatorBehavior(CoordinatorPointer self,
                                                     CoordinatorOptions options) {
-  if (options.incarnation == 0) options.incarnation = NewIncarnation();
-  self->state.options = std::move(options);
+  Init(self, std::move(options));
   return {
-      [=](const proto::RegisterTaskRequest& request, const AgentActor&) {
-        return RegisterTask(self, request);
+      [=](const proto::RegisterTaskRequest& request, const AgentActor& agent) {
+        if (request.source_task().recoverable()) {
+          self->state.view.SetRecoverable(request.source_task(), true);
+        }
+        return ToTask<proto::RegisterTaskResponse>(
+            self, "Unexpected task registered with task=", request.source_task(), request, agent);
+      },
+      [=](const proto::HeartbeatRequest& request) {
+        self->state.last_heartbeat[TaskName(request.source_task())] = self->clock().now();
+        return ToTask<proto::HeartbeatResponse>(
+            self, "Unexpected heartbeat request from task: ", request.source_task(), request);
+      },
+      [=](const proto::WaitForAllTasksRequest& request) { return WaitForAllTasks(self, request); },
+      [=](const proto::ShutdownTaskRequest& request) {
+        return ToTask<proto::ShutdownTaskResponse>(
+            self, "Unexpected disconnect request with task=", request.source_task(), request);
+      },
+      [=](const proto::ResetTaskRequest& request) {
+        return ToTask<proto::ResetTaskResponse>(
+            self, "Unexpected reset request with task=", request.source_task(), request);
+      },
+      [=](const proto::ReportErrorToServiceRequest& request) {
+        return ToTask<proto::ReportErrorToServiceResponse>(self, "Unexpected request from task ",
+                                                           request.error_origin(), request);
+      },
+      [=](const proto::GetTaskStateRequest& request) { return GetTaskState(self, request); },
+      [=](const proto::WatchJobStateRequest& request) { return WatchJobState(self, request); },
+      [=](const proto::GetAliveTasksRequest& request) { return GetAliveTasks(self, request); },
+      [=](task_state_atom, const proto::CoordinatedTaskStateInfo& info, const AgentActor& agent) {
+        OnTaskState(self, info, agent);
       },
   };
 }

@@ -7,5 +7,15 @@ namespace muster {
 
 using retry_atom = caf::atom_constant<caf::atom("retry")>;
 using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
+// A heartbeat arrived for the monitored task.
+using beat_atom = caf::atom_constant<caf::atom("beat")>;
+// A task actor reports its new state to the coordinator.
+using task_state_atom = caf::atom_constant<caf::atom("taskstate")>;
+// A task's agent stayed unreachable for the whole connection-loss grace period.
+using agent_lost_atom = caf::atom_constant<caf::atom("agentlost")>;
+// The coordinator sets a task to ERROR (propagation, failed register or shutdown barrier).
+using set_error_atom = caf::atom_constant<caf::atom("seterror")>;
+// The coordinator disconnects a task (the shutdown barrier passed).
+using disconnect_atom = caf::atom_constant<caf::atom("disconnect")>;
 
 }  // namespace muster

@@ -1,0 +1,64 @@
+// The coordinator's state and the functions its handlers share (internal to actors/).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
+#include <absl/status/status.h>
+#include <caf/actor_addr.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include "muster/actors/alive_tasks.h"
+#include "muster/actors/cluster_view.h"
+#include "muster/actors/coordinator_actor.h"
+#include "muster/actors/device_exchange.h"
+#include "muster/actors/task_actor.h"
+
+namespace muster {
+
+struct JobStateWatch {
+  std::string job;  // empty: every job
+  caf::typed_response_promise<proto::WatchJobStateResponse> promise;
+};
+
+struct CoordinatorState {
+  static inline const char* name = "muster.coordinator";
+  CoordinatorOptions options;
+  caf::timespan heartbeat_timeout{0};
+  caf::timespan connection_loss_grace{0};
+  ClusterView view;
+  absl::flat_hash_map<std::string, TaskActor> tasks;                    // by task name
+  absl::flat_hash_map<caf::actor_addr, proto::CoordinatedTask> owners;  // task actor -> task
+  // The agents of connected tasks, by task name.
+  absl::flat_hash_map<std::string, std::pair<proto::CoordinatedTask, AgentActor>> agents;
+  absl::flat_hash_map<std::string, caf::actor_clock::time_point> last_heartbeat;
+  int64_t version = 0;  // bumped on every task state change
+  std::vector<JobStateWatch> watches;
+  AliveTasks alive;
+  std::optional<DeviceExchange> devices;
+  // Every child spawned; all of them are stopped when the coordinator stops.
+  std::shared_ptr<std::vector<caf::actor>> children = std::make_shared<std::vector<caf::actor>>();
+  // The last error propagated to the whole cluster: agents that connect later learn it too.
+  std::optional<absl::Status> cluster_error;
+};
+
+using CoordinatorPointer = CoordinatorActor::stateful_pointer<CoordinatorState>;
+
+// Spawns (or restarts) the task actor of `task`, starting in `initial`, and supervises it.
+void SpawnTask(CoordinatorPointer self, const proto::CoordinatedTask& task,
+               const proto::CoordinatedTaskStateInfo& initial);
+
+// Records a task's new state and tells everything that depends on task states.
+void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo& info,
+                 const AgentActor& agent);
+
+// Handles the death of a child: a task actor that died with an error is a task failure.
+void OnChildDown(CoordinatorPointer self, const caf::down_msg& down);
+
+// Answers a job-state watch with the current states of its job.
+proto::WatchJobStateResponse JobState(CoordinatorPointer self, const std::string& job);
+
+}  // namespace muster

@@ -1,0 +1,144 @@
+// The coordinator as supervisor: task state changes, task failures, error propagation.
+#include <absl/strings/str_cat.h>
+#include <absl/time/time.h>
+
+#include "muster/actors/coordinator_state.h"
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+
+namespace muster {
+namespace {
+
+absl::Time Now(CoordinatorPointer self) {
+  return absl::FromUnixNanos(self->clock().now().time_since_epoch().count());
+}
+
+proto::ReportErrorToTaskRequest ErrorReport(const absl::Status& status,
+                                            const proto::CoordinatedTask& source) {
+  proto::ReportErrorToTaskRequest report;
+  report.set_error_code(static_cast<int32_t>(status.code()));
+  report.set_error_message(std::string(status.message()));
+  auto payload = GetCoordinationError(status);
+  if (payload) *report.mutable_error_payload() = *payload;
+  if (!payload || !payload->has_source_task()) {
+    *report.mutable_error_payload()->mutable_source_task() = source;
+  }
+  return report;
+}
+
+// Pushes `status` to every connected agent (of `job` only, when not empty) except `source`'s.
+void Propagate(CoordinatorPointer self, const absl::Status& status,
+               const proto::CoordinatedTask& source, const std::string& job) {
+  proto::ReportErrorToTaskRequest report = ErrorReport(status, source);
+  std::string source_name = TaskName(source);
+  for (const auto& [name, connected] : self->state.agents) {
+    const auto& [task, agent] = connected;
+    if (name == source_name || (!job.empty() && task.job_name() != job)) continue;
+    self->send(agent, report);
+  }
+}
+
+void FailJob(CoordinatorPointer self, const absl::Status& status,
+             const proto::CoordinatedTask& failed) {
+  caf::error error = ToError(status);
+  for (const auto& task : self->state.view.tasks()) {
+    if (task.job_name() != failed.job_name() || SameTask(task, failed)) continue;
+    self->send(self->state.tasks.at(TaskName(task)), set_error_atom::value, error);
+  }
+}
+
+void ApplyPolicy(CoordinatorPointer self, const proto::CoordinatedTask& task,
+                 const absl::Status& error) {
+  auto& st = self->state;
+  FailureDecision decision = st.options.policy->OnTaskFailure(task, error, Now(self));
+  switch (decision.action) {
+    case FailureAction::kTolerate:
+      return;
+    case FailureAction::kPropagateToJob:
+      return Propagate(self, decision.status, task, task.job_name());
+    case FailureAction::kFailJob:
+      FailJob(self, decision.status, task);
+      [[fallthrough]];
+    case FailureAction::kPropagateToCluster:
+      st.cluster_error = decision.status;
+      return Propagate(self, decision.status, task, "");
+  }
+}
+
+absl::Status FailureStatus(const caf::down_msg& down, const proto::CoordinatedTask& task) {
+  absl::Status status = ToStatus(down.reason);
+  if (GetCoordinationError(status)) return status;
+  return MakeCoordinationError(
+      absl::InternalError(absl::StrCat("the task actor of ", TaskName(task),
+                                       " stopped unexpectedly: ", status.ToString())),
+      task);
+}
+
+}  // namespace
+
+void SpawnTask(CoordinatorPointer self, const proto::CoordinatedTask& task,
+               const proto::CoordinatedTaskStateInfo& initial) {
+  auto& st = self->state;
+  TaskSpec spec{.task = task,
+                .leader_incarnation = st.options.incarnation,
+                .heartbeat_timeout = st.heartbeat_timeout,
+                .connection_loss_grace = st.connection_loss_grace,
+                .recoverable = st.view.IsRecoverable(task),
+                .initial = initial,
+                .parent = caf::actor_cast<TaskParentActor>(self)};
+  TaskActor actor = SpawnTaskActor(self->system(), std::move(spec));
+  self->monitor(actor);
+  st.children->push_back(caf::actor_cast<caf::actor>(actor));
+  st.owners[actor.address()] = task;
+  st.tasks[TaskName(task)] = std::move(actor);
+}
+
+proto::WatchJobStateResponse JobState(CoordinatorPointer self, const std::string& job) {
+  proto::WatchJobStateResponse response;
+  response.set_version_number(self->state.version);
+  for (const auto& task : self->state.view.tasks()) {
+    if (job.empty() || task.job_name() == job) {
+      *response.add_task_state() = *self->state.view.Find(task);
+    }
+  }
+  return response;
+}
+
+void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo& info,
+                 const AgentActor& agent) {
+  auto& st = self->state;
+  if (!st.view.Update(info)) return;
+  std::string name = TaskName(info.task());
+  if (info.state() == proto::TASKSTATE_CONNECTED) {
+    st.agents[name] = {info.task(), agent};
+    if (st.cluster_error && !st.view.IsRecoverable(info.task())) {
+      self->send(agent, ErrorReport(*st.cluster_error, info.task()));
+    }
+  } else {
+    st.agents.erase(name);
+  }
+  ++st.version;
+  for (auto& watch : st.watches) watch.promise.deliver(JobState(self, watch.job));
+  st.watches.clear();
+  st.alive.Refresh(st.view);
+  if (st.devices) st.devices->OnTaskState(info);
+}
+
+void OnChildDown(CoordinatorPointer self, const caf::down_msg& down) {
+  auto& st = self->state;
+  auto owner = st.owners.find(down.source);
+  if (owner == st.owners.end()) return;
+  proto::CoordinatedTask task = owner->second;
+  st.owners.erase(owner);
+  absl::Status error = FailureStatus(down, task);
+  proto::CoordinatedTaskStateInfo info = *st.view.Find(task);
+  info.set_state(proto::TASKSTATE_ERROR);
+  info.set_error_code(static_cast<int32_t>(error.code()));
+  info.set_error_message(std::string(error.message()));
+  if (auto payload = GetCoordinationError(error)) *info.mutable_error_payload() = *payload;
+  SpawnTask(self, task, info);
+  OnTaskState(self, info, AgentActor{});
+  ApplyPolicy(self, task, error);
+}
+
+}  // namespace muster

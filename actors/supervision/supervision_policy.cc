@@ -1,0 +1,74 @@
+#include "muster/actors/supervision/supervision_policy.h"
+
+#include <algorithm>
+
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
+
+namespace muster {
+
+FailureDecision FateSharing::OnTaskFailure(const proto::CoordinatedTask&, const absl::Status& error,
+                                           absl::Time) {
+  return {FailureAction::kPropagateToCluster, error};
+}
+
+FailureDecision JobScoped::OnTaskFailure(const proto::CoordinatedTask&, const absl::Status& error,
+                                         absl::Time) {
+  return {FailureAction::kPropagateToJob, error};
+}
+
+RecoverableJobs::RecoverableJobs(std::vector<std::string> jobs) : jobs_(jobs.begin(), jobs.end()) {}
+
+FailureDecision RecoverableJobs::OnTaskFailure(const proto::CoordinatedTask& task,
+                                               const absl::Status& error, absl::Time) {
+  if (IsRecoverable(task)) return {FailureAction::kTolerate, error};
+  return {FailureAction::kPropagateToCluster, error};
+}
+
+bool RecoverableJobs::IsRecoverable(const proto::CoordinatedTask& task) const {
+  return jobs_.contains(task.job_name());
+}
+
+std::string RecoverableJobs::Describe() const {
+  std::vector<std::string> names(jobs_.begin(), jobs_.end());
+  std::sort(names.begin(), names.end());
+  return absl::StrCat("recoverable jobs: ", absl::StrJoin(names, ","));
+}
+
+RestartIntensity::RestartIntensity(std::unique_ptr<SupervisionPolicy> inner, int max_failures,
+                                   absl::Duration period)
+    : inner_(std::move(inner)), max_failures_(max_failures), period_(period) {}
+
+FailureDecision RestartIntensity::OnTaskFailure(const proto::CoordinatedTask& task,
+                                                const absl::Status& error, absl::Time now) {
+  std::vector<absl::Time>& times = failures_[task.job_name()];
+  times.erase(
+      std::remove_if(times.begin(), times.end(), [&](absl::Time t) { return now - t >= period_; }),
+      times.end());
+  times.push_back(now);
+  if (static_cast<int>(times.size()) <= max_failures_) {
+    return inner_->OnTaskFailure(task, error, now);
+  }
+  return {FailureAction::kFailJob,
+          absl::Status(error.code(),
+                       absl::StrCat("job ", task.job_name(), " failed: ", times.size(),
+                                    " task failures within ", absl::FormatDuration(period_),
+                                    " exceed the restart intensity of ", max_failures_,
+                                    "; last failure: ", error.message()))};
+}
+
+bool RestartIntensity::IsRecoverable(const proto::CoordinatedTask& task) const {
+  return inner_->IsRecoverable(task);
+}
+
+std::string RestartIntensity::Describe() const {
+  return absl::StrCat(inner_->Describe(), ", at most ", max_failures_, " failures per job in ",
+                      absl::FormatDuration(period_));
+}
+
+std::unique_ptr<SupervisionPolicy> DefaultPolicy(const std::vector<std::string>& recoverable_jobs) {
+  if (recoverable_jobs.empty()) return std::make_unique<FateSharing>();
+  return std::make_unique<RecoverableJobs>(recoverable_jobs);
+}
+
+}  // namespace muster

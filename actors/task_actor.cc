@@ -1,0 +1,290 @@
+#include "muster/actors/task_actor.h"
+
+#include <absl/strings/str_cat.h>
+
+#include "muster/actors/heartbeat_monitor_actor.h"
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+
+namespace muster {
+namespace {
+
+struct TaskState {
+  static inline const char* name = "muster.task";
+  TaskSpec spec;
+  proto::CoordinatedTaskStateInfo info;  // the task's state, as reported to the coordinator
+  absl::Status error;                    // the sticky error while in ERROR
+  AgentActor agent;
+  HeartbeatMonitorActor monitor;
+  bool agent_down = false;
+  bool ever_connected = false;
+  // While DISCONNECTED, heartbeats of the last incarnation are accepted until then.
+  caf::actor_clock::time_point grace_deadline;
+};
+
+using TaskPointer = TaskActor::stateful_pointer<TaskState>;
+
+std::string Name(TaskPointer self) { return TaskName(self->state.spec.task); }
+
+absl::Status ServiceError(TaskPointer self, absl::Status status) {
+  return MakeCoordinationError(std::move(status), self->state.spec.task);
+}
+
+void Notify(TaskPointer self) {
+  self->send(self->state.spec.parent, task_state_atom::value, self->state.info, self->state.agent);
+}
+
+void SetState(TaskPointer self, proto::CoordinatedTaskState state, const absl::Status& error) {
+  auto& info = self->state.info;
+  info.set_state(state);
+  info.set_error_code(static_cast<int32_t>(error.code()));
+  info.set_error_message(std::string(error.message()));
+  info.clear_error_payload();
+  if (auto payload = GetCoordinationError(error)) *info.mutable_error_payload() = *payload;
+  self->state.error = error;
+  Notify(self);
+}
+
+void WatchAgent(TaskPointer self, const AgentActor& agent) {
+  auto& st = self->state;
+  if (st.agent && st.agent != agent) self->demonitor(st.agent.address());
+  st.agent = agent;
+  st.agent_down = false;
+  if (agent) self->monitor(agent);
+}
+
+void StopWatching(TaskPointer self) {
+  auto& st = self->state;
+  if (st.monitor) {
+    self->unlink_from(st.monitor);
+    self->send_exit(st.monitor, caf::exit_reason::user_shutdown);
+    st.monitor = nullptr;
+  }
+  if (st.agent) self->demonitor(st.agent.address());
+}
+
+void Connect(TaskPointer self, uint64_t incarnation, const AgentActor& agent) {
+  auto& st = self->state;
+  st.info.set_incarnation(incarnation);
+  st.ever_connected = true;
+  WatchAgent(self, agent);
+  if (st.monitor) {
+    self->send(st.monitor, beat_atom::value);
+  } else {
+    st.monitor = SpawnHeartbeatMonitor(self, st.spec.task, st.spec.heartbeat_timeout);
+  }
+  SetState(self, proto::TASKSTATE_CONNECTED, absl::OkStatus());
+}
+
+void Disconnect(TaskPointer self) {
+  StopWatching(self);
+  self->state.grace_deadline = self->clock().now() + self->state.spec.heartbeat_timeout;
+  SetState(self, proto::TASKSTATE_DISCONNECTED, absl::OkStatus());
+}
+
+// Answers the current request with `status`, then dies with it: the coordinator records the
+// failure, applies the supervision policy and restarts this task in ERROR.
+template <class Response>
+caf::result<Response> ReplyAndFail(TaskPointer self, const absl::Status& reply,
+                                   const absl::Status& failure) {
+  auto promise = self->make_response_promise<Response>();
+  if (reply.ok()) {
+    promise.deliver(Response{});
+  } else {
+    promise.deliver(ToError(reply));
+  }
+  self->quit(ToError(failure));
+  return promise;
+}
+
+proto::RegisterTaskResponse RegisterOk(TaskPointer self) {
+  proto::RegisterTaskResponse response;
+  response.set_leader_incarnation(self->state.spec.leader_incarnation);
+  return response;
+}
+
+bool MayRejoinFromError(TaskPointer self) {
+  const auto& st = self->state;
+  return st.spec.recoverable && st.error.code() == absl::StatusCode::kUnavailable &&
+         GetCoordinationError(st.error).has_value();
+}
+
+caf::result<proto::RegisterTaskResponse> Register(TaskPointer self,
+                                                  const proto::RegisterTaskRequest& request,
+                                                  const AgentActor& agent) {
+  auto& st = self->state;
+  bool same = request.incarnation() == st.info.incarnation();
+  if (st.info.state() == proto::TASKSTATE_CONNECTED && !same && !st.spec.recoverable) {
+    absl::Status aborted = ServiceError(
+        self, absl::AbortedError(absl::StrCat(
+                  Name(self), " unexpectedly tried to connect with a different incarnation (",
+                  request.incarnation(), ", registered: ", st.info.incarnation(),
+                  "). It has likely restarted; the cluster is told of the failure.")));
+    return ReplyAndFail<proto::RegisterTaskResponse>(self, aborted, aborted);
+  }
+  if (st.info.state() == proto::TASKSTATE_ERROR && !MayRejoinFromError(self)) {
+    return ToError(ServiceError(
+        self, absl::AbortedError(absl::StrCat(
+                  Name(self),
+                  " unexpectedly tried to connect while it is already in error. ResetTask() "
+                  "should be called before a subsequent connect attempt. Existing error: ",
+                  st.error.ToString()))));
+  }
+  Connect(self, request.incarnation(), agent);
+  return RegisterOk(self);
+}
+
+caf::result<proto::HeartbeatResponse> NotRegistered(TaskPointer self) {
+  return ToError(ServiceError(
+      self, absl::InvalidArgumentError(absl::StrCat(
+                "Task with task=", Name(self),
+                " must be registered before sending heartbeat messages. "
+                "The service might have restarted, please restart / reset and register again."))));
+}
+
+caf::result<proto::HeartbeatResponse> HeartbeatMismatch(TaskPointer self, uint64_t incarnation) {
+  absl::Status aborted = ServiceError(
+      self,
+      absl::AbortedError(absl::StrCat(Name(self), " Heartbeat: Incarnation ID mismatch: expecting ",
+                                      self->state.info.incarnation(), " but got ", incarnation,
+                                      ". The task has restarted and likely crashed earlier; the "
+                                      "cluster is told of the failure.")));
+  return ReplyAndFail<proto::HeartbeatResponse>(self, aborted, aborted);
+}
+
+caf::result<proto::HeartbeatResponse> Heartbeat(TaskPointer self,
+                                                const proto::HeartbeatRequest& request) {
+  auto& st = self->state;
+  proto::HeartbeatResponse ok;
+  ok.set_leader_incarnation(st.spec.leader_incarnation);
+  bool same = request.incarnation() == st.info.incarnation();
+  switch (st.info.state()) {
+    case proto::TASKSTATE_ERROR:
+      return ToError(ServiceError(
+          self, absl::AbortedError(absl::StrCat(
+                    "Unexpected heartbeat request from an already-in-error task: ", Name(self),
+                    " with existing error: ", st.error.ToString(),
+                    ". Reset the task and register again."))));
+    case proto::TASKSTATE_CONNECTED:
+      if (same) {
+        self->send(st.monitor, beat_atom::value);
+        return ok;
+      }
+      if (st.spec.recoverable) return ok;
+      return HeartbeatMismatch(self, request.incarnation());
+    default:
+      if (!st.ever_connected || !same || self->clock().now() > st.grace_deadline) {
+        return NotRegistered(self);
+      }
+      return ok;
+  }
+}
+
+template <class Response>
+caf::result<Response> DisconnectRequest(TaskPointer self) {
+  if (self->state.info.state() == proto::TASKSTATE_DISCONNECTED) {
+    return ToError(ServiceError(self, absl::FailedPreconditionError(absl::StrCat(
+                                          "The task is already disconnected: ", Name(self)))));
+  }
+  Disconnect(self);
+  return Response{};
+}
+
+caf::result<proto::ReportErrorToServiceResponse> ReportError(
+    TaskPointer self, const proto::ReportErrorToServiceRequest& request) {
+  if (self->state.info.state() != proto::TASKSTATE_CONNECTED) {
+    return ToError(ServiceError(self, absl::FailedPreconditionError(absl::StrCat(
+                                          "The task ", Name(self),
+                                          " is not connected or already has an error; register it "
+                                          "before reporting errors."))));
+  }
+  int code = request.error_code();
+  if (code <= 0 || code > static_cast<int>(absl::StatusCode::kUnauthenticated)) {
+    code = static_cast<int>(absl::StatusCode::kUnknown);
+  }
+  absl::Status reported = MakeCoordinationError(
+      absl::Status(static_cast<absl::StatusCode>(code), request.error_message()),
+      self->state.spec.task, /*is_reported_error=*/true);
+  return ReplyAndFail<proto::ReportErrorToServiceResponse>(self, absl::OkStatus(), reported);
+}
+
+void SetError(TaskPointer self, const caf::error& error) {
+  if (self->state.info.state() == proto::TASKSTATE_ERROR) return;  // the first error sticks
+  StopWatching(self);
+  SetState(self, proto::TASKSTATE_ERROR, ToStatus(error));
+}
+
+absl::Status ConnectionLost(TaskPointer self, const caf::error& reason) {
+  return ServiceError(
+      self,
+      absl::UnavailableError(absl::StrCat(
+          "Task ", Name(self), ": connection to worker lost (", ToStatus(reason).message(),
+          "). Its process exited or the network failed; restart it (or reset it if its job is "
+          "recoverable).")));
+}
+
+void OnAgentDown(TaskPointer self, const caf::down_msg& down) {
+  auto& st = self->state;
+  if (!st.agent || down.source != st.agent.address() ||
+      st.info.state() != proto::TASKSTATE_CONNECTED) {
+    return;
+  }
+  if (st.spec.connection_loss_grace <= caf::timespan{0}) {
+    self->quit(ToError(ConnectionLost(self, down.reason)));
+    return;
+  }
+  st.agent_down = true;
+  self->delayed_send(self, st.spec.connection_loss_grace, agent_lost_atom::value, down.source);
+}
+
+void OnAgentLost(TaskPointer self, const caf::actor_addr& agent) {
+  auto& st = self->state;
+  if (st.agent_down && st.agent && st.agent.address() == agent &&
+      st.info.state() == proto::TASKSTATE_CONNECTED) {
+    self->quit(ToError(ConnectionLost(self, caf::exit_reason::remote_link_unreachable)));
+  }
+}
+
+absl::Status StatusFromInfo(const proto::CoordinatedTaskStateInfo& info) {
+  if (info.state() != proto::TASKSTATE_ERROR) return absl::OkStatus();
+  absl::Status status(static_cast<absl::StatusCode>(info.error_code()), info.error_message());
+  if (!info.has_error_payload()) return status;
+  return MakeCoordinationError(status, info.error_payload().source_task(),
+                               info.error_payload().is_reported_error());
+}
+
+TaskActor::behavior_type TaskBehavior(TaskPointer self, TaskSpec spec) {
+  auto& st = self->state;
+  st.spec = std::move(spec);
+  st.info = st.spec.initial;
+  *st.info.mutable_task() = st.spec.task;
+  st.error = StatusFromInfo(st.info);
+  st.ever_connected = st.info.incarnation() != 0;
+  self->set_down_handler([=](caf::down_msg& down) { OnAgentDown(self, down); });
+  return {
+      [=](const proto::RegisterTaskRequest& request, const AgentActor& agent) {
+        return Register(self, request, agent);
+      },
+      [=](const proto::HeartbeatRequest& request) { return Heartbeat(self, request); },
+      [=](const proto::ShutdownTaskRequest&) {
+        return DisconnectRequest<proto::ShutdownTaskResponse>(self);
+      },
+      [=](const proto::ResetTaskRequest&) {
+        return DisconnectRequest<proto::ResetTaskResponse>(self);
+      },
+      [=](const proto::ReportErrorToServiceRequest& request) { return ReportError(self, request); },
+      [=](set_error_atom, const caf::error& error) { SetError(self, error); },
+      [=](disconnect_atom) {
+        if (self->state.info.state() != proto::TASKSTATE_DISCONNECTED) Disconnect(self);
+      },
+      [=](agent_lost_atom, const caf::actor_addr& agent) { OnAgentLost(self, agent); },
+  };
+}
+
+}  // namespace
+
+TaskActor SpawnTaskActor(caf::actor_system& system, TaskSpec spec) {
+  return system.spawn(TaskBehavior, std::move(spec));
+}
+
+}  // namespace muster

@@ -1,0 +1,58 @@
+// The task actor: owns the state of one configured task /job:<name>/task:<i> and answers the
+// requests that concern that task alone. While the task is connected, a heartbeat monitor is
+// linked to it; a missed heartbeat deadline, a lost connection to the agent, a restarted
+// incarnation or an error reported by the task kill the task actor with that status, and the
+// coordinator (its supervisor) records the failure, applies the supervision policy and starts
+// the task actor again in ERROR.
+//
+//   DISCONNECTED --Register--> CONNECTED --Shutdown/Reset--> DISCONNECTED
+//        ^                        |  (monitor + agent watched)
+//        |                        +--missed heartbeat | agent lost | new incarnation
+//        |                        |   | ReportError --> dies; restarted in ERROR
+//        +------Reset/Shutdown--- ERROR <--set_error (imposed by the coordinator)
+#pragma once
+
+#include <cstdint>
+
+#include <caf/actor_system.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "muster/messages/atoms.h"
+#include "muster/messages/interfaces.h"
+
+namespace muster {
+
+// What a task actor tells its supervisor after every state change.
+using TaskParentActor =
+    caf::typed_actor<caf::reacts_to<task_state_atom, proto::CoordinatedTaskStateInfo, AgentActor>>;
+
+using TaskActor = caf::typed_actor<
+    // Possible errors: Aborted (other incarnation while connected; task in ERROR).
+    caf::replies_to<proto::RegisterTaskRequest, AgentActor>::with<proto::RegisterTaskResponse>,
+    // Possible errors: Aborted (task in ERROR, incarnation mismatch), InvalidArgument (not
+    // registered, or disconnected longer than the grace period).
+    caf::replies_to<proto::HeartbeatRequest>::with<proto::HeartbeatResponse>,
+    // Possible errors: FailedPrecondition (already disconnected).
+    caf::replies_to<proto::ShutdownTaskRequest>::with<proto::ShutdownTaskResponse>,
+    // Possible errors: FailedPrecondition (already disconnected).
+    caf::replies_to<proto::ResetTaskRequest>::with<proto::ResetTaskResponse>,
+    // Possible errors: FailedPrecondition (not connected, or already in ERROR).
+    caf::replies_to<proto::ReportErrorToServiceRequest>::with<proto::ReportErrorToServiceResponse>,
+    caf::reacts_to<set_error_atom, caf::error>, caf::reacts_to<disconnect_atom>,
+    caf::reacts_to<agent_lost_atom, caf::actor_addr>>;
+
+struct TaskSpec {
+  proto::CoordinatedTask task;
+  uint64_t leader_incarnation = 0;
+  caf::timespan heartbeat_timeout{0};
+  // How long a lost connection to the agent is tolerated before the task fails (0: at once).
+  caf::timespan connection_loss_grace{0};
+  bool recoverable = false;
+  // The state to start in: DISCONNECTED at leader start, ERROR after a failure.
+  proto::CoordinatedTaskStateInfo initial;
+  TaskParentActor parent;
+};
+
+TaskActor SpawnTaskActor(caf::actor_system& system, TaskSpec spec);
+
+}  // namespace muster

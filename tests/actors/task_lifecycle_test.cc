@@ -1,0 +1,234 @@
+// Registration, heartbeats, connection loss, reset and shutdown of tasks, on simulated time.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "muster/messages/status_codec.h"
+#include "tests/actors/leader_fixture.h"
+#include "tests/testing/status_matchers.h"
+
+namespace muster::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using Code = absl::StatusCode;
+
+TEST_F(LeaderTest, Register_KnownTask_ConnectedWithLeaderIncarnation) {
+  Spawn(Config(2));
+  Reports reports;
+  auto reply = Register("worker", 1, 5, Agent(&reports));
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->leader_incarnation(), 77u);
+  EXPECT_EQ(State("worker", 1).state(), proto::TASKSTATE_CONNECTED);
+  EXPECT_EQ(State("worker", 1).incarnation(), 5u);
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_DISCONNECTED);
+}
+
+TEST_F(LeaderTest, Register_SameIncarnationAgain_Ok) {
+  Spawn(Config(2));
+  Reports reports;
+  auto agent = Agent(&reports);
+  ASSERT_TRUE(Register("worker", 0, 5, agent).ok());
+  EXPECT_THAT(Register("worker", 0, 5, agent), IsOk());
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
+}
+
+TEST_F(LeaderTest, Register_UnknownTask_InvalidArgumentAndNotPropagated) {
+  Spawn(Config(2));
+  Reports reports;
+  ASSERT_TRUE(Register("worker", 0, 5, Agent(&reports)).ok());
+  Reports unused;
+  EXPECT_THAT(Register("worker", 2, 9, Agent(&unused)),
+              StatusIs(Code::kInvalidArgument, HasSubstr("/job:worker/task:2")));
+  EXPECT_THAT(Register("chief", 0, 9, Agent(&unused)),
+              StatusIs(Code::kInvalidArgument, HasSubstr("/job:chief/task:0")));
+  EXPECT_TRUE(reports->empty());
+}
+
+TEST_F(LeaderTest, Register_NewIncarnationWhileConnected_AbortedErrorAndPropagated) {
+  Spawn(Config(2));
+  Reports first, other;
+  ASSERT_TRUE(Register("worker", 0, 5, Agent(&first)).ok());
+  ASSERT_TRUE(Register("worker", 1, 6, Agent(&other)).ok());
+  EXPECT_THAT(Register("worker", 0, 8, Agent(&first)),
+              StatusIs(Code::kAborted, HasSubstr("different incarnation")));
+  auto state = State("worker", 0);
+  EXPECT_EQ(state.state(), proto::TASKSTATE_ERROR);
+  EXPECT_EQ(state.error_code(), static_cast<int>(Code::kAborted));
+  ASSERT_EQ(other->size(), 1u);
+  EXPECT_EQ((*other)[0].error_code(), static_cast<int>(Code::kAborted));
+  EXPECT_EQ(TaskName((*other)[0].error_payload().source_task()), "/job:worker/task:0");
+}
+
+TEST_F(LeaderTest, Register_WhileInError_AbortedUntilReset) {
+  Spawn(Config(2));
+  Reports reports;
+  auto agent = Agent(&reports);
+  ASSERT_TRUE(Register("worker", 0, 5, agent).ok());
+  ASSERT_FALSE(Register("worker", 0, 8, agent).ok());
+  EXPECT_THAT(Register("worker", 0, 8, agent),
+              StatusIs(Code::kAborted, HasSubstr("ResetTask() should be called")));
+  EXPECT_THAT((TaskCall<proto::ResetTaskResponse, proto::ResetTaskRequest>("worker", 0)), IsOk());
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_DISCONNECTED);
+  EXPECT_THAT(Register("worker", 0, 8, agent), IsOk());
+  EXPECT_EQ(State("worker", 0).incarnation(), 8u);
+}
+
+TEST_F(LeaderTest, Reset_AlreadyDisconnected_FailedPrecondition) {
+  Spawn(Config(1));
+  EXPECT_THAT((TaskCall<proto::ResetTaskResponse, proto::ResetTaskRequest>("worker", 0)),
+              StatusIs(Code::kFailedPrecondition, HasSubstr("already disconnected")));
+}
+
+TEST_F(LeaderTest, HeartbeatDeadline_HitExactlyAtTimeout) {
+  Spawn(Config(1));
+  Reports reports;
+  ASSERT_TRUE(Register("worker", 0, 5, Agent(&reports)).ok());
+  AdvanceTime(9999ms);
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
+  AdvanceTime(1ms);
+  auto state = State("worker", 0);
+  EXPECT_EQ(state.state(), proto::TASKSTATE_ERROR);
+  EXPECT_EQ(state.error_code(), static_cast<int>(Code::kUnavailable));
+  EXPECT_THAT(state.error_message(), HasSubstr("/job:worker/task:0 heartbeat timeout"));
+}
+
+TEST_F(LeaderTest, Heartbeat_MovesTheDeadline) {
+  Spawn(Config(1));
+  Reports reports;
+  ASSERT_TRUE(Register("worker", 0, 5, Agent(&reports)).ok());
+  AdvanceTime(6s);
+  ASSERT_THAT(Heartbeat("worker", 0, 5), IsOk());
+  AdvanceTime(9999ms);
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
+  AdvanceTime(1ms);
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
+}
+
+TEST_F(LeaderTest, StaleTask_PropagatedWithSourceTask) {
+  Spawn(Config(2));
+  Reports stale, alive;
+  ASSERT_TRUE(Register("worker", 0, 5, Agent(&stale)).ok());
+  ASSERT_TRUE(Register("worker", 1, 6, Agent(&alive)).ok());
+  AdvanceTime(6s);
+  ASSERT_THAT(Heartbeat("worker", 1, 6), IsOk());
+  AdvanceTime(4s);
+  ASSERT_EQ(alive->size(), 1u);
+  EXPECT_EQ((*alive)[0].error_code(), static_cast<int>(Code::kUnavailable));
+  EXPECT_EQ(TaskName((*alive)[0].error_payload().source_task()), "/job:worker/task:0");
+  EXPECT_TRUE(stale->empty());
+}
+
+TEST_F(LeaderTest, Heartbeat_ErrorsByState) {
+  Spawn(Config(2));
+  EXPECT_THAT(Heartbeat("worker", 7, 1), StatusIs(Code::kInvalidArgument, HasSubstr("task:7")));
+  EXPECT_THAT(Heartbeat("worker", 0, 1),
+              StatusIs(Code::kInvalidArgument, HasSubstr("must be registered")));
+  Reports reports;
+  ASSERT_TRUE(Register("worker", 0, 5, Agent(&reports)).ok());
+  AdvanceTime(10s);
+  EXPECT_THAT(Heartbeat("worker", 0, 5),
+              StatusIs(Code::kAborted, HasSubstr("already-in-error task")));
+}
+
+TEST_F(LeaderTest, Heartbeat_WrongIncarnation_AbortedAndTaskFails) {
+  Spawn(Config(2));
+  Reports reports;
+  ASSERT_TRUE(Register("worker", 0, 5, Agent(&reports)).ok());
+  EXPECT_THAT(Heartbeat("worker", 0, 6),
+              StatusIs(Code::kAborted, HasSubstr("Incarnation ID mismatch")));
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
+}
+
+TEST_F(LeaderTest, Heartbeat_AfterShutdown_AcceptedForGracePeriodOnly) {
+  Spawn(Config(1));
+  Reports reports;
+  ASSERT_TRUE(Register("worker", 0, 5, Agent(&reports)).ok());
+  ASSERT_THAT((TaskCall<proto::ShutdownTaskResponse, proto::ShutdownTaskRequest>("worker", 0)),
+              IsOk());
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_DISCONNECTED);
+  AdvanceTime(10s);
+  EXPECT_THAT(Heartbeat("worker", 0, 5), IsOk());
+  AdvanceTime(1ms);
+  EXPECT_THAT(Heartbeat("worker", 0, 5),
+              StatusIs(Code::kInvalidArgument, HasSubstr("must be registered")));
+}
+
+TEST_F(LeaderTest, AgentDies_TaskFailsAtOnceWithConnectionLost) {
+  Spawn(Config(2));
+  Reports dying, alive;
+  auto agent = Agent(&dying);
+  ASSERT_TRUE(Register("worker", 0, 5, agent).ok());
+  ASSERT_TRUE(Register("worker", 1, 6, Agent(&alive)).ok());
+  caf::anon_send_exit(agent, caf::exit_reason::kill);
+  Drain();
+  auto state = State("worker", 0);
+  EXPECT_EQ(state.state(), proto::TASKSTATE_ERROR);
+  EXPECT_EQ(state.error_code(), static_cast<int>(Code::kUnavailable));
+  EXPECT_THAT(state.error_message(), HasSubstr("connection to worker lost"));
+  ASSERT_EQ(alive->size(), 1u);
+}
+
+TEST_F(LeaderTest, AgentDies_WithGracePeriod_FailsOnlyAfterIt) {
+  auto config = Config(1);
+  config.set_connection_loss_grace_period_in_ms(2000);
+  Spawn(config);
+  Reports reports;
+  auto agent = Agent(&reports);
+  ASSERT_TRUE(Register("worker", 0, 5, agent).ok());
+  caf::anon_send_exit(agent, caf::exit_reason::kill);
+  Drain();
+  AdvanceTime(1999ms);
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
+  AdvanceTime(1ms);
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
+}
+
+TEST_F(LeaderTest, AgentDies_ReconnectsWithinGrace_StaysConnected) {
+  auto config = Config(1);
+  config.set_connection_loss_grace_period_in_ms(2000);
+  Spawn(config);
+  Reports reports;
+  auto agent = Agent(&reports);
+  ASSERT_TRUE(Register("worker", 0, 5, agent).ok());
+  caf::anon_send_exit(agent, caf::exit_reason::kill);
+  Drain();
+  AdvanceTime(1s);
+  ASSERT_THAT(Register("worker", 0, 5, Agent(&reports)), IsOk());
+  AdvanceTime(1500ms);
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
+}
+
+TEST_F(LeaderTest, ReportErrorToService_ErrorWithReportedPayloadPropagated) {
+  Spawn(Config(2));
+  Reports reporter, other;
+  ASSERT_TRUE(Register("worker", 0, 5, Agent(&reporter)).ok());
+  ASSERT_TRUE(Register("worker", 1, 6, Agent(&other)).ok());
+  proto::ReportErrorToServiceRequest report;
+  report.set_error_code(static_cast<int>(Code::kDataLoss));
+  report.set_error_message("disk on fire");
+  *report.mutable_error_origin() = MakeTask("worker", 0);
+  EXPECT_THAT(Call<proto::ReportErrorToServiceResponse>(leader_, report), IsOk());
+  auto state = State("worker", 0);
+  EXPECT_EQ(state.state(), proto::TASKSTATE_ERROR);
+  EXPECT_EQ(state.error_message(), "disk on fire");
+  EXPECT_TRUE(state.error_payload().is_reported_error());
+  ASSERT_EQ(other->size(), 1u);
+  EXPECT_EQ((*other)[0].error_code(), static_cast<int>(Code::kDataLoss));
+  EXPECT_TRUE((*other)[0].error_payload().is_reported_error());
+  EXPECT_THAT(Call<proto::ReportErrorToServiceResponse>(leader_, report),
+              StatusIs(Code::kFailedPrecondition));
+}
+
+TEST_F(LeaderTest, LateAgent_LearnsEarlierClusterErrorWhenItConnects) {
+  Spawn(Config(2));
+  Reports first, late;
+  ASSERT_TRUE(Register("worker", 0, 5, Agent(&first)).ok());
+  AdvanceTime(10s);
+  ASSERT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
+  ASSERT_TRUE(Register("worker", 1, 6, Agent(&late)).ok());
+  ASSERT_EQ(late->size(), 1u);
+  EXPECT_EQ(TaskName((*late)[0].error_payload().source_task()), "/job:worker/task:0");
+}
+
+}  // namespace
+}  // namespace muster::testing

@@ -1,0 +1,97 @@
+// A user-defined supervision policy: tolerate up to two failed workers, then fail the job.
+//
+// Run:   ./build/examples/custom_supervision_policy --jobs=worker=4 --port=7400
+// Then start workers (./build/examples/worker ...) and kill some: the first two failures are
+// tolerated; the third fails every worker and is reported to the whole cluster.
+#include <csignal>
+#include <cstdio>
+#include <string>
+
+#include <absl/flags/flag.h>
+#include <absl/flags/parse.h>
+#include <absl/strings/numbers.h>
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_split.h>
+#include <caf/actor_system.hpp>
+#include <caf/io/middleman.hpp>
+
+#include "muster/actors/coordinator_actor.h"
+#include "muster/actors/supervision/supervision_policy.h"
+#include "muster/messages/task_name.h"
+#include "muster/net/leader_endpoint.h"
+#include "muster/net/node_config.h"
+
+ABSL_FLAG(std::string, jobs, "worker=4", "Jobs as name=tasks, comma separated");
+ABSL_FLAG(int, port, 7400, "TCP port (0: any free port)");
+ABSL_FLAG(int, tolerated, 2, "Failed workers tolerated before the job fails");
+
+// Tolerates `tolerated` failed tasks of the "worker" job; the next failure fails the job.
+class TolerateSomeWorkers : public muster::SupervisionPolicy {
+ public:
+  explicit TolerateSomeWorkers(int tolerated) : tolerated_(tolerated) {}
+
+  muster::FailureDecision OnTaskFailure(const muster::proto::CoordinatedTask& task,
+                                        const absl::Status& error, absl::Time) override {
+    if (task.job_name() != "worker") {
+      return {muster::FailureAction::kPropagateToCluster, error};
+    }
+    if (++failed_ <= tolerated_) {
+      std::printf("tolerating failure %d/%d of %s\n", failed_, tolerated_,
+                  muster::TaskName(task).c_str());
+      return {muster::FailureAction::kTolerate, error};
+    }
+    return {muster::FailureAction::kFailJob,
+            absl::Status(error.code(), absl::StrCat("more than ", tolerated_,
+                                                    " workers failed; last: ", error.message()))};
+  }
+  bool IsRecoverable(const muster::proto::CoordinatedTask& task) const override {
+    return task.job_name() == "worker" && failed_ < tolerated_;
+  }
+  std::string Describe() const override {
+    return absl::StrCat("tolerate ", tolerated_, " failed workers");
+  }
+
+ private:
+  int tolerated_;
+  int failed_ = 0;
+};
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  muster::CoordinatorOptions options;
+  for (absl::string_view spec : absl::StrSplit(absl::GetFlag(FLAGS_jobs), ',')) {
+    std::pair<std::string, std::string> parts = absl::StrSplit(spec, '=');
+    int tasks = 0;
+    if (!absl::SimpleAtoi(parts.second, &tasks) || tasks <= 0) {
+      std::fprintf(stderr, "bad --jobs entry \"%s\"\n", std::string(spec).c_str());
+      return 2;
+    }
+    auto* job = options.config.add_coordinated_job_list();
+    job->set_name(parts.first);
+    job->set_num_tasks(tasks);
+  }
+  options.policy = std::make_shared<TolerateSomeWorkers>(absl::GetFlag(FLAGS_tolerated));
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  muster::NodeConfig cfg;
+  caf::actor_system system{cfg};
+  auto coordinator = muster::SpawnCoordinator(system, options);
+  auto port = muster::PublishCoordinator(system, coordinator, absl::GetFlag(FLAGS_port));
+  if (!port.ok()) {
+    std::fprintf(stderr, "%s\n", port.status().ToString().c_str());
+    caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
+    return 1;
+  }
+  std::printf("leader with policy \"%s\" ready at 127.0.0.1:%u\n",
+              options.policy->Describe().c_str(), *port);
+  std::fflush(stdout);
+  int received = 0;
+  sigwait(&signals, &received);
+  system.middleman().unpublish(coordinator, *port);
+  caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
+  return 0;
+}

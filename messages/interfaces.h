@@ -15,6 +15,9 @@ namespace muster {
 // The agent side of a task, as the leader sees it: the leader pushes errors to it.
 using AgentActor = caf::typed_actor<caf::reacts_to<proto::ReportErrorToTaskRequest>>;
 
+// A key-value watcher: receives the changes of the keys it watches, in the order they happened.
+using KvWatcherActor = caf::typed_actor<caf::reacts_to<proto::KeyValueChangeEvent>>;
+
 // The coordinator: the leader's published entry point.
 using CoordinatorActor = caf::typed_actor<
     // Registers a task and the agent actor that represents it.

@@ -127,7 +127,16 @@ void Init(CoordinatorPointer self, CoordinatorOptions options) {
     if (st.options.policy->IsRecoverable(task)) st.view.SetRecoverable(task, true);
     SpawnTask(self, task, *st.view.Find(task));
   }
-  self->set_down_handler([=](caf::down_msg& down) { OnChildDown(self, down); });
+  st.kv = KvRouter(KvLimits::FromConfig(st.options.config),
+                   [self](const std::string& directory, const KvLimits& limits) {
+                     KvDirectoryActor actor = SpawnKvDirectory(self->system(), directory, limits);
+                     self->monitor(actor);
+                     self->state.children->push_back(caf::actor_cast<caf::actor>(actor));
+                     return actor;
+                   });
+  self->set_down_handler([=](caf::down_msg& down) {
+    if (!self->state.kv.Forget(down.source)) OnChildDown(self, down);
+  });
   self->attach_functor([children = st.children](const caf::error&) {
     for (auto& child : *children) caf::anon_send_exit(child, caf::exit_reason::user_shutdown);
   });
@@ -165,6 +174,23 @@ CoordinatorActor::behavior_type CoordinatorBehavior(CoordinatorPointer self,
       [=](const proto::GetTaskStateRequest& request) { return GetTaskState(self, request); },
       [=](const proto::WatchJobStateRequest& request) { return WatchJobState(self, request); },
       [=](const proto::GetAliveTasksRequest& request) { return GetAliveTasks(self, request); },
+      [=](const proto::InsertKeyValueRequest& r) { return RouteKvRequest(self, self->state.kv, r); },
+      [=](const proto::UpdateKeyValueRequest& r) { return RouteKvRequest(self, self->state.kv, r); },
+      [=](const proto::GetKeyValueRequest& r) { return RouteKvRequest(self, self->state.kv, r); },
+      [=](const proto::TryGetKeyValueRequest& r) { return RouteKvRequest(self, self->state.kv, r); },
+      [=](const proto::IncrementKeyValueRequest& r) {
+        return RouteKvRequest(self, self->state.kv, r);
+      },
+      [=](const proto::GetKeyValueDirRequest& r) { return RouteKvRequest(self, self->state.kv, r); },
+      [=](const proto::DeleteKeyValueRequest& r) { return RouteKvRequest(self, self->state.kv, r); },
+      [=](const proto::CompareAndSwapRequest& r) { return RouteKvRequest(self, self->state.kv, r); },
+      [=](const proto::WatchKeyRequest& r, const KvWatcherActor& watcher) {
+        return RouteKvRequest(self, self->state.kv, r, watcher);
+      },
+      [=](const proto::StopWatchKeyRequest& r, const KvWatcherActor& watcher) {
+        return RouteKvRequest(self, self->state.kv, r, watcher);
+      },
+      [=](cancel_atom, const std::string& key) { RouteKvCancel(self, self->state.kv, key); },
       [=](task_state_atom, const proto::CoordinatedTaskStateInfo& info, const AgentActor& agent) {
         OnTaskState(self, info, agent);
       },

@@ -15,6 +15,7 @@
 #include "muster/actors/cluster_view.h"
 #include "muster/actors/coordinator_actor.h"
 #include "muster/actors/device_exchange.h"
+#include "muster/actors/kv_router.h"
 #include "muster/actors/task_actor.h"
 
 namespace muster {
@@ -39,6 +40,7 @@ struct CoordinatorState {
   std::vector<JobStateWatch> watches;
   AliveTasks alive;
   std::optional<DeviceExchange> devices;
+  KvRouter kv;
   // Every child spawned; all of them are stopped when the coordinator stops.
   std::shared_ptr<std::vector<caf::actor>> children = std::make_shared<std::vector<caf::actor>>();
   // The last error propagated to the whole cluster: agents that connect later learn it too.

@@ -17,5 +17,7 @@ using agent_lost_atom = caf::atom_constant<caf::atom("agentlost")>;
 using set_error_atom = caf::atom_constant<caf::atom("seterror")>;
 // The coordinator disconnects a task (the shutdown barrier passed).
 using disconnect_atom = caf::atom_constant<caf::atom("disconnect")>;
+// Withdraws the sender's pending request on a key (e.g. a blocked GetKeyValue).
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 
 }  // namespace muster

@@ -16,6 +16,9 @@ namespace muster {
 // The agent side of a task, as the leader sees it: the leader pushes errors to it.
 using AgentActor = caf::typed_actor<caf::reacts_to<proto::ReportErrorToTaskRequest>>;
 
+// A key-value watcher: receives the changes of the keys it watches, in the order they happened.
+using KvWatcherActor = caf::typed_actor<caf::reacts_to<proto::KeyValueChangeEvent>>;
+
 // The coordinator: the leader's published entry point. Requests are answered with the reply
 // message or an error status (docs/protocol.md lists every error per request).
 using CoordinatorActor = caf::typed_actor<
@@ -41,6 +44,24 @@ using CoordinatorActor = caf::typed_actor<
     caf::replies_to<proto::WatchJobStateRequest>::with<proto::WatchJobStateResponse>,
     // Possible errors: InvalidArgument (requester not in the set, unknown task).
     caf::replies_to<proto::GetAliveTasksRequest>::with<proto::GetAliveTasksResponse>,
+    // Key-value store (docs/protocol.md, "Key-value store"): routed to the directory actor of
+    // the key's first path segment; root-spanning reads and deletes are fanned out.
+    // Possible errors: InvalidArgument (empty or too long key), ResourceExhausted (value too
+    // large, directory full), AlreadyExists (insert without overwrite), NotFound (TryGet,
+    // Update), FailedPrecondition (increment of a non-integer), OutOfRange (overflow),
+    // DeadlineExceeded / Cancelled (blocked GetKeyValue).
+    caf::replies_to<proto::InsertKeyValueRequest>::with<proto::InsertKeyValueResponse>,
+    caf::replies_to<proto::UpdateKeyValueRequest>::with<proto::UpdateKeyValueResponse>,
+    caf::replies_to<proto::GetKeyValueRequest>::with<proto::GetKeyValueResponse>,
+    caf::replies_to<proto::TryGetKeyValueRequest>::with<proto::TryGetKeyValueResponse>,
+    caf::replies_to<proto::IncrementKeyValueRequest>::with<proto::IncrementKeyValueResponse>,
+    caf::replies_to<proto::GetKeyValueDirRequest>::with<proto::GetKeyValueDirResponse>,
+    caf::replies_to<proto::DeleteKeyValueRequest>::with<proto::DeleteKeyValueResponse>,
+    caf::replies_to<proto::CompareAndSwapRequest>::with<proto::CompareAndSwapResponse>,
+    caf::replies_to<proto::WatchKeyRequest, KvWatcherActor>::with<proto::WatchKeyResponse>,
+    caf::replies_to<proto::StopWatchKeyRequest, KvWatcherActor>::with<proto::StopWatchKeyResponse>,
+    // Withdraws the sender's blocked GetKeyValue calls on a key (they get Cancelled).
+    caf::reacts_to<cancel_atom, std::string>,
     // Internal: a task actor reports its new state.
     caf::reacts_to<task_state_atom, proto::CoordinatedTaskStateInfo, AgentActor>>;
 

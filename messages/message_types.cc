@@ -37,13 +37,15 @@ void AddMessageTypes(caf::actor_system_config& cfg) {
       proto::TryGetKeyValueResponse, proto::IncrementKeyValueRequest,
       proto::IncrementKeyValueResponse, proto::UpdateKeyValueRequest, proto::UpdateKeyValueResponse,
       proto::GetKeyValueDirRequest, proto::GetKeyValueDirResponse, proto::DeleteKeyValueRequest,
-      proto::DeleteKeyValueResponse, proto::WatchKeyRequest, proto::WatchKeyResponse,
-      proto::StopWatchKeyRequest, proto::StopWatchKeyResponse, proto::KeyValueChangeEvent,
+      proto::DeleteKeyValueResponse, proto::CompareAndSwapRequest, proto::CompareAndSwapResponse,
+      proto::WatchKeyRequest, proto::WatchKeyResponse, proto::StopWatchKeyRequest,
+      proto::StopWatchKeyResponse, proto::KeyValueChangeEvent,
       // Barriers.
       proto::BarrierRequest, proto::BarrierResponse, proto::CancelBarrierRequest,
       proto::CancelBarrierResponse>(cfg);
   cfg.add_message_type<AgentActor>("muster::AgentActor");
   cfg.add_message_type<CoordinatorActor>("muster::CoordinatorActor");
+  cfg.add_message_type<KvWatcherActor>("muster::KvWatcherActor");
   cfg.add_error_category(kStatusCategory, RenderStatusError);
 }
 

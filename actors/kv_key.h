@@ -1,0 +1,59 @@
+// Key-value keys and limits, without actors: the one normalisation of keys ('/'-separated
+// paths), the sharding rule (a key belongs to the directory named by its first segment), the
+// store's size limits, and the checks that turn bad keys and values into clear statuses.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <absl/status/status.h>
+#include <absl/strings/string_view.h>
+
+#include "muster/proto/coordination_config.pb.h"
+
+namespace muster {
+
+// The size limits of the key-value store; see docs/protocol.md.
+struct KvLimits {
+  static constexpr int64_t kDefaultMaxKeyBytes = 4 << 10;
+  static constexpr int64_t kDefaultMaxValueBytes = 4 << 20;
+  static constexpr int64_t kDefaultMaxKeysPerDirectory = 1'000'000;
+
+  int64_t max_key_bytes = kDefaultMaxKeyBytes;
+  int64_t max_value_bytes = kDefaultMaxValueBytes;
+  int64_t max_keys_per_directory = kDefaultMaxKeysPerDirectory;
+
+  // Reads max_key_bytes, max_value_bytes and max_keys_per_directory from `config`; a field
+  // that is 0 (or negative) keeps its default.
+  static KvLimits FromConfig(const proto::CoordinationServiceConfig& config);
+};
+
+// Returns `key` without leading slashes, with runs of '/' collapsed and without a trailing
+// slash: "///a//b/c//" -> "a/b/c". The root ("", "/", "//") normalises to "".
+std::string NormalizeKey(absl::string_view key);
+
+// True when NormalizeKey(key) == key.
+bool IsNormalizedKey(absl::string_view key);
+
+// Returns the directory that owns a normalised key: its first segment ("nccl/id/3" -> "nccl",
+// "nccl" -> "nccl", "" -> "").
+absl::string_view DirectoryOf(absl::string_view normalized_key);
+
+// Returns `key` for an error message: whole when short, else its first bytes and its size.
+std::string KeyForMessage(absl::string_view key);
+
+// Checks a normalised key. `given` is the key as the caller sent it (for the message).
+// Possible errors: InvalidArgument (empty once normalised; longer than max_key_bytes).
+absl::Status ValidateKey(absl::string_view given, absl::string_view normalized,
+                         const KvLimits& limits);
+
+// Checks the size of a value about to be stored under `key`.
+// Possible errors: ResourceExhausted (longer than max_value_bytes).
+absl::Status ValidateValue(absl::string_view key, absl::string_view value, const KvLimits& limits);
+
+// Checks that `directory`, which holds `num_keys` keys, can take the new key `key`.
+// Possible errors: ResourceExhausted (the directory holds max_keys_per_directory keys).
+absl::Status ValidateDirectoryCapacity(absl::string_view directory, absl::string_view key,
+                                       int64_t num_keys, const KvLimits& limits);
+
+}  // namespace muster

@@ -41,7 +41,10 @@ void AddMessageTypes(caf::actor_system_config& cfg) {
       proto::StopWatchKeyRequest, proto::StopWatchKeyResponse, proto::KeyValueChangeEvent,
       // Barriers.
       proto::BarrierRequest, proto::BarrierResponse, proto::CancelBarrierRequest,
-      proto::CancelBarrierResponse>(cfg);
+      proto::CancelBarrierResponse, proto::GetBarriersRequest, proto::GetBarriersResponse,
+      proto::BarrierInfo,
+      // Task states pushed by the coordinator to the barriers that wait for them.
+      proto::CoordinatedTaskStateInfo>(cfg);
   cfg.add_message_type<AgentActor>("muster::AgentActor");
   cfg.add_message_type<CoordinatorActor>("muster::CoordinatorActor");
   cfg.add_error_category(kStatusCategory, RenderStatusError);

@@ -42,7 +42,9 @@ using BarrierActor = caf::typed_actor<
     // Cancels the instance for every waiter and every later call with the same counter.
     // Possible errors: FailedPrecondition (already finished, counter mismatch).
     caf::replies_to<proto::CancelBarrierRequest>::with<proto::CancelBarrierResponse>,
-    // A participant's new state (ERROR, DISCONNECTED, or CONNECTED after a registration).
+    // A participant's new state: ERROR, DISCONNECTED, or CONNECTED after a registration (with
+    // its incarnation). Push it before answering the request that caused the change, so that
+    // the task's next call reaches the actor after it.
     caf::reacts_to<proto::CoordinatedTaskStateInfo>,
     // The instance while it is open (zero or one BarrierInfo).
     caf::replies_to<proto::GetBarriersRequest>::with<proto::GetBarriersResponse>,

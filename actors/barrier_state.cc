@@ -42,11 +42,12 @@ BarrierParticipants::BarrierParticipants(std::vector<proto::CoordinatedTask> tas
   std::sort(tasks_.begin(), tasks_.end(), TaskLess);
   tasks_.erase(std::unique(tasks_.begin(), tasks_.end(), SameTask), tasks_.end());
   index_.reserve(tasks_.size());
-  for (int i = 0; i < size(); ++i) index_.emplace(TaskName(tasks_[i]), i);
+  for (int i = 0; i < size(); ++i)
+    index_.emplace(Key(tasks_[i].job_name(), tasks_[i].task_id()), i);
 }
 
 std::optional<int> BarrierParticipants::IndexOf(const proto::CoordinatedTask& task) const {
-  auto it = index_.find(TaskName(task));
+  auto it = index_.find(KeyView(task.job_name(), task.task_id()));
   if (it == index_.end()) return std::nullopt;
   return it->second;
 }
@@ -116,29 +117,32 @@ BarrierEffects BarrierState::AnswerFinished(const proto::BarrierRequest& request
 
 absl::Status BarrierState::ValidateTasks(const proto::BarrierRequest& request) const {
   const BarrierParticipants& participants = *spec_.participants;
-  const std::string name = BarrierName(spec_.id, spec_.counter);
-  const std::string started_by =
-      absl::StrCat("the barrier was started by ", TaskName(spec_.first_task), " with ",
-                   participants.size(), " tasks (", SummarizeTasks(participants.tasks()), ")");
   if (request.tasks().empty() && !participants.whole_cluster()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        name, ": No tasks were specified by ", TaskName(request.source_task()),
+        BarrierName(spec_.id, spec_.counter), ": No tasks were specified by ",
+        TaskName(request.source_task()),
         ", which implies that the entire cluster is participating in the barrier. However, the "
         "service disagrees: ",
-        started_by, ". Every caller must pass the same task list."));
+        StartedBy(), ". Every caller must pass the same task list."));
   }
   if (!request.tasks().empty() && !participants.Matches(request.tasks())) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "Conflicting tasks specified by different processes for the same barrier: ", name, ". ",
-        TaskName(request.source_task()), " passed ",
+        "Conflicting tasks specified by different processes for the same barrier: ",
+        BarrierName(spec_.id, spec_.counter), ". ", TaskName(request.source_task()), " passed ",
         SummarizeTasks(
             std::vector<proto::CoordinatedTask>(request.tasks().begin(), request.tasks().end())),
-        ", but ", started_by, ". Every caller must pass the same task list."));
+        ", but ", StartedBy(), ". Every caller must pass the same task list."));
   }
   if (!participants.IndexOf(request.source_task())) {
     return BarrierNonParticipantError(spec_.id, spec_.counter, request.source_task());
   }
   return absl::OkStatus();
+}
+
+std::string BarrierState::StartedBy() const {
+  const BarrierParticipants& participants = *spec_.participants;
+  return absl::StrCat("the barrier was started by ", TaskName(spec_.first_task), " with ",
+                      participants.size(), " tasks (", SummarizeTasks(participants.tasks()), ")");
 }
 
 BarrierEffects BarrierState::Cancel(const proto::CancelBarrierRequest& request) {

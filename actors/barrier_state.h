@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/hash/hash.h>
 #include <absl/status/status.h>
 #include <absl/strings/string_view.h>
 #include <absl/types/span.h>
@@ -48,8 +49,20 @@ class BarrierParticipants {
   bool Matches(const google::protobuf::RepeatedPtrField<proto::CoordinatedTask>& tasks) const;
 
  private:
+  // (job name, task id) keys, looked up without copying the job name.
+  using Key = std::pair<std::string, int>;
+  using KeyView = std::pair<absl::string_view, int>;
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(KeyView key) const { return absl::Hash<KeyView>()(key); }
+  };
+  struct KeyEq {
+    using is_transparent = void;
+    bool operator()(KeyView a, KeyView b) const { return a == b; }
+  };
+
   std::vector<proto::CoordinatedTask> tasks_;
-  absl::flat_hash_map<std::string, int> index_;  // by TaskName
+  absl::flat_hash_map<Key, int, KeyHash, KeyEq> index_;
   size_t cluster_size_;
 };
 
@@ -126,6 +139,8 @@ class BarrierState {
   BarrierEffects FinishWithCaller(absl::Status status);
   BarrierEffects AnswerFinished(const proto::BarrierRequest& request) const;
   absl::Status ValidateTasks(const proto::BarrierRequest& request) const;
+  // "the barrier was started by X with n tasks (...)", for the task-list errors.
+  std::string StartedBy() const;
   BarrierEffects RecoverableStateChanged(int index, const proto::CoordinatedTaskStateInfo& info);
   absl::Status TimedOutError() const;
 

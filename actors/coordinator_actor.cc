@@ -2,6 +2,7 @@
 
 #include <absl/strings/str_cat.h>
 
+#include "muster/actors/barrier_actor.h"
 #include "muster/actors/coordinator_state.h"
 #include "muster/messages/incarnation.h"
 #include "muster/messages/status_codec.h"
@@ -108,6 +109,28 @@ caf::result<Response> ToTask(CoordinatorPointer self, absl::string_view what,
   return self->delegate(*actor, request, extra...);
 }
 
+caf::result<proto::RegisterTaskResponse> RegisterTask(CoordinatorPointer self,
+                                                      const proto::RegisterTaskRequest& request,
+                                                      const AgentActor& agent) {
+  auto& st = self->state;
+  if (request.source_task().recoverable()) st.view.SetRecoverable(request.source_task(), true);
+  auto actor = Route(self, "Unexpected task registered with task=", request.source_task());
+  if (!actor.ok()) return ToError(actor.status());
+  if (st.register_barrier_id.empty()) return self->delegate(*actor, request, agent);
+  return RegisterThroughBarrier(self, *actor, request, agent);
+}
+
+caf::result<proto::ShutdownTaskResponse> ShutdownTask(CoordinatorPointer self,
+                                                      const proto::ShutdownTaskRequest& request) {
+  auto& st = self->state;
+  auto actor = Route(self, "Unexpected disconnect request with task=", request.source_task());
+  if (!actor.ok()) return ToError(actor.status());
+  if (st.shutdown_barrier_id.empty() || st.view.IsRecoverable(request.source_task())) {
+    return self->delegate(*actor, request);
+  }
+  return ShutdownThroughBarrier(self, request);
+}
+
 void Init(CoordinatorPointer self, CoordinatorOptions options) {
   auto& st = self->state;
   if (options.incarnation == 0) options.incarnation = NewIncarnation();
@@ -121,6 +144,23 @@ void Init(CoordinatorPointer self, CoordinatorOptions options) {
   st.connection_loss_grace = std::chrono::milliseconds(
       std::max<int64_t>(0, options.config.connection_loss_grace_period_in_ms()));
   st.view = ClusterView(options.config);
+  const auto& config = options.config;
+  if (config.cluster_register_with_barrier()) {
+    st.register_barrier_id = "[Init]Wait_for_all_tasks_to_register";
+    int64_t ms = config.cluster_register_timeout_in_ms();
+    st.register_timeout = ms > 0 ? caf::timespan{std::chrono::milliseconds(ms)}
+                                 : caf::timespan{std::chrono::hours(1)};
+  }
+  if (config.shutdown_barrier_timeout_in_ms() > 0) {
+    st.shutdown_barrier_id = absl::StrCat("Shutdown::", options.incarnation);
+    st.shutdown_barrier_timeout =
+        std::chrono::milliseconds(config.shutdown_barrier_timeout_in_ms());
+  }
+  absl::flat_hash_set<std::string> one_time;
+  for (const auto& id : {st.register_barrier_id, st.shutdown_barrier_id}) {
+    if (!id.empty()) one_time.insert(id);
+  }
+  st.barriers = BarrierRegistry(std::move(one_time));
   st.devices.emplace(options.device_aggregator, options.incarnation);
   st.options = std::move(options);
   for (const auto& task : st.view.tasks()) {
@@ -147,11 +187,7 @@ CoordinatorActor::behavior_type CoordinatorBehavior(CoordinatorPointer self,
   Init(self, std::move(options));
   return {
       [=](const proto::RegisterTaskRequest& request, const AgentActor& agent) {
-        if (request.source_task().recoverable()) {
-          self->state.view.SetRecoverable(request.source_task(), true);
-        }
-        return ToTask<proto::RegisterTaskResponse>(
-            self, "Unexpected task registered with task=", request.source_task(), request, agent);
+        return RegisterTask(self, request, agent);
       },
       [=](const proto::HeartbeatRequest& request) {
         self->state.last_heartbeat[TaskName(request.source_task())] = self->clock().now();
@@ -159,10 +195,7 @@ CoordinatorActor::behavior_type CoordinatorBehavior(CoordinatorPointer self,
             self, "Unexpected heartbeat request from task: ", request.source_task(), request);
       },
       [=](const proto::WaitForAllTasksRequest& request) { return WaitForAllTasks(self, request); },
-      [=](const proto::ShutdownTaskRequest& request) {
-        return ToTask<proto::ShutdownTaskResponse>(
-            self, "Unexpected disconnect request with task=", request.source_task(), request);
-      },
+      [=](const proto::ShutdownTaskRequest& request) { return ShutdownTask(self, request); },
       [=](const proto::ResetTaskRequest& request) {
         return ToTask<proto::ResetTaskResponse>(
             self, "Unexpected reset request with task=", request.source_task(), request);
@@ -174,16 +207,28 @@ CoordinatorActor::behavior_type CoordinatorBehavior(CoordinatorPointer self,
       [=](const proto::GetTaskStateRequest& request) { return GetTaskState(self, request); },
       [=](const proto::WatchJobStateRequest& request) { return WatchJobState(self, request); },
       [=](const proto::GetAliveTasksRequest& request) { return GetAliveTasks(self, request); },
-      [=](const proto::InsertKeyValueRequest& r) { return RouteKvRequest(self, self->state.kv, r); },
-      [=](const proto::UpdateKeyValueRequest& r) { return RouteKvRequest(self, self->state.kv, r); },
+      [=](const proto::InsertKeyValueRequest& r) {
+        return RouteKvRequest(self, self->state.kv, r);
+      },
+      [=](const proto::UpdateKeyValueRequest& r) {
+        return RouteKvRequest(self, self->state.kv, r);
+      },
       [=](const proto::GetKeyValueRequest& r) { return RouteKvRequest(self, self->state.kv, r); },
-      [=](const proto::TryGetKeyValueRequest& r) { return RouteKvRequest(self, self->state.kv, r); },
+      [=](const proto::TryGetKeyValueRequest& r) {
+        return RouteKvRequest(self, self->state.kv, r);
+      },
       [=](const proto::IncrementKeyValueRequest& r) {
         return RouteKvRequest(self, self->state.kv, r);
       },
-      [=](const proto::GetKeyValueDirRequest& r) { return RouteKvRequest(self, self->state.kv, r); },
-      [=](const proto::DeleteKeyValueRequest& r) { return RouteKvRequest(self, self->state.kv, r); },
-      [=](const proto::CompareAndSwapRequest& r) { return RouteKvRequest(self, self->state.kv, r); },
+      [=](const proto::GetKeyValueDirRequest& r) {
+        return RouteKvRequest(self, self->state.kv, r);
+      },
+      [=](const proto::DeleteKeyValueRequest& r) {
+        return RouteKvRequest(self, self->state.kv, r);
+      },
+      [=](const proto::CompareAndSwapRequest& r) {
+        return RouteKvRequest(self, self->state.kv, r);
+      },
       [=](const proto::WatchKeyRequest& r, const KvWatcherActor& watcher) {
         return RouteKvRequest(self, self->state.kv, r, watcher);
       },
@@ -191,6 +236,14 @@ CoordinatorActor::behavior_type CoordinatorBehavior(CoordinatorPointer self,
         return RouteKvRequest(self, self->state.kv, r, watcher);
       },
       [=](cancel_atom, const std::string& key) { RouteKvCancel(self, self->state.kv, key); },
+      [=](proto::BarrierRequest& request) { return RouteBarrier(self, std::move(request)); },
+      [=](const proto::CancelBarrierRequest& request) { return RouteCancelBarrier(self, request); },
+      [=](const proto::GetBarriersRequest&) {
+        return CollectBarriers(self, self->state.barriers.LiveActors());
+      },
+      [=](barrier_done_atom, const std::string& id, int64_t counter, const caf::error& result) {
+        OnBarrierDone(self, id, counter, result);
+      },
       [=](task_state_atom, const proto::CoordinatedTaskStateInfo& info, const AgentActor& agent) {
         OnTaskState(self, info, agent);
       },

@@ -12,6 +12,7 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "muster/actors/alive_tasks.h"
+#include "muster/actors/barrier_registry.h"
 #include "muster/actors/cluster_view.h"
 #include "muster/actors/coordinator_actor.h"
 #include "muster/actors/device_exchange.h"
@@ -41,6 +42,11 @@ struct CoordinatorState {
   AliveTasks alive;
   std::optional<DeviceExchange> devices;
   KvRouter kv;
+  BarrierRegistry barriers;
+  std::string register_barrier_id;  // empty: registration does not wait for the cluster
+  std::string shutdown_barrier_id;  // empty: tasks shut down alone
+  caf::timespan register_timeout{0};
+  caf::timespan shutdown_barrier_timeout{0};
   // Every child spawned; all of them are stopped when the coordinator stops.
   std::shared_ptr<std::vector<caf::actor>> children = std::make_shared<std::vector<caf::actor>>();
   // The last error propagated to the whole cluster: agents that connect later learn it too.
@@ -59,6 +65,22 @@ void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo&
 
 // Handles the death of a child: a task actor that died with an error is a task failure.
 void OnChildDown(CoordinatorPointer self, const caf::down_msg& down);
+
+// Routes a barrier request to its instance (starting one when needed) or answers it at once.
+caf::result<proto::BarrierResponse> RouteBarrier(CoordinatorPointer self,
+                                                 proto::BarrierRequest request);
+caf::result<proto::CancelBarrierResponse> RouteCancelBarrier(
+    CoordinatorPointer self, const proto::CancelBarrierRequest& request);
+// Records a finished barrier instance; the register and shutdown barriers act on the cluster.
+void OnBarrierDone(CoordinatorPointer self, const std::string& id, int64_t counter,
+                   const caf::error& result);
+// RegisterTask through the register barrier (cluster_register_with_barrier).
+caf::result<proto::RegisterTaskResponse> RegisterThroughBarrier(
+    CoordinatorPointer self, const TaskActor& task, const proto::RegisterTaskRequest& request,
+    const AgentActor& agent);
+// ShutdownTask through the shutdown barrier (shutdown_barrier_timeout > 0).
+caf::result<proto::ShutdownTaskResponse> ShutdownThroughBarrier(
+    CoordinatorPointer self, const proto::ShutdownTaskRequest& request);
 
 // Answers a job-state watch with the current states of its job.
 proto::WatchJobStateResponse JobState(CoordinatorPointer self, const std::string& job);

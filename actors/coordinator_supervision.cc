@@ -2,6 +2,7 @@
 #include <absl/strings/str_cat.h>
 #include <absl/time/time.h>
 
+#include "muster/actors/barrier_actor.h"
 #include "muster/actors/coordinator_state.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
@@ -120,6 +121,9 @@ void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo&
   ++st.version;
   for (auto& watch : st.watches) watch.promise.deliver(JobState(self, watch.job));
   st.watches.clear();
+  for (const BarrierActor& barrier : st.barriers.LiveActorsFor(info.task())) {
+    self->send(barrier, info);
+  }
   st.alive.Refresh(st.view);
   if (st.devices) st.devices->OnTaskState(info);
 }

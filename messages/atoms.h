@@ -19,5 +19,7 @@ using set_error_atom = caf::atom_constant<caf::atom("seterror")>;
 using disconnect_atom = caf::atom_constant<caf::atom("disconnect")>;
 // Withdraws the sender's pending request on a key (e.g. a blocked GetKeyValue).
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+// A barrier instance finished: (barrier_done_atom, id, counter, result) to its parent.
+using barrier_done_atom = caf::atom_constant<caf::atom("barr_done")>;
 
 }  // namespace muster

@@ -62,6 +62,17 @@ using CoordinatorActor = caf::typed_actor<
     caf::replies_to<proto::StopWatchKeyRequest, KvWatcherActor>::with<proto::StopWatchKeyResponse>,
     // Withdraws the sender's blocked GetKeyValue calls on a key (they get Cancelled).
     caf::reacts_to<cancel_atom, std::string>,
+    // Barriers (docs/protocol.md, "Barriers"): one barrier actor per live instance.
+    // Possible errors: DeadlineExceeded (names every missing task), Cancelled, Aborted (leader
+    // shutting down), Internal (a participant in ERROR or gone; counter mismatch),
+    // InvalidArgument (conflicting sets, unknown task, caller not in the set).
+    caf::replies_to<proto::BarrierRequest>::with<proto::BarrierResponse>,
+    // Possible errors: FailedPrecondition (already passed, wrong counter).
+    caf::replies_to<proto::CancelBarrierRequest>::with<proto::CancelBarrierResponse>,
+    // Every open barrier with the tasks it still waits for.
+    caf::replies_to<proto::GetBarriersRequest>::with<proto::GetBarriersResponse>,
+    // Internal: a barrier instance finished.
+    caf::reacts_to<barrier_done_atom, std::string, int64_t, caf::error>,
     // Internal: a task actor reports its new state.
     caf::reacts_to<task_state_atom, proto::CoordinatedTaskStateInfo, AgentActor>>;
 

@@ -42,7 +42,10 @@ void AddMessageTypes(caf::actor_system_config& cfg) {
       proto::StopWatchKeyResponse, proto::KeyValueChangeEvent,
       // Barriers.
       proto::BarrierRequest, proto::BarrierResponse, proto::CancelBarrierRequest,
-      proto::CancelBarrierResponse>(cfg);
+      proto::CancelBarrierResponse, proto::GetBarriersRequest, proto::GetBarriersResponse,
+      proto::BarrierInfo,
+      // Task states pushed by the coordinator to the barriers that wait for them.
+      proto::CoordinatedTaskStateInfo>(cfg);
   cfg.add_message_type<AgentActor>("muster::AgentActor");
   cfg.add_message_type<CoordinatorActor>("muster::CoordinatorActor");
   cfg.add_message_type<KvWatcherActor>("muster::KvWatcherActor");

@@ -1,0 +1,149 @@
+// The coordinator's barrier routing, and the two service barriers built on it: the register
+// barrier (every task registers before any registration returns) and the shutdown barrier
+// (every non-recoverable task reaches shutdown before any disconnects).
+#include <absl/strings/str_cat.h>
+
+#include "muster/actors/barrier_actor.h"
+#include "muster/actors/coordinator_state.h"
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+
+namespace muster {
+namespace {
+
+int64_t Millis(caf::timespan duration) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(duration).count();
+}
+
+proto::BarrierRequest ServiceBarrier(const std::string& id, caf::timespan timeout,
+                                     const proto::CoordinatedTask& source,
+                                     const std::vector<proto::CoordinatedTask>& tasks) {
+  proto::BarrierRequest request;
+  request.set_barrier_id(id);
+  request.set_barrier_timeout_in_ms(Millis(timeout));
+  *request.mutable_source_task() = source;
+  for (const auto& task : tasks) *request.add_tasks() = task;
+  return request;
+}
+
+// The shutdown barrier's participants: every task that is not recoverable.
+std::vector<proto::CoordinatedTask> ShutdownParticipants(CoordinatorPointer self) {
+  std::vector<proto::CoordinatedTask> tasks;
+  for (const auto& task : self->state.view.tasks()) {
+    if (!self->state.view.IsRecoverable(task)) tasks.push_back(task);
+  }
+  return tasks;
+}
+
+void SetAllTasksError(CoordinatorPointer self, const absl::Status& status) {
+  caf::error error = ToError(status);
+  for (const auto& [name, actor] : self->state.tasks)
+    self->send(actor, set_error_atom::value, error);
+}
+
+void PropagateToAll(CoordinatorPointer self, const absl::Status& status) {
+  proto::ReportErrorToTaskRequest report;
+  report.set_error_code(static_cast<int32_t>(status.code()));
+  report.set_error_message(std::string(status.message()));
+  if (auto payload = GetCoordinationError(status)) *report.mutable_error_payload() = *payload;
+  for (const auto& [name, connected] : self->state.agents) self->send(connected.second, report);
+}
+
+absl::Status ShutdownFailed(const absl::Status& barrier) {
+  return MakeCoordinationError(absl::InternalError(absl::StrCat(
+      "Shutdown barrier has failed.\nBarrier result: '", barrier.ToString(),
+      "'. Every task is set to ERROR so that restarted tasks cannot silently rejoin.")));
+}
+
+}  // namespace
+
+caf::result<proto::BarrierResponse> RouteBarrier(CoordinatorPointer self,
+                                                 proto::BarrierRequest request) {
+  auto& st = self->state;
+  BarrierRoute route = st.barriers.RouteBarrier(&request, st.view, self->clock().now());
+  if (route.action == BarrierRoute::Action::kReply) return BarrierReply(route.reply);
+  if (route.action == BarrierRoute::Action::kStart) {
+    route.actor = SpawnBarrier(self->system(), std::move(*route.spec),
+                               caf::actor_cast<BarrierParentActor>(self));
+    st.barriers.Started(request.barrier_id(), route.actor);
+  }
+  return self->delegate(route.actor, std::move(request));
+}
+
+caf::result<proto::CancelBarrierResponse> RouteCancelBarrier(
+    CoordinatorPointer self, const proto::CancelBarrierRequest& request) {
+  CancelBarrierRoute route = self->state.barriers.RouteCancel(request);
+  if (route.action == CancelBarrierRoute::Action::kReply) return CancelBarrierReply(route.reply);
+  return self->delegate(route.actor, request);
+}
+
+void OnBarrierDone(CoordinatorPointer self, const std::string& id, int64_t counter,
+                   const caf::error& result) {
+  auto& st = self->state;
+  absl::Status status = ToStatus(result);
+  BarrierActor actor = st.barriers.Finish(id, counter, status);
+  if (actor) self->send_exit(actor, caf::exit_reason::user_shutdown);
+  if (id == st.register_barrier_id && !status.ok()) {
+    SetAllTasksError(self, MakeCoordinationError(absl::InternalError(absl::StrCat(
+                               "Cluster registration failed with error: ", status.ToString()))));
+  } else if (id == st.shutdown_barrier_id) {
+    if (status.ok()) {
+      for (const auto& task : ShutdownParticipants(self)) {
+        self->send(st.tasks.at(TaskName(task)), disconnect_atom::value);
+      }
+    } else {
+      absl::Status failed = ShutdownFailed(status);
+      PropagateToAll(self, failed);
+      SetAllTasksError(self, failed);
+    }
+  }
+}
+
+caf::result<proto::RegisterTaskResponse> RegisterThroughBarrier(
+    CoordinatorPointer self, const TaskActor& task, const proto::RegisterTaskRequest& request,
+    const AgentActor& agent) {
+  auto promise = self->make_response_promise<proto::RegisterTaskResponse>();
+  self->request(task, caf::infinite, request, agent)
+      .then(
+          [=](const proto::RegisterTaskResponse& registered) mutable {
+            auto& st = self->state;
+            proto::BarrierRequest barrier = ServiceBarrier(
+                st.register_barrier_id, st.register_timeout, request.source_task(), {});
+            self->request(caf::actor_cast<CoordinatorActor>(self), caf::infinite,
+                          std::move(barrier))
+                .then(
+                    [=](const proto::BarrierResponse&) mutable {
+                      const auto* info = self->state.view.Find(request.source_task());
+                      if (info->incarnation() == request.incarnation()) {
+                        promise.deliver(registered);
+                      } else {
+                        promise.deliver(ToError(MakeCoordinationError(absl::AlreadyExistsError(
+                            "Aborted connect attempt as there is a request from a newer "
+                            "incarnation."))));
+                      }
+                    },
+                    [=](caf::error& error) mutable { promise.deliver(std::move(error)); });
+          },
+          [=](caf::error& error) mutable { promise.deliver(std::move(error)); });
+  return promise;
+}
+
+caf::result<proto::ShutdownTaskResponse> ShutdownThroughBarrier(
+    CoordinatorPointer self, const proto::ShutdownTaskRequest& request) {
+  auto& st = self->state;
+  proto::BarrierRequest barrier =
+      ServiceBarrier(st.shutdown_barrier_id, st.shutdown_barrier_timeout, request.source_task(),
+                     ShutdownParticipants(self));
+  auto promise = self->make_response_promise<proto::ShutdownTaskResponse>();
+  self->request(caf::actor_cast<CoordinatorActor>(self), caf::infinite, std::move(barrier))
+      .then(
+          [=](const proto::BarrierResponse&) mutable {
+            promise.deliver(proto::ShutdownTaskResponse{});
+          },
+          [=](caf::error& error) mutable {
+            promise.deliver(ToError(ShutdownFailed(ToStatus(error))));
+          });
+  return promise;
+}
+
+}  // namespace muster

@@ -1,0 +1,139 @@
+// Barriers behind the coordinator: the register barrier, the shutdown barrier, and a user
+// barrier that fails when a participant's task fails, all on simulated time.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/actors/leader_fixture.h"
+#include "tests/testing/status_matchers.h"
+
+namespace muster::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using Code = absl::StatusCode;
+
+class ServiceBarrierTest : public LeaderTest {
+ protected:
+  Reply<proto::RegisterTaskResponse> SendRegister(const std::string& job, int id, uint64_t inc) {
+    proto::RegisterTaskRequest request;
+    *request.mutable_source_task() = MakeTask(job, id);
+    request.set_incarnation(inc);
+    return Send<proto::RegisterTaskResponse>(leader_, request, Agent(&r_));
+  }
+  Reply<proto::ShutdownTaskResponse> SendShutdown(const std::string& job, int id) {
+    proto::ShutdownTaskRequest request;
+    *request.mutable_source_task() = MakeTask(job, id);
+    return Send<proto::ShutdownTaskResponse>(leader_, request);
+  }
+  Reports r_;
+};
+
+TEST_F(ServiceBarrierTest, RegisterBarrier_RepliesOnlyWhenEveryTaskRegistered) {
+  auto config = Config(2);
+  config.set_cluster_register_with_barrier(true);
+  config.set_cluster_register_timeout_in_ms(60'000);
+  Spawn(config);
+  auto w0 = SendRegister("worker", 0, 1);
+  auto w1 = SendRegister("worker", 1, 2);
+  EXPECT_FALSE(w0->has_value()) << (w0->has_value() ? (*w0)->status().ToString() : "");
+  auto ps = SendRegister("ps", 0, 3);
+  ASSERT_TRUE(w0->has_value() && w1->has_value() && ps->has_value());
+  EXPECT_THAT(**w0, IsOk());
+  EXPECT_EQ((*w1)->value().leader_incarnation(), 77u);
+}
+
+TEST_F(ServiceBarrierTest, RegisterBarrierTimeout_NamesEveryMissingTaskAndFailsAll) {
+  auto config = Config(12);
+  config.set_cluster_register_with_barrier(true);
+  config.set_cluster_register_timeout_in_ms(5'000);
+  config.set_heartbeat_timeout_in_ms(60'000);
+  Spawn(config);
+  auto w0 = SendRegister("worker", 0, 1);
+  for (int id : {1, 2, 4, 5, 6}) SendRegister("worker", id, 10 + id);
+  AdvanceTime(5s);
+  ASSERT_TRUE(w0->has_value());
+  EXPECT_THAT(**w0, StatusIs(Code::kDeadlineExceeded, HasSubstr("ps/0, worker/[3,7-11]")));
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
+  EXPECT_THAT(State("worker", 3).error_message(), HasSubstr("Cluster registration failed"));
+  EXPECT_THAT(Register("worker", 3, 99, Agent(&r_)), StatusIs(Code::kAborted));
+}
+
+TEST_F(ServiceBarrierTest, ShutdownBarrier_AllArrive_AllDisconnectTogether) {
+  auto config = Config(1);
+  config.set_shutdown_barrier_timeout_in_ms(10'000);
+  Spawn(config);
+  ASSERT_TRUE(Register("worker", 0, 1, Agent(&r_)).ok());
+  ASSERT_TRUE(Register("ps", 0, 2, Agent(&r_)).ok());
+  auto w0 = SendShutdown("worker", 0);
+  EXPECT_FALSE(w0->has_value());
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
+  auto ps = SendShutdown("ps", 0);
+  ASSERT_TRUE(w0->has_value() && ps->has_value());
+  EXPECT_THAT(**w0, IsOk());
+  EXPECT_THAT(**ps, IsOk());
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_DISCONNECTED);
+  EXPECT_EQ(State("ps", 0).state(), proto::TASKSTATE_DISCONNECTED);
+}
+
+TEST_F(ServiceBarrierTest, ShutdownBarrierTimeout_InternalNamingStragglerAndAllInError) {
+  auto config = Config(1);
+  config.set_shutdown_barrier_timeout_in_ms(3'000);
+  config.set_heartbeat_timeout_in_ms(60'000);
+  Spawn(config);
+  Reports straggler;
+  ASSERT_TRUE(Register("worker", 0, 1, Agent(&r_)).ok());
+  ASSERT_TRUE(Register("ps", 0, 2, Agent(&straggler)).ok());
+  auto w0 = SendShutdown("worker", 0);
+  AdvanceTime(3s);
+  ASSERT_TRUE(w0->has_value());
+  EXPECT_THAT(**w0, StatusIs(Code::kInternal, HasSubstr("Shutdown barrier has failed")));
+  EXPECT_THAT(**w0, StatusIs(Code::kInternal, HasSubstr("ps/0")));
+  EXPECT_EQ(State("ps", 0).state(), proto::TASKSTATE_ERROR);
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
+  ASSERT_FALSE(straggler->empty());
+  EXPECT_THAT(straggler->back().error_message(), HasSubstr("Shutdown barrier has failed"));
+}
+
+TEST_F(ServiceBarrierTest, UserBarrier_ParticipantFailsWhileWaiting_InternalNamingIt) {
+  Spawn(Config(2));
+  ASSERT_TRUE(Register("worker", 0, 1, Agent(&r_)).ok());
+  ASSERT_TRUE(Register("worker", 1, 2, Agent(&r_)).ok());
+  proto::BarrierRequest barrier;
+  barrier.set_barrier_id("step");
+  barrier.set_barrier_timeout_in_ms(60'000);
+  *barrier.add_tasks() = MakeTask("worker", 0);
+  *barrier.add_tasks() = MakeTask("worker", 1);
+  *barrier.mutable_source_task() = MakeTask("worker", 0);
+  auto waiting = Send<proto::BarrierResponse>(leader_, barrier);
+  EXPECT_FALSE(waiting->has_value());
+  proto::ReportErrorToServiceRequest report;
+  report.set_error_code(static_cast<int>(Code::kInternal));
+  report.set_error_message("crash");
+  *report.mutable_error_origin() = MakeTask("worker", 1);
+  ASSERT_THAT(Call<proto::ReportErrorToServiceResponse>(leader_, report), IsOk());
+  ASSERT_TRUE(waiting->has_value());
+  EXPECT_THAT(**waiting, StatusIs(Code::kInternal, HasSubstr("/job:worker/task:1")));
+  auto open = Call<proto::GetBarriersResponse>(leader_, proto::GetBarriersRequest{});
+  ASSERT_THAT(open, IsOk());
+  EXPECT_EQ(open->barriers_size(), 0);
+}
+
+TEST_F(ServiceBarrierTest, GetBarriers_ListsWhoIsMissing) {
+  Spawn(Config(3));
+  for (int id = 0; id < 3; ++id) ASSERT_TRUE(Register("worker", id, id + 1, Agent(&r_)).ok());
+  proto::BarrierRequest barrier;
+  barrier.set_barrier_id("ckpt");
+  barrier.set_barrier_timeout_in_ms(60'000);
+  for (int id = 0; id < 3; ++id) *barrier.add_tasks() = MakeTask("worker", id);
+  *barrier.mutable_source_task() = MakeTask("worker", 1);
+  Send<proto::BarrierResponse>(leader_, barrier);
+  auto open = Call<proto::GetBarriersResponse>(leader_, proto::GetBarriersRequest{});
+  ASSERT_THAT(open, IsOk());
+  ASSERT_EQ(open->barriers_size(), 1);
+  EXPECT_EQ(open->barriers(0).barrier_id(), "ckpt");
+  EXPECT_EQ(open->barriers(0).arrived(), 1);
+  EXPECT_EQ(open->barriers(0).waiting_for_size(), 2);
+}
+
+}  // namespace
+}  // namespace muster::testing

@@ -102,6 +102,12 @@ void OnBarrierDone(CoordinatorPointer self, const std::string& id, int64_t count
 caf::result<proto::RegisterTaskResponse> RegisterThroughBarrier(
     CoordinatorPointer self, const TaskActor& task, const proto::RegisterTaskRequest& request,
     const AgentActor& agent) {
+  // After the register barrier failed, a late task learns why: the barrier's own error, which
+  // names every task that never registered.
+  if (auto failed = self->state.barriers.LastResult(self->state.register_barrier_id);
+      failed && !failed->ok()) {
+    return ToError(*failed);
+  }
   auto promise = self->make_response_promise<proto::RegisterTaskResponse>();
   self->request(task, caf::infinite, request, agent)
       .then(

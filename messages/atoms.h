@@ -20,6 +20,8 @@ using disconnect_atom = caf::atom_constant<caf::atom("disconnect")>;
 // Withdraws the sender's pending request on a key (e.g. a blocked GetKeyValue).
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 // A barrier instance finished: (barrier_done_atom, id, counter, result) to its parent.
+// Asks an agent for its state.
+using agent_state_atom = caf::atom_constant<caf::atom("agentstate")>;
 using barrier_done_atom = caf::atom_constant<caf::atom("barr_done")>;
 
 }  // namespace muster

@@ -55,7 +55,8 @@ TEST_F(ServiceBarrierTest, RegisterBarrierTimeout_NamesEveryMissingTaskAndFailsA
   EXPECT_THAT(**w0, StatusIs(Code::kDeadlineExceeded, HasSubstr("ps/0, worker/[3,7-11]")));
   EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
   EXPECT_THAT(State("worker", 3).error_message(), HasSubstr("Cluster registration failed"));
-  EXPECT_THAT(Register("worker", 3, 99, Agent(&r_)), StatusIs(Code::kAborted));
+  EXPECT_THAT(Register("worker", 3, 99, Agent(&r_)),
+              StatusIs(Code::kDeadlineExceeded, HasSubstr("ps/0, worker/[3,7-11]")));
 }
 
 TEST_F(ServiceBarrierTest, ShutdownBarrier_AllArrive_AllDisconnectTogether) {

@@ -1,0 +1,157 @@
+// The worker side of Muster: one Agent per task process. It registers the task with the leader,
+// sends heartbeats, shares data through the key-value store, meets other tasks at barriers and
+// learns of their failures through an error callback.
+//
+// Threads: every blocking method may be called from any thread EXCEPT from inside an actor (it
+// waits for the agent actor's answer). Async methods return at once; their callback runs on
+// one of the actor system's threads, never under the caller's locks. The error callback runs on
+// the agent actor's thread: keep it short and never call blocking Agent methods from it.
+//
+// State machine (the seed agent's): DISCONNECTED --Connect--> RUNNING --error--> ERROR,
+// Reset: ERROR --> DISCONNECTED, Shutdown: any --> DISCONNECTED. A call in the wrong state
+// returns FailedPrecondition naming the state. See docs/agent.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <absl/status/status.h>
+#include <absl/status/statusor.h>
+#include <absl/time/time.h>
+#include <caf/actor_system.hpp>
+
+#include "muster/net/agent_actor.h"
+#include "muster/net/node_config.h"
+#include "muster/proto/coordination_service.pb.h"
+
+namespace muster {
+
+struct AgentOptions {
+  std::string leader = "127.0.0.1:7400";  // HOST:PORT of the leader
+  std::string job_name = "worker";
+  int task_id = 0;
+  // The task may fail and rejoin (its job must be recoverable at the leader too).
+  bool recoverable = false;
+  uint64_t incarnation = 0;  // 0: a fresh random one
+  // Heartbeats go out every heartbeat_timeout / 2; use the leader's value.
+  absl::Duration heartbeat_timeout = absl::Seconds(10);
+  // Connect() retries until this deadline (a leader that is not up yet is normal).
+  absl::Duration register_timeout = absl::Hours(1);
+  // Shutdown() waits this long (+5 s) for the leader's shutdown barrier.
+  absl::Duration shutdown_barrier_timeout = absl::Seconds(10);
+  // Timeout of calls that do not block at the leader.
+  absl::Duration rpc_timeout = absl::Seconds(30);
+  // Connect retry policy: each attempt is bounded; backoff is jittered and doubles.
+  absl::Duration connect_attempt_timeout = absl::Seconds(1);
+  absl::Duration initial_backoff = absl::Milliseconds(20);
+  absl::Duration max_backoff = absl::Seconds(1);
+};
+
+// The actor-system options a worker should use: Muster's message types, low-latency
+// scheduling, and CAF connection heartbeats with a connection timeout of `heartbeat_timeout`
+// (at least 2 s) so that a frozen leader is detected.
+NodeOptions WorkerNodeOptions(absl::Duration heartbeat_timeout = absl::Seconds(10));
+
+class Agent {
+ public:
+  using ErrorCallback = std::function<void(const absl::Status&)>;
+  using StatusCallback = std::function<void(const absl::Status&)>;
+  using StatusOrValueCallback = std::function<void(const absl::StatusOr<std::string>&)>;
+  using ChangedKeyValuesCallback = std::function<void(const std::map<std::string, std::string>&)>;
+  using ChangeEventCallback = std::function<void(const proto::KeyValueChangeEvent&)>;
+  struct CasResult {
+    bool succeeded = false;
+    std::optional<std::string> current;  // the value after the call; nullopt: absent
+  };
+
+  // Creates an agent in DISCONNECTED state. `system` must be configured with ConfigureNode
+  // (or NodeConfig) and outlive the agent.
+  // Possible errors: InvalidArgument (bad leader address, empty job name, negative task id).
+  static absl::StatusOr<std::unique_ptr<Agent>> Create(caf::actor_system& system,
+                                                       AgentOptions options,
+                                                       ErrorCallback on_error);
+  // Shuts down (if still connected) and stops the agent actor.
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Registers the task. Possible errors: FailedPrecondition (not DISCONNECTED), InvalidArgument
+  // (task unknown to the leader), Aborted (the task restarted or is in ERROR at the leader),
+  // AlreadyExists (a newer incarnation registered), DeadlineExceeded (no leader, or the
+  // register barrier timed out, naming the missing tasks).
+  absl::Status Connect();
+  // Contributes this task's devices and waits for every task; returns the cluster's devices.
+  absl::StatusOr<proto::CoordinationServiceDeviceInfo> WaitForAllTasks(
+      const proto::CoordinationServiceDeviceInfo& local_devices);
+  // The result of the last successful WaitForAllTasks.
+  const proto::CoordinationServiceDeviceInfo& GetClusterDeviceInfo() const;
+  absl::StatusOr<std::vector<proto::CoordinatedTaskStateInfo>> GetTaskState(
+      const std::vector<proto::CoordinatedTask>& tasks);
+  // Puts this task in ERROR at the leader (which tells the others) and locally.
+  absl::Status ReportError(const absl::Status& error);
+  // ERROR -> DISCONNECTED, so that Connect() may be called again.
+  absl::Status Reset();
+  // Leaves the job (through the shutdown barrier when the leader has one); cancels blocked
+  // gets and barriers with Cancelled. Harmless when already disconnected.
+  absl::Status Shutdown();
+
+  // Key-value store.
+  absl::StatusOr<std::string> GetKeyValue(const std::string& key);  // waits forever
+  absl::StatusOr<std::string> GetKeyValue(const std::string& key, absl::Duration timeout);
+  void GetKeyValueAsync(const std::string& key, StatusOrValueCallback done,
+                        absl::Duration timeout = absl::InfiniteDuration());
+  // Withdraws this agent's blocked gets of `key`: they complete with Cancelled.
+  void CancelGetKeyValue(const std::string& key);
+  absl::StatusOr<std::string> TryGetKeyValue(const std::string& key);
+  absl::StatusOr<std::vector<proto::KeyValueEntry>> GetKeyValueDir(const std::string& directory);
+  absl::Status InsertKeyValue(const std::string& key, const std::string& value,
+                              bool allow_overwrite = false);
+  absl::Status UpdateKeyValue(const std::string& key, const std::string& value);
+  absl::Status DeleteKeyValue(const std::string& key);  // the key and everything under it
+  absl::StatusOr<int64_t> IncrementKeyValue(const std::string& key, int64_t delta);
+  // Sets `desired` if the value is `expected` (nullopt: if the key is absent).
+  absl::StatusOr<CasResult> CompareAndSwap(const std::string& key,
+                                           std::optional<std::string> expected,
+                                           const std::string& desired);
+  // Calls `on_change` with {key: new value} ("" for deletions) for every change of `key` and
+  // of the keys under it, in order.
+  absl::Status StartWatchKey(const std::string& key, ChangedKeyValuesCallback on_change);
+  absl::Status StartWatchKeyEvents(const std::string& key, ChangeEventCallback on_change);
+  absl::Status StopWatchKey(const std::string& key);
+
+  // Barriers: `tasks` empty means every task of the cluster.
+  absl::Status WaitAtBarrier(const std::string& id, absl::Duration timeout,
+                             const std::vector<proto::CoordinatedTask>& tasks = {});
+  void WaitAtBarrierAsync(const std::string& id, absl::Duration timeout,
+                          const std::vector<proto::CoordinatedTask>& tasks, StatusCallback done);
+  absl::Status CancelBarrier(const std::string& id);
+
+  // The connected tasks among `tasks`, agreed by every caller of the same set.
+  absl::StatusOr<proto::GetAliveTasksResponse> GetAliveTasks(
+      const std::vector<proto::CoordinatedTask>& tasks);
+  // Task states of `job` (all jobs when empty); with a version, waits for a newer one.
+  absl::StatusOr<proto::WatchJobStateResponse> WatchJobState(
+      const std::string& job, std::optional<int64_t> version = std::nullopt);
+
+  AgentState state() const;
+  const proto::CoordinatedTask& task() const { return task_; }
+
+ private:
+  Agent(caf::actor_system& system, AgentControlActor actor, proto::CoordinatedTask task);
+  template <class Response, class... Args>
+  absl::StatusOr<Response> Ask(Args&&... args) const;
+  template <class Response, class... Args>
+  void AskAsync(std::function<void(absl::StatusOr<Response>)> done, Args... args) const;
+
+  caf::actor_system& system_;
+  AgentControlActor actor_;
+  proto::CoordinatedTask task_;
+  proto::CoordinationServiceDeviceInfo cluster_devices_;
+};
+
+}  // namespace muster

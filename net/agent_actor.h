@@ -1,0 +1,88 @@
+// The agent actor: a task's side of the coordination protocol, living in the worker's actor
+// system. It connects to the leader (registering the task), sends heartbeats from an actor
+// timer, forwards requests to the leader and keeps every call it forwarded, so that a lost
+// leader fails them at once (Unavailable) instead of leaving them hanging. Errors pushed by
+// the leader, a lost leader, failed heartbeats or a restarted leader put it in ERROR and call
+// the error callback exactly once per error episode.
+//
+//   DISCONNECTED --Connect--> RUNNING --error (pushed, leader lost, heartbeat)--> ERROR
+//        ^  ^                    |                                                 |
+//        |  +----Shutdown--------+                                                 |
+//        +------------------------------------- Reset ----------------------------+
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include <absl/status/status.h>
+#include <caf/actor_system.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "muster/messages/atoms.h"
+#include "muster/messages/interfaces.h"
+#include "muster/net/leader_connector_actor.h"
+
+namespace muster {
+
+enum class AgentState : int32_t { kDisconnected = 0, kRunning = 1, kError = 2 };
+const char* AgentStateName(AgentState state);
+
+// A watch callback: local messages only, never sent to another node.
+struct WatchCallback {
+  std::function<void(const proto::KeyValueChangeEvent&)> on_change;
+};
+
+struct AgentConfig {
+  proto::CoordinatedTask task;  // job name, task id, recoverable flag
+  uint64_t incarnation = 0;     // 0: a fresh random one
+  ConnectOptions leader;        // address, connect deadline, backoff
+  caf::timespan heartbeat_timeout = std::chrono::seconds(10);
+  caf::timespan shutdown_barrier_timeout = std::chrono::seconds(10);
+  // Timeout of requests that do not block at the leader.
+  caf::timespan rpc_timeout = std::chrono::seconds(30);
+  std::function<void(const absl::Status&)> on_error;
+};
+
+}  // namespace muster
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(muster::WatchCallback)
+
+namespace muster {
+
+using AgentControlActor = caf::typed_actor<
+    // From the leader.
+    caf::reacts_to<proto::ReportErrorToTaskRequest>, caf::reacts_to<proto::KeyValueChangeEvent>,
+    // Lifecycle (source task and incarnation are filled in by the agent).
+    caf::replies_to<caf::connect_atom>::with<proto::RegisterTaskResponse>,
+    caf::replies_to<proto::ShutdownTaskRequest>::with<proto::ShutdownTaskResponse>,
+    caf::replies_to<proto::ResetTaskRequest>::with<proto::ResetTaskResponse>,
+    caf::replies_to<proto::ReportErrorToServiceRequest>::with<proto::ReportErrorToServiceResponse>,
+    caf::replies_to<proto::WaitForAllTasksRequest>::with<proto::WaitForAllTasksResponse>,
+    caf::replies_to<proto::GetTaskStateRequest>::with<proto::GetTaskStateResponse>,
+    caf::replies_to<proto::WatchJobStateRequest>::with<proto::WatchJobStateResponse>,
+    caf::replies_to<proto::GetAliveTasksRequest>::with<proto::GetAliveTasksResponse>,
+    // Key-value store.
+    caf::replies_to<proto::InsertKeyValueRequest>::with<proto::InsertKeyValueResponse>,
+    caf::replies_to<proto::UpdateKeyValueRequest>::with<proto::UpdateKeyValueResponse>,
+    caf::replies_to<proto::GetKeyValueRequest>::with<proto::GetKeyValueResponse>,
+    caf::replies_to<proto::TryGetKeyValueRequest>::with<proto::TryGetKeyValueResponse>,
+    caf::replies_to<proto::IncrementKeyValueRequest>::with<proto::IncrementKeyValueResponse>,
+    caf::replies_to<proto::GetKeyValueDirRequest>::with<proto::GetKeyValueDirResponse>,
+    caf::replies_to<proto::DeleteKeyValueRequest>::with<proto::DeleteKeyValueResponse>,
+    caf::replies_to<proto::CompareAndSwapRequest>::with<proto::CompareAndSwapResponse>,
+    caf::replies_to<proto::WatchKeyRequest, WatchCallback>::with<proto::WatchKeyResponse>,
+    caf::replies_to<proto::StopWatchKeyRequest>::with<proto::StopWatchKeyResponse>,
+    caf::reacts_to<cancel_atom, std::string>,
+    // Barriers (the agent keeps the counter of every barrier id).
+    caf::replies_to<proto::BarrierRequest>::with<proto::BarrierResponse>,
+    caf::replies_to<proto::CancelBarrierRequest>::with<proto::CancelBarrierResponse>,
+    // State and timers.
+    caf::replies_to<agent_state_atom>::with<int32_t>, caf::reacts_to<beat_atom, uint64_t>,
+    caf::reacts_to<retry_atom>>;
+
+AgentControlActor SpawnAgentActor(caf::actor_system& system, AgentConfig config);
+
+}  // namespace muster

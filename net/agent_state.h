@@ -1,0 +1,116 @@
+// The agent actor's state and the functions its handlers share (internal to net/).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include <absl/container/flat_hash_map.h>
+#include <absl/status/status.h>
+#include <absl/status/statusor.h>
+#include <caf/duration.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include <absl/strings/str_cat.h>
+
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+#include "muster/net/agent_actor.h"
+
+namespace muster {
+
+struct AgentActorState {
+  static inline const char* name = "muster.agent";
+  AgentConfig config;
+  AgentState state = AgentState::kDisconnected;
+  absl::Status error;
+  CoordinatorActor leader;
+  uint64_t leader_incarnation = 0;
+  LeaderConnectorActor connector;
+  caf::typed_response_promise<proto::RegisterTaskResponse> connecting;
+  caf::actor_clock::time_point connect_deadline;
+  caf::timespan connect_backoff{0};
+  uint64_t beat_generation = 0;  // a beat timer of an older generation is stale
+  caf::actor_clock::time_point last_heartbeat_ok;
+  // Calls forwarded to the leader and not answered yet: id -> how to fail them.
+  struct Pending {
+    std::function<void(const caf::error&)> fail;
+    bool cancel_on_shutdown = false;  // blocking calls: GetKeyValue, Barrier
+    std::string key;                  // GetKeyValue: the key to withdraw at the leader
+  };
+  absl::flat_hash_map<uint64_t, Pending> pending;
+  uint64_t next_call = 0;
+  absl::flat_hash_map<std::string, int64_t> barrier_counters;    // last counter per barrier id
+  absl::flat_hash_map<std::string, int64_t> barriers_in_flight;  // id -> counter sent
+  absl::flat_hash_map<std::string, WatchCallback> watches;       // by normalised key
+};
+
+using AgentPointer = AgentControlActor::stateful_pointer<AgentActorState>;
+
+// Puts the agent in ERROR with `status` and calls the error callback (once per episode).
+void SetError(AgentPointer self, const absl::Status& status);
+
+// Fails every forwarded call with `status` (all of them, or only the blocking ones).
+void FailPending(AgentPointer self, const absl::Status& status, bool blocking_only);
+
+// FailedPrecondition naming the agent's state, for calls made in the wrong state.
+absl::Status WrongState(AgentPointer self, absl::string_view call);
+
+// The FailedPrecondition of a call made while the agent has no connection to the leader.
+absl::Status NoLeader(AgentPointer self);
+
+// Sends `request` to the leader and calls `on_result` exactly once: with the reply, the error,
+// or Unavailable as soon as the leader is lost (CAF never fails a request to a dead node).
+template <class Response, class... Request>
+void CallLeader(AgentPointer self, caf::duration timeout, AgentActorState::Pending info,
+                std::function<void(absl::StatusOr<Response>)> on_result,
+                const Request&... request) {
+  auto& st = self->state;
+  if (!st.leader) return on_result(NoLeader(self));
+  uint64_t id = st.next_call++;
+  info.fail = [on_result](const caf::error& error) { on_result(ToStatus(error)); };
+  st.pending.emplace(id, std::move(info));
+  self->request(st.leader, timeout, request...)
+      .then(
+          [self, id, on_result](Response& response) {
+            if (self->state.pending.erase(id) == 1) on_result(std::move(response));
+          },
+          [self, id](caf::error& error) {
+            auto it = self->state.pending.find(id);
+            if (it == self->state.pending.end()) return;
+            auto fail = std::move(it->second.fail);
+            self->state.pending.erase(it);
+            fail(error);
+          });
+}
+
+// Forwards `request` to the leader and answers the caller with the outcome; `done` sees the
+// outcome first.
+template <class Response, class Request>
+caf::result<Response> Forward(AgentPointer self, const Request& request, caf::duration timeout,
+                              AgentActorState::Pending info = {},
+                              std::function<void(const absl::StatusOr<Response>&)> done = nullptr) {
+  if (!self->state.leader) return ToError(NoLeader(self));
+  auto promise = self->make_response_promise<Response>();
+  CallLeader<Response>(
+      self, timeout, std::move(info),
+      [promise, done](absl::StatusOr<Response> result) mutable {
+        if (done) done(result);
+        if (result.ok()) {
+          promise.deliver(*std::move(result));
+        } else {
+          promise.deliver(ToError(result.status()));
+        }
+      },
+      request);
+  return promise;
+}
+
+// Lifecycle handlers (agent_actor.cc).
+caf::result<proto::RegisterTaskResponse> Connect(AgentPointer self);
+caf::result<proto::ResetTaskResponse> Reset(AgentPointer self);
+caf::result<proto::ShutdownTaskResponse> Shutdown(AgentPointer self);
+void OnRetry(AgentPointer self);
+void HandleBeat(AgentPointer self, uint64_t generation);
+void HandlePushedError(AgentPointer self, const proto::ReportErrorToTaskRequest& report);
+
+}  // namespace muster

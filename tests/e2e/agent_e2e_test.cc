@@ -1,0 +1,206 @@
+// The worker Agent end to end: a real leader process and real worker processes on 127.0.0.1,
+// killed, stopped and restarted. Every process is bounded in time and killed with the test.
+#include <csignal>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <absl/strings/numbers.h>
+#include <absl/strings/str_cat.h>
+#include <absl/time/clock.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/testing/subprocess.h"
+
+namespace muster {
+namespace {
+
+using ::muster::testing::Subprocess;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr absl::Duration kBound = absl::Seconds(30);
+
+class AgentE2eTest : public ::testing::Test {
+ protected:
+  void StartLeader(std::vector<std::string> flags) {
+    flags.insert(flags.begin(), MUSTER_E2E_LEADER_BIN);
+    auto leader = Subprocess::Start(flags);
+    ASSERT_TRUE(leader.ok()) << leader.status();
+    leader_ = std::move(*leader);
+    auto ready = leader_->WaitForLine("muster leader ready at 127.0.0.1:", kBound);
+    ASSERT_TRUE(ready.ok()) << ready.status();
+    std::string rest = ready->substr(ready->find("127.0.0.1:"));
+    address_ = rest.substr(0, rest.find(' '));
+  }
+
+  Subprocess* StartWorker(int task, const std::string& scenario,
+                          std::vector<std::string> flags = {}) {
+    std::vector<std::string> argv = {MUSTER_E2E_WORKER_BIN, "--leader=" + address_,
+                                     absl::StrCat("--task=", task), "--scenario=" + scenario};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    auto worker = Subprocess::Start(argv);
+    EXPECT_TRUE(worker.ok()) << worker.status();
+    workers_.push_back(std::move(*worker));
+    return workers_.back().get();
+  }
+
+  static void ExpectExit(Subprocess* process, int code) {
+    auto exit = process->Wait(kBound);
+    ASSERT_TRUE(exit.ok()) << exit.status();
+    EXPECT_EQ(*exit, code) << process->output();
+  }
+
+  // The wall-clock microseconds of the worker's error event.
+  static int64_t ErrorTime(const std::string& line) {
+    int64_t at = 0;
+    size_t pos = line.find("at_us=");
+    if (pos == std::string::npos) return 0;
+    std::string digits = line.substr(pos + 6, line.find(' ', pos) - pos - 6);
+    return absl::SimpleAtoi(digits, &at) ? at : 0;
+  }
+
+  std::unique_ptr<Subprocess> leader_;
+  std::string address_;
+  std::vector<std::unique_ptr<Subprocess>> workers_;
+};
+
+TEST_F(AgentE2eTest, FourWorkers_TopologyBootstrapValueBarrierAndShutdownBarrier) {
+  StartLeader({"--jobs=worker=4", "--shutdown_barrier_timeout_ms=20000"});
+  std::vector<Subprocess*> workers;
+  for (int task = 0; task < 4; ++task) workers.push_back(StartWorker(task, "full"));
+  for (int task = 0; task < 4; ++task) {
+    ExpectExit(workers[task], 0);
+    const std::string& out = workers[task]->output();
+    EXPECT_THAT(out, HasSubstr("EVENT connect code=OK"));
+    EXPECT_THAT(out,
+                HasSubstr(absl::StrCat("EVENT global_ids ", 2 * task, ",", 2 * task + 1, ",")));
+    EXPECT_THAT(out, HasSubstr("EVENT nccl id-42"));
+    EXPECT_THAT(out, HasSubstr("EVENT barrier ok"));
+    EXPECT_THAT(out, HasSubstr("EVENT shutdown code=OK"));
+  }
+}
+
+TEST_F(AgentE2eTest, KillOneWorker_OthersLearnWithinMillisecondsNamingIt) {
+  StartLeader({"--jobs=worker=4"});
+  std::vector<Subprocess*> workers;
+  for (int task = 0; task < 4; ++task) workers.push_back(StartWorker(task, "wait_error"));
+  for (auto* worker : workers) ASSERT_TRUE(worker->WaitForLine("EVENT ready", kBound).ok());
+  int64_t killed_at = absl::ToUnixMicros(absl::Now());
+  workers[3]->Signal(SIGKILL);
+  int64_t last = 0;
+  for (int task = 0; task < 3; ++task) {
+    auto error = workers[task]->WaitForLine("EVENT error", kBound);
+    ASSERT_TRUE(error.ok()) << error.status();
+    EXPECT_THAT(*error, HasSubstr("code=UNAVAILABLE"));
+    EXPECT_THAT(*error, HasSubstr("/job:worker/task:3"));
+    last = std::max(last, ErrorTime(*error));
+  }
+  std::printf("kill -9 -> last survivor's error callback: %.2f ms\n", (last - killed_at) / 1000.0);
+  EXPECT_GT(last, killed_at);
+}
+
+TEST_F(AgentE2eTest, StoppedWorker_UnavailableAfterHeartbeatTimeoutThenMustReset) {
+  StartLeader({"--jobs=worker=2", "--heartbeat_timeout_ms=2000"});
+  auto* alive = StartWorker(0, "wait_error", {"--heartbeat_timeout_ms=2000"});
+  auto* stopped = StartWorker(1, "wait_error", {"--heartbeat_timeout_ms=2000"});
+  ASSERT_TRUE(alive->WaitForLine("EVENT ready", kBound).ok());
+  ASSERT_TRUE(stopped->WaitForLine("EVENT ready", kBound).ok());
+  int64_t stopped_at = absl::ToUnixMicros(absl::Now());
+  stopped->Signal(SIGSTOP);
+  auto error = alive->WaitForLine("EVENT error", kBound);
+  ASSERT_TRUE(error.ok()) << error.status();
+  double after_ms = (ErrorTime(*error) - stopped_at) / 1000.0;
+  std::printf("SIGSTOP -> survivor's error callback: %.0f ms (heartbeat timeout 2000 ms)\n",
+              after_ms);
+  EXPECT_THAT(*error, HasSubstr("code=UNAVAILABLE"));
+  EXPECT_THAT(*error, HasSubstr("heartbeat timeout"));
+  EXPECT_GE(after_ms, 1000);  // not before the deadline: last heartbeat + 2 s, beats every 1 s
+  stopped->Signal(SIGCONT);
+  auto own = stopped->WaitForLine("EVENT error", kBound);
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_THAT(*own, HasSubstr("code=ABORTED"));
+  EXPECT_THAT(*own, HasSubstr("already-in-error"));
+  auto reset = stopped->WaitForLine("EVENT reset", kBound);
+  ASSERT_TRUE(reset.ok()) << reset.status();
+  EXPECT_THAT(*reset, HasSubstr("code=OK"));
+}
+
+TEST_F(AgentE2eTest, KillLeader_CallbacksFireAndPendingCallsReturnUnavailable) {
+  StartLeader({"--jobs=worker=2"});
+  auto* w0 = StartWorker(0, "pending_get");
+  auto* w1 = StartWorker(1, "pending_get");
+  ASSERT_TRUE(w0->WaitForLine("EVENT ready", kBound).ok());
+  ASSERT_TRUE(w1->WaitForLine("EVENT ready", kBound).ok());
+  leader_->Signal(SIGKILL);
+  for (auto* worker : {w0, w1}) {
+    ExpectExit(worker, 0);
+    EXPECT_THAT(worker->output(), HasSubstr("EVENT get code=UNAVAILABLE"));
+    EXPECT_THAT(worker->output(), HasSubstr("code=UNAVAILABLE message=lost the connection to the "
+                                            "Muster leader"));
+  }
+}
+
+TEST_F(AgentE2eTest, RestartedWorker_NewIncarnationAbortedAndOthersTold) {
+  StartLeader({"--jobs=worker=2"});
+  auto* w0 = StartWorker(0, "wait_error");
+  auto* w1 = StartWorker(1, "wait_error");
+  ASSERT_TRUE(w0->WaitForLine("EVENT ready", kBound).ok());
+  ASSERT_TRUE(w1->WaitForLine("EVENT ready", kBound).ok());
+  auto* restarted = StartWorker(1, "connect");
+  ExpectExit(restarted, 1);
+  EXPECT_THAT(restarted->output(), HasSubstr("EVENT connect code=ABORTED"));
+  auto told = w0->WaitForLine("EVENT error", kBound);
+  ASSERT_TRUE(told.ok()) << told.status();
+  EXPECT_THAT(*told, HasSubstr("/job:worker/task:1"));
+}
+
+TEST_F(AgentE2eTest, RecoverableJob_KilledWorkerRestartsAndRejoins) {
+  StartLeader({"--jobs=worker=2", "--recoverable_jobs=worker"});
+  auto* w0 = StartWorker(0, "wait_error", {"--recoverable"});
+  auto* w1 = StartWorker(1, "wait_error", {"--recoverable"});
+  ASSERT_TRUE(w0->WaitForLine("EVENT ready", kBound).ok());
+  ASSERT_TRUE(w1->WaitForLine("EVENT ready", kBound).ok());
+  w1->Signal(SIGKILL);
+  ASSERT_TRUE(w1->Wait(kBound).ok());
+  auto* again = StartWorker(1, "connect", {"--recoverable"});
+  ExpectExit(again, 0);
+  EXPECT_THAT(again->output(), HasSubstr("EVENT connect code=OK"));
+  EXPECT_THAT(w0->output(), Not(HasSubstr("EVENT error")));
+}
+
+TEST_F(AgentE2eTest, LateWorker_RegisterTimeoutNamesTheMissingTasks) {
+  StartLeader({"--jobs=worker=3", "--register_barrier", "--register_timeout_ms=1000"});
+  auto* w0 = StartWorker(0, "connect");
+  auto* w1 = StartWorker(1, "connect");
+  for (auto* worker : {w0, w1}) {
+    ExpectExit(worker, 1);
+    EXPECT_THAT(worker->output(), HasSubstr("EVENT connect code=DEADLINE_EXCEEDED"));
+    EXPECT_THAT(worker->output(), HasSubstr("worker/2"));
+  }
+  auto* late = StartWorker(2, "connect");
+  ExpectExit(late, 1);
+  EXPECT_THAT(late->output(), HasSubstr("EVENT connect code=DEADLINE_EXCEEDED"));
+  EXPECT_THAT(late->output(), HasSubstr("worker/2"));
+}
+
+TEST_F(AgentE2eTest, Watch_InsertUpdateDeleteArriveInOrderAcrossProcesses) {
+  StartLeader({"--jobs=worker=2"});
+  auto* writer = StartWorker(0, "watch");
+  auto* watcher = StartWorker(1, "watch");
+  ExpectExit(writer, 0);
+  ExpectExit(watcher, 0);
+  const std::string& out = watcher->output();
+  size_t inserted = out.find("change INSERTED cfg/a=1");
+  size_t updated = out.find("change UPDATED cfg/a=2");
+  size_t deleted = out.find("change DELETED cfg/a=");
+  ASSERT_NE(inserted, std::string::npos) << out;
+  ASSERT_NE(updated, std::string::npos) << out;
+  ASSERT_NE(deleted, std::string::npos) << out;
+  EXPECT_LT(inserted, updated);
+  EXPECT_LT(updated, deleted);
+}
+
+}  // namespace
+}  // namespace muster

@@ -1,0 +1,178 @@
+// A scriptable worker for the multi-process tests. It runs one scenario with the Agent API and
+// prints one line per event ("EVENT <what> ..."), with wall-clock microseconds where the test
+// measures latencies. Exit code 0 when the scenario ran as written, 1 otherwise.
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include <absl/flags/flag.h>
+#include <absl/flags/parse.h>
+#include <absl/status/status.h>
+#include <absl/strings/str_cat.h>
+#include <absl/synchronization/notification.h>
+#include <absl/time/clock.h>
+#include <caf/actor_system.hpp>
+
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+#include "muster/net/agent.h"
+
+ABSL_FLAG(std::string, leader, "127.0.0.1:7400", "leader HOST:PORT");
+ABSL_FLAG(std::string, job, "worker", "job name");
+ABSL_FLAG(int, task, 0, "task id");
+ABSL_FLAG(int, tasks, 1, "tasks in the job (scenario full)");
+ABSL_FLAG(std::string, scenario, "full", "full | wait_error | pending_get | watch | connect");
+ABSL_FLAG(int64_t, heartbeat_timeout_ms, 10'000, "heartbeat timeout");
+ABSL_FLAG(int64_t, register_timeout_ms, 20'000, "connect deadline");
+ABSL_FLAG(bool, recoverable, false, "recoverable task");
+ABSL_FLAG(int64_t, wait_ms, 20'000, "how long to wait for an expected event");
+
+namespace {
+
+int64_t NowMicros() { return absl::ToUnixMicros(absl::Now()); }
+
+void Event(const std::string& text) {
+  std::printf("EVENT %s\n", text.c_str());
+  std::fflush(stdout);
+}
+
+std::string Describe(const absl::Status& status) {
+  return absl::StrCat("code=", absl::StatusCodeToString(status.code()),
+                      " message=", status.message());
+}
+
+struct Worker {
+  std::unique_ptr<muster::Agent> agent;
+  absl::Notification error_seen;
+};
+
+using muster::proto::CoordinationServiceDeviceInfo;
+
+CoordinationServiceDeviceInfo LocalTopology(int task) {
+  CoordinationServiceDeviceInfo info;
+  auto* node = info.mutable_xla()->mutable_devices()->add_nodes();
+  node->set_node_id(task);
+  for (int d = 0; d < 2; ++d) node->add_devices()->set_local_device_ordinal(d);
+  return info;
+}
+
+int Full(Worker& w) {
+  const int task = absl::GetFlag(FLAGS_task);
+  auto global = w.agent->WaitForAllTasks(LocalTopology(task));
+  if (!global.ok()) return Event("wait_for_all " + Describe(global.status())), 1;
+  std::string ids;
+  for (const auto& node : global->xla().devices().nodes()) {
+    if (node.node_id() != task) continue;
+    for (const auto& d : node.devices()) absl::StrAppend(&ids, d.global_device_id(), ",");
+  }
+  Event("global_ids " + ids);
+  absl::Notification got;
+  absl::StatusOr<std::string> value;
+  if (task != 0) {
+    w.agent->GetKeyValueAsync("nccl/unique_id", [&](const absl::StatusOr<std::string>& v) {
+      value = v;
+      got.Notify();
+    });
+  }
+  if (auto s = w.agent->WaitAtBarrier("gets_started", absl::Seconds(20)); !s.ok()) {
+    return Event("barrier " + Describe(s)), 1;
+  }
+  if (task == 0) {
+    if (auto s = w.agent->InsertKeyValue("nccl/unique_id", "id-42"); !s.ok()) return 1;
+    value = std::string("id-42");
+  } else if (!got.WaitForNotificationWithTimeout(absl::Seconds(20))) {
+    return Event("get timed out"), 1;
+  }
+  Event(value.ok() ? "nccl " + *value : "nccl " + Describe(value.status()));
+  if (auto s = w.agent->WaitAtBarrier("step", absl::Seconds(20)); !s.ok()) {
+    return Event("barrier " + Describe(s)), 1;
+  }
+  Event("barrier ok");
+  absl::Status shutdown = w.agent->Shutdown();
+  Event("shutdown " + Describe(shutdown));
+  return shutdown.ok() ? 0 : 1;
+}
+
+int WaitError(Worker& w) {
+  Event("ready");
+  if (!w.error_seen.WaitForNotificationWithTimeout(
+          absl::Milliseconds(absl::GetFlag(FLAGS_wait_ms)))) {
+    return Event("no error"), 1;
+  }
+  absl::Status reset = w.agent->Reset();
+  Event("reset " + Describe(reset));
+  return 0;
+}
+
+int PendingGet(Worker& w) {
+  absl::Notification got;
+  absl::StatusOr<std::string> value;
+  w.agent->GetKeyValueAsync("never/set", [&](const absl::StatusOr<std::string>& v) {
+    value = v;
+    got.Notify();
+  });
+  Event("ready");
+  absl::Duration wait = absl::Milliseconds(absl::GetFlag(FLAGS_wait_ms));
+  if (!got.WaitForNotificationWithTimeout(wait)) return Event("get still pending"), 1;
+  Event("get " + Describe(value.status()));
+  return w.error_seen.WaitForNotificationWithTimeout(wait) ? 0 : 1;
+}
+
+int Watch(Worker& w) {
+  const int task = absl::GetFlag(FLAGS_task);
+  std::atomic<int> events{0};
+  absl::Notification three;
+  if (task == 1) {
+    auto s = w.agent->StartWatchKeyEvents("cfg", [&](const muster::proto::KeyValueChangeEvent& e) {
+      Event(absl::StrCat("change ", muster::proto::KeyValueChangeEvent::Kind_Name(e.kind()), " ",
+                         e.key(), "=", e.value(), " rev=", e.revision()));
+      if (++events == 3) three.Notify();
+    });
+    if (!s.ok()) return Event("watch " + Describe(s)), 1;
+  }
+  if (!w.agent->WaitAtBarrier("watching", absl::Seconds(20)).ok()) return 1;
+  if (task == 0) {
+    if (!w.agent->InsertKeyValue("cfg/a", "1").ok()) return 1;
+    if (!w.agent->UpdateKeyValue("cfg/a", "2").ok()) return 1;
+    if (!w.agent->DeleteKeyValue("cfg/a").ok()) return 1;
+  } else if (!three.WaitForNotificationWithTimeout(absl::Seconds(20))) {
+    return Event("missing events"), 1;
+  }
+  return w.agent->WaitAtBarrier("watched", absl::Seconds(20)).ok() ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  absl::Duration heartbeat = absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_timeout_ms));
+  muster::NodeConfig cfg(muster::WorkerNodeOptions(heartbeat));
+  caf::actor_system system{cfg};
+  Worker w;
+  muster::AgentOptions options{
+      .leader = absl::GetFlag(FLAGS_leader),
+      .job_name = absl::GetFlag(FLAGS_job),
+      .task_id = absl::GetFlag(FLAGS_task),
+      .recoverable = absl::GetFlag(FLAGS_recoverable),
+      .heartbeat_timeout = heartbeat,
+      .register_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_register_timeout_ms))};
+  auto agent = muster::Agent::Create(system, options, [&w](const absl::Status& error) {
+    Event(absl::StrCat("error at_us=", NowMicros(), " ", Describe(error)));
+    w.error_seen.Notify();
+  });
+  if (!agent.ok()) return Event("create " + Describe(agent.status())), 1;
+  w.agent = std::move(*agent);
+  absl::Status connected = w.agent->Connect();
+  Event("connect " + Describe(connected));
+  if (!connected.ok()) return 1;
+  const std::string scenario = absl::GetFlag(FLAGS_scenario);
+  int code = scenario == "full"          ? Full(w)
+             : scenario == "wait_error"  ? WaitError(w)
+             : scenario == "pending_get" ? PendingGet(w)
+             : scenario == "watch"       ? Watch(w)
+                                         : 0;
+  w.agent.reset();
+  return code;
+}

@@ -51,13 +51,15 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(caf::actor_system& system,
     return absl::InvalidArgumentError(
         absl::StrCat("invalid task: job \"", options.job_name, "\", task id ", options.task_id));
   }
-  auto leader = LeaderOptions(options);
+  auto leader = options.local_leader ? ConnectOptions{} : LeaderOptions(options);
   if (!leader.ok()) return leader.status();
+  leader->timeout = ToSpan(options.register_timeout);
   AgentConfig config;
   config.task = MakeTask(options.job_name, options.task_id);
   config.task.set_recoverable(options.recoverable);
   config.incarnation = options.incarnation;
   config.leader = *leader;
+  config.local_leader = options.local_leader;
   config.heartbeat_timeout = ToSpan(options.heartbeat_timeout);
   config.shutdown_barrier_timeout = ToSpan(options.shutdown_barrier_timeout);
   config.rpc_timeout = ToSpan(options.rpc_timeout);

@@ -33,6 +33,8 @@ namespace muster {
 
 struct AgentOptions {
   std::string leader = "127.0.0.1:7400";  // HOST:PORT of the leader
+  // Set to use a leader running in the same process instead (e.g. task 0 hosting it).
+  CoordinatorActor local_leader;
   std::string job_name = "worker";
   int task_id = 0;
   // The task may fail and rejoin (its job must be recoverable at the leader too).

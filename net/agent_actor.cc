@@ -87,6 +87,10 @@ void RetryConnect(AgentPointer self, const absl::Status& status) {
 
 void Register(AgentPointer self) {
   auto& st = self->state;
+  if (!st.leader && st.config.local_leader) {
+    st.leader = st.config.local_leader;
+    self->monitor(st.leader);
+  }
   if (!st.leader) {
     ConnectOptions options = st.config.leader;
     options.timeout = std::max(TimeLeft(self), caf::timespan{std::chrono::milliseconds(1)});

@@ -39,6 +39,8 @@ struct AgentConfig {
   proto::CoordinatedTask task;  // job name, task id, recoverable flag
   uint64_t incarnation = 0;     // 0: a fresh random one
   ConnectOptions leader;        // address, connect deadline, backoff
+  // A leader in the same process (address and connector unused when set).
+  CoordinatorActor local_leader;
   caf::timespan heartbeat_timeout = std::chrono::seconds(10);
   caf::timespan shutdown_barrier_timeout = std::chrono::seconds(10);
   // Timeout of requests that do not block at the leader.

@@ -1,0 +1,198 @@
+// The agent actor against a coordinator in the same actor system, on simulated time: state
+// machine, heartbeats, error callback once per episode, barrier counters, shutdown and a lost
+// leader.
+#include "muster/net/agent_actor.h"
+
+#include <memory>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "muster/actors/coordinator_actor.h"
+#include "muster/messages/task_name.h"
+#include "tests/testing/deterministic_fixture.h"
+#include "tests/testing/status_matchers.h"
+
+namespace muster::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using Code = absl::StatusCode;
+
+class AgentActorTest : public DeterministicTest {
+ protected:
+  void SetUp() override {
+    CoordinatorOptions options{.incarnation = 7};
+    auto* job = options.config.add_coordinated_job_list();
+    job->set_name("worker");
+    job->set_num_tasks(2);
+    options.config.set_heartbeat_timeout_in_ms(10'000);
+    leader_ = Keep(SpawnCoordinator(system_, options));
+    Drain();
+  }
+
+  AgentControlActor Spawn(int task) {
+    AgentConfig config;
+    config.task = MakeTask("worker", task);
+    config.incarnation = 100 + task;
+    config.local_leader = leader_;
+    config.heartbeat_timeout = 10s;
+    config.on_error = [errors = errors_](const absl::Status& s) { errors->push_back(s); };
+    return Keep(SpawnAgentActor(system_, config));
+  }
+
+  absl::Status Connect(const AgentControlActor& agent) {
+    return Call<proto::RegisterTaskResponse>(agent, caf::connect_atom::value).status();
+  }
+
+  AgentState StateOf(const AgentControlActor& agent) {
+    return static_cast<AgentState>(*Call<int32_t>(agent, agent_state_atom::value));
+  }
+
+  proto::CoordinatedTaskState LeaderState(int task) {
+    proto::GetTaskStateRequest request;
+    *request.add_source_task() = MakeTask("worker", task);
+    return Call<proto::GetTaskStateResponse>(leader_, request)->task_state(0).state();
+  }
+
+  proto::BarrierRequest Barrier(const std::string& id) {
+    proto::BarrierRequest request;
+    request.set_barrier_id(id);
+    request.set_barrier_timeout_in_ms(60'000);
+    return request;
+  }
+
+  CoordinatorActor leader_;
+  const proto::ReportErrorToTaskRequest report_for_test_ = [] {
+    proto::ReportErrorToTaskRequest report;
+    report.set_error_code(static_cast<int>(absl::StatusCode::kUnavailable));
+    report.set_error_message("pushed");
+    *report.mutable_error_payload()->mutable_source_task() = MakeTask("worker", 1);
+    return report;
+  }();
+  std::shared_ptr<std::vector<absl::Status>> errors_ =
+      std::make_shared<std::vector<absl::Status>>();
+};
+
+TEST_F(AgentActorTest, Connect_RunningAndSecondConnectFailedPrecondition) {
+  auto agent = Spawn(0);
+  EXPECT_EQ(StateOf(agent), AgentState::kDisconnected);
+  ASSERT_THAT(Connect(agent), IsOk());
+  EXPECT_EQ(StateOf(agent), AgentState::kRunning);
+  EXPECT_EQ(LeaderState(0), proto::TASKSTATE_CONNECTED);
+  EXPECT_THAT(Connect(agent), StatusIs(Code::kFailedPrecondition, HasSubstr("RUNNING")));
+}
+
+TEST_F(AgentActorTest, CallsBeforeConnect_FailedPreconditionNamingTheState) {
+  auto agent = Spawn(0);
+  EXPECT_THAT(Call<proto::WaitForAllTasksResponse>(agent, proto::WaitForAllTasksRequest{}),
+              StatusIs(Code::kFailedPrecondition, HasSubstr("DISCONNECTED")));
+  EXPECT_THAT(Call<proto::TryGetKeyValueResponse>(agent, proto::TryGetKeyValueRequest{}),
+              StatusIs(Code::kFailedPrecondition, HasSubstr("call Connect() first")));
+  EXPECT_THAT(Call<proto::ResetTaskResponse>(agent, proto::ResetTaskRequest{}),
+              StatusIs(Code::kFailedPrecondition, HasSubstr("not in ERROR state")));
+}
+
+TEST_F(AgentActorTest, Heartbeats_KeepTheTaskConnectedPastManyTimeouts) {
+  auto agent = Spawn(0);
+  ASSERT_THAT(Connect(agent), IsOk());
+  for (int i = 0; i < 12; ++i) AdvanceTime(5s);
+  EXPECT_EQ(LeaderState(0), proto::TASKSTATE_CONNECTED);
+  EXPECT_TRUE(errors_->empty());
+}
+
+TEST_F(AgentActorTest, OtherTaskFails_ErrorCallbackOnceNamingIt) {
+  auto a0 = Spawn(0);
+  auto a1 = Spawn(1);
+  ASSERT_THAT(Connect(a0), IsOk());
+  ASSERT_THAT(Connect(a1), IsOk());
+  proto::ReportErrorToServiceRequest report;
+  report.set_error_code(static_cast<int>(Code::kDataLoss));
+  report.set_error_message("bad shard");
+  ASSERT_THAT(Call<proto::ReportErrorToServiceResponse>(a1, report), IsOk());
+  EXPECT_EQ(StateOf(a0), AgentState::kError);
+  EXPECT_EQ(StateOf(a1), AgentState::kError);
+  ASSERT_EQ(errors_->size(), 2u);  // a1 for its own report, a0 for the pushed error
+  EXPECT_THAT((*errors_)[1], StatusIs(Code::kDataLoss, HasSubstr("/job:worker/task:1")));
+  caf::anon_send(a0, report_for_test_);  // a second push in the same episode: no callback
+  Drain();
+  EXPECT_EQ(errors_->size(), 2u);
+}
+
+TEST_F(AgentActorTest, ResetAfterError_ConnectsAgain) {
+  auto a0 = Spawn(0);
+  ASSERT_THAT(Connect(a0), IsOk());
+  caf::anon_send(a0, report_for_test_);
+  Drain();
+  ASSERT_EQ(StateOf(a0), AgentState::kError);
+  EXPECT_THAT(Call<proto::WaitForAllTasksResponse>(a0, proto::WaitForAllTasksRequest{}),
+              StatusIs(Code::kFailedPrecondition, HasSubstr("call Reset() first")));
+  ASSERT_THAT(Call<proto::ResetTaskResponse>(a0, proto::ResetTaskRequest{}), IsOk());
+  EXPECT_EQ(StateOf(a0), AgentState::kDisconnected);
+  EXPECT_THAT(Connect(a0), IsOk());
+}
+
+TEST_F(AgentActorTest, BarrierCounters_IncreaseAndOngoingIdRefused) {
+  auto a0 = Spawn(0);
+  auto a1 = Spawn(1);
+  ASSERT_THAT(Connect(a0), IsOk());
+  ASSERT_THAT(Connect(a1), IsOk());
+  for (int64_t round = 0; round < 2; ++round) {
+    auto first = Send<proto::BarrierResponse>(a0, Barrier("step"));
+    EXPECT_THAT(Call<proto::BarrierResponse>(a0, Barrier("step")),
+                StatusIs(Code::kFailedPrecondition, HasSubstr("already ongoing")));
+    auto second = Call<proto::BarrierResponse>(a1, Barrier("step"));
+    ASSERT_THAT(second, IsOk());
+    EXPECT_EQ(second->counter(), round);
+    ASSERT_TRUE(first->has_value());
+    EXPECT_EQ((*first)->value().counter(), round);
+  }
+}
+
+TEST_F(AgentActorTest, CancelBarrier_UnknownRefusedOngoingCancelled) {
+  auto a0 = Spawn(0);
+  ASSERT_THAT(Connect(a0), IsOk());
+  proto::CancelBarrierRequest cancel;
+  cancel.set_barrier_id("ckpt");
+  EXPECT_THAT(Call<proto::CancelBarrierResponse>(a0, cancel),
+              StatusIs(Code::kFailedPrecondition, HasSubstr("non-existent barrier ckpt")));
+  auto waiting = Send<proto::BarrierResponse>(a0, Barrier("ckpt"));
+  EXPECT_THAT(Call<proto::CancelBarrierResponse>(a0, cancel), IsOk());
+  ASSERT_TRUE(waiting->has_value());
+  EXPECT_THAT(**waiting, StatusIs(Code::kCancelled));
+  EXPECT_THAT(Call<proto::CancelBarrierResponse>(a0, cancel),
+              StatusIs(Code::kFailedPrecondition, HasSubstr("not ongoing")));
+}
+
+TEST_F(AgentActorTest, Shutdown_CancelsBlockedGetAndDisconnects) {
+  auto a0 = Spawn(0);
+  ASSERT_THAT(Connect(a0), IsOk());
+  proto::GetKeyValueRequest get;
+  get.set_key("nccl/id");
+  auto blocked = Send<proto::GetKeyValueResponse>(a0, get);
+  EXPECT_FALSE(blocked->has_value());
+  EXPECT_THAT(Call<proto::ShutdownTaskResponse>(a0, proto::ShutdownTaskRequest{}), IsOk());
+  ASSERT_TRUE(blocked->has_value());
+  EXPECT_THAT(**blocked, StatusIs(Code::kCancelled, HasSubstr("shutting down")));
+  EXPECT_EQ(StateOf(a0), AgentState::kDisconnected);
+  EXPECT_EQ(LeaderState(0), proto::TASKSTATE_DISCONNECTED);
+}
+
+TEST_F(AgentActorTest, LeaderStops_PendingCallsUnavailableAndCallbackFires) {
+  auto a0 = Spawn(0);
+  ASSERT_THAT(Connect(a0), IsOk());
+  proto::GetKeyValueRequest get;
+  get.set_key("never");
+  auto blocked = Send<proto::GetKeyValueResponse>(a0, get);
+  caf::anon_send_exit(leader_, caf::exit_reason::kill);
+  Drain();
+  ASSERT_TRUE(blocked->has_value());
+  EXPECT_THAT(**blocked, StatusIs(Code::kUnavailable, HasSubstr("lost the connection")));
+  ASSERT_EQ(errors_->size(), 1u);
+  EXPECT_THAT(errors_->front(), StatusIs(Code::kUnavailable));
+}
+
+}  // namespace
+}  // namespace muster::testing

@@ -202,5 +202,19 @@ TEST_F(AgentE2eTest, Watch_InsertUpdateDeleteArriveInOrderAcrossProcesses) {
   EXPECT_LT(updated, deleted);
 }
 
+TEST_F(AgentE2eTest, XlaClient_ConnectEnumerateKeyValueBarrierShutdown) {
+  StartLeader({"--jobs=xla=3", "--shutdown_barrier_timeout_ms=20000"});
+  std::vector<Subprocess*> nodes;
+  for (int node = 0; node < 3; ++node) nodes.push_back(StartWorker(node, "xla", {"--job=xla"}));
+  for (int node = 0; node < 3; ++node) {
+    ExpectExit(nodes[node], 0);
+    const std::string& out = nodes[node]->output();
+    EXPECT_THAT(out, HasSubstr(absl::StrCat("EVENT xla nodes=3 mine=", 3 * node, ",", 3 * node + 1,
+                                            ",", 3 * node + 2, ",")));
+    EXPECT_THAT(out, HasSubstr("EVENT xla get node0"));
+    EXPECT_THAT(out, HasSubstr("EVENT xla shutdown code=OK"));
+  }
+}
+
 }  // namespace
 }  // namespace muster

@@ -18,6 +18,7 @@
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent.h"
+#include "muster/net/distributed_runtime_client.h"
 
 ABSL_FLAG(std::string, leader, "127.0.0.1:7400", "leader HOST:PORT");
 ABSL_FLAG(std::string, job, "worker", "job name");
@@ -143,10 +144,45 @@ int Watch(Worker& w) {
   return w.agent->WaitAtBarrier("watched", absl::Seconds(20)).ok() ? 0 : 1;
 }
 
+// The XLA runtime client: connect (all nodes), enumerate devices, share a value, barrier,
+// shut down.
+int Xla(caf::actor_system& system) {
+  const int node = absl::GetFlag(FLAGS_task);
+  auto client =
+      muster::DistributedRuntimeClient::Create(system, {.leader = absl::GetFlag(FLAGS_leader),
+                                                        .job_name = absl::GetFlag(FLAGS_job),
+                                                        .node_id = node,
+                                                        .init_timeout = absl::Seconds(20),
+                                                        .heartbeat_timeout = absl::Seconds(10),
+                                                        .shutdown_timeout = absl::Seconds(20)});
+  if (!client.ok()) return Event("xla create " + Describe(client.status())), 1;
+  if (auto s = (*client)->Connect(); !s.ok()) return Event("xla connect " + Describe(s)), 1;
+  muster::proto::LocalTopologyProto local;
+  for (int d = 0; d < 3; ++d) local.add_devices()->set_local_device_ordinal(d);
+  auto global = (*client)->EnumerateDevices(local);
+  if (!global.ok()) return Event("xla enumerate " + Describe(global.status())), 1;
+  std::string ids;
+  for (const auto& d : global->nodes(node).devices())
+    absl::StrAppend(&ids, d.global_device_id(), ",");
+  Event(absl::StrCat("xla nodes=", global->nodes_size(), " mine=", ids));
+  if (node == 0 && !(*client)->KeyValueSet("xla/coordinator", "node0").ok()) return 1;
+  auto value = (*client)->KeyValueGet("xla/coordinator", absl::Seconds(20));
+  Event("xla get " + (value.ok() ? *value : Describe(value.status())));
+  if (!(*client)->WaitAtBarrier("xla_step", absl::Seconds(20)).ok()) return 1;
+  absl::Status shutdown = (*client)->Shutdown();
+  Event("xla shutdown " + Describe(shutdown));
+  return shutdown.ok() ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  if (absl::GetFlag(FLAGS_scenario) == "xla") {
+    muster::NodeConfig cfg(muster::WorkerNodeOptions(absl::Seconds(10)));
+    caf::actor_system system{cfg};
+    return Xla(system);
+  }
   absl::Duration heartbeat = absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_timeout_ms));
   muster::NodeConfig cfg(muster::WorkerNodeOptions(heartbeat));
   caf::actor_system system{cfg};

@@ -1,85 +1,135 @@
-// A Muster worker task: connects to the leader and registers with a fresh incarnation.
+// A complete Muster worker task: connects to the leader, exchanges device topology, shares a
+// bootstrap value through a blocking get, meets the other tasks at a barrier, and leaves the
+// job together with them. A failure anywhere in the job reaches the error callback within
+// milliseconds.
 //
-// Run:   ./build/examples/leader --jobs=worker=4 --port=7400
-// Then:  ./build/examples/worker --leader=127.0.0.1:7400 --job=worker --task=0
+// Run:   ./build/tools/muster serve --job worker=2 --port 7400      (or ./build/examples/leader)
+// Then:  ./build/examples/worker --leader=127.0.0.1:7400 --task=0
+//        ./build/examples/worker --leader=127.0.0.1:7400 --task=1
 //
-// Prints "registered /job:worker/task:0 ..." and exits 0, or prints the error and exits 1.
+// --hold=true keeps a worker waiting after the barrier until an error arrives (used by the demo
+// to show failure detection).
 #include <cstdio>
 #include <string>
 
 #include <absl/flags/flag.h>
 #include <absl/flags/parse.h>
 #include <absl/status/status.h>
-#include <absl/strings/numbers.h>
-#include <absl/strings/str_split.h>
-#include <absl/time/time.h>
+#include <absl/strings/str_cat.h>
+#include <absl/synchronization/notification.h>
+#include <absl/time/clock.h>
 #include <caf/actor_system.hpp>
-#include <caf/scoped_actor.hpp>
 
-#include "muster/messages/incarnation.h"
-#include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
-#include "muster/net/leader_connector_actor.h"
-#include "muster/net/node_config.h"
+#include "muster/net/agent.h"
 
 ABSL_FLAG(std::string, leader, "127.0.0.1:7400", "Leader address HOST:PORT");
 ABSL_FLAG(std::string, job, "worker", "Job name of this task");
 ABSL_FLAG(int, task, 0, "Task id of this task");
+ABSL_FLAG(int, devices, 2, "Local devices this task reports");
+ABSL_FLAG(absl::Duration, heartbeat_timeout, absl::Seconds(10), "The leader's heartbeat timeout");
 ABSL_FLAG(absl::Duration, connect_timeout, absl::Seconds(30), "Give up connecting after this");
+ABSL_FLAG(bool, recoverable, false, "This task may fail and rejoin");
+ABSL_FLAG(bool, hold, false, "After the barrier, wait for an error instead of shutting down");
+ABSL_FLAG(absl::Duration, hold_timeout, absl::Seconds(30), "How long --hold waits");
 
 namespace {
 
-// Receives errors the leader pushes to this task.
-muster::AgentActor::behavior_type AgentBehavior() {
-  return {[](const muster::proto::ReportErrorToTaskRequest& report) {
-    std::printf("error from leader: %s\n", report.error_message().c_str());
-  }};
+std::string self_name;  // this task's name, the prefix of every line
+
+void Say(const std::string& text) {
+  std::printf("%s %s at_us=%lld\n", self_name.c_str(), text.c_str(),
+              static_cast<long long>(absl::ToUnixMicros(absl::Now())));
+  std::fflush(stdout);
 }
 
-int Fail(const absl::Status& status) {
-  std::fprintf(stderr, "worker: %s\n", status.ToString().c_str());
+int Fail(absl::string_view step, const absl::Status& status) {
+  Say(absl::StrCat(step, " failed: ", status.ToString()));
   return 1;
+}
+
+muster::proto::CoordinationServiceDeviceInfo LocalDevices(int task, int count) {
+  muster::proto::CoordinationServiceDeviceInfo info;
+  auto* node = info.mutable_xla()->mutable_devices()->add_nodes();
+  node->set_node_id(task);
+  for (int d = 0; d < count; ++d) {
+    auto* device = node->add_devices();
+    device->set_local_device_ordinal(d);
+    device->set_name(absl::StrCat("gpu:", d));
+  }
+  return info;
+}
+
+// Connects, exchanges topology, shares the bootstrap value and meets at the barrier.
+int RunJob(muster::Agent& agent, int task) {
+  if (auto s = agent.Connect(); !s.ok()) return Fail("connect", s);
+  Say("registered");
+  auto cluster = agent.WaitForAllTasks(LocalDevices(task, absl::GetFlag(FLAGS_devices)));
+  if (!cluster.ok()) return Fail("topology exchange", cluster.status());
+  for (const auto& node : cluster->xla().devices().nodes()) {
+    if (node.node_id() != task) continue;
+    std::string ids;
+    for (const auto& d : node.devices())
+      absl::StrAppend(&ids, ids.empty() ? "" : ",", d.global_device_id());
+    Say(absl::StrCat("topology: ", cluster->xla().devices().nodes_size(),
+                     " processes, my global device ids ", ids));
+  }
+  // Task 0 publishes the bootstrap value; the others block until it exists.
+  if (task == 0) {
+    if (auto s = agent.InsertKeyValue("nccl/unique_id", "nccl-id-0xC0FFEE"); !s.ok()) {
+      return Fail("publish bootstrap value", s);
+    }
+    Say("published nccl/unique_id");
+  } else {
+    auto id = agent.GetKeyValue("nccl/unique_id", absl::Seconds(30));
+    if (!id.ok()) return Fail("bootstrap get", id.status());
+    Say(absl::StrCat("got nccl/unique_id=", *id));
+  }
+  if (auto s = agent.WaitAtBarrier("ready_to_train", absl::Seconds(30)); !s.ok()) {
+    return Fail("barrier", s);
+  }
+  Say("passed barrier ready_to_train");
+  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  muster::ConnectOptions connect;
-  std::pair<std::string, std::string> address = absl::StrSplit(absl::GetFlag(FLAGS_leader), ':');
-  int port = 0;
-  if (!absl::SimpleAtoi(address.second, &port) || port <= 0 || port > 65535) {
-    return Fail(absl::InvalidArgumentError("--leader must be HOST:PORT"));
-  }
-  connect.host = address.first;
-  connect.port = static_cast<uint16_t>(port);
-  connect.timeout = absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_connect_timeout));
-
-  muster::NodeConfig cfg;
+  const int task = absl::GetFlag(FLAGS_task);
+  self_name = muster::TaskName(muster::MakeTask(absl::GetFlag(FLAGS_job), task));
+  const absl::Duration heartbeat = absl::GetFlag(FLAGS_heartbeat_timeout);
+  muster::NodeConfig cfg(muster::WorkerNodeOptions(heartbeat));
   caf::actor_system system{cfg};
-  caf::scoped_actor self{system};
-  auto agent = system.spawn(AgentBehavior);
-  auto connector = muster::SpawnLeaderConnector(system, connect);
-  absl::Status status;
-  muster::CoordinatorActor leader;
-  self->request(connector, caf::infinite, caf::connect_atom::value)
-      .receive([&](muster::CoordinatorActor& handle) { leader = std::move(handle); },
-               [&](caf::error& error) { status = muster::ToStatus(error); });
-  if (status.ok()) {
-    muster::proto::RegisterTaskRequest request;
-    *request.mutable_source_task() =
-        muster::MakeTask(absl::GetFlag(FLAGS_job), absl::GetFlag(FLAGS_task));
-    request.set_incarnation(muster::NewIncarnation());
-    self->request(leader, std::chrono::seconds(10), request, agent)
-        .receive(
-            [&](const muster::proto::RegisterTaskResponse& response) {
-              std::printf("registered %s incarnation=0x%016llx leader_incarnation=0x%016llx\n",
-                          muster::TaskName(request.source_task()).c_str(),
-                          static_cast<unsigned long long>(request.incarnation()),
-                          static_cast<unsigned long long>(response.leader_incarnation()));
-            },
-            [&](caf::error& error) { status = muster::ToStatus(error); });
+
+  absl::Notification failed;
+  auto agent = muster::Agent::Create(system,
+                                     {.leader = absl::GetFlag(FLAGS_leader),
+                                      .job_name = absl::GetFlag(FLAGS_job),
+                                      .task_id = task,
+                                      .recoverable = absl::GetFlag(FLAGS_recoverable),
+                                      .heartbeat_timeout = heartbeat,
+                                      .register_timeout = absl::GetFlag(FLAGS_connect_timeout)},
+                                     [&failed](const absl::Status& error) {
+                                       // Runs on the agent's thread: record and return, never block
+                                       // here.
+                                       Say(absl::StrCat("error callback: ", error.ToString()));
+                                       if (!failed.HasBeenNotified()) failed.Notify();
+                                     });
+  if (!agent.ok()) return Fail("create agent", agent.status());
+
+  if (int code = RunJob(**agent, task); code != 0) return code;
+  if (absl::GetFlag(FLAGS_hold)) {
+    if (!failed.WaitForNotificationWithTimeout(absl::GetFlag(FLAGS_hold_timeout))) {
+      Say("no failure arrived");
+      return 1;
+    }
+    absl::Status shutdown = (*agent)->Shutdown();  // in ERROR: FailedPrecondition, as documented
+    Say(absl::StrCat("left the failed job: ", shutdown.ToString()));
+    return 0;
   }
-  caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
-  return status.ok() ? 0 : Fail(status);
+  absl::Status shutdown = (*agent)->Shutdown();
+  if (!shutdown.ok()) return Fail("shutdown", shutdown);
+  Say("shut down");
+  return 0;
 }

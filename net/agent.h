@@ -33,8 +33,6 @@ namespace muster {
 
 struct AgentOptions {
   std::string leader = "127.0.0.1:7400";  // HOST:PORT of the leader
-  // Set to use a leader running in the same process instead (e.g. task 0 hosting it).
-  CoordinatorActor local_leader;
   std::string job_name = "worker";
   int task_id = 0;
   // The task may fail and rejoin (its job must be recoverable at the leader too).
@@ -52,6 +50,9 @@ struct AgentOptions {
   absl::Duration connect_attempt_timeout = absl::Seconds(1);
   absl::Duration initial_backoff = absl::Milliseconds(20);
   absl::Duration max_backoff = absl::Seconds(1);
+  // Set to use a leader running in the same process instead of `leader` (e.g. task 0 hosting
+  // the coordinator).
+  CoordinatorActor local_leader;
 };
 
 // The actor-system options a worker should use: Muster's message types, low-latency

@@ -52,7 +52,9 @@ TEST(SmokeClusterTest, ThreeWorkers_AllRegister) {
     ASSERT_TRUE(code.ok()) << code.status();
     EXPECT_EQ(*code, 0) << workers[task]->output();
     EXPECT_THAT(workers[task]->output(),
-                HasSubstr(absl::StrCat("registered /job:worker/task:", task)));
+                HasSubstr(absl::StrCat("/job:worker/task:", task, " registered")));
+    EXPECT_THAT(workers[task]->output(),
+                HasSubstr(absl::StrCat("/job:worker/task:", task, " shut down")));
   }
   leader->Signal(SIGTERM);
   auto leader_code = leader->Wait(kBound);

@@ -61,7 +61,14 @@ std::vector<TaskEvent> DiffTaskStates(const proto::WatchJobStateResponse& before
   std::vector<TaskEvent> events;
   for (const auto& [name, info] : ByTask(after)) {
     auto it = old_states.find(name);
-    if (!Changed(it == old_states.end() ? nullptr : it->second, *info)) continue;
+    const proto::CoordinatedTaskStateInfo* old = it == old_states.end() ? nullptr : it->second;
+    if (!Changed(old, *info)) continue;
+    // Registered and then failed or left between two snapshots: both are news.
+    bool registered =
+        info->incarnation() != 0 && (old == nullptr || old->incarnation() != info->incarnation());
+    if (registered && info->state() != proto::TASKSTATE_CONNECTED) {
+      events.push_back({TaskEventKind::kRegistered, *info});
+    }
     events.push_back({KindOf(*info), *info});
   }
   return events;

@@ -1,6 +1,7 @@
 // Task events for the leader's log: what changed between two snapshots of the task states
 // (WatchJobState replies). Pure functions; the caller stamps and prints the lines. Changes
-// that happen between two snapshots are seen as one (the latest state wins).
+// that happen between two snapshots are seen as one (the latest state wins), except that a
+// new incarnation always shows as a registration.
 #pragma once
 
 #include <string>
@@ -25,7 +26,8 @@ struct TaskEvent {
 // "registered", "stale", "failed", "disconnected".
 const char* TaskEventName(TaskEventKind kind);
 
-// The events that lead from `before` to `after`, in task order.
+// The events that lead from `before` to `after`, in task order. A task with a new incarnation
+// that is no longer CONNECTED gives a registered event before its current one.
 std::vector<TaskEvent> DiffTaskStates(const proto::WatchJobStateResponse& before,
                                       const proto::WatchJobStateResponse& after);
 

@@ -76,6 +76,15 @@ TEST(TaskEventsTest, NewIncarnationWhileConnected_IsRegisteredAgain) {
   EXPECT_EQ(events[0].kind, TaskEventKind::kRegistered);
 }
 
+TEST(TaskEventsTest, RegisteredAndFailedBetweenSnapshots_GivesBothEvents) {
+  auto events =
+      DiffTaskStates(Snapshot({State(0, proto::TASKSTATE_DISCONNECTED)}),
+                     Snapshot({State(0, proto::TASKSTATE_ERROR, 5, "connection to worker lost")}));
+  ASSERT_THAT(events, SizeIs(2));
+  EXPECT_EQ(events[0].kind, TaskEventKind::kRegistered);
+  EXPECT_EQ(events[1].kind, TaskEventKind::kFailed);
+}
+
 TEST(TaskEventsTest, UnchangedTasks_GiveNoEvents) {
   auto snapshot =
       Snapshot({State(0, proto::TASKSTATE_CONNECTED, 1), State(1, proto::TASKSTATE_DISCONNECTED)});

@@ -193,8 +193,8 @@ void LogSnapshot(const proto::WatchJobStateResponse& before,
 }
 
 // Prints task events until a shutdown signal (returns kExitOk) or the watch fails (kExitFailed).
+// The first shutdown signal reaches `self` through a ShutdownSignalForwarder.
 int LogTaskEvents(caf::scoped_actor& self, const CoordinatorActor& coordinator) {
-  ShutdownSignalForwarder forwarder{caf::actor_cast<caf::actor>(self)};
   auto watch =
       SpawnJobWatch(self->system(), coordinator, "", caf::actor_cast<JobWatchListener>(self));
   proto::WatchJobStateResponse last;
@@ -248,6 +248,8 @@ int Serve(const CoordinatorOptions& options) {
               static_cast<unsigned long long>(options.incarnation));
   PrintLine(Describe(options));
   caf::scoped_actor self{system};
+  // Lives until the coordinator is stopped: a second signal ends a shutdown that hangs.
+  ShutdownSignalForwarder forwarder{caf::actor_cast<caf::actor>(self)};
   int code = LogTaskEvents(self, coordinator);
   system.middleman().unpublish(coordinator, *port);
   StopCoordinator(self, coordinator);

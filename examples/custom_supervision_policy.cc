@@ -3,23 +3,22 @@
 // Run:   ./build/examples/custom_supervision_policy --jobs=worker=4 --port=7400
 // Then start workers (./build/examples/worker ...) and kill some: the first two failures are
 // tolerated; the third fails every worker and is reported to the whole cluster.
-#include <csignal>
 #include <cstdio>
 #include <string>
 
 #include <absl/flags/flag.h>
 #include <absl/flags/parse.h>
-#include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
-#include <absl/strings/str_split.h>
 #include <caf/actor_system.hpp>
 #include <caf/io/middleman.hpp>
 
 #include "muster/actors/coordinator_actor.h"
 #include "muster/actors/supervision/supervision_policy.h"
 #include "muster/messages/task_name.h"
+#include "muster/net/job_spec.h"
 #include "muster/net/leader_endpoint.h"
 #include "muster/net/node_config.h"
+#include "muster/net/shutdown_signals.h"
 
 ABSL_FLAG(std::string, jobs, "worker=4", "Jobs as name=tasks, comma separated");
 ABSL_FLAG(int, port, 7400, "TCP port (0: any free port)");
@@ -59,24 +58,14 @@ class TolerateSomeWorkers : public muster::SupervisionPolicy {
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   muster::CoordinatorOptions options;
-  for (absl::string_view spec : absl::StrSplit(absl::GetFlag(FLAGS_jobs), ',')) {
-    std::pair<std::string, std::string> parts = absl::StrSplit(spec, '=');
-    int tasks = 0;
-    if (!absl::SimpleAtoi(parts.second, &tasks) || tasks <= 0) {
-      std::fprintf(stderr, "bad --jobs entry \"%s\"\n", std::string(spec).c_str());
-      return 2;
-    }
-    auto* job = options.config.add_coordinated_job_list();
-    job->set_name(parts.first);
-    job->set_num_tasks(tasks);
+  absl::Status jobs = muster::AddJobSpecs({absl::GetFlag(FLAGS_jobs)}, &options.config);
+  if (!jobs.ok()) {
+    std::fprintf(stderr, "--jobs: %s\n", std::string(jobs.message()).c_str());
+    return 2;
   }
   options.policy = std::make_shared<TolerateSomeWorkers>(absl::GetFlag(FLAGS_tolerated));
 
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  muster::BlockShutdownSignals();
   muster::NodeConfig cfg;
   caf::actor_system system{cfg};
   auto coordinator = muster::SpawnCoordinator(system, options);
@@ -89,8 +78,7 @@ int main(int argc, char** argv) {
   std::printf("leader with policy \"%s\" ready at 127.0.0.1:%u\n",
               options.policy->Describe().c_str(), *port);
   std::fflush(stdout);
-  int received = 0;
-  sigwait(&signals, &received);
+  muster::WaitForShutdownSignal();
   system.middleman().unpublish(coordinator, *port);
   caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
   return 0;

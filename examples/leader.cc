@@ -5,22 +5,21 @@
 //
 // Prints one line "muster leader ready at HOST:PORT incarnation=0x..." when it accepts
 // connections, and runs until SIGINT or SIGTERM.
-#include <csignal>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include <absl/flags/flag.h>
 #include <absl/flags/parse.h>
-#include <absl/strings/numbers.h>
-#include <absl/strings/str_split.h>
 #include <caf/actor_system.hpp>
 #include <caf/io/middleman.hpp>
 
 #include "muster/actors/coordinator_actor.h"
 #include "muster/messages/incarnation.h"
+#include "muster/net/job_spec.h"
 #include "muster/net/leader_endpoint.h"
 #include "muster/net/node_config.h"
+#include "muster/net/shutdown_signals.h"
 
 ABSL_FLAG(std::vector<std::string>, jobs, {"worker=1"}, "Jobs as name=tasks, comma separated");
 ABSL_FLAG(std::string, host, "127.0.0.1", "Address to listen on (0.0.0.0: every interface)");
@@ -30,23 +29,13 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   muster::CoordinatorOptions options;
   options.incarnation = muster::NewIncarnation();
-  for (const std::string& spec : absl::GetFlag(FLAGS_jobs)) {
-    std::pair<std::string, std::string> parts = absl::StrSplit(spec, '=');
-    int tasks = 0;
-    if (parts.first.empty() || !absl::SimpleAtoi(parts.second, &tasks) || tasks <= 0) {
-      std::fprintf(stderr, "leader: bad --jobs entry \"%s\"; expected name=tasks\n", spec.c_str());
-      return 2;
-    }
-    auto* job = options.config.add_coordinated_job_list();
-    job->set_name(parts.first);
-    job->set_num_tasks(tasks);
+  absl::Status jobs = muster::AddJobSpecs(absl::GetFlag(FLAGS_jobs), &options.config);
+  if (!jobs.ok()) {
+    std::fprintf(stderr, "leader: --jobs: %s\n", std::string(jobs.message()).c_str());
+    return 2;
   }
-  // Block the shutdown signals before CAF starts its threads, then wait for one here.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Before CAF starts its threads, so that the signals wait for WaitForShutdownSignal().
+  muster::BlockShutdownSignals();
 
   muster::NodeConfig cfg;
   caf::actor_system system{cfg};
@@ -61,8 +50,7 @@ int main(int argc, char** argv) {
   std::printf("muster leader ready at %s:%u incarnation=0x%016llx\n", host.c_str(), *port,
               static_cast<unsigned long long>(options.incarnation));
   std::fflush(stdout);
-  int received = 0;
-  sigwait(&signals, &received);
+  int received = muster::WaitForShutdownSignal();
   std::printf("muster leader shutting down (signal %d)\n", received);
   system.middleman().unpublish(coordinator, *port);
   caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);

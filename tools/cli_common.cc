@@ -1,0 +1,132 @@
+#include "muster/tools/cli_common.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include <absl/flags/flag.h>
+#include <absl/strings/numbers.h>
+#include <absl/strings/str_cat.h>
+#include <absl/strings/strip.h>
+#include <caf/send.hpp>
+
+#include "muster/net/leader_connector_actor.h"
+
+ABSL_FLAG(std::string, leader, "", "The leader's address, HOST:PORT (as printed by muster serve)");
+ABSL_FLAG(std::optional<absl::Duration>, timeout, std::nullopt,
+          "Give up after this long, e.g. 500ms, 5s, 1m: connecting to the leader and each "
+          "request (status: 5s; kv: 10s; kv get --wait: how long to wait for the key)");
+
+namespace muster::cli {
+
+std::string LeaderAddress::ToString() const { return absl::StrCat(host, ":", port); }
+
+absl::StatusOr<LeaderAddress> ParseLeaderAddress(absl::string_view text) {
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("bad leader address \"", text, "\": ", why,
+                                                   "; expected HOST:PORT, e.g. 127.0.0.1:7400"));
+  };
+  size_t colon = text.rfind(':');
+  if (colon == absl::string_view::npos) return bad("no ':'");
+  absl::string_view host = text.substr(0, colon);
+  if (absl::ConsumePrefix(&host, "[")) absl::ConsumeSuffix(&host, "]");  // [::1]:7400
+  if (host.empty()) return bad("no host");
+  int port = 0;
+  if (!absl::SimpleAtoi(text.substr(colon + 1), &port) || port <= 0 || port > 65535) {
+    return bad("the port must be a number from 1 to 65535");
+  }
+  return LeaderAddress{std::string(host), static_cast<uint16_t>(port)};
+}
+
+absl::StatusOr<LeaderAddress> LeaderFlag() {
+  std::string text = absl::GetFlag(FLAGS_leader);
+  if (text.empty()) {
+    return absl::InvalidArgumentError(
+        "--leader HOST:PORT is required: the address muster serve printed");
+  }
+  return ParseLeaderAddress(text);
+}
+
+absl::StatusOr<absl::Duration> TimeoutFlag(absl::Duration fallback) {
+  std::optional<absl::Duration> timeout = absl::GetFlag(FLAGS_timeout);
+  if (!timeout) return fallback;
+  if (*timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--timeout must be positive, got ", absl::FormatDuration(*timeout)));
+  }
+  return *timeout;
+}
+
+caf::timespan ToTimespan(absl::Duration duration) {
+  return std::chrono::duration_cast<caf::timespan>(absl::ToChronoNanoseconds(duration));
+}
+
+int ReportFailure(absl::string_view command, const absl::Status& status) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "muster %s: %s: %s\n", std::string(command).c_str(),
+               absl::StatusCodeToString(status.code()).c_str(),
+               std::string(status.message()).c_str());
+  return kExitFailed;
+}
+
+int ReportUsageError(absl::string_view command, const absl::Status& status) {
+  std::fprintf(stderr, "muster %s: %s\nRun `muster %s --help` for usage.\n",
+               std::string(command).c_str(), std::string(status.message()).c_str(),
+               std::string(command).c_str());
+  return kExitUsage;
+}
+
+std::optional<int> ParseOrExit(const CommandSpec& spec, const std::vector<std::string>& argv,
+                               ParsedCommand* parsed) {
+  absl::StatusOr<ParsedCommand> result = ParseCommandLine(spec, argv);
+  if (!result.ok()) return ReportUsageError(spec.name, result.status());
+  if (result->help) {
+    std::fputs(HelpText(spec).c_str(), stdout);
+    return kExitOk;
+  }
+  *parsed = *std::move(result);
+  return std::nullopt;
+}
+
+LeaderSession::LeaderSession(LeaderAddress address)
+    : address_(std::move(address)), system_(config_), self_(system_) {}
+
+absl::StatusOr<std::unique_ptr<LeaderSession>> LeaderSession::Connect(const LeaderAddress& address,
+                                                                      absl::Duration timeout) {
+  std::unique_ptr<LeaderSession> session(new LeaderSession(address));
+  ConnectOptions options;
+  options.host = address.host;
+  options.port = address.port;
+  options.timeout = ToTimespan(timeout);
+  auto connector = SpawnLeaderConnector(session->system_, options);
+  absl::Status status = absl::InternalError("no reply from the leader connector");
+  // The connector answers within `timeout`; the margin only guards against a lost reply.
+  session->self_
+      ->request(connector, ToTimespan(timeout + absl::Seconds(5)), caf::connect_atom::value)
+      .receive(
+          [&](CoordinatorActor& leader) {
+            session->leader_ = std::move(leader);
+            status = absl::OkStatus();
+          },
+          [&](caf::error& error) { status = ToStatus(error); });
+  if (!status.ok()) {
+    caf::anon_send_exit(connector, caf::exit_reason::user_shutdown);
+    return status;
+  }
+  return session;
+}
+
+absl::Status LeaderSession::Explain(absl::Status status, absl::Duration timeout) const {
+  if (GetCoordinationError(status).has_value()) return status;
+  if (status.code() == absl::StatusCode::kDeadlineExceeded) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "no answer from the leader at ", address_.ToString(), " within ",
+        absl::FormatDuration(timeout), " (", status.message(), "); is it still running?"));
+  }
+  if (status.code() == absl::StatusCode::kUnavailable) {
+    return absl::UnavailableError(absl::StrCat("lost the leader at ", address_.ToString(), " (",
+                                               status.message(), "); is it still running?"));
+  }
+  return status;
+}
+
+}  // namespace muster::cli

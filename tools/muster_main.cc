@@ -1,0 +1,47 @@
+// The muster command: runs a leader (serve) and inspects one (status, kv).
+//
+//   muster serve --job worker=4 [--job ps=2] [--port 7400]
+//   muster status --leader 127.0.0.1:7400 [--watch] [--json]
+//   muster kv get|put|ls|rm|watch --leader 127.0.0.1:7400 KEY [VALUE]
+//
+// Exit codes: 0 ok, 1 the request failed, 2 usage error. docs/operations.md has the reference.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "muster/tools/command_line.h"
+#include "muster/tools/kv_command.h"
+#include "muster/tools/serve_command.h"
+#include "muster/tools/status_command.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: muster <command> [flags] [args]\n\n"
+    "commands:\n"
+    "  serve    run a leader: muster serve --job worker=4 [--job ps=2] [--port 7400]\n"
+    "  status   show tasks, barriers and key-value directories of a running leader\n"
+    "  kv       get|put|ls|rm|watch keys of a running leader\n\n"
+    "Run `muster <command> --help` for its flags. Exit codes: 0 ok, 1 the request failed,\n"
+    "2 usage error.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::fputs(kUsage, stderr);
+    return muster::cli::kExitUsage;
+  }
+  std::string command = args.front();
+  args.erase(args.begin());
+  if (command == "serve") return muster::cli::RunServe(args);
+  if (command == "status") return muster::cli::RunStatus(args);
+  if (command == "kv") return muster::cli::RunKv(args);
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::fputs(kUsage, stdout);
+    return muster::cli::kExitOk;
+  }
+  std::fprintf(stderr, "muster: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);
+  return muster::cli::kExitUsage;
+}

@@ -1,0 +1,271 @@
+#include "muster/tools/serve_command.h"
+
+#include <cstdio>
+#include <memory>
+
+#include <absl/flags/flag.h>
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
+#include <absl/time/clock.h>
+#include <caf/actor_system.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "muster/actors/supervision/supervision_policy.h"
+#include "muster/messages/incarnation.h"
+#include "muster/messages/task_name.h"
+#include "muster/net/job_spec.h"
+#include "muster/net/leader_endpoint.h"
+#include "muster/net/node_config.h"
+#include "muster/net/shutdown_signals.h"
+#include "muster/tools/cli_common.h"
+#include "muster/tools/job_watch_actor.h"
+#include "muster/tools/task_events.h"
+
+ABSL_FLAG(std::vector<std::string>, job, {},
+          "A job as NAME=TASKS: tasks /job:NAME/task:0 .. TASKS-1. Repeat the flag (or give a "
+          "comma-separated list) for several jobs");
+ABSL_FLAG(std::string, host, "127.0.0.1", "Address to listen on (0.0.0.0: every interface)");
+ABSL_FLAG(int32_t, port, 7400, "TCP port to listen on (0: any free port; the ready line says)");
+ABSL_FLAG(absl::Duration, heartbeat_timeout, absl::Seconds(10),
+          "A connected task that sends no heartbeat for this long goes to ERROR (stale)");
+ABSL_FLAG(bool, register_with_barrier, false,
+          "RegisterTask returns only once every task has registered");
+ABSL_FLAG(absl::Duration, register_timeout, absl::ZeroDuration(),
+          "With --register-with-barrier: how long registration waits for every task before all "
+          "of them fail (0: 1h)");
+ABSL_FLAG(absl::Duration, shutdown_barrier_timeout, absl::ZeroDuration(),
+          "Tasks shut down together, waiting up to this long for each other (0: each task "
+          "shuts down alone)");
+ABSL_FLAG(absl::Duration, connection_loss_grace, absl::ZeroDuration(),
+          "How long a lost worker connection is tolerated before its task fails (0: at once)");
+ABSL_FLAG(std::vector<std::string>, recoverable_job, {},
+          "A job whose task failures are tolerated: its tasks may reset and register again. "
+          "Repeatable");
+ABSL_FLAG(std::string, policy, "",
+          "What a task failure does: fate-sharing (tell every task), job-scoped (tell the "
+          "task's job), recoverable (tolerate failures of the --recoverable-job jobs). Default: "
+          "recoverable with --recoverable-job, fate-sharing otherwise");
+
+namespace muster::cli {
+namespace {
+
+constexpr char kCommand[] = "serve";
+
+absl::StatusOr<int64_t> Millis(absl::Duration duration, absl::string_view flag) {
+  if (duration < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " may not be negative"));
+  }
+  return absl::ToInt64Milliseconds(duration);
+}
+
+absl::StatusOr<std::shared_ptr<SupervisionPolicy>> PolicyFromFlags(
+    const std::vector<std::string>& recoverable) {
+  std::string policy = absl::GetFlag(FLAGS_policy);
+  if (policy.empty()) policy = recoverable.empty() ? "fate-sharing" : "recoverable";
+  if (policy == "recoverable") {
+    if (recoverable.empty()) {
+      return absl::InvalidArgumentError(
+          "--policy recoverable needs the jobs to tolerate: add --recoverable-job NAME");
+    }
+    return std::make_shared<RecoverableJobs>(recoverable);
+  }
+  if (policy != "fate-sharing" && policy != "job-scoped") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown --policy \"", policy, "\"; expected fate-sharing, job-scoped or recoverable"));
+  }
+  if (!recoverable.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--recoverable-job needs --policy recoverable (its default); --policy ",
+                     policy, " does not tolerate failures"));
+  }
+  if (policy == "job-scoped") return std::make_shared<JobScoped>();
+  return std::make_shared<FateSharing>();
+}
+
+absl::Status CheckRecoverableJobs(const proto::CoordinationServiceConfig& config) {
+  for (const std::string& name : config.recoverable_jobs()) {
+    bool known = false;
+    for (const auto& job : config.coordinated_job_list()) known |= job.name() == name;
+    if (!known) {
+      return absl::InvalidArgumentError(absl::StrCat("--recoverable-job ", name,
+                                                     " is not one of the jobs; give it with --job ",
+                                                     name, "=TASKS too"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SetTimeouts(proto::CoordinationServiceConfig* config) {
+  absl::Duration heartbeat = absl::GetFlag(FLAGS_heartbeat_timeout);
+  if (heartbeat <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--heartbeat-timeout must be positive");
+  }
+  config->set_heartbeat_timeout_in_ms(std::max<int64_t>(1, absl::ToInt64Milliseconds(heartbeat)));
+  auto reg = Millis(absl::GetFlag(FLAGS_register_timeout), "--register-timeout");
+  auto shutdown =
+      Millis(absl::GetFlag(FLAGS_shutdown_barrier_timeout), "--shutdown-barrier-timeout");
+  auto grace = Millis(absl::GetFlag(FLAGS_connection_loss_grace), "--connection-loss-grace");
+  for (const auto* ms : {&reg, &shutdown, &grace}) {
+    if (!ms->ok()) return ms->status();
+  }
+  bool with_barrier = absl::GetFlag(FLAGS_register_with_barrier);
+  if (*reg > 0 && !with_barrier) {
+    return absl::InvalidArgumentError(
+        "--register-timeout only applies with --register-with-barrier; add it or drop the "
+        "timeout");
+  }
+  config->set_cluster_register_with_barrier(with_barrier);
+  config->set_cluster_register_timeout_in_ms(*reg);
+  config->set_shutdown_barrier_timeout_in_ms(*shutdown);
+  config->set_connection_loss_grace_period_in_ms(*grace);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+const CommandSpec& ServeSpec() {
+  static const CommandSpec spec{
+      .name = "serve",
+      .synopsis = "--job NAME=TASKS [--job ...] [--port 7400] [--host 127.0.0.1] [flags]",
+      .summary =
+          "Runs a standalone leader: the coordination service of one job set. Prints\n"
+          "\"muster leader ready at HOST:PORT incarnation=0x...\" once it accepts\n"
+          "connections, then one stamped line per task event (registered, stale, failed,\n"
+          "disconnected). SIGINT or SIGTERM stops it (exit 0); waiting barrier calls get\n"
+          "ABORTED.",
+      .flags = {"job", "host", "port", "heartbeat_timeout", "register_with_barrier",
+                "register_timeout", "shutdown_barrier_timeout", "connection_loss_grace",
+                "recoverable_job", "policy"},
+      .repeated = {"job", "recoverable_job"},
+  };
+  return spec;
+}
+
+absl::StatusOr<CoordinatorOptions> ServeOptionsFromFlags() {
+  CoordinatorOptions options;
+  options.incarnation = NewIncarnation();
+  if (absl::Status jobs = AddJobSpecs(absl::GetFlag(FLAGS_job), &options.config); !jobs.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--job: ", jobs.message()));
+  }
+  std::vector<std::string> recoverable = absl::GetFlag(FLAGS_recoverable_job);
+  for (const std::string& name : recoverable) options.config.add_recoverable_jobs(name);
+  if (absl::Status known = CheckRecoverableJobs(options.config); !known.ok()) return known;
+  auto policy = PolicyFromFlags(recoverable);
+  if (!policy.ok()) return policy.status();
+  options.policy = *std::move(policy);
+  if (absl::Status timeouts = SetTimeouts(&options.config); !timeouts.ok()) return timeouts;
+  int32_t port = absl::GetFlag(FLAGS_port);
+  if (port < 0 || port > 65535) {
+    return absl::InvalidArgumentError("--port must be from 0 to 65535 (0: any free port)");
+  }
+  return options;
+}
+
+namespace {
+
+std::string Stamp() {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3S%Ez", absl::Now(), absl::LocalTimeZone());
+}
+
+void PrintLine(const std::string& line) {
+  std::printf("%s %s\n", Stamp().c_str(), line.c_str());
+  std::fflush(stdout);
+}
+
+std::string Describe(const CoordinatorOptions& options) {
+  std::vector<std::string> jobs;
+  for (const auto& job : options.config.coordinated_job_list()) {
+    jobs.push_back(absl::StrCat(job.name(), "=", job.num_tasks()));
+  }
+  return absl::StrCat("jobs ", absl::StrJoin(jobs, ","), ", policy ", options.policy->Describe(),
+                      ", heartbeat timeout ", options.config.heartbeat_timeout_in_ms(), " ms");
+}
+
+void LogSnapshot(const proto::WatchJobStateResponse& before,
+                 const proto::WatchJobStateResponse& after, bool first) {
+  if (first) {
+    std::vector<proto::CoordinatedTask> tasks;
+    for (const auto& info : after.task_state()) tasks.push_back(info.task());
+    PrintLine(absl::StrCat("waiting for ", tasks.size(), " tasks: ", SummarizeTasks(tasks)));
+  }
+  for (const TaskEvent& event : DiffTaskStates(before, after)) PrintLine(FormatTaskEvent(event));
+}
+
+// Prints task events until a shutdown signal (returns kExitOk) or the watch fails (kExitFailed).
+// The first shutdown signal reaches `self` through a ShutdownSignalForwarder.
+int LogTaskEvents(caf::scoped_actor& self, const CoordinatorActor& coordinator) {
+  auto watch =
+      SpawnJobWatch(self->system(), coordinator, "", caf::actor_cast<JobWatchListener>(self));
+  proto::WatchJobStateResponse last;
+  bool first = true;
+  bool running = true;
+  int code = kExitOk;
+  self->receive_while(running)(
+      [&](proto::WatchJobStateResponse& snapshot) {
+        LogSnapshot(last, snapshot, first);
+        first = false;
+        last = std::move(snapshot);
+      },
+      [&](shutdown_atom, int signal) {
+        PrintLine(absl::StrCat("muster leader shutting down (signal ", signal, ")"));
+        running = false;
+      },
+      [&](watch_failed_atom, const caf::error& error) {
+        code = ReportFailure(kCommand, ToStatus(error));
+        running = false;
+      });
+  caf::anon_send_exit(watch, caf::exit_reason::user_shutdown);
+  return code;
+}
+
+// Stops the coordinator and waits (bounded) until it is gone: its barrier actors answer every
+// waiting call with Aborted as they stop.
+void StopCoordinator(caf::scoped_actor& self, const CoordinatorActor& coordinator) {
+  self->monitor(coordinator);
+  caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
+  bool down = false;
+  self->receive_while([&] { return !down; })(
+      [&](caf::down_msg& msg) { down = msg.source == coordinator.address(); },
+      caf::after(std::chrono::seconds(5)) >> [&] { down = true; });
+}
+
+int Serve(const CoordinatorOptions& options) {
+  NodeConfig config;
+  caf::actor_system system{config};
+  auto coordinator = SpawnCoordinator(system, options);
+  std::string host = absl::GetFlag(FLAGS_host);
+  auto port = PublishCoordinator(system, coordinator,
+                                 static_cast<uint16_t>(absl::GetFlag(FLAGS_port)), host);
+  if (!port.ok()) {
+    caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
+    return ReportFailure(
+        kCommand, absl::Status(port.status().code(), absl::StrCat(port.status().message(),
+                                                                  "; is another leader using the "
+                                                                  "port? Pick another --port")));
+  }
+  std::printf("muster leader ready at %s:%u incarnation=0x%016llx\n", host.c_str(), *port,
+              static_cast<unsigned long long>(options.incarnation));
+  PrintLine(Describe(options));
+  caf::scoped_actor self{system};
+  // Lives until the coordinator is stopped: a second signal ends a shutdown that hangs.
+  ShutdownSignalForwarder forwarder{caf::actor_cast<caf::actor>(self)};
+  int code = LogTaskEvents(self, coordinator);
+  system.middleman().unpublish(coordinator, *port);
+  StopCoordinator(self, coordinator);
+  return code;
+}
+
+}  // namespace
+
+int RunServe(const std::vector<std::string>& argv) {
+  ParsedCommand parsed;
+  if (auto done = ParseOrExit(ServeSpec(), argv, &parsed)) return *done;
+  auto options = ServeOptionsFromFlags();
+  if (!options.ok()) return ReportUsageError(kCommand, options.status());
+  // Before the actor system starts its threads: they inherit the blocked signals.
+  BlockShutdownSignals();
+  return Serve(*options);
+}
+
+}  // namespace muster::cli

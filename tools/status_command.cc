@@ -1,0 +1,114 @@
+#include "muster/tools/status_command.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <absl/flags/flag.h>
+#include <absl/strings/str_cat.h>
+#include <absl/time/clock.h>
+#include <caf/send.hpp>
+
+#include "muster/net/shutdown_signals.h"
+#include "muster/tools/cli_common.h"
+#include "muster/tools/job_watch_actor.h"
+#include "muster/tools/status_report.h"
+
+ABSL_FLAG(bool, watch, false, "Print the status again whenever a task changes state, until Ctrl-C");
+ABSL_FLAG(bool, json, false,
+          "Print JSON instead of tables: one muster.cli.StatusReport object per line "
+          "(docs/operations.md)");
+
+namespace muster::cli {
+namespace {
+
+constexpr char kCommand[] = "status";
+constexpr absl::Duration kDefaultTimeout = absl::Seconds(5);
+
+void Print(const StatusReport& report, bool refresh) {
+  if (absl::GetFlag(FLAGS_json)) {
+    std::printf("%s\n", RenderStatusJson(report).c_str());
+  } else {
+    // A terminal shows the latest status only; a pipe or file gets every one, separated.
+    if (refresh && isatty(STDOUT_FILENO)) std::fputs("\033[H\033[2J", stdout);
+    if (refresh) {
+      std::printf(
+          "--- %s\n",
+          absl::FormatTime("%Y-%m-%dT%H:%M:%E3S%Ez", absl::Now(), absl::LocalTimeZone()).c_str());
+    }
+    std::fputs(RenderStatusTable(report).c_str(), stdout);
+  }
+  std::fflush(stdout);
+}
+
+// Collects and prints the status for `job_state`; returns the exit code.
+int Show(LeaderSession& session, absl::Duration timeout,
+         const proto::WatchJobStateResponse& job_state, bool refresh) {
+  auto report = CollectStatus(session, timeout, job_state);
+  if (!report.ok()) return ReportFailure(kCommand, report.status());
+  Print(*report, refresh);
+  return kExitOk;
+}
+
+int ShowOnce(LeaderSession& session, absl::Duration timeout) {
+  proto::WatchJobStateRequest request;
+  request.set_version_number(-1);  // answer at once
+  auto job_state = session.Ask<proto::WatchJobStateResponse>(timeout, request);
+  if (!job_state.ok()) return ReportFailure(kCommand, job_state.status());
+  return Show(session, timeout, *job_state, false);
+}
+
+// Prints the status on every job change until a shutdown signal (kExitOk) or a failure.
+int ShowOnChange(LeaderSession& session, absl::Duration timeout) {
+  caf::scoped_actor& self = session.self();
+  ShutdownSignalForwarder forwarder{caf::actor_cast<caf::actor>(self)};
+  auto watch = SpawnJobWatch(session.system(), session.leader(), "",
+                             caf::actor_cast<JobWatchListener>(self));
+  bool running = true;
+  int code = kExitOk;
+  self->receive_while(running)(
+      [&](const proto::WatchJobStateResponse& job_state) {
+        code = Show(session, timeout, job_state, true);
+        running = code == kExitOk;
+      },
+      [&](shutdown_atom, int) { running = false; },
+      [&](watch_failed_atom, const caf::error& error) {
+        code = ReportFailure(kCommand, ToStatus(error));
+        running = false;
+      });
+  caf::anon_send_exit(watch, caf::exit_reason::user_shutdown);
+  return code;
+}
+
+}  // namespace
+
+const CommandSpec& StatusSpec() {
+  static const CommandSpec spec{
+      .name = "status",
+      .synopsis = "--leader HOST:PORT [--watch] [--json] [--timeout 5s]",
+      .summary =
+          "Shows what the leader knows: every task with its state, incarnation, last\n"
+          "heartbeat and error; the open barriers with the tasks they still wait for; and\n"
+          "the number of keys per key-value directory. Exits 1 when the leader cannot be\n"
+          "reached within --timeout.",
+      .flags = {"leader", "watch", "json", "timeout"},
+  };
+  return spec;
+}
+
+int RunStatus(const std::vector<std::string>& argv) {
+  ParsedCommand parsed;
+  if (auto done = ParseOrExit(StatusSpec(), argv, &parsed)) return *done;
+  auto leader = LeaderFlag();
+  if (!leader.ok()) return ReportUsageError(kCommand, leader.status());
+  auto timeout = TimeoutFlag(kDefaultTimeout);
+  if (!timeout.ok()) return ReportUsageError(kCommand, timeout.status());
+  const bool watch = absl::GetFlag(FLAGS_watch);
+  // Before the actor system starts its threads: they inherit the blocked signals.
+  if (watch) BlockShutdownSignals();
+  auto session = LeaderSession::Connect(*leader, *timeout);
+  if (!session.ok()) return ReportFailure(kCommand, session.status());
+  return watch ? ShowOnChange(**session, *timeout) : ShowOnce(**session, *timeout);
+}
+
+}  // namespace muster::cli

@@ -1,0 +1,130 @@
+#include "muster/tools/status_report.h"
+
+#include <algorithm>
+#include <map>
+
+#include <absl/strings/ascii.h>
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_format.h>
+#include <absl/strings/str_join.h>
+#include <google/protobuf/util/json_util.h>
+
+#include "muster/messages/task_name.h"
+#include "muster/tools/task_events.h"
+
+namespace muster::cli {
+namespace {
+
+using Row = std::vector<std::string>;
+
+// Left-aligned columns, two spaces apart; the last column is not padded.
+std::string Table(const std::vector<Row>& rows) {
+  std::vector<size_t> widths;
+  for (const Row& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()));
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  std::string text;
+  for (const Row& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      bool last = i + 1 == row.size();
+      absl::StrAppend(&line, row[i], last ? "" : std::string(widths[i] - row[i].size() + 2, ' '));
+    }
+    absl::StrAppend(&text, absl::StripTrailingAsciiWhitespace(line), "\n");
+  }
+  return text;
+}
+
+std::string Age(int64_t ms) {
+  if (ms < 0) return "never";
+  return absl::StrFormat("%.1fs ago", static_cast<double>(ms) / 1000.0);
+}
+
+std::string TaskTable(const StatusReport& report) {
+  std::vector<Row> rows = {{"TASK", "STATE", "INCARNATION", "HEARTBEAT", "ERROR"}};
+  for (const auto& info : report.tasks()) {
+    rows.push_back({TaskName(info.task()), StateName(info.state()),
+                    FormatIncarnation(info.incarnation()), Age(info.last_heartbeat_age_ms()),
+                    FormatTaskError(info)});
+  }
+  return absl::StrCat("TASKS (", report.tasks_size(), ")\n", Table(rows));
+}
+
+std::string BarrierTable(const StatusReport& report) {
+  std::string title = absl::StrCat("\nOPEN BARRIERS (", report.barriers_size(), ")\n");
+  if (report.barriers().empty()) return absl::StrCat(title, "none\n");
+  std::vector<Row> rows = {{"BARRIER", "ARRIVED", "DEADLINE", "STARTED BY", "WAITING FOR"}};
+  for (const auto& barrier : report.barriers()) {
+    std::vector<proto::CoordinatedTask> waiting(barrier.waiting_for().begin(),
+                                                barrier.waiting_for().end());
+    rows.push_back({absl::StrCat(barrier.barrier_id(), "::", barrier.counter()),
+                    absl::StrCat(barrier.arrived(), "/", barrier.total()),
+                    absl::StrFormat("in %.1fs", barrier.deadline_in_ms() / 1000.0),
+                    TaskName(barrier.first_task()), SummarizeTasks(waiting)});
+  }
+  return absl::StrCat(title, Table(rows));
+}
+
+std::string KvTable(const StatusReport& report) {
+  std::string title = absl::StrCat("\nKEY-VALUE STORE (", report.kv_keys(), " keys in ",
+                                   report.kv_directories_size(), " directories)\n");
+  if (report.kv_directories().empty()) return absl::StrCat(title, "empty\n");
+  std::vector<Row> rows = {{"DIRECTORY", "KEYS"}};
+  for (const auto& dir : report.kv_directories()) {
+    rows.push_back({dir.directory(), absl::StrCat(dir.keys())});
+  }
+  return absl::StrCat(title, Table(rows));
+}
+
+}  // namespace
+
+absl::StatusOr<StatusReport> CollectStatus(LeaderSession& session, absl::Duration timeout,
+                                           const proto::WatchJobStateResponse& job_state) {
+  StatusReport report;
+  report.set_leader(session.address().ToString());
+  report.set_version(job_state.version_number());
+  proto::GetTaskStateRequest tasks;
+  for (const auto& info : job_state.task_state()) *tasks.add_source_task() = info.task();
+  auto states = session.Ask<proto::GetTaskStateResponse>(timeout, tasks);
+  if (!states.ok()) return states.status();
+  *report.mutable_tasks() = std::move(*states->mutable_task_state());
+  auto barriers = session.Ask<proto::GetBarriersResponse>(timeout, proto::GetBarriersRequest{});
+  if (!barriers.ok()) return barriers.status();
+  *report.mutable_barriers() = std::move(*barriers->mutable_barriers());
+  auto root = session.Ask<proto::GetKeyValueDirResponse>(timeout, proto::GetKeyValueDirRequest{});
+  if (!root.ok()) return root.status();
+  CountKvDirectories(*root, &report);
+  return report;
+}
+
+void CountKvDirectories(const proto::GetKeyValueDirResponse& root, StatusReport* report) {
+  std::map<std::string, int64_t> counts;
+  for (const auto& entry : root.kv()) {
+    const std::string& key = entry.key();
+    ++counts[key.substr(0, key.find('/'))];
+  }
+  for (const auto& [directory, keys] : counts) {
+    KvDirectorySize* size = report->add_kv_directories();
+    size->set_directory(directory);
+    size->set_keys(keys);
+  }
+  report->set_kv_keys(root.kv_size());
+}
+
+std::string RenderStatusTable(const StatusReport& report) {
+  return absl::StrCat("leader ", report.leader(), " (job-state version ", report.version(), ")\n\n",
+                      TaskTable(report), BarrierTable(report), KvTable(report));
+}
+
+std::string RenderStatusJson(const StatusReport& report) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  auto status = google::protobuf::util::MessageToJsonString(report, &json, options);
+  if (!status.ok()) return absl::StrCat("{\"error\":\"", status.ToString(), "\"}");
+  return json;
+}
+
+}  // namespace muster::cli

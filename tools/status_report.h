@@ -1,0 +1,34 @@
+// The leader's state as `muster status` shows it: collected with blocking requests from the
+// command's main thread (task states and heartbeat ages, open barriers, key-value directory
+// sizes) and rendered as tables or as one line of JSON (cli::StatusReport).
+#pragma once
+
+#include <string>
+
+#include <absl/status/statusor.h>
+#include <absl/time/time.h>
+
+#include "muster/proto/coordination_service.pb.h"
+#include "muster/tools/cli_common.h"
+#include "muster/tools/status_report.pb.h"
+
+namespace muster::cli {
+
+// Collects the report for the tasks of `job_state` (a WatchJobState reply), each request
+// bounded by `timeout`.
+// Possible errors: those of GetTaskState, GetBarriers and GetKeyValueDir; DeadlineExceeded
+// when the leader does not answer.
+absl::StatusOr<StatusReport> CollectStatus(LeaderSession& session, absl::Duration timeout,
+                                           const proto::WatchJobStateResponse& job_state);
+
+// Fills kv_directories (keys per first path segment, by name) and kv_keys from a listing of
+// the root.
+void CountKvDirectories(const proto::GetKeyValueDirResponse& root, StatusReport* report);
+
+// The tables: tasks, open barriers, key-value directories.
+std::string RenderStatusTable(const StatusReport& report);
+
+// One line of JSON (proto3 JSON mapping, proto field names, default values included).
+std::string RenderStatusJson(const StatusReport& report);
+
+}  // namespace muster::cli

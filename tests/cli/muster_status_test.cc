@@ -19,8 +19,9 @@ using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 
 Result RunWorker(const Leader& leader, int task) {
-  auto worker = Subprocess::Start({MUSTER_WORKER_BIN, "--leader=" + leader.address(),
-                                   "--job=worker", absl::StrCat("--task=", task)});
+  auto worker = Subprocess::Start({MUSTER_E2E_WORKER_BIN, "--leader=" + leader.address(),
+                                   "--job=worker", absl::StrCat("--task=", task),
+                                   "--scenario=exit_without_shutdown"});
   EXPECT_TRUE(worker.ok()) << worker.status();
   if (!worker.ok()) return {};
   return Finish(**worker);

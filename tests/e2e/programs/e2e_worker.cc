@@ -24,7 +24,7 @@ ABSL_FLAG(std::string, leader, "127.0.0.1:7400", "leader HOST:PORT");
 ABSL_FLAG(std::string, job, "worker", "job name");
 ABSL_FLAG(int, task, 0, "task id");
 ABSL_FLAG(int, tasks, 1, "tasks in the job (scenario full)");
-ABSL_FLAG(std::string, scenario, "full", "full | wait_error | pending_get | watch | connect");
+ABSL_FLAG(std::string, scenario, "full", "full | wait_error | pending_get | watch | connect | exit_without_shutdown | xla");
 ABSL_FLAG(int64_t, heartbeat_timeout_ms, 10'000, "heartbeat timeout");
 ABSL_FLAG(int64_t, register_timeout_ms, 20'000, "connect deadline");
 ABSL_FLAG(bool, recoverable, false, "recoverable task");
@@ -204,6 +204,7 @@ int main(int argc, char** argv) {
   Event("connect " + Describe(connected));
   if (!connected.ok()) return 1;
   const std::string scenario = absl::GetFlag(FLAGS_scenario);
+  if (scenario == "exit_without_shutdown") std::_Exit(0);  // like a crash right after registering
   int code = scenario == "full"          ? Full(w)
              : scenario == "wait_error"  ? WaitError(w)
              : scenario == "pending_get" ? PendingGet(w)

@@ -20,7 +20,7 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 demo: build
-	@tools/demo.sh $(BUILD_DIR)
+	@$(BUILD_DIR)/tools/muster_demo --muster_bin=$(BUILD_DIR)/tools/muster --worker_bin=$(BUILD_DIR)/examples/worker
 
 test: build
 	@cd $(BUILD_DIR) && ctest -j $(JOBS) --output-on-failure --timeout 300

@@ -103,19 +103,21 @@ int main(int argc, char** argv) {
   caf::actor_system system{cfg};
 
   absl::Notification failed;
-  auto agent = muster::Agent::Create(system,
-                                     {.leader = absl::GetFlag(FLAGS_leader),
-                                      .job_name = absl::GetFlag(FLAGS_job),
-                                      .task_id = task,
-                                      .recoverable = absl::GetFlag(FLAGS_recoverable),
-                                      .heartbeat_timeout = heartbeat,
-                                      .register_timeout = absl::GetFlag(FLAGS_connect_timeout)},
-                                     [&failed](const absl::Status& error) {
-                                       // Runs on the agent's thread: record and return, never block
-                                       // here.
-                                       Say(absl::StrCat("error callback: ", error.ToString()));
-                                       if (!failed.HasBeenNotified()) failed.Notify();
-                                     });
+  auto agent = muster::Agent::Create(
+      system,
+      {.leader = absl::GetFlag(FLAGS_leader),
+       .job_name = absl::GetFlag(FLAGS_job),
+       .task_id = task,
+       .recoverable = absl::GetFlag(FLAGS_recoverable),
+       .heartbeat_timeout = heartbeat,
+       .register_timeout = absl::GetFlag(FLAGS_connect_timeout)},
+      [&failed](const absl::Status& error) {
+        // Runs on the agent's thread: record and return, never block
+        // here.
+        Say(absl::StrCat("error callback: ", absl::StatusCodeToString(error.code()), ": ",
+                         error.message()));
+        if (!failed.HasBeenNotified()) failed.Notify();
+      });
   if (!agent.ok()) return Fail("create agent", agent.status());
 
   if (int code = RunJob(**agent, task); code != 0) return code;

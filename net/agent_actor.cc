@@ -255,12 +255,12 @@ absl::Status FinishShutdown(AgentPointer self, const absl::Status& rpc) {
                                                 TaskName(st.config.task), " is shutting down")),
               /*blocking_only=*/true);
   absl::Status result = rpc;
-  if (!rpc.ok()) {
+  if (!rpc.ok() && !was_error) {
     result = absl::Status(rpc.code(),
                           absl::StrCat("Failed to disconnect from the leader: ", rpc.message(),
                                        ". Proceeding with agent shutdown anyway."));
     SetError(self, result);
-  } else if (was_error) {
+  } else if (was_error) {  // the RPC outcome matters less than the job's failure
     result = absl::FailedPreconditionError(absl::StrCat(
         "Shutdown() was called while the agent is in ERROR state, implying that distributed "
         "execution failed: ",
@@ -274,7 +274,9 @@ absl::Status FinishShutdown(AgentPointer self, const absl::Status& rpc) {
 
 caf::result<proto::ShutdownTaskResponse> Shutdown(AgentPointer self) {
   auto& st = self->state;
-  if (st.state != AgentState::kRunning || !st.leader) {
+  // In ERROR the leader may still count the task as connected (the error came from another
+  // task): tell it the task leaves, so that it is disconnected rather than lost.
+  if (st.state == AgentState::kDisconnected || !st.leader) {
     absl::Status status = FinishShutdown(self, absl::OkStatus());
     if (!status.ok()) return ToError(status);
     return proto::ShutdownTaskResponse{};

@@ -1,4 +1,4 @@
-#include "subprocess.h"
+#include "muster/tools/subprocess.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -9,7 +9,7 @@
 
 #include <absl/strings/str_cat.h>
 
-namespace muster::testing {
+namespace muster {
 
 absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(std::vector<std::string> argv) {
   int fds[2];
@@ -117,4 +117,4 @@ void Subprocess::Signal(int signal) {
   if (!exited_) kill(pid_, signal);
 }
 
-}  // namespace muster::testing
+}  // namespace muster

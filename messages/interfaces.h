@@ -19,6 +19,28 @@ using AgentActor = caf::typed_actor<caf::reacts_to<proto::ReportErrorToTaskReque
 // A key-value watcher: receives the changes of the keys it watches, in the order they happened.
 using KvWatcherActor = caf::typed_actor<caf::reacts_to<proto::KeyValueChangeEvent>>;
 
+// The key-value store's requests (docs/protocol.md, "Key-value store"), answered by the
+// coordinator (which routes each to the directory actor of the key's first path segment, and
+// fans root-spanning reads and deletes out) and by each directory actor.
+// Possible errors: InvalidArgument (empty or too long key), ResourceExhausted (value too large,
+// directory full), AlreadyExists (insert without overwrite), NotFound (TryGet, Update),
+// FailedPrecondition (increment of a non-integer), OutOfRange (overflow), DeadlineExceeded /
+// Cancelled (blocked GetKeyValue).
+using KvStoreActor = caf::typed_actor<
+    caf::replies_to<proto::InsertKeyValueRequest>::with<proto::InsertKeyValueResponse>,
+    caf::replies_to<proto::UpdateKeyValueRequest>::with<proto::UpdateKeyValueResponse>,
+    caf::replies_to<proto::GetKeyValueRequest>::with<proto::GetKeyValueResponse>,
+    caf::replies_to<proto::TryGetKeyValueRequest>::with<proto::TryGetKeyValueResponse>,
+    caf::replies_to<proto::IncrementKeyValueRequest>::with<proto::IncrementKeyValueResponse>,
+    caf::replies_to<proto::GetKeyValueDirRequest>::with<proto::GetKeyValueDirResponse>,
+    caf::replies_to<proto::DeleteKeyValueRequest>::with<proto::DeleteKeyValueResponse>,
+    caf::replies_to<proto::CompareAndSwapRequest>::with<proto::CompareAndSwapResponse>,
+    // Sends the watcher a KeyValueChangeEvent per change of the key or of keys under it.
+    caf::replies_to<proto::WatchKeyRequest, KvWatcherActor>::with<proto::WatchKeyResponse>,
+    caf::replies_to<proto::StopWatchKeyRequest, KvWatcherActor>::with<proto::StopWatchKeyResponse>,
+    // Withdraws the sender's blocked GetKeyValue calls on a key (they get Cancelled).
+    caf::reacts_to<cancel_atom, std::string>>;
+
 // The coordinator: the leader's published entry point. Requests are answered with the reply
 // message or an error status (docs/protocol.md lists every error per request).
 using CoordinatorActor = caf::typed_actor<
@@ -44,24 +66,6 @@ using CoordinatorActor = caf::typed_actor<
     caf::replies_to<proto::WatchJobStateRequest>::with<proto::WatchJobStateResponse>,
     // Possible errors: InvalidArgument (requester not in the set, unknown task).
     caf::replies_to<proto::GetAliveTasksRequest>::with<proto::GetAliveTasksResponse>,
-    // Key-value store (docs/protocol.md, "Key-value store"): routed to the directory actor of
-    // the key's first path segment; root-spanning reads and deletes are fanned out.
-    // Possible errors: InvalidArgument (empty or too long key), ResourceExhausted (value too
-    // large, directory full), AlreadyExists (insert without overwrite), NotFound (TryGet,
-    // Update), FailedPrecondition (increment of a non-integer), OutOfRange (overflow),
-    // DeadlineExceeded / Cancelled (blocked GetKeyValue).
-    caf::replies_to<proto::InsertKeyValueRequest>::with<proto::InsertKeyValueResponse>,
-    caf::replies_to<proto::UpdateKeyValueRequest>::with<proto::UpdateKeyValueResponse>,
-    caf::replies_to<proto::GetKeyValueRequest>::with<proto::GetKeyValueResponse>,
-    caf::replies_to<proto::TryGetKeyValueRequest>::with<proto::TryGetKeyValueResponse>,
-    caf::replies_to<proto::IncrementKeyValueRequest>::with<proto::IncrementKeyValueResponse>,
-    caf::replies_to<proto::GetKeyValueDirRequest>::with<proto::GetKeyValueDirResponse>,
-    caf::replies_to<proto::DeleteKeyValueRequest>::with<proto::DeleteKeyValueResponse>,
-    caf::replies_to<proto::CompareAndSwapRequest>::with<proto::CompareAndSwapResponse>,
-    caf::replies_to<proto::WatchKeyRequest, KvWatcherActor>::with<proto::WatchKeyResponse>,
-    caf::replies_to<proto::StopWatchKeyRequest, KvWatcherActor>::with<proto::StopWatchKeyResponse>,
-    // Withdraws the sender's blocked GetKeyValue calls on a key (they get Cancelled).
-    caf::reacts_to<cancel_atom, std::string>,
     // Barriers (docs/protocol.md, "Barriers"): one barrier actor per live instance.
     // Possible errors: DeadlineExceeded (names every missing task), Cancelled, Aborted (leader
     // shutting down), Internal (a participant in ERROR or gone; counter mismatch),
@@ -74,6 +78,7 @@ using CoordinatorActor = caf::typed_actor<
     // Internal: a barrier instance finished.
     caf::reacts_to<barrier_done_atom, std::string, int64_t, caf::error>,
     // Internal: a task actor reports its new state.
-    caf::reacts_to<task_state_atom, proto::CoordinatedTaskStateInfo, AgentActor>>;
+    caf::reacts_to<task_state_atom, proto::CoordinatedTaskStateInfo,
+                   AgentActor>>::extend_with<KvStoreActor>;
 
 }  // namespace muster

@@ -35,18 +35,7 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 // The key-value part of the coordinator's interface.
-using TestRouterActor = caf::typed_actor<
-    caf::replies_to<proto::InsertKeyValueRequest>::with<proto::InsertKeyValueResponse>,
-    caf::replies_to<proto::UpdateKeyValueRequest>::with<proto::UpdateKeyValueResponse>,
-    caf::replies_to<proto::GetKeyValueRequest>::with<proto::GetKeyValueResponse>,
-    caf::replies_to<proto::TryGetKeyValueRequest>::with<proto::TryGetKeyValueResponse>,
-    caf::replies_to<proto::IncrementKeyValueRequest>::with<proto::IncrementKeyValueResponse>,
-    caf::replies_to<proto::GetKeyValueDirRequest>::with<proto::GetKeyValueDirResponse>,
-    caf::replies_to<proto::DeleteKeyValueRequest>::with<proto::DeleteKeyValueResponse>,
-    caf::replies_to<proto::CompareAndSwapRequest>::with<proto::CompareAndSwapResponse>,
-    caf::replies_to<proto::WatchKeyRequest, KvWatcherActor>::with<proto::WatchKeyResponse>,
-    caf::replies_to<proto::StopWatchKeyRequest, KvWatcherActor>::with<proto::StopWatchKeyResponse>,
-    caf::reacts_to<cancel_atom, std::string>>;
+using TestRouterActor = KvStoreActor;
 
 struct TestRouterState {
   KvRouter router;

@@ -247,8 +247,11 @@ int DefaultProcs(const std::string& workload, int64_t param) {
 
 void EmitSeqResult(const std::vector<double>& us) {
   Summary s = Summarize(us);
+  size_t over_1ms = 0;
+  for (double x : us) over_1ms += x > 1000;
   Emit("result", "median_us=" + std::to_string(s.median) + " p90_us=" + std::to_string(s.p90) +
-                     " p99_us=" + std::to_string(s.p99) + " ops=" + std::to_string(s.count));
+                     " p99_us=" + std::to_string(s.p99) + " max_us=" + std::to_string(s.max) +
+                     " over_1ms=" + std::to_string(over_1ms) + " ops=" + std::to_string(s.count));
 }
 
 ClientArgs ParseClientArgs(const Flags& flags) {
@@ -263,6 +266,7 @@ ClientArgs ParseClientArgs(const Flags& flags) {
   args.warmup = flags.Int("warmup", args.warmup);
   args.rounds = flags.Int("rounds", args.rounds);
   args.duration_ms = flags.Int("duration_ms", args.duration_ms);
+  args.request_timeout_ms = flags.Int("request_timeout_ms", args.request_timeout_ms);
   return args;
 }
 

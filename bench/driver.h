@@ -41,6 +41,7 @@ struct ClientArgs {
   int64_t warmup = 1'000;
   int64_t rounds = 20;  // barrier rounds
   int64_t duration_ms = 1'000;
+  int64_t request_timeout_ms = 10'000;  // Muster clients: 0 means no timeout (caf::infinite)
   // The share of `param` that this client process runs: [first, first + count).
   int64_t First() const { return param * index / procs; }
   int64_t Count() const { return param * (index + 1) / procs - First(); }

@@ -144,5 +144,6 @@ int RunChild(const Flags& flags) {
 
 int main(int argc, char** argv) {
   muster::bench::Flags flags(argc, argv);
+  if (flags.Has("role")) return muster::bench::RunChild(flags);  // one process, by hand
   return muster::bench::RunDriver(flags, "muster", &muster::bench::RunChild);
 }

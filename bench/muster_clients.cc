@@ -17,6 +17,12 @@ namespace {
 constexpr char kKey[] = "bench/key";
 constexpr auto kRequestTimeout = std::chrono::seconds(10);
 
+// A finite request timeout costs two wake-ups of CAF's clock thread per request (set, cancel).
+caf::duration Timeout(const ClientArgs& args) {
+  if (args.request_timeout_ms <= 0) return caf::duration{caf::infinite};
+  return caf::duration{std::chrono::milliseconds(args.request_timeout_ms)};
+}
+
 template <class Request>
 struct ResponseOf;
 template <>
@@ -61,6 +67,7 @@ struct LoopState {
   int64_t warmup = 0;                // untimed requests still to send
   int64_t ops = 0;                   // timed requests (seq)
   caf::actor_clock::time_point end;  // stop time (conc)
+  caf::duration timeout;
   std::vector<double> us;
   int64_t done = 0;
   caf::response_promise promise;
@@ -79,7 +86,7 @@ void Next(LoopActor<Request>* self, bool timed) {
     if (timed) return st.promise.deliver(st.us), void();
     return st.promise.deliver(st.done), void();
   }
-  self->request(st.leader, kRequestTimeout, st.request)
+  self->request(st.leader, st.timeout, st.request)
       .then(
           [=](const typename ResponseOf<Request>::type&) {
             auto& st = self->state;
@@ -97,12 +104,13 @@ void Next(LoopActor<Request>* self, bool timed) {
 // Sequential round trips: replies to run_atom with the latencies of `ops` requests (µs).
 template <class Request>
 caf::behavior SeqActor(LoopActor<Request>* self, CoordinatorActor leader, Request request,
-                       int64_t warmup, int64_t ops) {
+                       ClientArgs args) {
   self->state.leader = std::move(leader);
   self->state.request = std::move(request);
-  self->state.warmup = warmup;
-  self->state.ops = ops;
-  self->state.us.reserve(static_cast<size_t>(ops));
+  self->state.warmup = args.warmup;
+  self->state.ops = args.ops;
+  self->state.timeout = Timeout(args);
+  self->state.us.reserve(static_cast<size_t>(args.ops));
   return {[=](run_atom) {
     self->state.promise = self->make_response_promise();
     Next(self, /*timed=*/true);
@@ -112,11 +120,12 @@ caf::behavior SeqActor(LoopActor<Request>* self, CoordinatorActor leader, Reques
 
 // Back-to-back requests for `duration`: replies to run_atom with the number completed.
 caf::behavior ConcActor(LoopActor<proto::TryGetKeyValueRequest>* self, CoordinatorActor leader,
-                        caf::timespan duration) {
+                        ClientArgs args) {
   self->state.leader = std::move(leader);
   self->state.request = TryGetRequest();
+  self->state.timeout = Timeout(args);
   return {[=](run_atom) {
-    self->state.end = self->clock().now() + duration;
+    self->state.end = self->clock().now() + caf::timespan{args.duration_ms * 1'000'000};
     self->state.promise = self->make_response_promise();
     Next(self, /*timed=*/false);
     return self->state.promise;
@@ -126,7 +135,7 @@ caf::behavior ConcActor(LoopActor<proto::TryGetKeyValueRequest>* self, Coordinat
 template <class Request>
 std::vector<double> RunSeq(caf::actor_system& system, const CoordinatorActor& leader,
                            const Request& request, const ClientArgs& args) {
-  auto actor = system.spawn(SeqActor<Request>, leader, request, args.warmup, args.ops);
+  auto actor = system.spawn(SeqActor<Request>, leader, request, args);
   std::vector<double> us;
   caf::scoped_actor self{system};
   self->request(actor, caf::infinite, run_atom::value)
@@ -143,7 +152,7 @@ std::vector<double> RunSeqBlocking(caf::actor_system& system, const CoordinatorA
   std::vector<double> us;
   for (int64_t i = -args.warmup; i < args.ops; ++i) {
     int64_t start = MonoNs();
-    self->request(leader, kRequestTimeout, request)
+    self->request(leader, Timeout(args), request)
         .receive([](const typename ResponseOf<Request>::type&) {},
                  [](caf::error& error) { Die(error); });
     if (i >= 0) us.push_back((MonoNs() - start) / 1e3);
@@ -173,10 +182,9 @@ int RunSeqClient(caf::actor_system& system, const ClientArgs& args, bool blockin
 int RunConcClient(caf::actor_system& system, const ClientArgs& args) {
   CoordinatorActor leader = ConnectToLeader(system, args.port);
   InsertKey(system, leader);
-  auto duration = caf::timespan{args.duration_ms * 1'000'000};
   std::vector<caf::actor> actors;
   for (int64_t i = 0; i < args.Count(); ++i)
-    actors.push_back(system.spawn(ConcActor, leader, duration));
+    actors.push_back(system.spawn(ConcActor, leader, args));
   Emit("ready");
   WaitForGo();
   int64_t start = MonoNs(), ops = 0;

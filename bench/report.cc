@@ -76,31 +76,49 @@ std::string Describe(const Cell& cell) {
   return Format(s.median) + " [" + Format(s.min) + "–" + Format(s.max) + "]";
 }
 
+// One table per pinning and workload: rows (param, metric) and one column per series, or,
+// with many series (the CAF settings comparison), one row per series.
+void PrintWorkloadTable(const Table& table, const std::string& pin, const std::string& workload) {
+  std::set<std::string> series;
+  std::set<std::tuple<int64_t, std::string>> rows;
+  for (const auto& [key, cell] : table) {
+    if (key.pin != pin || key.workload != workload) continue;
+    series.insert(key.series);
+    rows.insert({key.param, key.metric});
+  }
+  auto cell = [&](int64_t param, const std::string& metric, const std::string& s) {
+    auto it = table.find(Key{pin, workload, param, metric, s});
+    return it == table.end() ? std::string("–") : Describe(it->second);
+  };
+  std::printf("\n#### %s — %s\n\n", workload.c_str(), pin.c_str());
+  if (series.size() > 6) {
+    std::printf("| series |");
+    for (const auto& [param, metric] : rows)
+      std::printf(" %lld %s |", (long long)param, metric.c_str());
+    std::printf("\n|---|");
+    for (size_t i = 0; i < rows.size(); ++i) std::printf("---|");
+    for (const auto& s : series) {
+      std::printf("\n| %s |", s.c_str());
+      for (const auto& [param, metric] : rows) std::printf(" %s |", cell(param, metric, s).c_str());
+    }
+    std::printf("\n");
+    return;
+  }
+  std::printf("| param | metric |");
+  for (const auto& s : series) std::printf(" %s |", s.c_str());
+  std::printf("\n|---|---|");
+  for (size_t i = 0; i < series.size(); ++i) std::printf("---|");
+  for (const auto& [param, metric] : rows) {
+    std::printf("\n| %lld | %s |", static_cast<long long>(param), metric.c_str());
+    for (const auto& s : series) std::printf(" %s |", cell(param, metric, s).c_str());
+  }
+  std::printf("\n");
+}
+
 void PrintWorkloadTables(const Table& table) {
   std::set<std::tuple<std::string, std::string>> groups;
   for (const auto& [key, cell] : table) groups.insert({key.pin, key.workload});
-  for (const auto& [pin, workload] : groups) {
-    std::set<std::string> series;
-    std::set<std::tuple<int64_t, std::string>> rows;
-    for (const auto& [key, cell] : table) {
-      if (key.pin != pin || key.workload != workload) continue;
-      series.insert(key.series);
-      rows.insert({key.param, key.metric});
-    }
-    std::printf("\n#### %s — %s\n\n| param | metric |", workload.c_str(), pin.c_str());
-    for (const auto& s : series) std::printf(" %s |", s.c_str());
-    std::printf("\n|---|---|");
-    for (size_t i = 0; i < series.size(); ++i) std::printf("---|");
-    std::printf("\n");
-    for (const auto& [param, metric] : rows) {
-      std::printf("| %lld | %s |", static_cast<long long>(param), metric.c_str());
-      for (const auto& s : series) {
-        auto it = table.find(Key{pin, workload, param, metric, s});
-        std::printf(" %s |", it == table.end() ? "–" : Describe(it->second).c_str());
-      }
-      std::printf("\n");
-    }
-  }
+  for (const auto& [pin, workload] : groups) PrintWorkloadTable(table, pin, workload);
 }
 
 struct Target {

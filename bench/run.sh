@@ -154,28 +154,35 @@ long_workloads() {
   fi
 }
 
-# CAF settings for the Muster round trip (both processes get the same settings).
+# CAF settings (both ends get the same): the Muster round trip with an event-based and a
+# blocking client, 64 concurrent clients, a barrier of 1024 and (unpinned) the heartbeat load.
+TUNE_SETTINGS=(
+  "sharing-2:scheduler.policy=sharing,scheduler.max-threads=2,middleman.workers=0"
+  "sharing-1:scheduler.policy=sharing,scheduler.max-threads=1,middleman.workers=0"
+  "sharing-4:scheduler.policy=sharing,scheduler.max-threads=4,middleman.workers=0"
+  "sharing-2-mmw1:scheduler.policy=sharing,scheduler.max-threads=2,middleman.workers=1"
+  "stealing-4-mmw1(caf-default):scheduler.policy=stealing,scheduler.max-threads=4,middleman.workers=1"
+  "stealing-2:scheduler.policy=stealing,scheduler.max-threads=2,middleman.workers=0"
+  "stealing-1:scheduler.policy=stealing,scheduler.max-threads=1,middleman.workers=0"
+  "stealing-2-nopoll:scheduler.policy=stealing,scheduler.max-threads=2,middleman.workers=0,work-stealing.aggressive-poll-attempts=0,work-stealing.moderate-poll-attempts=0"
+)
 tune() {
-  local pin=$1 rep=$2
-  local settings=(
-    "sharing-2:scheduler.policy=sharing,scheduler.max-threads=2,middleman.workers=0"
-    "sharing-1:scheduler.policy=sharing,scheduler.max-threads=1,middleman.workers=0"
-    "sharing-4:scheduler.policy=sharing,scheduler.max-threads=4,middleman.workers=0"
-    "sharing-2-mmw1:scheduler.policy=sharing,scheduler.max-threads=2,middleman.workers=1"
-    "stealing-4-mmw1(caf-default):scheduler.policy=stealing,scheduler.max-threads=4,middleman.workers=1"
-    "stealing-2:scheduler.policy=stealing,scheduler.max-threads=2,middleman.workers=0"
-    "stealing-1:scheduler.policy=stealing,scheduler.max-threads=1,middleman.workers=0"
-  )
+  local pin=$1 rep=$2 entry label caf
   run "$pin" "$rep" tcp "" seq 1 60 "--ops=$OPS"
-  for entry in "${settings[@]}"; do
-    local label=${entry%%:*} caf=${entry#*:}
+  for entry in "${TUNE_SETTINGS[@]}"; do
+    label=${entry%%:*} caf=${entry#*:}
     run "$pin" "$rep" muster "tryget@$label" seq 1 60 "--ops=$OPS" "--caf=$caf"
     run "$pin" "$rep" muster "blocking@$label" seq 1 60 "--ops=$OPS" "--caf=$caf" \
       --client=blocking
   done
-  for entry in "${settings[0]}" "${settings[4]}"; do
-    local label=${entry%%:*} caf=${entry#*:}
-    run "$pin" "$rep" muster "tryget@$label" conc 64 30 "--duration_ms=$DURATION" "--caf=$caf"
+  for entry in "${TUNE_SETTINGS[0]}" "${TUNE_SETTINGS[1]}" "${TUNE_SETTINGS[4]}"; do
+    label=${entry%%:*} caf=${entry#*:}
+    run "$pin" "$rep" muster "@$label" conc 64 30 "--duration_ms=$DURATION" "--caf=$caf"
+    run "$pin" "$rep" muster "@$label" barrier 1024 60 "--rounds=$ROUNDS" "--caf=$caf"
+    if [ "$pin" = unpinned ]; then
+      run "$pin" "$rep" muster "@$label" heartbeat "$BIG" 40 --window_ms=10000 \
+        --duration_ms=14000 --samples=5 "--caf=$caf"
+    fi
   done
 }
 

@@ -139,5 +139,6 @@ int RunChild(const Flags& flags) {
 
 int main(int argc, char** argv) {
   muster::bench::Flags flags(argc, argv);
+  if (flags.Has("role")) return muster::bench::RunChild(flags);  // one process, by hand
   return muster::bench::RunDriver(flags, "tcp", &muster::bench::RunChild);
 }

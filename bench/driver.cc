@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -193,44 +194,52 @@ int Heartbeat(const Run& run) {
   return 0;
 }
 
-// One trial: every client process runs one task; the last one is killed with SIGKILL. Returns
-// the time until the last survivor reported the failure, in ms, or -1.
-double FailureTrial(const Run& run, int* missed) {
+struct Detection {
+  double first_ms = -1;  // kill -> the first survivor learnt of it
+  double last_ms = -1;   // kill -> the last survivor learnt of it
+};
+
+// One trial: every client process runs one task; the last one is killed with SIGKILL.
+Detection FailureTrial(const Run& run, int* missed) {
   std::unique_ptr<Child> server;
   int port = StartServer(run, &server);
   Children clients;
-  if (port == 0 || !StartClients(run, port, run.procs, &clients)) return -1;
+  if (port == 0 || !StartClients(run, port, run.procs, &clients)) return {};
   int64_t killed = MonoNs();
   clients.back()->Signal(SIGKILL);
   int64_t deadline = std::min(run.deadline_ns, killed + 5'000'000'000);
-  int64_t last = 0;
+  int64_t first = INT64_MAX, last = 0;
   Record report;
   for (size_t i = 0; i + 1 < clients.size(); ++i) {
     if (clients[i]->NextOf("report", &report, deadline)) {
+      first = std::min(first, report.Int("at_ns"));
       last = std::max(last, report.Int("at_ns"));
     } else {
       ++*missed;
     }
   }
-  return last == 0 ? -1 : (last - killed) / 1e6;
+  if (last == 0) return {};
+  return {(first - killed) / 1e6, (last - killed) / 1e6};
 }
 
 int Failure(const Run& run) {
   int64_t trials = run.Int("trials", 10);
-  std::vector<double> detect_ms;
+  std::vector<double> first_ms, last_ms;
   int missed = 0, failed = 0;
   for (int64_t i = 0; i < trials && MonoNs() < run.deadline_ns; ++i) {
-    double ms = FailureTrial(run, &missed);
-    if (ms < 0) {
+    Detection detection = FailureTrial(run, &missed);
+    if (detection.last_ms < 0) {
       ++failed;
     } else {
-      detect_ms.push_back(ms);
+      first_ms.push_back(detection.first_ms);
+      last_ms.push_back(detection.last_ms);
     }
   }
-  if (detect_ms.empty()) return run.Fail("no trial completed");
-  Summary detect = Summarize(detect_ms);
+  if (last_ms.empty()) return run.Fail("no trial completed");
+  Summary detect = Summarize(last_ms);
   run.Row("detect_median_ms", detect.median, "ms");
   run.Row("detect_max_ms", detect.max, "ms");
+  run.Row("first_report_median_ms", Summarize(first_ms).median, "ms");
   run.Row("trials", static_cast<double>(detect.count), "count");
   run.Row("missed_reports", missed + failed, "count");
   return 0;

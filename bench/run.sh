@@ -64,7 +64,7 @@ fi
 TARGETS="tcp_pingpong muster_bench bench_report"
 if [ "$HAVE_TORCH" = 1 ]; then TARGETS="$TARGETS tcpstore_bench"; fi
 # shellcheck disable=SC2086
-cmake --build "$BUILD" -j 2 --target $TARGETS
+cmake --build "$BUILD" -j 2 --target $TARGETS >&2
 BIN="$BUILD/bench"
 if [ ! -x "$BIN/tcpstore_bench" ]; then HAVE_TORCH=0; fi
 
@@ -103,6 +103,7 @@ run() {
 wants() { [[ ",$WORKLOADS," == *",$1,"* ]]; }
 
 OPS=20000; DURATION=1000; ROUNDS=20; TRIALS=10; WINDOW=30000; BIG=10000
+if [ "$TUNE" = 1 ]; then OPS=10000; fi
 if [ "$QUICK" = 1 ]; then OPS=5000; DURATION=500; ROUNDS=8; TRIALS=5; WINDOW=10000; fi
 
 # One repetition of the interleaved workloads: Muster, raw TCP, TCPStore, then the next one.

@@ -1,5 +1,7 @@
 // Muster key-value clients: sequential round trips (one event-based actor, or a blocking
 // scoped_actor for comparison) and concurrent clients (actors, one request in flight each).
+// Variants of the round trip: tryget, insert (KV directory actor behind the coordinator) and
+// state (GetTaskState, answered by the coordinator itself).
 #include <string>
 #include <vector>
 
@@ -9,6 +11,7 @@
 
 #include "harness.h"
 #include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
 #include "muster_bench.h"
 
 namespace muster::bench {
@@ -33,12 +36,23 @@ template <>
 struct ResponseOf<proto::InsertKeyValueRequest> {
   using type = proto::InsertKeyValueResponse;
 };
+template <>
+struct ResponseOf<proto::GetTaskStateRequest> {
+  using type = proto::GetTaskStateResponse;
+};
 
 proto::InsertKeyValueRequest InsertRequest() {
   proto::InsertKeyValueRequest request;
   request.mutable_kv()->set_key(kKey);
   request.mutable_kv()->set_value(std::string(16, 'v'));
   request.set_allow_overwrite(true);
+  return request;
+}
+
+// Answered by the coordinator itself: the round trip without the hop to a KV directory actor.
+proto::GetTaskStateRequest TaskStateRequest() {
+  proto::GetTaskStateRequest request;
+  *request.add_source_task() = MakeTask("worker", 0);
   return request;
 }
 
@@ -168,7 +182,10 @@ int RunSeqClient(caf::actor_system& system, const ClientArgs& args, bool blockin
   Emit("ready");
   WaitForGo();
   std::vector<double> us;
-  if (args.variant == "insert") {
+  if (args.variant == "state") {
+    us = blocking ? RunSeqBlocking(system, leader, TaskStateRequest(), args)
+                  : RunSeq(system, leader, TaskStateRequest(), args);
+  } else if (args.variant == "insert") {
     us = blocking ? RunSeqBlocking(system, leader, InsertRequest(), args)
                   : RunSeq(system, leader, InsertRequest(), args);
   } else {

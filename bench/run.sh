@@ -115,6 +115,7 @@ repetition() {
     run "$pin" "$rep" tcpstore get seq 1 60 "--ops=$OPS"
     run "$pin" "$rep" muster insert seq 1 60 "--ops=$OPS"
     run "$pin" "$rep" tcpstore add seq 1 60 "--ops=$OPS"
+    run "$pin" "$rep" muster state seq 1 60 "--ops=$OPS"
   fi
   if wants conc; then
     for c in 1 4 16 64; do

@@ -70,7 +70,7 @@ if [ ! -x "$BIN/tcpstore_bench" ]; then HAVE_TORCH=0; fi
 
 # --- machine ------------------------------------------------------------------------------------
 CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//; s/,/ /g')
-MACHINE="nproc=$(nproc) cpu=${CPU:-unknown} $(uname -r | sed 's/,/ /g')"
+MACHINE="nproc=$(nproc) cpu=${CPU:-unknown} kernel=$(uname -r | sed 's/,/ /g')"
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "machine: $MACHINE; load average before: $LOAD_BEFORE" >&2
 

@@ -4,9 +4,9 @@
 # each process bounded in time. Prints a Markdown table and writes bench/results/latest.csv
 # (raw rows: bench/results/raw.csv). The whole run stays under 15 minutes.
 #
-#   bench/run.sh                 all workloads, 3 repetitions (about 12 minutes)
-#   bench/run.sh --quick         1 repetition, short windows (about 3 minutes)
-#   bench/run.sh --tune          CAF scheduler / middleman settings for the Muster round trip
+#   bench/run.sh                 all workloads, 3 repetitions (about 7-8 minutes)
+#   bench/run.sh --quick         1 repetition, short windows (about 1-2 minutes)
+#   bench/run.sh --tune          CAF scheduler / middleman settings (about 9 minutes)
 #   options: --reps=N --workloads=seq,conc,barrier,bringup,failure,heartbeat
 #            --pin=both|none|only --build-dir=DIR
 set -euo pipefail
@@ -45,7 +45,7 @@ install_torch() {
       return 1
     fi
   fi
-  echo "run.sh: installing libtorch-dev (PyTorch's TCPStore, ~1 GB)..." >&2
+  echo "run.sh: installing libtorch-dev (PyTorch's TCPStore; about 500 MB installed)..." >&2
   if ! DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends \
       libtorch-dev >/dev/null; then
     echo "run.sh: could not install libtorch-dev; continuing without the TCPStore columns" >&2

@@ -1,4 +1,4 @@
-#include "driver.h"
+#include "muster/bench/driver.h"
 
 #include <signal.h>
 
@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "stats.h"
+#include "muster/bench/stats.h"
 
 namespace muster::bench {
 namespace {

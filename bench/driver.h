@@ -1,26 +1,25 @@
 // The workload driver shared by the benchmark programs: it forks one server process and a few
-// client processes (--role=server / --role=client), runs one workload
-// the same way for every system, and prints the results as CSV rows
-//   system,variant,workload,param,metric,value,unit
-//
+// client processes (--role=server / --role=client), runs one workload the same way for every
+// system, and prints the results as CSV rows system,variant,workload,param,metric,value,unit.
+#pragma once
+
 // Child protocol (records are "R <kind> key=value ..." lines on stdout, see harness.h):
 //   server   emits "ready port=P" once it accepts connections; for the heartbeat workload it
 //            emits "baseline rss_kib=" first and "sample mono_ns= cpu_ns= rss_kib=" on SIGUSR1.
 //   client   emits "ready" once set up, waits for "go" on stdin (not in the failure workload),
 //            then emits its results:
-//     seq        result median_us= p90_us= p99_us= ops=
+//     seq        result median_us= p90_us= p99_us= max_us= over_1ms= ops=
 //     conc       result ops= elapsed_ns=
 //     barrier    round r= first= last= release= (one per round, CLOCK_MONOTONIC ns), then done
 //     bringup    result end=   (ns when its last task was released)
 //     heartbeat  result ok= errors=
 //     failure    report at_ns=  (when a survivor learnt of the failure)
-#pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "harness.h"
+#include "muster/bench/harness.h"
 
 namespace muster::bench {
 

@@ -1,4 +1,4 @@
-#include "harness.h"
+#include "muster/bench/harness.h"
 
 #include <fcntl.h>
 #include <poll.h>

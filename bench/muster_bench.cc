@@ -6,7 +6,7 @@
 //       ./build/bench/muster_bench --workload=barrier --param=1024          (4 processes)
 //       ./build/bench/muster_bench --workload=seq --caf=scheduler.policy=stealing
 // Prints CSV rows system,variant,workload,param,metric,value,unit (driver.h).
-#include "muster_bench.h"
+#include "muster/bench/muster_bench.h"
 
 #include <signal.h>
 
@@ -18,8 +18,8 @@
 #include <absl/strings/str_split.h>
 #include <caf/scoped_actor.hpp>
 
-#include "harness.h"
 #include "muster/actors/coordinator_actor.h"
+#include "muster/bench/harness.h"
 #include "muster/messages/status_codec.h"
 #include "muster/net/leader_connector_actor.h"
 #include "muster/net/leader_endpoint.h"

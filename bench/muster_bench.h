@@ -11,7 +11,7 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/atom.hpp>
 
-#include "driver.h"
+#include "muster/bench/driver.h"
 #include "muster/messages/interfaces.h"
 
 namespace muster::bench {

@@ -9,10 +9,10 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/stateful_actor.hpp>
 
-#include "harness.h"
+#include "muster/bench/harness.h"
+#include "muster/bench/muster_bench.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
-#include "muster_bench.h"
 
 namespace muster::bench {
 namespace {

@@ -14,8 +14,8 @@
 #include <tuple>
 #include <vector>
 
-#include "harness.h"
-#include "stats.h"
+#include "muster/bench/harness.h"
+#include "muster/bench/stats.h"
 
 namespace muster::bench {
 namespace {

@@ -13,9 +13,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "driver.h"
-#include "harness.h"
-#include "tcp_wire.h"
+#include "muster/bench/driver.h"
+#include "muster/bench/harness.h"
+#include "muster/bench/tcp_wire.h"
 
 namespace muster::bench {
 namespace {

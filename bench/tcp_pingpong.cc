@@ -19,10 +19,10 @@
 #include <thread>
 #include <vector>
 
-#include "driver.h"
-#include "harness.h"
-#include "stats.h"
-#include "tcp_wire.h"
+#include "muster/bench/driver.h"
+#include "muster/bench/harness.h"
+#include "muster/bench/stats.h"
+#include "muster/bench/tcp_wire.h"
 
 namespace muster::bench {
 

@@ -17,8 +17,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "harness.h"
-#include "tcp_wire.h"
+#include "muster/bench/harness.h"
+#include "muster/bench/tcp_wire.h"
 
 namespace muster::bench {
 namespace {

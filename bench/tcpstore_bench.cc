@@ -21,9 +21,9 @@
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include "driver.h"
-#include "harness.h"
-#include "stats.h"
+#include "muster/bench/driver.h"
+#include "muster/bench/harness.h"
+#include "muster/bench/stats.h"
 
 namespace muster::bench {
 namespace {

@@ -1,0 +1,219 @@
+// Muster key-value clients: sequential round trips (one event-based actor, or a blocking
+// scoped_actor for comparison) and concurrent clients (actors, one request in flight each).
+// Variants of the round trip: tryget, insert (KV directory actor behind the coordinator) and
+// state (GetTaskState, answered by the coordinator itself).
+#include <string>
+#include <vector>
+
+#include <caf/event_based_actor.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include "muster/bench/harness.h"
+#include "muster/bench/muster_bench.h"
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+
+namespace muster::bench {
+namespace {
+
+constexpr char kKey[] = "bench/key";
+constexpr auto kRequestTimeout = std::chrono::seconds(10);
+
+// A finite request timeout costs two wake-ups of CAF's clock thread per request (set, cancel).
+caf::duration Timeout(const ClientArgs& args) {
+  if (args.request_timeout_ms <= 0) return caf::duration{caf::infinite};
+  return caf::duration{std::chrono::milliseconds(args.request_timeout_ms)};
+}
+
+template <class Request>
+struct ResponseOf;
+template <>
+struct ResponseOf<proto::TryGetKeyValueRequest> {
+  using type = proto::TryGetKeyValueResponse;
+};
+template <>
+struct ResponseOf<proto::InsertKeyValueRequest> {
+  using type = proto::InsertKeyValueResponse;
+};
+template <>
+struct ResponseOf<proto::GetTaskStateRequest> {
+  using type = proto::GetTaskStateResponse;
+};
+
+proto::InsertKeyValueRequest InsertRequest() {
+  proto::InsertKeyValueRequest request;
+  request.mutable_kv()->set_key(kKey);
+  request.mutable_kv()->set_value(std::string(16, 'v'));
+  request.set_allow_overwrite(true);
+  return request;
+}
+
+// Answered by the coordinator itself: the round trip without the hop to a KV directory actor.
+proto::GetTaskStateRequest TaskStateRequest() {
+  proto::GetTaskStateRequest request;
+  *request.add_source_task() = MakeTask("worker", 0);
+  return request;
+}
+
+proto::TryGetKeyValueRequest TryGetRequest() {
+  proto::TryGetKeyValueRequest request;
+  request.set_key(kKey);
+  return request;
+}
+
+[[noreturn]] void Die(const caf::error& error) {
+  std::fprintf(stderr, "muster_bench client: %s\n", ToStatus(error).ToString().c_str());
+  std::_Exit(1);
+}
+
+// Stores the key every client reads, so that TryGet finds it.
+void InsertKey(caf::actor_system& system, const CoordinatorActor& leader) {
+  caf::scoped_actor self{system};
+  self->request(leader, kRequestTimeout, InsertRequest())
+      .receive([](const proto::InsertKeyValueResponse&) {}, [](caf::error& error) { Die(error); });
+}
+
+template <class Request>
+struct LoopState {
+  CoordinatorActor leader;
+  Request request;
+  int64_t warmup = 0;                // untimed requests still to send
+  int64_t ops = 0;                   // timed requests (seq)
+  caf::actor_clock::time_point end;  // stop time (conc)
+  caf::duration timeout;
+  std::vector<double> us;
+  int64_t done = 0;
+  caf::response_promise promise;
+};
+
+template <class Request>
+using LoopActor = caf::stateful_actor<LoopState<Request>>;
+
+// Sends the next request, one at a time, until `ops` timed requests or the end time.
+template <class Request>
+void Next(LoopActor<Request>* self, bool timed) {
+  auto& st = self->state;
+  auto start = self->clock().now();
+  bool finished = timed ? st.warmup == 0 && st.done == st.ops : start >= st.end;
+  if (finished) {
+    if (timed) return st.promise.deliver(st.us), void();
+    return st.promise.deliver(st.done), void();
+  }
+  self->request(st.leader, st.timeout, st.request)
+      .then(
+          [=](const typename ResponseOf<Request>::type&) {
+            auto& st = self->state;
+            if (st.warmup > 0) {
+              --st.warmup;
+              return Next(self, timed);
+            }
+            ++st.done;
+            if (timed) st.us.push_back((self->clock().now() - start).count() / 1e3);
+            Next(self, timed);
+          },
+          [=](caf::error& error) { Die(error); });
+}
+
+// Sequential round trips: replies to run_atom with the latencies of `ops` requests (µs).
+template <class Request>
+caf::behavior SeqActor(LoopActor<Request>* self, CoordinatorActor leader, Request request,
+                       ClientArgs args) {
+  self->state.leader = std::move(leader);
+  self->state.request = std::move(request);
+  self->state.warmup = args.warmup;
+  self->state.ops = args.ops;
+  self->state.timeout = Timeout(args);
+  self->state.us.reserve(static_cast<size_t>(args.ops));
+  return {[=](run_atom) {
+    self->state.promise = self->make_response_promise();
+    Next(self, /*timed=*/true);
+    return self->state.promise;
+  }};
+}
+
+// Back-to-back requests for `duration`: replies to run_atom with the number completed.
+caf::behavior ConcActor(LoopActor<proto::TryGetKeyValueRequest>* self, CoordinatorActor leader,
+                        ClientArgs args) {
+  self->state.leader = std::move(leader);
+  self->state.request = TryGetRequest();
+  self->state.timeout = Timeout(args);
+  return {[=](run_atom) {
+    self->state.end = self->clock().now() + caf::timespan{args.duration_ms * 1'000'000};
+    self->state.promise = self->make_response_promise();
+    Next(self, /*timed=*/false);
+    return self->state.promise;
+  }};
+}
+
+template <class Request>
+std::vector<double> RunSeq(caf::actor_system& system, const CoordinatorActor& leader,
+                           const Request& request, const ClientArgs& args) {
+  auto actor = system.spawn(SeqActor<Request>, leader, request, args);
+  std::vector<double> us;
+  caf::scoped_actor self{system};
+  self->request(actor, caf::infinite, run_atom::value)
+      .receive([&](std::vector<double>& result) { us = std::move(result); },
+               [](caf::error& error) { Die(error); });
+  return us;
+}
+
+// The same loop with a blocking scoped_actor (for the CAF settings comparison).
+template <class Request>
+std::vector<double> RunSeqBlocking(caf::actor_system& system, const CoordinatorActor& leader,
+                                   const Request& request, const ClientArgs& args) {
+  caf::scoped_actor self{system};
+  std::vector<double> us;
+  for (int64_t i = -args.warmup; i < args.ops; ++i) {
+    int64_t start = MonoNs();
+    self->request(leader, Timeout(args), request)
+        .receive([](const typename ResponseOf<Request>::type&) {},
+                 [](caf::error& error) { Die(error); });
+    if (i >= 0) us.push_back((MonoNs() - start) / 1e3);
+  }
+  return us;
+}
+
+}  // namespace
+
+int RunSeqClient(caf::actor_system& system, const ClientArgs& args, bool blocking) {
+  CoordinatorActor leader = ConnectToLeader(system, args.port);
+  InsertKey(system, leader);
+  Emit("ready");
+  WaitForGo();
+  std::vector<double> us;
+  if (args.variant == "state") {
+    us = blocking ? RunSeqBlocking(system, leader, TaskStateRequest(), args)
+                  : RunSeq(system, leader, TaskStateRequest(), args);
+  } else if (args.variant == "insert") {
+    us = blocking ? RunSeqBlocking(system, leader, InsertRequest(), args)
+                  : RunSeq(system, leader, InsertRequest(), args);
+  } else {
+    us = blocking ? RunSeqBlocking(system, leader, TryGetRequest(), args)
+                  : RunSeq(system, leader, TryGetRequest(), args);
+  }
+  EmitSeqResult(us);
+  return 0;
+}
+
+int RunConcClient(caf::actor_system& system, const ClientArgs& args) {
+  CoordinatorActor leader = ConnectToLeader(system, args.port);
+  InsertKey(system, leader);
+  std::vector<caf::actor> actors;
+  for (int64_t i = 0; i < args.Count(); ++i)
+    actors.push_back(system.spawn(ConcActor, leader, args));
+  Emit("ready");
+  WaitForGo();
+  int64_t start = MonoNs(), ops = 0;
+  caf::scoped_actor self{system};
+  std::vector<decltype(self->request(actors[0], caf::infinite, run_atom::value))> pending;
+  for (auto& actor : actors)
+    pending.push_back(self->request(actor, caf::infinite, run_atom::value));
+  for (auto& reply : pending) {
+    reply.receive([&](int64_t done) { ops += done; }, [](caf::error& error) { Die(error); });
+  }
+  Emit("result", "ops=" + std::to_string(ops) + " elapsed_ns=" + std::to_string(MonoNs() - start));
+  return 0;
+}
+
+}  // namespace muster::bench

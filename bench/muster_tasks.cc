@@ -1,0 +1,268 @@
+// Many Muster tasks in one client process: each task is an actor with its own agent actor and
+// at most one request in flight; a collector actor gathers their results for the main thread.
+// Workloads: barriers, bring-up (register + WaitForAllTasks), heartbeats, failure reports.
+#include <algorithm>
+#include <climits>
+#include <string>
+#include <vector>
+
+#include <caf/event_based_actor.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include "muster/bench/harness.h"
+#include "muster/bench/muster_bench.h"
+#include "muster/messages/incarnation.h"
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+
+namespace muster::bench {
+namespace {
+
+using Results = std::vector<std::vector<int64_t>>;
+constexpr auto kRequestTimeout = std::chrono::seconds(120);
+
+[[noreturn]] void Die(const caf::error& error) {
+  std::fprintf(stderr, "muster_bench task: %s\n", ToStatus(error).ToString().c_str());
+  std::_Exit(1);
+}
+
+struct CollectorState {
+  size_t expected = 0;
+  Results results;
+  caf::response_promise promise;
+  bool asked = false;
+};
+
+void MaybeDeliver(caf::stateful_actor<CollectorState>* self) {
+  auto& st = self->state;
+  if (st.asked && st.results.size() == st.expected) st.promise.deliver(std::move(st.results));
+}
+
+// Gathers one (done_atom, values) per task; answers run_atom once all `expected` arrived.
+caf::behavior Collector(caf::stateful_actor<CollectorState>* self, size_t expected) {
+  self->state.expected = expected;
+  return {
+      [=](done_atom, std::vector<int64_t>& values) {
+        self->state.results.push_back(std::move(values));
+        MaybeDeliver(self);
+      },
+      [=](run_atom) {
+        self->state.promise = self->make_response_promise();
+        self->state.asked = true;
+        MaybeDeliver(self);
+        return self->state.promise;
+      },
+  };
+}
+
+Results Collect(caf::actor_system& system, const caf::actor& collector) {
+  Results results;
+  caf::scoped_actor self{system};
+  self->request(collector, caf::infinite, run_atom::value)
+      .receive([&](Results& all) { results = std::move(all); },
+               [](caf::error& error) { Die(error); });
+  return results;
+}
+
+// The agent of a task: forwards the arrival time of a pushed error to `sink` (if any).
+AgentActor::behavior_type Agent(AgentActor::pointer self, caf::actor sink) {
+  return {[=](const proto::ReportErrorToTaskRequest&) {
+    if (sink) caf::anon_send(sink, report_atom::value, ClockNs(self->clock().now()));
+  }};
+}
+
+struct TaskState {
+  CoordinatorActor leader;
+  proto::CoordinatedTask task;
+  uint64_t incarnation = 0;
+  caf::actor collector;
+  std::vector<int64_t> values;
+  int64_t ok = 0, errors = 0;
+};
+using TaskPointer = caf::stateful_actor<TaskState>*;
+
+void InitTask(TaskPointer self, CoordinatorActor leader, int64_t id, caf::actor collector) {
+  self->state.leader = std::move(leader);
+  self->state.task = MakeTask("worker", static_cast<int>(id));
+  self->state.incarnation = NewIncarnation();
+  self->state.collector = std::move(collector);
+}
+
+void Done(TaskPointer self) {
+  self->send(self->state.collector, done_atom::value, std::move(self->state.values));
+}
+
+// Registers the task with `agent`, then calls `next`.
+template <class Next>
+void Register(TaskPointer self, const AgentActor& agent, Next next) {
+  proto::RegisterTaskRequest request;
+  *request.mutable_source_task() = self->state.task;
+  request.set_incarnation(self->state.incarnation);
+  self->request(self->state.leader, kRequestTimeout, request, agent)
+      .then([=](const proto::RegisterTaskResponse&) { next(); }, [](caf::error& e) { Die(e); });
+}
+
+void WaitForAll(TaskPointer self) {
+  proto::WaitForAllTasksRequest request;
+  *request.mutable_source_task() = self->state.task;
+  self->request(self->state.leader, kRequestTimeout, request)
+      .then(
+          [=](const proto::WaitForAllTasksResponse&) {
+            self->state.values.push_back(ClockNs(self->clock().now()));
+            Done(self);
+          },
+          [](caf::error& e) { Die(e); });
+}
+
+// Barrier rounds 0..rounds-1, re-entering as soon as released; values: send, release per round.
+void EnterBarrier(TaskPointer self, int64_t round, int64_t rounds) {
+  if (round == rounds) return Done(self);
+  proto::BarrierRequest request;
+  request.set_barrier_id("bench");
+  request.set_barrier_timeout_in_ms(60'000);
+  *request.mutable_source_task() = self->state.task;
+  request.set_counter(round);
+  self->state.values.push_back(ClockNs(self->clock().now()));
+  self->request(self->state.leader, kRequestTimeout, request)
+      .then(
+          [=](const proto::BarrierResponse&) {
+            self->state.values.push_back(ClockNs(self->clock().now()));
+            EnterBarrier(self, round + 1, rounds);
+          },
+          [](caf::error& e) { Die(e); });
+}
+
+caf::behavior BarrierTask(TaskPointer self, CoordinatorActor leader, int64_t id, int64_t rounds,
+                          caf::actor collector) {
+  InitTask(self, std::move(leader), id, std::move(collector));
+  return {[=](go_atom) { EnterBarrier(self, 0, rounds); }};
+}
+
+// Registers, then waits for all tasks; values: the release time.
+caf::behavior BringupTask(TaskPointer self, CoordinatorActor leader, int64_t id, AgentActor agent,
+                          caf::actor collector) {
+  InitTask(self, std::move(leader), id, std::move(collector));
+  Register(self, agent, [=] { WaitForAll(self); });
+  return {[](go_atom) {}};
+}
+
+void Beat(TaskPointer self, caf::actor_clock::time_point end) {
+  if (self->clock().now() >= end) {
+    self->state.values = {self->state.ok, self->state.errors};
+    return Done(self);
+  }
+  proto::HeartbeatRequest request;
+  *request.mutable_source_task() = self->state.task;
+  request.set_incarnation(self->state.incarnation);
+  self->request(self->state.leader, std::chrono::seconds(5), request)
+      .then([=](const proto::HeartbeatResponse&) { ++self->state.ok; },
+            [=](caf::error&) { ++self->state.errors; });
+  self->delayed_send(self, std::chrono::seconds(1), caf::tick_atom::value, end);
+}
+
+// Registers (values: none), then on go_atom heartbeats once a second after `phase` until `end`.
+caf::behavior HeartbeatTask(TaskPointer self, CoordinatorActor leader, int64_t id, AgentActor agent,
+                            caf::actor registered, caf::actor finished, caf::timespan phase,
+                            caf::timespan duration) {
+  InitTask(self, std::move(leader), id, std::move(registered));
+  Register(self, agent, [=] { Done(self); });
+  return {
+      [=](go_atom) {
+        self->state.collector = finished;
+        auto end = self->clock().now() + duration;
+        self->delayed_send(self, phase, caf::tick_atom::value, end);
+      },
+      [=](caf::tick_atom, caf::actor_clock::time_point end) { Beat(self, end); },
+  };
+}
+
+}  // namespace
+
+int RunBarrierClient(caf::actor_system& system, const ClientArgs& args) {
+  CoordinatorActor leader = ConnectToLeader(system, args.port);
+  auto collector = system.spawn(Collector, static_cast<size_t>(args.Count()));
+  std::vector<caf::actor> tasks;
+  for (int64_t i = 0; i < args.Count(); ++i) {
+    tasks.push_back(system.spawn(BarrierTask, leader, args.First() + i, args.rounds, collector));
+  }
+  Emit("ready");
+  WaitForGo();
+  for (auto& task : tasks) caf::anon_send(task, go_atom::value);
+  Results results = Collect(system, collector);
+  for (int64_t r = 0; r < args.rounds; ++r) {
+    int64_t first = INT64_MAX, last = 0, release = 0;
+    for (const auto& times : results) {
+      first = std::min(first, times[2 * r]);
+      last = std::max(last, times[2 * r]);
+      release = std::max(release, times[2 * r + 1]);
+    }
+    Emit("round", "r=" + std::to_string(r) + " first=" + std::to_string(first) +
+                      " last=" + std::to_string(last) + " release=" + std::to_string(release));
+  }
+  Emit("done");
+  return 0;
+}
+
+int RunBringupClient(caf::actor_system& system, const ClientArgs& args) {
+  Emit("ready");
+  WaitForGo();
+  CoordinatorActor leader = ConnectToLeader(system, args.port);
+  auto collector = system.spawn(Collector, static_cast<size_t>(args.Count()));
+  std::vector<AgentActor> agents;
+  for (int64_t i = 0; i < args.Count(); ++i) {
+    agents.push_back(system.spawn(Agent, caf::actor{}));
+    system.spawn(BringupTask, leader, args.First() + i, agents.back(), collector);
+  }
+  int64_t end = 0;
+  for (const auto& values : Collect(system, collector)) end = std::max(end, values[0]);
+  Emit("result", "end=" + std::to_string(end));
+  return 0;
+}
+
+int RunHeartbeatClient(caf::actor_system& system, const ClientArgs& args) {
+  CoordinatorActor leader = ConnectToLeader(system, args.port);
+  size_t count = static_cast<size_t>(args.Count());
+  auto registered = system.spawn(Collector, count);
+  auto finished = system.spawn(Collector, count);
+  std::vector<AgentActor> agents;
+  std::vector<caf::actor> tasks;
+  auto duration = caf::timespan{args.duration_ms * 1'000'000};
+  for (size_t i = 0; i < count; ++i) {
+    // Phases spread the tasks of all processes evenly over the second.
+    auto phase =
+        caf::timespan{(args.First() + static_cast<int64_t>(i)) * 1'000'000'000 / args.param};
+    agents.push_back(system.spawn(Agent, caf::actor{}));
+    tasks.push_back(system.spawn(HeartbeatTask, leader, args.First() + static_cast<int64_t>(i),
+                                 agents.back(), registered, finished, phase, duration));
+  }
+  Collect(system, registered);
+  Emit("ready");
+  WaitForGo();
+  for (auto& task : tasks) caf::anon_send(task, go_atom::value);
+  int64_t ok = 0, errors = 0;
+  for (const auto& values : Collect(system, finished)) {
+    ok += values[0];
+    errors += values[1];
+  }
+  Emit("result", "ok=" + std::to_string(ok) + " errors=" + std::to_string(errors));
+  return 0;
+}
+
+int RunFailureClient(caf::actor_system& system, const ClientArgs& args) {
+  CoordinatorActor leader = ConnectToLeader(system, args.port);
+  caf::scoped_actor self{system};
+  auto collector = system.spawn(Collector, static_cast<size_t>(args.Count()));
+  std::vector<AgentActor> agents;
+  for (int64_t i = 0; i < args.Count(); ++i) {
+    agents.push_back(system.spawn(Agent, caf::actor_cast<caf::actor>(self)));
+    system.spawn(BringupTask, leader, args.First() + i, agents.back(), collector);
+  }
+  Collect(system, collector);
+  Emit("ready");
+  self->receive(
+      [](report_atom, int64_t at_ns) { Emit("report", "at_ns=" + std::to_string(at_ns)); });
+  return 0;
+}
+
+}  // namespace muster::bench

@@ -2,9 +2,19 @@
 
 #include <algorithm>
 
+#include <absl/strings/str_cat.h>
+
+#include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 
 namespace muster {
+
+absl::Status UnknownTaskError(absl::string_view what, const proto::CoordinatedTask& task) {
+  return MakeCoordinationError(absl::InvalidArgumentError(
+      absl::StrCat(what, TaskName(task),
+                   ". It is not in the cluster configuration: check the "
+                   "job name and task id (this usually implies a configuration error).")));
+}
 
 ClusterView::ClusterView(const proto::CoordinationServiceConfig& config) {
   for (const auto& job : config.coordinated_job_list()) {

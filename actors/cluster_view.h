@@ -10,11 +10,16 @@
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/flat_hash_set.h>
 #include <absl/status/status.h>
+#include <absl/strings/string_view.h>
 
 #include "muster/proto/coordination_config.pb.h"
 #include "muster/proto/coordination_service.pb.h"
 
 namespace muster {
+
+// InvalidArgument for a task that is not configured: "<what><task name>. It is not in the
+// cluster configuration...".
+absl::Status UnknownTaskError(absl::string_view what, const proto::CoordinatedTask& task);
 
 class ClusterView {
  public:

@@ -13,18 +13,11 @@ namespace {
 
 constexpr int64_t kDefaultHeartbeatTimeoutMs = 10'000;
 
-absl::Status UnknownTask(absl::string_view what, const proto::CoordinatedTask& task) {
-  return MakeCoordinationError(absl::InvalidArgumentError(
-      absl::StrCat(what, TaskName(task),
-                   ". It is not in the cluster configuration: check the "
-                   "job name and task id (this usually implies a configuration error).")));
-}
-
 // The task actor of `task`, or an InvalidArgument error naming it.
 absl::StatusOr<TaskActor> Route(CoordinatorPointer self, absl::string_view what,
                                 const proto::CoordinatedTask& task) {
   auto it = self->state.tasks.find(TaskName(task));
-  if (it == self->state.tasks.end()) return UnknownTask(what, task);
+  if (it == self->state.tasks.end()) return UnknownTaskError(what, task);
   return it->second;
 }
 
@@ -35,7 +28,7 @@ caf::result<proto::GetTaskStateResponse> GetTaskState(CoordinatorPointer self,
   auto now = self->clock().now();
   for (const auto& task : request.source_task()) {
     const auto* info = st.view.Find(task);
-    if (info == nullptr) return ToError(UnknownTask("GetTaskState for unknown task ", task));
+    if (info == nullptr) return ToError(UnknownTaskError("GetTaskState for unknown task ", task));
     auto* out = response.add_task_state();
     *out = *info;
     auto beat = st.last_heartbeat.find(TaskName(task));
@@ -68,7 +61,7 @@ caf::result<proto::GetAliveTasksResponse> GetAliveTasks(
   bool listed = false;
   for (const auto& task : request.tasks()) {
     if (!st.view.IsKnown(task))
-      return ToError(UnknownTask("GetAliveTasks for unknown task ", task));
+      return ToError(UnknownTaskError("GetAliveTasks for unknown task ", task));
     listed |= SameTask(task, request.requesting_task());
   }
   if (!listed) {
@@ -87,7 +80,7 @@ caf::result<proto::WaitForAllTasksResponse> WaitForAllTasks(
   auto& st = self->state;
   const auto* info = st.view.Find(request.source_task());
   if (info == nullptr) {
-    return ToError(UnknownTask("WaitForAllTasks from unknown task ", request.source_task()));
+    return ToError(UnknownTaskError("WaitForAllTasks from unknown task ", request.source_task()));
   }
   if (info->state() != proto::TASKSTATE_CONNECTED) {
     return ToError(MakeCoordinationError(absl::FailedPreconditionError(
@@ -118,6 +111,35 @@ caf::result<proto::RegisterTaskResponse> RegisterTask(CoordinatorPointer self,
   if (!actor.ok()) return ToError(actor.status());
   if (st.register_barrier_id.empty()) return self->delegate(*actor, request, agent);
   return RegisterThroughBarrier(self, *actor, request, agent);
+}
+
+// Routes a heartbeat to the heartbeat monitor with its task's actor.
+caf::result<proto::HeartbeatResponse> Heartbeat(CoordinatorPointer self,
+                                                const proto::HeartbeatRequest& request) {
+  auto& st = self->state;
+  std::string name = TaskName(request.source_task());
+  auto it = st.tasks.find(name);
+  if (it == st.tasks.end()) {
+    return ToError(
+        UnknownTaskError("Unexpected heartbeat request from task: ", request.source_task()));
+  }
+  st.last_heartbeat[std::move(name)] = self->clock().now();
+  return self->delegate(st.heartbeats, request, it->second);
+}
+
+caf::result<proto::HeartbeatBatchResponse> HeartbeatBatch(
+    CoordinatorPointer self, const proto::HeartbeatBatchRequest& request) {
+  auto& st = self->state;
+  auto now = self->clock().now();
+  std::vector<TaskActor> actors;
+  actors.reserve(request.beats_size());
+  for (const auto& beat : request.beats()) {
+    std::string name = TaskName(beat.source_task());
+    auto it = st.tasks.find(name);
+    actors.push_back(it == st.tasks.end() ? TaskActor{} : it->second);
+    if (it != st.tasks.end()) st.last_heartbeat[std::move(name)] = now;
+  }
+  return self->delegate(st.heartbeats, request, std::move(actors));
 }
 
 caf::result<proto::ShutdownTaskResponse> ShutdownTask(CoordinatorPointer self,
@@ -163,6 +185,8 @@ void Init(CoordinatorPointer self, CoordinatorOptions options) {
   st.barriers = BarrierRegistry(std::move(one_time));
   st.devices.emplace(options.device_aggregator, options.incarnation);
   st.options = std::move(options);
+  st.heartbeats = SpawnHeartbeatMonitor(self, st.options.incarnation, st.heartbeat_timeout);
+  st.children->push_back(caf::actor_cast<caf::actor>(st.heartbeats));
   for (const auto& task : st.view.tasks()) {
     if (st.options.policy->IsRecoverable(task)) st.view.SetRecoverable(task, true);
     SpawnTask(self, task, *st.view.Find(task));
@@ -189,11 +213,8 @@ CoordinatorActor::behavior_type CoordinatorBehavior(CoordinatorPointer self,
       [=](const proto::RegisterTaskRequest& request, const AgentActor& agent) {
         return RegisterTask(self, request, agent);
       },
-      [=](const proto::HeartbeatRequest& request) {
-        self->state.last_heartbeat[TaskName(request.source_task())] = self->clock().now();
-        return ToTask<proto::HeartbeatResponse>(
-            self, "Unexpected heartbeat request from task: ", request.source_task(), request);
-      },
+      [=](const proto::HeartbeatRequest& request) { return Heartbeat(self, request); },
+      [=](const proto::HeartbeatBatchRequest& request) { return HeartbeatBatch(self, request); },
       [=](const proto::WaitForAllTasksRequest& request) { return WaitForAllTasks(self, request); },
       [=](const proto::ShutdownTaskRequest& request) { return ShutdownTask(self, request); },
       [=](const proto::ResetTaskRequest& request) {

@@ -43,9 +43,7 @@ void SetAllTasksError(CoordinatorPointer self, const absl::Status& status) {
 
 void PropagateToAll(CoordinatorPointer self, const absl::Status& status) {
   proto::ReportErrorToTaskRequest report;
-  report.set_error_code(static_cast<int32_t>(status.code()));
-  report.set_error_message(std::string(status.message()));
-  if (auto payload = GetCoordinationError(status)) *report.mutable_error_payload() = *payload;
+  SetStatusFields(status, &report);
   for (const auto& [name, connected] : self->state.agents) self->send(connected.second, report);
 }
 

@@ -16,6 +16,7 @@
 #include "muster/actors/cluster_view.h"
 #include "muster/actors/coordinator_actor.h"
 #include "muster/actors/device_exchange.h"
+#include "muster/actors/heartbeat_monitor_actor.h"
 #include "muster/actors/kv_router.h"
 #include "muster/actors/task_actor.h"
 
@@ -37,6 +38,7 @@ struct CoordinatorState {
   // The agents of connected tasks, by task name.
   absl::flat_hash_map<std::string, std::pair<proto::CoordinatedTask, AgentActor>> agents;
   absl::flat_hash_map<std::string, caf::actor_clock::time_point> last_heartbeat;
+  HeartbeatMonitorActor heartbeats;  // linked; holds the deadlines of connected tasks
   int64_t version = 0;  // bumped on every task state change
   std::vector<JobStateWatch> watches;
   AliveTasks alive;

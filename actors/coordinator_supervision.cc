@@ -17,11 +17,8 @@ absl::Time Now(CoordinatorPointer self) {
 proto::ReportErrorToTaskRequest ErrorReport(const absl::Status& status,
                                             const proto::CoordinatedTask& source) {
   proto::ReportErrorToTaskRequest report;
-  report.set_error_code(static_cast<int32_t>(status.code()));
-  report.set_error_message(std::string(status.message()));
-  auto payload = GetCoordinationError(status);
-  if (payload) *report.mutable_error_payload() = *payload;
-  if (!payload || !payload->has_source_task()) {
+  SetStatusFields(status, &report);
+  if (!report.error_payload().has_source_task()) {
     *report.mutable_error_payload()->mutable_source_task() = source;
   }
   return report;
@@ -111,11 +108,14 @@ void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo&
   if (!st.view.Update(info)) return;
   std::string name = TaskName(info.task());
   if (info.state() == proto::TASKSTATE_CONNECTED) {
+    self->send(st.heartbeats, hb_watch_atom::value, info.task(), info.incarnation(),
+               st.tasks.at(name));
     st.agents[name] = {info.task(), agent};
     if (st.cluster_error && !st.view.IsRecoverable(info.task())) {
       self->send(agent, ErrorReport(*st.cluster_error, info.task()));
     }
   } else {
+    self->send(st.heartbeats, hb_unwatch_atom::value, info.task());
     st.agents.erase(name);
   }
   ++st.version;
@@ -137,9 +137,7 @@ void OnChildDown(CoordinatorPointer self, const caf::down_msg& down) {
   absl::Status error = FailureStatus(down, task);
   proto::CoordinatedTaskStateInfo info = *st.view.Find(task);
   info.set_state(proto::TASKSTATE_ERROR);
-  info.set_error_code(static_cast<int32_t>(error.code()));
-  info.set_error_message(std::string(error.message()));
-  if (auto payload = GetCoordinationError(error)) *info.mutable_error_payload() = *payload;
+  SetStatusFields(error, &info);
   SpawnTask(self, task, info);
   OnTaskState(self, info, AgentActor{});
   ApplyPolicy(self, task, error);

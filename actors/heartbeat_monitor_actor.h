@@ -1,26 +1,48 @@
-// The heartbeat monitor of one connected task, linked to its task actor. Every heartbeat moves
-// the deadline to now + timeout; when the deadline passes without one, the monitor quits with
-// Unavailable, and the link takes the task actor down with the same reason. There is at most
-// one timer per monitor and no periodic scan: the task fails exactly at its deadline.
+// The heartbeat monitor: one actor, linked to the coordinator, that holds the liveness deadline
+// of every connected task and answers their heartbeats. The coordinator routes each heartbeat
+// (or batch of heartbeats) here together with the task's actor; a beat of a watched task with
+// the registered incarnation moves its deadline to now + timeout and is answered at once. Any
+// other beat (task not connected, other incarnation) goes to the task actor, which owns the
+// task's state and answers with the reference's errors. When a deadline passes without a beat,
+// the monitor tells the task actor (deadline_atom, incarnation); the task actor fails with
+// Unavailable "heartbeat timeout" and the coordinator applies the supervision policy.
 //
-//   WATCHING --beat--> WATCHING (deadline = now + timeout)
-//      |
-//      +--deadline passed--> DEAD (exit reason: Unavailable "heartbeat timeout")
+// Deadlines all use one timeout, so they are ordered as the beats arrive: a FIFO of (task,
+// sequence number, deadline) with lazy deletion and a single timer on its oldest live entry.
+// A beat costs O(1) and no message; a timer fires about once per timeout, not once per beat.
+//
+//   per task:  UNWATCHED --hb_watch--> WATCHED --beat--> WATCHED (deadline = now + timeout)
+//                  ^                      |
+//                  +----hb_unwatch--------+--deadline passed--> task actor told; UNWATCHED
 #pragma once
+
+#include <cstdint>
+#include <vector>
 
 #include <caf/typed_actor.hpp>
 
+#include "muster/actors/task_actor.h"
 #include "muster/messages/atoms.h"
 #include "muster/messages/interfaces.h"
 
 namespace muster {
 
-using HeartbeatMonitorActor =
-    caf::typed_actor<caf::reacts_to<beat_atom>, caf::reacts_to<deadline_atom>>;
+using HeartbeatMonitorActor = caf::typed_actor<
+    // One heartbeat and the task actor of its task (which answers what the monitor cannot).
+    caf::replies_to<proto::HeartbeatRequest, TaskActor>::with<proto::HeartbeatResponse>,
+    // A batch: actors[i] is the task actor of beats[i], or invalid for an unknown task (whose
+    // result is InvalidArgument). Never fails as a whole.
+    caf::replies_to<proto::HeartbeatBatchRequest, std::vector<TaskActor>>::with<
+        proto::HeartbeatBatchResponse>,
+    // The task connected with this incarnation: its deadline is now + timeout.
+    caf::reacts_to<hb_watch_atom, proto::CoordinatedTask, uint64_t, TaskActor>,
+    // The task left CONNECTED: no deadline any more.
+    caf::reacts_to<hb_unwatch_atom, proto::CoordinatedTask>,
+    // Timer: the oldest deadline is due.
+    caf::reacts_to<deadline_atom>>;
 
-// Spawns a monitor for `task`, linked to `owner`; the first deadline is now + timeout.
-HeartbeatMonitorActor SpawnHeartbeatMonitor(caf::local_actor* owner,
-                                            const proto::CoordinatedTask& task,
+// Spawns the monitor, linked to `owner` (the coordinator).
+HeartbeatMonitorActor SpawnHeartbeatMonitor(caf::local_actor* owner, uint64_t leader_incarnation,
                                             caf::timespan timeout);
 
 }  // namespace muster

@@ -1,8 +1,9 @@
 #include "muster/actors/task_actor.h"
 
+#include <chrono>
+
 #include <absl/strings/str_cat.h>
 
-#include "muster/actors/heartbeat_monitor_actor.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 
@@ -15,7 +16,6 @@ struct TaskState {
   proto::CoordinatedTaskStateInfo info;  // the task's state, as reported to the coordinator
   absl::Status error;                    // the sticky error while in ERROR
   AgentActor agent;
-  HeartbeatMonitorActor monitor;
   bool agent_down = false;
   bool ever_connected = false;
   // While DISCONNECTED, heartbeats of the last incarnation are accepted until then.
@@ -37,10 +37,7 @@ void Notify(TaskPointer self) {
 void SetState(TaskPointer self, proto::CoordinatedTaskState state, const absl::Status& error) {
   auto& info = self->state.info;
   info.set_state(state);
-  info.set_error_code(static_cast<int32_t>(error.code()));
-  info.set_error_message(std::string(error.message()));
-  info.clear_error_payload();
-  if (auto payload = GetCoordinationError(error)) *info.mutable_error_payload() = *payload;
+  SetStatusFields(error, &info);
   self->state.error = error;
   Notify(self);
 }
@@ -54,13 +51,7 @@ void WatchAgent(TaskPointer self, const AgentActor& agent) {
 }
 
 void StopWatching(TaskPointer self) {
-  auto& st = self->state;
-  if (st.monitor) {
-    self->unlink_from(st.monitor);
-    self->send_exit(st.monitor, caf::exit_reason::user_shutdown);
-    st.monitor = nullptr;
-  }
-  if (st.agent) self->demonitor(st.agent.address());
+  if (self->state.agent) self->demonitor(self->state.agent.address());
 }
 
 void Connect(TaskPointer self, uint64_t incarnation, const AgentActor& agent) {
@@ -68,11 +59,6 @@ void Connect(TaskPointer self, uint64_t incarnation, const AgentActor& agent) {
   st.info.set_incarnation(incarnation);
   st.ever_connected = true;
   WatchAgent(self, agent);
-  if (st.monitor) {
-    self->send(st.monitor, beat_atom::value);
-  } else {
-    st.monitor = SpawnHeartbeatMonitor(self, st.spec.task, st.spec.heartbeat_timeout);
-  }
   SetState(self, proto::TASKSTATE_CONNECTED, absl::OkStatus());
 }
 
@@ -166,11 +152,9 @@ caf::result<proto::HeartbeatResponse> Heartbeat(TaskPointer self,
                     " with existing error: ", st.error.ToString(),
                     ". Reset the task and register again."))));
     case proto::TASKSTATE_CONNECTED:
-      if (same) {
-        self->send(st.monitor, beat_atom::value);
-        return ok;
-      }
-      if (st.spec.recoverable) return ok;
+      // The heartbeat monitor answers the beats of the connected incarnation; one that reaches
+      // the task actor raced with the monitor learning of the registration.
+      if (same || st.spec.recoverable) return ok;
       return HeartbeatMismatch(self, request.incarnation());
     default:
       if (!st.ever_connected || !same || self->clock().now() > st.grace_deadline) {
@@ -206,6 +190,24 @@ caf::result<proto::ReportErrorToServiceResponse> ReportError(
       absl::Status(static_cast<absl::StatusCode>(code), request.error_message()),
       self->state.spec.task, /*is_reported_error=*/true);
   return ReplyAndFail<proto::ReportErrorToServiceResponse>(self, absl::OkStatus(), reported);
+}
+
+absl::Status HeartbeatTimeout(TaskPointer self) {
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(self->state.spec.heartbeat_timeout);
+  return ServiceError(
+      self, absl::UnavailableError(absl::StrCat(
+                "Task ", Name(self), " heartbeat timeout: no heartbeat for ", ms.count(),
+                " ms. This indicates that the task has failed, got preempted, is frozen, or lost "
+                "its network; restart it (or reset it if its job is recoverable).")));
+}
+
+// The heartbeat monitor saw the deadline of `incarnation` pass.
+void OnDeadline(TaskPointer self, uint64_t incarnation) {
+  const auto& info = self->state.info;
+  if (info.state() == proto::TASKSTATE_CONNECTED && info.incarnation() == incarnation) {
+    self->quit(ToError(HeartbeatTimeout(self)));
+  }
 }
 
 void SetError(TaskPointer self, const caf::error& error) {
@@ -247,10 +249,7 @@ void OnAgentLost(TaskPointer self, const caf::actor_addr& agent) {
 
 absl::Status StatusFromInfo(const proto::CoordinatedTaskStateInfo& info) {
   if (info.state() != proto::TASKSTATE_ERROR) return absl::OkStatus();
-  absl::Status status(static_cast<absl::StatusCode>(info.error_code()), info.error_message());
-  if (!info.has_error_payload()) return status;
-  return MakeCoordinationError(status, info.error_payload().source_task(),
-                               info.error_payload().is_reported_error());
+  return StatusFromFields(info);
 }
 
 TaskActor::behavior_type TaskBehavior(TaskPointer self, TaskSpec spec) {
@@ -278,6 +277,7 @@ TaskActor::behavior_type TaskBehavior(TaskPointer self, TaskSpec spec) {
         if (self->state.info.state() != proto::TASKSTATE_DISCONNECTED) Disconnect(self);
       },
       [=](agent_lost_atom, const caf::actor_addr& agent) { OnAgentLost(self, agent); },
+      [=](deadline_atom, uint64_t incarnation) { OnDeadline(self, incarnation); },
   };
 }
 

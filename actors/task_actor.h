@@ -1,12 +1,13 @@
 // The task actor: owns the state of one configured task /job:<name>/task:<i> and answers the
-// requests that concern that task alone. While the task is connected, a heartbeat monitor is
-// linked to it; a missed heartbeat deadline, a lost connection to the agent, a restarted
-// incarnation or an error reported by the task kill the task actor with that status, and the
-// coordinator (its supervisor) records the failure, applies the supervision policy and starts
-// the task actor again in ERROR.
+// requests that concern that task alone. While the task is connected, the heartbeat monitor
+// (linked to the coordinator) holds its deadline and answers its regular heartbeats; the task
+// actor answers the others. A missed heartbeat deadline, a lost connection to the agent, a
+// restarted incarnation or an error reported by the task kill the task actor with that status,
+// and the coordinator (its supervisor) records the failure, applies the supervision policy and
+// starts the task actor again in ERROR.
 //
 //   DISCONNECTED --Register--> CONNECTED --Shutdown/Reset--> DISCONNECTED
-//        ^                        |  (monitor + agent watched)
+//        ^                        |  (deadline watched, agent monitored)
 //        |                        +--missed heartbeat | agent lost | new incarnation
 //        |                        |   | ReportError --> dies; restarted in ERROR
 //        +------Reset/Shutdown--- ERROR <--set_error (imposed by the coordinator)
@@ -39,7 +40,9 @@ using TaskActor = caf::typed_actor<
     // Possible errors: FailedPrecondition (not connected, or already in ERROR).
     caf::replies_to<proto::ReportErrorToServiceRequest>::with<proto::ReportErrorToServiceResponse>,
     caf::reacts_to<set_error_atom, caf::error>, caf::reacts_to<disconnect_atom>,
-    caf::reacts_to<agent_lost_atom, caf::actor_addr>>;
+    caf::reacts_to<agent_lost_atom, caf::actor_addr>,
+    // The heartbeat monitor saw this incarnation's deadline pass: the task fails (Unavailable).
+    caf::reacts_to<deadline_atom, uint64_t>>;
 
 struct TaskSpec {
   proto::CoordinatedTask task;

@@ -7,8 +7,13 @@ namespace muster {
 
 using retry_atom = caf::atom_constant<caf::atom("retry")>;
 using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
-// A heartbeat arrived for the monitored task.
+// A heartbeat is due (agent timer).
 using beat_atom = caf::atom_constant<caf::atom("beat")>;
+// The heartbeat monitor starts / stops watching a connected task's deadline.
+using hb_watch_atom = caf::atom_constant<caf::atom("hb_watch")>;
+using hb_unwatch_atom = caf::atom_constant<caf::atom("hb_unwatch")>;
+// A heartbeat batcher sends the beats it gathered.
+using flush_atom = caf::atom_constant<caf::atom("flush")>;
 // A task actor reports its new state to the coordinator.
 using task_state_atom = caf::atom_constant<caf::atom("taskstate")>;
 // A task's agent stayed unreachable for the whole connection-loss grace period.
@@ -19,9 +24,9 @@ using set_error_atom = caf::atom_constant<caf::atom("seterror")>;
 using disconnect_atom = caf::atom_constant<caf::atom("disconnect")>;
 // Withdraws the sender's pending request on a key (e.g. a blocked GetKeyValue).
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
-// A barrier instance finished: (barrier_done_atom, id, counter, result) to its parent.
 // Asks an agent for its state.
 using agent_state_atom = caf::atom_constant<caf::atom("agentstate")>;
+// A barrier instance finished: (barrier_done_atom, id, counter, result) to its parent.
 using barrier_done_atom = caf::atom_constant<caf::atom("barr_done")>;
 
 }  // namespace muster

@@ -50,6 +50,8 @@ using CoordinatorActor = caf::typed_actor<
     // Possible errors: InvalidArgument (unknown or unregistered task), Aborted (task in ERROR or
     // restarted).
     caf::replies_to<proto::HeartbeatRequest>::with<proto::HeartbeatResponse>,
+    // The heartbeats of several tasks; every beat gets its own result (the errors above).
+    caf::replies_to<proto::HeartbeatBatchRequest>::with<proto::HeartbeatBatchResponse>,
     // Possible errors: InvalidArgument, FailedPrecondition (not connected), Internal (a task
     // failed before every task arrived).
     caf::replies_to<proto::WaitForAllTasksRequest>::with<proto::WaitForAllTasksResponse>,

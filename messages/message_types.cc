@@ -25,7 +25,8 @@ void AddMessageTypes(caf::actor_system_config& cfg) {
       proto::LocalTopologyProto, proto::GlobalTopologyProto,
       // Task lifecycle.
       proto::RegisterTaskRequest, proto::RegisterTaskResponse, proto::HeartbeatRequest,
-      proto::HeartbeatResponse, proto::WaitForAllTasksRequest, proto::WaitForAllTasksResponse,
+      proto::HeartbeatResponse, proto::HeartbeatBatchRequest, proto::HeartbeatBatchResponse,
+      proto::HeartbeatResult, proto::WaitForAllTasksRequest, proto::WaitForAllTasksResponse,
       proto::ShutdownTaskRequest, proto::ShutdownTaskResponse, proto::ResetTaskRequest,
       proto::ResetTaskResponse, proto::ReportErrorToTaskRequest, proto::ReportErrorToTaskResponse,
       proto::ReportErrorToServiceRequest, proto::ReportErrorToServiceResponse,

@@ -101,6 +101,19 @@ absl::Status MakeCoordinationError(absl::Status status, const proto::Coordinated
   return status;
 }
 
+absl::Status MakeStatus(int code, absl::string_view message,
+                        const proto::CoordinationServiceError* payload) {
+  if (code == 0) return absl::OkStatus();
+  if (code < 0 || code > static_cast<int>(absl::StatusCode::kUnauthenticated)) {
+    code = static_cast<int>(absl::StatusCode::kUnknown);
+  }
+  absl::Status status(static_cast<absl::StatusCode>(code), message);
+  if (payload != nullptr) {
+    status.SetPayload(kCoordinationErrorUrl, absl::Cord(payload->SerializeAsString()));
+  }
+  return status;
+}
+
 std::optional<proto::CoordinationServiceError> GetCoordinationError(const absl::Status& status) {
   auto bytes = status.GetPayload(kCoordinationErrorUrl);
   if (!bytes) return std::nullopt;

@@ -49,6 +49,28 @@ absl::Status MakeCoordinationError(absl::Status status, const proto::Coordinated
 // Returns the coordination payload of `status`, if it has one.
 std::optional<proto::CoordinationServiceError> GetCoordinationError(const absl::Status& status);
 
+// Builds a status from its fields in a message: `code` outside absl's range becomes Unknown;
+// `payload` (may be null) becomes the coordination payload. OK when `code` is 0.
+absl::Status MakeStatus(int code, absl::string_view message,
+                        const proto::CoordinationServiceError* payload);
+
+// Writes `status` into the error fields (error_code, error_message, error_payload) of a message
+// such as CoordinatedTaskStateInfo, ReportErrorToTaskRequest or HeartbeatResult.
+template <class Message>
+void SetStatusFields(const absl::Status& status, Message* out) {
+  out->set_error_code(static_cast<int32_t>(status.code()));
+  out->set_error_message(std::string(status.message()));
+  out->clear_error_payload();
+  if (auto payload = GetCoordinationError(status)) *out->mutable_error_payload() = *payload;
+}
+
+// The status that SetStatusFields wrote into `in`.
+template <class Message>
+absl::Status StatusFromFields(const Message& in) {
+  return MakeStatus(in.error_code(), in.error_message(),
+                    in.has_error_payload() ? &in.error_payload() : nullptr);
+}
+
 // Returns `status` with a BarrierError payload (and a coordination payload).
 absl::Status MakeBarrierError(absl::Status status, absl::string_view barrier_id, int64_t counter);
 

@@ -139,6 +139,81 @@ TEST_F(LeaderTest, Heartbeat_WrongIncarnation_AbortedAndTaskFails) {
   EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
 }
 
+proto::HeartbeatRequest Beat(const std::string& job, int id, uint64_t incarnation) {
+  proto::HeartbeatRequest beat;
+  *beat.mutable_source_task() = MakeTask(job, id);
+  beat.set_incarnation(incarnation);
+  return beat;
+}
+
+TEST_F(LeaderTest, HeartbeatBatch_EachBeatAnsweredLikeAHeartbeat) {
+  Spawn(Config(3));
+  Reports reports;
+  ASSERT_TRUE(Register("worker", 0, 5, Agent(&reports)).ok());
+  ASSERT_TRUE(Register("worker", 1, 6, Agent(&reports)).ok());
+  proto::HeartbeatBatchRequest batch;
+  *batch.add_beats() = Beat("worker", 0, 5);  // accepted
+  *batch.add_beats() = Beat("worker", 9, 1);  // unknown task
+  *batch.add_beats() = Beat("worker", 2, 1);  // never registered
+  *batch.add_beats() = Beat("worker", 1, 7);  // restarted: the task fails
+  auto reply = Call<proto::HeartbeatBatchResponse>(leader_, batch);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->leader_incarnation(), 77u);
+  ASSERT_EQ(reply->results_size(), 4);
+  EXPECT_EQ(TaskName(reply->results(0).task()), "/job:worker/task:0");
+  EXPECT_THAT(StatusFromFields(reply->results(0)), IsOk());
+  EXPECT_THAT(StatusFromFields(reply->results(1)),
+              StatusIs(Code::kInvalidArgument, HasSubstr("/job:worker/task:9")));
+  EXPECT_THAT(StatusFromFields(reply->results(2)),
+              StatusIs(Code::kInvalidArgument, HasSubstr("must be registered")));
+  EXPECT_THAT(StatusFromFields(reply->results(3)),
+              StatusIs(Code::kAborted, HasSubstr("Incarnation ID mismatch")));
+  EXPECT_TRUE(GetCoordinationError(StatusFromFields(reply->results(3))).has_value());
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
+  EXPECT_EQ(State("worker", 1).state(), proto::TASKSTATE_ERROR);
+}
+
+TEST_F(LeaderTest, HeartbeatBatch_MovesEveryDeadline) {
+  Spawn(Config(2));
+  Reports reports;
+  ASSERT_TRUE(Register("worker", 0, 5, Agent(&reports)).ok());
+  ASSERT_TRUE(Register("worker", 1, 6, Agent(&reports)).ok());
+  AdvanceTime(6s);
+  proto::HeartbeatBatchRequest batch;
+  *batch.add_beats() = Beat("worker", 0, 5);
+  *batch.add_beats() = Beat("worker", 1, 6);
+  ASSERT_TRUE(Call<proto::HeartbeatBatchResponse>(leader_, batch).ok());
+  AdvanceTime(9999ms);
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
+  EXPECT_EQ(State("worker", 1).state(), proto::TASKSTATE_CONNECTED);
+  AdvanceTime(1ms);
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
+  EXPECT_EQ(State("worker", 1).state(), proto::TASKSTATE_ERROR);
+}
+
+TEST_F(LeaderTest, HeartbeatDeadline_ReRegisterRestartsTheDeadline) {
+  Spawn(Config(1));
+  Reports reports;
+  auto agent = Agent(&reports);
+  ASSERT_TRUE(Register("worker", 0, 5, agent).ok());
+  AdvanceTime(8s);
+  ASSERT_TRUE(Register("worker", 0, 5, agent).ok());
+  AdvanceTime(9999ms);
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
+  AdvanceTime(1ms);
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
+}
+
+TEST_F(LeaderTest, HeartbeatDeadline_NotWatchedAfterShutdown) {
+  Spawn(Config(1));
+  Reports reports;
+  ASSERT_TRUE(Register("worker", 0, 5, Agent(&reports)).ok());
+  ASSERT_THAT((TaskCall<proto::ShutdownTaskResponse, proto::ShutdownTaskRequest>("worker", 0)),
+              IsOk());
+  AdvanceTime(1h);
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_DISCONNECTED);
+}
+
 TEST_F(LeaderTest, Heartbeat_AfterShutdown_AcceptedForGracePeriodOnly) {
   Spawn(Config(1));
   Reports reports;

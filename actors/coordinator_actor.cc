@@ -18,7 +18,7 @@ absl::StatusOr<TaskActor> Route(CoordinatorPointer self, absl::string_view what,
                                 const proto::CoordinatedTask& task) {
   auto it = self->state.tasks.find(TaskName(task));
   if (it == self->state.tasks.end()) return UnknownTaskError(what, task);
-  return it->second;
+  return it->second.actor;
 }
 
 caf::result<proto::GetTaskStateResponse> GetTaskState(CoordinatorPointer self,
@@ -31,11 +31,9 @@ caf::result<proto::GetTaskStateResponse> GetTaskState(CoordinatorPointer self,
     if (info == nullptr) return ToError(UnknownTaskError("GetTaskState for unknown task ", task));
     auto* out = response.add_task_state();
     *out = *info;
-    auto beat = st.last_heartbeat.find(TaskName(task));
+    const auto& beat = st.tasks.at(TaskName(task)).last_heartbeat;
     out->set_last_heartbeat_age_ms(
-        beat == st.last_heartbeat.end()
-            ? -1
-            : std::chrono::duration_cast<std::chrono::milliseconds>(now - beat->second).count());
+        beat ? std::chrono::duration_cast<std::chrono::milliseconds>(now - *beat).count() : -1);
   }
   return response;
 }
@@ -117,29 +115,35 @@ caf::result<proto::RegisterTaskResponse> RegisterTask(CoordinatorPointer self,
 caf::result<proto::HeartbeatResponse> Heartbeat(CoordinatorPointer self,
                                                 const proto::HeartbeatRequest& request) {
   auto& st = self->state;
-  std::string name = TaskName(request.source_task());
-  auto it = st.tasks.find(name);
+  auto it = st.tasks.find(TaskName(request.source_task()));
   if (it == st.tasks.end()) {
     return ToError(
         UnknownTaskError("Unexpected heartbeat request from task: ", request.source_task()));
   }
-  st.last_heartbeat[std::move(name)] = self->clock().now();
-  return self->delegate(st.heartbeats, request, it->second);
+  it->second.last_heartbeat = self->clock().now();
+  return self->delegate(st.heartbeats, request, it->second.index, it->second.actor);
 }
 
-caf::result<proto::HeartbeatBatchResponse> HeartbeatBatch(
-    CoordinatorPointer self, const proto::HeartbeatBatchRequest& request) {
+caf::result<proto::HeartbeatBatchResponse> HeartbeatBatch(CoordinatorPointer self,
+                                                          proto::HeartbeatBatchRequest& request) {
   auto& st = self->state;
   auto now = self->clock().now();
+  std::vector<uint32_t> slots;
   std::vector<TaskActor> actors;
+  slots.reserve(request.beats_size());
   actors.reserve(request.beats_size());
   for (const auto& beat : request.beats()) {
-    std::string name = TaskName(beat.source_task());
-    auto it = st.tasks.find(name);
-    actors.push_back(it == st.tasks.end() ? TaskActor{} : it->second);
-    if (it != st.tasks.end()) st.last_heartbeat[std::move(name)] = now;
+    auto it = st.tasks.find(TaskName(beat.source_task()));
+    if (it == st.tasks.end()) {
+      slots.push_back(kNoTaskSlot);
+      actors.emplace_back();
+      continue;
+    }
+    it->second.last_heartbeat = now;
+    slots.push_back(it->second.index);
+    actors.push_back(it->second.actor);
   }
-  return self->delegate(st.heartbeats, request, std::move(actors));
+  return self->delegate(st.heartbeats, std::move(request), std::move(slots), std::move(actors));
 }
 
 caf::result<proto::ShutdownTaskResponse> ShutdownTask(CoordinatorPointer self,
@@ -214,7 +218,7 @@ CoordinatorActor::behavior_type CoordinatorBehavior(CoordinatorPointer self,
         return RegisterTask(self, request, agent);
       },
       [=](const proto::HeartbeatRequest& request) { return Heartbeat(self, request); },
-      [=](const proto::HeartbeatBatchRequest& request) { return HeartbeatBatch(self, request); },
+      [=](proto::HeartbeatBatchRequest& request) { return HeartbeatBatch(self, request); },
       [=](const proto::WaitForAllTasksRequest& request) { return WaitForAllTasks(self, request); },
       [=](const proto::ShutdownTaskRequest& request) { return ShutdownTask(self, request); },
       [=](const proto::ResetTaskRequest& request) {

@@ -37,8 +37,8 @@ std::vector<proto::CoordinatedTask> ShutdownParticipants(CoordinatorPointer self
 
 void SetAllTasksError(CoordinatorPointer self, const absl::Status& status) {
   caf::error error = ToError(status);
-  for (const auto& [name, actor] : self->state.tasks)
-    self->send(actor, set_error_atom::value, error);
+  for (const auto& [name, slot] : self->state.tasks)
+    self->send(slot.actor, set_error_atom::value, error);
 }
 
 void PropagateToAll(CoordinatorPointer self, const absl::Status& status) {
@@ -87,7 +87,7 @@ void OnBarrierDone(CoordinatorPointer self, const std::string& id, int64_t count
   } else if (id == st.shutdown_barrier_id) {
     if (status.ok()) {
       for (const auto& task : ShutdownParticipants(self)) {
-        self->send(st.tasks.at(TaskName(task)), disconnect_atom::value);
+        self->send(st.tasks.at(TaskName(task)).actor, disconnect_atom::value);
       }
     } else {
       absl::Status failed = ShutdownFailed(status);

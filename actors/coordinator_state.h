@@ -27,17 +27,23 @@ struct JobStateWatch {
   caf::typed_response_promise<proto::WatchJobStateResponse> promise;
 };
 
+// A configured task as the coordinator routes to it.
+struct TaskSlot {
+  TaskActor actor;     // the current task actor (replaced when it is restarted)
+  uint32_t index = 0;  // dense, fixed at start: the task's slot in the heartbeat monitor
+  std::optional<caf::actor_clock::time_point> last_heartbeat;
+};
+
 struct CoordinatorState {
   static inline const char* name = "muster.coordinator";
   CoordinatorOptions options;
   caf::timespan heartbeat_timeout{0};
   caf::timespan connection_loss_grace{0};
   ClusterView view;
-  absl::flat_hash_map<std::string, TaskActor> tasks;                    // by task name
+  absl::flat_hash_map<std::string, TaskSlot> tasks;                     // by task name
   absl::flat_hash_map<caf::actor_addr, proto::CoordinatedTask> owners;  // task actor -> task
   // The agents of connected tasks, by task name.
   absl::flat_hash_map<std::string, std::pair<proto::CoordinatedTask, AgentActor>> agents;
-  absl::flat_hash_map<std::string, caf::actor_clock::time_point> last_heartbeat;
   HeartbeatMonitorActor heartbeats;  // linked; holds the deadlines of connected tasks
   int64_t version = 0;  // bumped on every task state change
   std::vector<JobStateWatch> watches;

@@ -41,7 +41,7 @@ void FailJob(CoordinatorPointer self, const absl::Status& status,
   caf::error error = ToError(status);
   for (const auto& task : self->state.view.tasks()) {
     if (task.job_name() != failed.job_name() || SameTask(task, failed)) continue;
-    self->send(self->state.tasks.at(TaskName(task)), set_error_atom::value, error);
+    self->send(self->state.tasks.at(TaskName(task)).actor, set_error_atom::value, error);
   }
 }
 
@@ -88,7 +88,9 @@ void SpawnTask(CoordinatorPointer self, const proto::CoordinatedTask& task,
   self->monitor(actor);
   st.children->push_back(caf::actor_cast<caf::actor>(actor));
   st.owners[actor.address()] = task;
-  st.tasks[TaskName(task)] = std::move(actor);
+  auto [slot, added] = st.tasks.try_emplace(TaskName(task));
+  if (added) slot->second.index = static_cast<uint32_t>(st.tasks.size() - 1);
+  slot->second.actor = std::move(actor);
 }
 
 proto::WatchJobStateResponse JobState(CoordinatorPointer self, const std::string& job) {
@@ -108,14 +110,14 @@ void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo&
   if (!st.view.Update(info)) return;
   std::string name = TaskName(info.task());
   if (info.state() == proto::TASKSTATE_CONNECTED) {
-    self->send(st.heartbeats, hb_watch_atom::value, info.task(), info.incarnation(),
-               st.tasks.at(name));
+    const TaskSlot& slot = st.tasks.at(name);
+    self->send(st.heartbeats, hb_watch_atom::value, slot.index, info.incarnation(), slot.actor);
     st.agents[name] = {info.task(), agent};
     if (st.cluster_error && !st.view.IsRecoverable(info.task())) {
       self->send(agent, ErrorReport(*st.cluster_error, info.task()));
     }
   } else {
-    self->send(st.heartbeats, hb_unwatch_atom::value, info.task());
+    self->send(st.heartbeats, hb_unwatch_atom::value, st.tasks.at(name).index);
     st.agents.erase(name);
   }
   ++st.version;

@@ -22,33 +22,30 @@ void HeartbeatDeadlines::Push(uint32_t slot, TimePoint now) {
   }
 }
 
-void HeartbeatDeadlines::Watch(const std::string& name, uint64_t incarnation, TaskActor actor,
+void HeartbeatDeadlines::Watch(uint32_t slot, uint64_t incarnation, TaskActor actor,
                                TimePoint now) {
-  auto [it, inserted] = slots_.try_emplace(name, static_cast<uint32_t>(entries_.size()));
-  if (inserted) entries_.emplace_back();
-  Entry& entry = entries_[it->second];
+  if (slot >= entries_.size()) entries_.resize(slot + 1);
+  Entry& entry = entries_[slot];
   if (!entry.watched) ++watched_;
   entry.watched = true;
   entry.incarnation = incarnation;
   entry.actor = std::move(actor);
-  Push(it->second, now);
+  Push(slot, now);
 }
 
-void HeartbeatDeadlines::Unwatch(const std::string& name) {
-  auto it = slots_.find(name);
-  if (it == slots_.end() || !entries_[it->second].watched) return;
-  Entry& entry = entries_[it->second];
+void HeartbeatDeadlines::Unwatch(uint32_t slot) {
+  if (slot >= entries_.size() || !entries_[slot].watched) return;
+  Entry& entry = entries_[slot];
   entry.watched = false;
   entry.actor = nullptr;
   --watched_;
 }
 
-bool HeartbeatDeadlines::Beat(const std::string& name, uint64_t incarnation, TimePoint now) {
-  auto it = slots_.find(name);
-  if (it == slots_.end()) return false;
-  const Entry& entry = entries_[it->second];
+bool HeartbeatDeadlines::Beat(uint32_t slot, uint64_t incarnation, TimePoint now) {
+  if (slot >= entries_.size()) return false;
+  const Entry& entry = entries_[slot];
   if (!entry.watched || entry.incarnation != incarnation) return false;
-  Push(it->second, now);
+  Push(slot, now);
   return true;
 }
 

@@ -2,16 +2,15 @@
 // "last beat + timeout" with one timeout, so deadlines are ordered as beats arrive: records go
 // to the back of a FIFO and a beat only appends (O(1)); a record whose task has beaten since
 // (or is no longer watched) is stale and dropped when it reaches the front. The FIFO is
-// compacted when stale records outnumber live ones, so memory stays O(watched tasks).
+// compacted when stale records outnumber live ones, so memory stays O(watched tasks). Tasks are
+// named by their slot: the coordinator's dense index of the configured task.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <optional>
-#include <string>
 #include <vector>
 
-#include <absl/container/flat_hash_map.h>
 #include <caf/actor_clock.hpp>
 
 #include "muster/actors/task_actor.h"
@@ -28,12 +27,12 @@ class HeartbeatDeadlines {
 
   explicit HeartbeatDeadlines(caf::timespan timeout) : timeout_(timeout) {}
 
-  // Starts (or restarts) watching the task `name`: its deadline is now + timeout.
-  void Watch(const std::string& name, uint64_t incarnation, TaskActor actor, TimePoint now);
-  void Unwatch(const std::string& name);
-  // Moves the deadline of `name` to now + timeout if it is watched with this incarnation;
+  // Starts (or restarts) watching the task in `slot`: its deadline is now + timeout.
+  void Watch(uint32_t slot, uint64_t incarnation, TaskActor actor, TimePoint now);
+  void Unwatch(uint32_t slot);
+  // Moves the deadline of `slot` to now + timeout if it is watched with this incarnation;
   // returns false (and changes nothing) otherwise.
-  bool Beat(const std::string& name, uint64_t incarnation, TimePoint now);
+  bool Beat(uint32_t slot, uint64_t incarnation, TimePoint now);
   // Stops watching, and returns, every task whose deadline is <= now.
   std::vector<Expired> TakeExpired(TimePoint now);
   // The earliest deadline of a watched task.
@@ -60,8 +59,7 @@ class HeartbeatDeadlines {
   void DropStaleFront();
 
   caf::timespan timeout_;
-  absl::flat_hash_map<std::string, uint32_t> slots_;  // task name -> index into entries_
-  std::vector<Entry> entries_;
+  std::vector<Entry> entries_;  // by slot
   std::deque<Record> records_;
   size_t watched_ = 0;
 };

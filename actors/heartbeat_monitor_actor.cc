@@ -9,7 +9,6 @@
 #include "muster/actors/cluster_view.h"
 #include "muster/actors/heartbeat_deadlines.h"
 #include "muster/messages/status_codec.h"
-#include "muster/messages/task_name.h"
 
 namespace muster {
 namespace {
@@ -43,43 +42,53 @@ void OnDeadline(MonitorPointer self) {
   Arm(self);
 }
 
-bool Beat(MonitorPointer self, const proto::HeartbeatRequest& beat) {
-  return self->state.deadlines->Beat(TaskName(beat.source_task()), beat.incarnation(),
-                                     self->clock().now());
-}
-
 // The answer to a batch, delivered once the beats handed to task actors are answered.
 struct PendingBatch {
   proto::HeartbeatBatchResponse response;
+  std::vector<proto::HeartbeatFailure> failures;
   caf::typed_response_promise<proto::HeartbeatBatchResponse> promise;
   size_t waiting = 0;
+  void Fail(int index, const proto::CoordinatedTask& task, const absl::Status& status) {
+    proto::HeartbeatFailure failure;
+    failure.set_index(index);
+    *failure.mutable_task() = task;
+    SetStatusFields(status, &failure);
+    failures.push_back(std::move(failure));
+  }
   void Done() {
-    if (--waiting == 0) promise.deliver(std::move(response));
+    if (--waiting > 0) return;
+    std::sort(failures.begin(), failures.end(),
+              [](const auto& a, const auto& b) { return a.index() < b.index(); });
+    for (auto& failure : failures) *response.add_failures() = std::move(failure);
+    promise.deliver(std::move(response));
   }
 };
 
 caf::result<proto::HeartbeatBatchResponse> BeatAll(MonitorPointer self,
                                                    const proto::HeartbeatBatchRequest& batch,
+                                                   const std::vector<uint32_t>& slots,
                                                    const std::vector<TaskActor>& actors) {
+  auto& st = self->state;
+  auto now = self->clock().now();
   auto pending = std::make_shared<PendingBatch>();
-  pending->response.set_leader_incarnation(self->state.leader_incarnation);
+  pending->response.set_leader_incarnation(st.leader_incarnation);
   pending->waiting = 1;  // released below, after the loop
   for (int i = 0; i < batch.beats_size(); ++i) {
     const auto& beat = batch.beats(i);
-    auto* result = pending->response.add_results();
-    *result->mutable_task() = beat.source_task();
-    if (Beat(self, beat)) continue;
-    if (static_cast<size_t>(i) >= actors.size() || !actors[i]) {
-      SetStatusFields(UnknownTaskError("Unexpected heartbeat request from task: ",
-                                       beat.source_task()),
-                      result);
+    size_t at = static_cast<size_t>(i);
+    uint32_t slot = at < slots.size() ? slots[at] : kNoTaskSlot;
+    if (slot != kNoTaskSlot && st.deadlines->Beat(slot, beat.incarnation(), now)) continue;
+    if (slot == kNoTaskSlot || at >= actors.size() || !actors[at]) {
+      pending->Fail(i, beat.source_task(),
+                    UnknownTaskError("Unexpected heartbeat request from task: ",
+                                     beat.source_task()));
       continue;
     }
     ++pending->waiting;
-    self->request(actors[i], caf::infinite, beat)
+    self->request(actors[at], caf::infinite, beat)
         .then([pending](const proto::HeartbeatResponse&) { pending->Done(); },
-              [pending, i](caf::error& error) {
-                SetStatusFields(ToStatus(error), pending->response.mutable_results(i));
+              [pending, i, task = beat.source_task()](caf::error& error) {
+                pending->Fail(i, task, ToStatus(error));
                 pending->Done();
               });
   }
@@ -95,27 +104,27 @@ HeartbeatMonitorActor::behavior_type MonitorBehavior(MonitorPointer self,
   self->state.leader_incarnation = leader_incarnation;
   self->state.deadlines.emplace(timeout);
   return {
-      [=](const proto::HeartbeatRequest& beat,
+      [=](const proto::HeartbeatRequest& beat, uint32_t slot,
           const TaskActor& actor) -> caf::result<proto::HeartbeatResponse> {
-        if (!Beat(self, beat)) return self->delegate(actor, beat);
+        if (!self->state.deadlines->Beat(slot, beat.incarnation(), self->clock().now())) {
+          return self->delegate(actor, beat);
+        }
         proto::HeartbeatResponse ok;
         ok.set_leader_incarnation(self->state.leader_incarnation);
         Arm(self);
         return ok;
       },
-      [=](const proto::HeartbeatBatchRequest& batch, const std::vector<TaskActor>& actors) {
-        auto result = BeatAll(self, batch, actors);
+      [=](const proto::HeartbeatBatchRequest& batch, const std::vector<uint32_t>& slots,
+          const std::vector<TaskActor>& actors) {
+        auto result = BeatAll(self, batch, slots, actors);
         Arm(self);
         return result;
       },
-      [=](hb_watch_atom, const proto::CoordinatedTask& task, uint64_t incarnation,
-          const TaskActor& actor) {
-        self->state.deadlines->Watch(TaskName(task), incarnation, actor, self->clock().now());
+      [=](hb_watch_atom, uint32_t slot, uint64_t incarnation, const TaskActor& actor) {
+        self->state.deadlines->Watch(slot, incarnation, actor, self->clock().now());
         Arm(self);
       },
-      [=](hb_unwatch_atom, const proto::CoordinatedTask& task) {
-        self->state.deadlines->Unwatch(TaskName(task));
-      },
+      [=](hb_unwatch_atom, uint32_t slot) { self->state.deadlines->Unwatch(slot); },
       [=](deadline_atom) { OnDeadline(self); },
   };
 }

@@ -1,6 +1,7 @@
 // The heartbeat monitor: one actor, linked to the coordinator, that holds the liveness deadline
 // of every connected task and answers their heartbeats. The coordinator routes each heartbeat
-// (or batch of heartbeats) here together with the task's actor; a beat of a watched task with
+// (or batch of heartbeats) here with the task's slot (its dense index of the configured task)
+// and the task's actor; a beat of a watched task with
 // the registered incarnation moves its deadline to now + timeout and is answered at once. Any
 // other beat (task not connected, other incarnation) goes to the task actor, which owns the
 // task's state and answers with the reference's errors. When a deadline passes without a beat,
@@ -17,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include <caf/typed_actor.hpp>
@@ -27,17 +29,20 @@
 
 namespace muster {
 
+// The slot of a task the coordinator does not know.
+inline constexpr uint32_t kNoTaskSlot = std::numeric_limits<uint32_t>::max();
+
 using HeartbeatMonitorActor = caf::typed_actor<
-    // One heartbeat and the task actor of its task (which answers what the monitor cannot).
-    caf::replies_to<proto::HeartbeatRequest, TaskActor>::with<proto::HeartbeatResponse>,
-    // A batch: actors[i] is the task actor of beats[i], or invalid for an unknown task (whose
-    // result is InvalidArgument). Never fails as a whole.
-    caf::replies_to<proto::HeartbeatBatchRequest, std::vector<TaskActor>>::with<
-        proto::HeartbeatBatchResponse>,
-    // The task connected with this incarnation: its deadline is now + timeout.
-    caf::reacts_to<hb_watch_atom, proto::CoordinatedTask, uint64_t, TaskActor>,
-    // The task left CONNECTED: no deadline any more.
-    caf::reacts_to<hb_unwatch_atom, proto::CoordinatedTask>,
+    // One heartbeat, its task's slot and task actor (which answers what the monitor cannot).
+    caf::replies_to<proto::HeartbeatRequest, uint32_t, TaskActor>::with<proto::HeartbeatResponse>,
+    // A batch: slots[i] and actors[i] belong to beats[i]; kNoTaskSlot for an unknown task (its
+    // failure is InvalidArgument). Never fails as a whole.
+    caf::replies_to<proto::HeartbeatBatchRequest, std::vector<uint32_t>,
+                    std::vector<TaskActor>>::with<proto::HeartbeatBatchResponse>,
+    // The task in this slot connected with this incarnation: its deadline is now + timeout.
+    caf::reacts_to<hb_watch_atom, uint32_t, uint64_t, TaskActor>,
+    // The task in this slot left CONNECTED: no deadline any more.
+    caf::reacts_to<hb_unwatch_atom, uint32_t>,
     // Timer: the oldest deadline is due.
     caf::reacts_to<deadline_atom>>;
 

@@ -15,6 +15,7 @@
 #include "muster/messages/incarnation.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
+#include "muster/net/heartbeat_batcher_actor.h"
 
 namespace muster::bench {
 namespace {
@@ -74,6 +75,7 @@ AgentActor::behavior_type Agent(AgentActor::pointer self, caf::actor sink) {
 
 struct TaskState {
   CoordinatorActor leader;
+  HeartbeatBatcherActor batcher;  // heartbeats go through it when set
   proto::CoordinatedTask task;
   uint64_t incarnation = 0;
   caf::actor collector;
@@ -155,17 +157,24 @@ void Beat(TaskPointer self, caf::actor_clock::time_point end) {
   proto::HeartbeatRequest request;
   *request.mutable_source_task() = self->state.task;
   request.set_incarnation(self->state.incarnation);
-  self->request(self->state.leader, std::chrono::seconds(5), request)
-      .then([=](const proto::HeartbeatResponse&) { ++self->state.ok; },
-            [=](caf::error&) { ++self->state.errors; });
+  auto on_ok = [=](const proto::HeartbeatResponse&) { ++self->state.ok; };
+  auto on_error = [=](caf::error&) { ++self->state.errors; };
+  if (self->state.batcher) {
+    self->request(self->state.batcher, std::chrono::seconds(5), request, self->state.leader)
+        .then(on_ok, on_error);
+  } else {
+    self->request(self->state.leader, std::chrono::seconds(5), request).then(on_ok, on_error);
+  }
   self->delayed_send(self, std::chrono::seconds(1), caf::tick_atom::value, end);
 }
 
-// Registers (values: none), then on go_atom heartbeats once a second after `phase` until `end`.
+// Registers (values: none), then on go_atom heartbeats once a second after `phase` until `end`,
+// through `batcher` when it is set.
 caf::behavior HeartbeatTask(TaskPointer self, CoordinatorActor leader, int64_t id, AgentActor agent,
-                            caf::actor registered, caf::actor finished, caf::timespan phase,
-                            caf::timespan duration) {
+                            HeartbeatBatcherActor batcher, caf::actor registered,
+                            caf::actor finished, caf::timespan phase, caf::timespan duration) {
   InitTask(self, std::move(leader), id, std::move(registered));
+  self->state.batcher = std::move(batcher);
   Register(self, agent, [=] { Done(self); });
   return {
       [=](go_atom) {
@@ -228,13 +237,17 @@ int RunHeartbeatClient(caf::actor_system& system, const ClientArgs& args) {
   std::vector<AgentActor> agents;
   std::vector<caf::actor> tasks;
   auto duration = caf::timespan{args.duration_ms * 1'000'000};
+  // Variant "batched": the process's tasks heartbeat through one batcher, as agents that share
+  // AgentOptions::heartbeat_batcher do.
+  HeartbeatBatcherActor batcher;
+  if (args.variant == "batched") batcher = SpawnHeartbeatBatcher(system);
   for (size_t i = 0; i < count; ++i) {
     // Phases spread the tasks of all processes evenly over the second.
     auto phase =
         caf::timespan{(args.First() + static_cast<int64_t>(i)) * 1'000'000'000 / args.param};
     agents.push_back(system.spawn(Agent, caf::actor{}));
     tasks.push_back(system.spawn(HeartbeatTask, leader, args.First() + static_cast<int64_t>(i),
-                                 agents.back(), registered, finished, phase, duration));
+                                 agents.back(), batcher, registered, finished, phase, duration));
   }
   Collect(system, registered);
   Emit("ready");

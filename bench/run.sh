@@ -149,6 +149,8 @@ long_workloads() {
     run "$pin" 1 tcp "" failure 64 90 "--trials=$TRIALS"
   fi
   if wants heartbeat && [ "$pin" = unpinned ]; then
+    run "$pin" 1 muster batched heartbeat "$BIG" $((WINDOW / 1000 + 60)) "--window_ms=$WINDOW" \
+      "--duration_ms=$((WINDOW + 5000))"
     run "$pin" 1 muster "" heartbeat "$BIG" $((WINDOW / 1000 + 60)) "--window_ms=$WINDOW" \
       "--duration_ms=$((WINDOW + 5000))"
     run "$pin" 1 tcp "" heartbeat "$BIG" $((WINDOW / 1000 + 60)) "--window_ms=$WINDOW" \

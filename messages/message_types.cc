@@ -26,7 +26,7 @@ void AddMessageTypes(caf::actor_system_config& cfg) {
       // Task lifecycle.
       proto::RegisterTaskRequest, proto::RegisterTaskResponse, proto::HeartbeatRequest,
       proto::HeartbeatResponse, proto::HeartbeatBatchRequest, proto::HeartbeatBatchResponse,
-      proto::HeartbeatResult, proto::WaitForAllTasksRequest, proto::WaitForAllTasksResponse,
+      proto::HeartbeatFailure, proto::WaitForAllTasksRequest, proto::WaitForAllTasksResponse,
       proto::ShutdownTaskRequest, proto::ShutdownTaskResponse, proto::ResetTaskRequest,
       proto::ResetTaskResponse, proto::ReportErrorToTaskRequest, proto::ReportErrorToTaskResponse,
       proto::ReportErrorToServiceRequest, proto::ReportErrorToServiceResponse,

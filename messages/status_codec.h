@@ -55,7 +55,7 @@ absl::Status MakeStatus(int code, absl::string_view message,
                         const proto::CoordinationServiceError* payload);
 
 // Writes `status` into the error fields (error_code, error_message, error_payload) of a message
-// such as CoordinatedTaskStateInfo, ReportErrorToTaskRequest or HeartbeatResult.
+// such as CoordinatedTaskStateInfo, ReportErrorToTaskRequest or HeartbeatFailure.
 template <class Message>
 void SetStatusFields(const absl::Status& status, Message* out) {
   out->set_error_code(static_cast<int32_t>(status.code()));

@@ -60,6 +60,7 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(caf::actor_system& system,
   config.incarnation = options.incarnation;
   config.leader = *leader;
   config.local_leader = options.local_leader;
+  config.heartbeat_batcher = options.heartbeat_batcher;
   config.heartbeat_timeout = ToSpan(options.heartbeat_timeout);
   config.shutdown_barrier_timeout = ToSpan(options.shutdown_barrier_timeout);
   config.rpc_timeout = ToSpan(options.rpc_timeout);

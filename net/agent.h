@@ -26,6 +26,7 @@
 #include <caf/actor_system.hpp>
 
 #include "muster/net/agent_actor.h"
+#include "muster/net/heartbeat_batcher_actor.h"
 #include "muster/net/node_config.h"
 #include "muster/proto/coordination_service.pb.h"
 
@@ -53,6 +54,9 @@ struct AgentOptions {
   // Set to use a leader running in the same process instead of `leader` (e.g. task 0 hosting
   // the coordinator).
   CoordinatorActor local_leader;
+  // Set (to one SpawnHeartbeatBatcher per process) when a process hosts several tasks: their
+  // heartbeats then reach the leader as one message per batching window.
+  HeartbeatBatcherActor heartbeat_batcher;
 };
 
 // The actor-system options a worker should use: Muster's message types, low-latency

@@ -120,24 +120,28 @@ void OnBeat(AgentPointer self, uint64_t generation) {
   proto::HeartbeatRequest beat;
   *beat.mutable_source_task() = st.config.task;
   beat.set_incarnation(st.config.incarnation);
-  self->request(st.leader, st.config.heartbeat_timeout / 2, beat)
-      .then(
-          [self](const proto::HeartbeatResponse& response) {
-            auto& st = self->state;
-            st.last_heartbeat_ok = self->clock().now();
-            if (response.leader_incarnation() != st.leader_incarnation) {
-              SetError(self, absl::AbortedError(absl::StrCat(
-                                 "Leader incarnation ID mismatch: the Muster leader at ",
-                                 LeaderAddress(self), " has restarted; restart this task.")));
-            }
-          },
-          [self](caf::error& error) {
-            absl::Status status = ToStatus(error);
-            auto silent = self->clock().now() - self->state.last_heartbeat_ok;
-            if (GetCoordinationError(status) || silent >= self->state.config.heartbeat_timeout) {
-              SetError(self, status);
-            }
-          });
+  auto on_reply = [self](const proto::HeartbeatResponse& response) {
+    auto& st = self->state;
+    st.last_heartbeat_ok = self->clock().now();
+    if (response.leader_incarnation() != st.leader_incarnation) {
+      SetError(self, absl::AbortedError(
+                         absl::StrCat("Leader incarnation ID mismatch: the Muster leader at ",
+                                      LeaderAddress(self), " has restarted; restart this task.")));
+    }
+  };
+  auto on_error = [self](caf::error& error) {
+    absl::Status status = ToStatus(error);
+    auto silent = self->clock().now() - self->state.last_heartbeat_ok;
+    if (GetCoordinationError(status) || silent >= self->state.config.heartbeat_timeout) {
+      SetError(self, status);
+    }
+  };
+  auto timeout = st.config.heartbeat_timeout / 2;
+  if (st.config.heartbeat_batcher) {
+    self->request(st.config.heartbeat_batcher, timeout, beat, st.leader).then(on_reply, on_error);
+  } else {
+    self->request(st.leader, timeout, beat).then(on_reply, on_error);
+  }
   ScheduleBeat(self);
 }
 

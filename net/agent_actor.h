@@ -23,6 +23,7 @@
 
 #include "muster/messages/atoms.h"
 #include "muster/messages/interfaces.h"
+#include "muster/net/heartbeat_batcher_actor.h"
 #include "muster/net/leader_connector_actor.h"
 
 namespace muster {
@@ -42,6 +43,8 @@ struct AgentConfig {
   // A leader in the same process (address and connector unused when set).
   CoordinatorActor local_leader;
   caf::timespan heartbeat_timeout = std::chrono::seconds(10);
+  // When set, heartbeats go through this process's batcher instead of straight to the leader.
+  HeartbeatBatcherActor heartbeat_batcher;
   caf::timespan shutdown_barrier_timeout = std::chrono::seconds(10);
   // Timeout of requests that do not block at the leader.
   caf::timespan rpc_timeout = std::chrono::seconds(30);

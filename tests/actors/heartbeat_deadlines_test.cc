@@ -19,7 +19,7 @@ std::vector<uint64_t> Incarnations(const std::vector<HeartbeatDeadlines::Expired
 
 TEST(HeartbeatDeadlinesTest, Watch_ExpiresExactlyAtTimeout) {
   HeartbeatDeadlines deadlines(10s);
-  deadlines.Watch("a", 1, TaskActor{}, kStart);
+  deadlines.Watch(0, 1, TaskActor{}, kStart);
   EXPECT_EQ(deadlines.Next(), kStart + 10s);
   EXPECT_TRUE(deadlines.TakeExpired(kStart + 10s - 1ns).empty());
   EXPECT_EQ(Incarnations(deadlines.TakeExpired(kStart + 10s)), std::vector<uint64_t>{1});
@@ -29,9 +29,9 @@ TEST(HeartbeatDeadlinesTest, Watch_ExpiresExactlyAtTimeout) {
 
 TEST(HeartbeatDeadlinesTest, Beat_MovesOnlyThatTasksDeadline) {
   HeartbeatDeadlines deadlines(10s);
-  deadlines.Watch("a", 1, TaskActor{}, kStart);
-  deadlines.Watch("b", 2, TaskActor{}, kStart + 1s);
-  ASSERT_TRUE(deadlines.Beat("a", 1, kStart + 5s));
+  deadlines.Watch(0, 1, TaskActor{}, kStart);
+  deadlines.Watch(1, 2, TaskActor{}, kStart + 1s);
+  ASSERT_TRUE(deadlines.Beat(0, 1, kStart + 5s));
   EXPECT_EQ(deadlines.Next(), kStart + 11s);  // b's; a's first record is stale
   EXPECT_EQ(Incarnations(deadlines.TakeExpired(kStart + 14s)), std::vector<uint64_t>{2});
   EXPECT_EQ(Incarnations(deadlines.TakeExpired(kStart + 15s)), std::vector<uint64_t>{1});
@@ -39,20 +39,20 @@ TEST(HeartbeatDeadlinesTest, Beat_MovesOnlyThatTasksDeadline) {
 
 TEST(HeartbeatDeadlinesTest, Beat_OtherIncarnationOrUnwatched_Rejected) {
   HeartbeatDeadlines deadlines(10s);
-  EXPECT_FALSE(deadlines.Beat("a", 1, kStart));
-  deadlines.Watch("a", 1, TaskActor{}, kStart);
-  EXPECT_FALSE(deadlines.Beat("a", 2, kStart + 1s));
-  deadlines.Unwatch("a");
-  EXPECT_FALSE(deadlines.Beat("a", 1, kStart + 2s));
+  EXPECT_FALSE(deadlines.Beat(0, 1, kStart));
+  deadlines.Watch(0, 1, TaskActor{}, kStart);
+  EXPECT_FALSE(deadlines.Beat(0, 2, kStart + 1s));
+  deadlines.Unwatch(0);
+  EXPECT_FALSE(deadlines.Beat(0, 1, kStart + 2s));
   EXPECT_TRUE(deadlines.TakeExpired(kStart + 1h).empty());
   EXPECT_EQ(deadlines.watched(), 0u);
 }
 
 TEST(HeartbeatDeadlinesTest, Rewatch_NewIncarnationReplacesTheOldDeadline) {
   HeartbeatDeadlines deadlines(10s);
-  deadlines.Watch("a", 1, TaskActor{}, kStart);
-  deadlines.Unwatch("a");
-  deadlines.Watch("a", 2, TaskActor{}, kStart + 3s);
+  deadlines.Watch(0, 1, TaskActor{}, kStart);
+  deadlines.Unwatch(0);
+  deadlines.Watch(0, 2, TaskActor{}, kStart + 3s);
   EXPECT_TRUE(deadlines.TakeExpired(kStart + 12s).empty());
   EXPECT_EQ(Incarnations(deadlines.TakeExpired(kStart + 13s)), std::vector<uint64_t>{2});
   EXPECT_EQ(deadlines.watched(), 0u);
@@ -60,10 +60,10 @@ TEST(HeartbeatDeadlinesTest, Rewatch_NewIncarnationReplacesTheOldDeadline) {
 
 TEST(HeartbeatDeadlinesTest, ManyBeats_RecordsStayProportionalToWatchedTasks) {
   HeartbeatDeadlines deadlines(10s);
-  for (int i = 0; i < 100; ++i) deadlines.Watch("t" + std::to_string(i), 1, TaskActor{}, kStart);
+  for (int i = 0; i < 100; ++i) deadlines.Watch(static_cast<uint32_t>(i), 1, TaskActor{}, kStart);
   for (int round = 1; round <= 1000; ++round) {
     for (int i = 0; i < 100; ++i) {
-      ASSERT_TRUE(deadlines.Beat("t" + std::to_string(i), 1, kStart + round * 1ms));
+      ASSERT_TRUE(deadlines.Beat(static_cast<uint32_t>(i), 1, kStart + round * 1ms));
     }
   }
   EXPECT_LE(deadlines.records(), 2u * 100 + 1024 + 1);

@@ -159,16 +159,18 @@ TEST_F(LeaderTest, HeartbeatBatch_EachBeatAnsweredLikeAHeartbeat) {
   auto reply = Call<proto::HeartbeatBatchResponse>(leader_, batch);
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_EQ(reply->leader_incarnation(), 77u);
-  ASSERT_EQ(reply->results_size(), 4);
-  EXPECT_EQ(TaskName(reply->results(0).task()), "/job:worker/task:0");
-  EXPECT_THAT(StatusFromFields(reply->results(0)), IsOk());
-  EXPECT_THAT(StatusFromFields(reply->results(1)),
+  ASSERT_EQ(reply->failures_size(), 3);  // beat 0 was accepted
+  EXPECT_EQ(reply->failures(0).index(), 1);
+  EXPECT_EQ(TaskName(reply->failures(0).task()), "/job:worker/task:9");
+  EXPECT_THAT(StatusFromFields(reply->failures(0)),
               StatusIs(Code::kInvalidArgument, HasSubstr("/job:worker/task:9")));
-  EXPECT_THAT(StatusFromFields(reply->results(2)),
+  EXPECT_EQ(reply->failures(1).index(), 2);
+  EXPECT_THAT(StatusFromFields(reply->failures(1)),
               StatusIs(Code::kInvalidArgument, HasSubstr("must be registered")));
-  EXPECT_THAT(StatusFromFields(reply->results(3)),
+  EXPECT_EQ(reply->failures(2).index(), 3);
+  EXPECT_THAT(StatusFromFields(reply->failures(2)),
               StatusIs(Code::kAborted, HasSubstr("Incarnation ID mismatch")));
-  EXPECT_TRUE(GetCoordinationError(StatusFromFields(reply->results(3))).has_value());
+  EXPECT_TRUE(GetCoordinationError(StatusFromFields(reply->failures(2))).has_value());
   EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
   EXPECT_EQ(State("worker", 1).state(), proto::TASKSTATE_ERROR);
 }

@@ -33,8 +33,9 @@ class AgentActorTest : public DeterministicTest {
     Drain();
   }
 
-  AgentControlActor Spawn(int task) {
+  AgentControlActor Spawn(int task, HeartbeatBatcherActor batcher = {}) {
     AgentConfig config;
+    config.heartbeat_batcher = std::move(batcher);
     config.task = MakeTask("worker", task);
     config.incarnation = 100 + task;
     config.local_leader = leader_;
@@ -101,6 +102,34 @@ TEST_F(AgentActorTest, Heartbeats_KeepTheTaskConnectedPastManyTimeouts) {
   for (int i = 0; i < 12; ++i) AdvanceTime(5s);
   EXPECT_EQ(LeaderState(0), proto::TASKSTATE_CONNECTED);
   EXPECT_TRUE(errors_->empty());
+}
+
+TEST_F(AgentActorTest, HeartbeatsThroughBatcher_KeepTasksConnectedAndReportRestart) {
+  auto batcher = Keep(SpawnHeartbeatBatcher(system_, {.window = 20ms}));
+  auto first = Spawn(0, batcher);
+  auto second = Spawn(1, batcher);
+  ASSERT_THAT(Connect(first), IsOk());
+  ASSERT_THAT(Connect(second), IsOk());
+  for (int i = 0; i < 600; ++i) AdvanceTime(100ms);  // fine steps: each beat waits 20 ms
+  EXPECT_EQ(LeaderState(0), proto::TASKSTATE_CONNECTED);
+  EXPECT_EQ(LeaderState(1), proto::TASKSTATE_CONNECTED);
+  EXPECT_TRUE(errors_->empty());
+}
+
+TEST_F(AgentActorTest, HeartbeatThroughBatcher_TaskFailedAtLeader_ErrorCallback) {
+  auto batcher = Keep(SpawnHeartbeatBatcher(system_, {.window = 20ms}));
+  auto agent = Spawn(0, batcher);
+  ASSERT_THAT(Connect(agent), IsOk());
+  // The task restarts elsewhere: the leader fails the first incarnation.
+  proto::RegisterTaskRequest restarted;
+  *restarted.mutable_source_task() = MakeTask("worker", 0);
+  restarted.set_incarnation(999);
+  ASSERT_FALSE(Call<proto::RegisterTaskResponse>(leader_, restarted, AgentActor{}).ok());
+  AdvanceTime(5s);  // the beat reaches the batcher
+  AdvanceTime(20ms);  // the batch goes out
+  ASSERT_EQ(errors_->size(), 1u);
+  EXPECT_THAT((*errors_)[0], StatusIs(Code::kAborted, HasSubstr("/job:worker/task:0")));
+  EXPECT_EQ(StateOf(agent), AgentState::kError);
 }
 
 TEST_F(AgentActorTest, OtherTaskFails_ErrorCallbackOnceNamingIt) {

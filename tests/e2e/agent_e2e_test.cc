@@ -127,6 +127,32 @@ TEST_F(AgentE2eTest, StoppedWorker_UnavailableAfterHeartbeatTimeoutThenMustReset
   EXPECT_THAT(*reset, HasSubstr("code=OK"));
 }
 
+TEST_F(AgentE2eTest, BatchedHeartbeats_TasksStayUpThenStoppedProcessFailsBoth) {
+  StartLeader({"--jobs=worker=4", "--heartbeat_timeout_ms=1000"});
+  std::vector<std::string> flags = {"--heartbeat_timeout_ms=1000", "--tasks=4",
+                                    "--local_tasks=2"};
+  auto* stopped = StartWorker(0, "batched", flags);
+  auto* alive = StartWorker(2, "batched", flags);
+  ASSERT_TRUE(stopped->WaitForLine("EVENT ready", kBound).ok()) << stopped->output();
+  ASSERT_TRUE(alive->WaitForLine("EVENT ready", kBound).ok()) << alive->output();
+  // Three heartbeat timeouts later every task is still connected.
+  auto states = alive->WaitForLine("EVENT states", kBound);
+  ASSERT_TRUE(states.ok()) << states.status() << alive->output();
+  EXPECT_THAT(*states, ::testing::EndsWith("states TASKSTATE_CONNECTED,TASKSTATE_CONNECTED,"
+                                            "TASKSTATE_CONNECTED,TASKSTATE_CONNECTED,"));
+  int64_t stopped_at = absl::ToUnixMicros(absl::Now());
+  stopped->Signal(SIGSTOP);
+  auto error = alive->WaitForLine("EVENT error", kBound);
+  ASSERT_TRUE(error.ok()) << error.status() << alive->output();
+  EXPECT_THAT(*error, HasSubstr("code=UNAVAILABLE"));
+  EXPECT_THAT(*error, HasSubstr("heartbeat timeout"));
+  EXPECT_THAT(*error, ::testing::ContainsRegex("/job:worker/task:[01]"));
+  std::printf("SIGSTOP of a batching process -> error callback: %.0f ms (timeout 1000 ms)\n",
+              (ErrorTime(*error) - stopped_at) / 1000.0);
+  EXPECT_GE(ErrorTime(*error) - stopped_at, 400'000);  // not before last beat + timeout
+  stopped->Signal(SIGCONT);
+}
+
 TEST_F(AgentE2eTest, KillLeader_CallbacksFireAndPendingCallsReturnUnavailable) {
   StartLeader({"--jobs=worker=2"});
   auto* w0 = StartWorker(0, "pending_get");

@@ -5,7 +5,9 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include <absl/flags/flag.h>
 #include <absl/flags/parse.h>
@@ -24,7 +26,8 @@ ABSL_FLAG(std::string, leader, "127.0.0.1:7400", "leader HOST:PORT");
 ABSL_FLAG(std::string, job, "worker", "job name");
 ABSL_FLAG(int, task, 0, "task id");
 ABSL_FLAG(int, tasks, 1, "tasks in the job (scenario full)");
-ABSL_FLAG(std::string, scenario, "full", "full | wait_error | pending_get | watch | connect | exit_without_shutdown | xla");
+ABSL_FLAG(std::string, scenario, "full", "full | wait_error | pending_get | watch | connect | exit_without_shutdown | xla | batched");
+ABSL_FLAG(int, local_tasks, 2, "tasks hosted by this process, from --task on (scenario batched)");
 ABSL_FLAG(int64_t, heartbeat_timeout_ms, 10'000, "heartbeat timeout");
 ABSL_FLAG(int64_t, register_timeout_ms, 20'000, "connect deadline");
 ABSL_FLAG(bool, recoverable, false, "recoverable task");
@@ -174,6 +177,50 @@ int Xla(caf::actor_system& system) {
   return shutdown.ok() ? 0 : 1;
 }
 
+// Several tasks in this process, heartbeating through one batcher: connect them all, stay up
+// for three heartbeat timeouts, report every task's state at the leader, then wait for an error.
+int Batched(caf::actor_system& system, absl::Duration heartbeat) {
+  const int first = absl::GetFlag(FLAGS_task);
+  auto batcher = muster::SpawnHeartbeatBatcher(system);
+  std::vector<std::unique_ptr<muster::Agent>> agents;
+  absl::Notification error_seen;
+  for (int task = first; task < first + absl::GetFlag(FLAGS_local_tasks); ++task) {
+    auto agent = muster::Agent::Create(
+        system,
+        {.leader = absl::GetFlag(FLAGS_leader),
+         .job_name = absl::GetFlag(FLAGS_job),
+         .task_id = task,
+         .heartbeat_timeout = heartbeat,
+         .register_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_register_timeout_ms)),
+         .heartbeat_batcher = batcher},
+        [&error_seen, task](const absl::Status& error) {
+          Event(absl::StrCat("error task=", task, " at_us=", NowMicros(), " ", Describe(error)));
+          error_seen.Notify();
+        });
+    if (!agent.ok()) return Event("create " + Describe(agent.status())), 1;
+    if (auto s = (*agent)->Connect(); !s.ok()) return Event("connect " + Describe(s)), 1;
+    agents.push_back(std::move(*agent));
+  }
+  Event("ready");
+  absl::SleepFor(3 * heartbeat);
+  std::vector<muster::proto::CoordinatedTask> all;
+  for (int task = 0; task < absl::GetFlag(FLAGS_tasks); ++task) {
+    all.push_back(muster::MakeTask(absl::GetFlag(FLAGS_job), task));
+  }
+  auto states = agents.front()->GetTaskState(all);
+  if (!states.ok()) return Event("states " + Describe(states.status())), 1;
+  std::string names;
+  for (const auto& state : *states) {
+    absl::StrAppend(&names, muster::proto::CoordinatedTaskState_Name(state.state()), ",");
+  }
+  Event("states " + names);
+  bool failed = error_seen.WaitForNotificationWithTimeout(
+      absl::Milliseconds(absl::GetFlag(FLAGS_wait_ms)));
+  if (!failed) Event("no error");
+  agents.clear();
+  return failed ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -186,6 +233,7 @@ int main(int argc, char** argv) {
   absl::Duration heartbeat = absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_timeout_ms));
   muster::NodeConfig cfg(muster::WorkerNodeOptions(heartbeat));
   caf::actor_system system{cfg};
+  if (absl::GetFlag(FLAGS_scenario) == "batched") return Batched(system, heartbeat);
   Worker w;
   muster::AgentOptions options{
       .leader = absl::GetFlag(FLAGS_leader),

@@ -44,7 +44,9 @@ void SetAllTasksError(CoordinatorPointer self, const absl::Status& status) {
 void PropagateToAll(CoordinatorPointer self, const absl::Status& status) {
   proto::ReportErrorToTaskRequest report;
   SetStatusFields(status, &report);
-  for (const auto& [name, connected] : self->state.agents) self->send(connected.second, report);
+  for (const auto& [name, slot] : self->state.tasks) {
+    if (slot.agent) self->send(slot.agent, report);
+  }
 }
 
 absl::Status ShutdownFailed(const absl::Status& barrier) {

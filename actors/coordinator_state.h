@@ -30,7 +30,8 @@ struct JobStateWatch {
 // A configured task as the coordinator routes to it.
 struct TaskSlot {
   TaskActor actor;     // the current task actor (replaced when it is restarted)
-  uint32_t index = 0;  // dense, fixed at start: the task's slot in the heartbeat monitor
+  AgentActor agent;    // while the task is connected
+  uint32_t index = 0;  // its position in ClusterView::tasks(); its heartbeat monitor slot
   std::optional<caf::actor_clock::time_point> last_heartbeat;
 };
 
@@ -41,9 +42,7 @@ struct CoordinatorState {
   caf::timespan connection_loss_grace{0};
   ClusterView view;
   absl::flat_hash_map<std::string, TaskSlot> tasks;                     // by task name
-  absl::flat_hash_map<caf::actor_addr, proto::CoordinatedTask> owners;  // task actor -> task
-  // The agents of connected tasks, by task name.
-  absl::flat_hash_map<std::string, std::pair<proto::CoordinatedTask, AgentActor>> agents;
+  absl::flat_hash_map<caf::actor_addr, uint32_t> owners;  // task actor -> TaskSlot::index
   HeartbeatMonitorActor heartbeats;  // linked; holds the deadlines of connected tasks
   int64_t version = 0;  // bumped on every task state change
   std::vector<JobStateWatch> watches;

@@ -28,11 +28,11 @@ proto::ReportErrorToTaskRequest ErrorReport(const absl::Status& status,
 void Propagate(CoordinatorPointer self, const absl::Status& status,
                const proto::CoordinatedTask& source, const std::string& job) {
   proto::ReportErrorToTaskRequest report = ErrorReport(status, source);
-  std::string source_name = TaskName(source);
-  for (const auto& [name, connected] : self->state.agents) {
-    const auto& [task, agent] = connected;
-    if (name == source_name || (!job.empty() && task.job_name() != job)) continue;
-    self->send(agent, report);
+  const auto& tasks = self->state.view.tasks();
+  for (const auto& [name, slot] : self->state.tasks) {
+    if (!slot.agent || SameTask(tasks[slot.index], source)) continue;
+    if (!job.empty() && tasks[slot.index].job_name() != job) continue;
+    self->send(slot.agent, report);
   }
 }
 
@@ -87,9 +87,10 @@ void SpawnTask(CoordinatorPointer self, const proto::CoordinatedTask& task,
   TaskActor actor = SpawnTaskActor(self->system(), std::move(spec));
   self->monitor(actor);
   st.children->push_back(caf::actor_cast<caf::actor>(actor));
-  st.owners[actor.address()] = task;
   auto [slot, added] = st.tasks.try_emplace(TaskName(task));
+  // Init spawns the tasks in the order of the view: the n-th new slot is the view's n-th task.
   if (added) slot->second.index = static_cast<uint32_t>(st.tasks.size() - 1);
+  st.owners[actor.address()] = slot->second.index;
   slot->second.actor = std::move(actor);
 }
 
@@ -110,15 +111,16 @@ void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo&
   if (!st.view.Update(info)) return;
   std::string name = TaskName(info.task());
   if (info.state() == proto::TASKSTATE_CONNECTED) {
-    const TaskSlot& slot = st.tasks.at(name);
+    TaskSlot& slot = st.tasks.at(name);
     self->send(st.heartbeats, hb_watch_atom::value, slot.index, info.incarnation(), slot.actor);
-    st.agents[name] = {info.task(), agent};
+    slot.agent = agent;
     if (st.cluster_error && !st.view.IsRecoverable(info.task())) {
       self->send(agent, ErrorReport(*st.cluster_error, info.task()));
     }
   } else {
-    self->send(st.heartbeats, hb_unwatch_atom::value, st.tasks.at(name).index);
-    st.agents.erase(name);
+    TaskSlot& slot = st.tasks.at(name);
+    self->send(st.heartbeats, hb_unwatch_atom::value, slot.index);
+    slot.agent = nullptr;
   }
   ++st.version;
   for (auto& watch : st.watches) watch.promise.deliver(JobState(self, watch.job));
@@ -134,7 +136,7 @@ void OnChildDown(CoordinatorPointer self, const caf::down_msg& down) {
   auto& st = self->state;
   auto owner = st.owners.find(down.source);
   if (owner == st.owners.end()) return;
-  proto::CoordinatedTask task = owner->second;
+  proto::CoordinatedTask task = st.view.tasks()[owner->second];
   st.owners.erase(owner);
   absl::Status error = FailureStatus(down, task);
   proto::CoordinatedTaskStateInfo info = *st.view.Find(task);

@@ -24,10 +24,10 @@ struct TaskState {
 
 using TaskPointer = TaskActor::stateful_pointer<TaskState>;
 
-std::string Name(TaskPointer self) { return TaskName(self->state.spec.task); }
+std::string Name(TaskPointer self) { return TaskName(self->state.info.task()); }
 
 absl::Status ServiceError(TaskPointer self, absl::Status status) {
-  return MakeCoordinationError(std::move(status), self->state.spec.task);
+  return MakeCoordinationError(std::move(status), self->state.info.task());
 }
 
 void Notify(TaskPointer self) {
@@ -188,7 +188,7 @@ caf::result<proto::ReportErrorToServiceResponse> ReportError(
   }
   absl::Status reported = MakeCoordinationError(
       absl::Status(static_cast<absl::StatusCode>(code), request.error_message()),
-      self->state.spec.task, /*is_reported_error=*/true);
+      self->state.info.task(), /*is_reported_error=*/true);
   return ReplyAndFail<proto::ReportErrorToServiceResponse>(self, absl::OkStatus(), reported);
 }
 
@@ -255,8 +255,10 @@ absl::Status StatusFromInfo(const proto::CoordinatedTaskStateInfo& info) {
 TaskActor::behavior_type TaskBehavior(TaskPointer self, TaskSpec spec) {
   auto& st = self->state;
   st.spec = std::move(spec);
-  st.info = st.spec.initial;
-  *st.info.mutable_task() = st.spec.task;
+  st.info = std::move(st.spec.initial);
+  st.spec.initial = {};  // not needed any more: one copy of the state per task
+  *st.info.mutable_task() = std::move(st.spec.task);
+  st.spec.task = {};  // info.task() is the task from now on
   st.error = StatusFromInfo(st.info);
   st.ever_connected = st.info.incarnation() != 0;
   self->set_down_handler([=](caf::down_msg& down) { OnAgentDown(self, down); });

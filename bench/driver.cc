@@ -189,6 +189,8 @@ int Heartbeat(const Run& run) {
   run.Row("cpu_pct_max", cpu.max, "%core");
   run.Row("rss_kib", rss, "KiB");
   run.Row("rss_per_task_kib", (rss - baseline.Double("rss_kib")) / run.param, "KiB");
+  double heap = taken.back().Double("heap_kib");
+  run.Row("heap_per_task_kib", (heap - baseline.Double("heap_kib")) / run.param, "KiB");
   run.Row("beats_per_s", ok * 1000.0 / run.Int("duration_ms", 1000), "1/s");
   run.Row("beat_errors", static_cast<double>(errors), "count");
   return 0;

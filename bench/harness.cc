@@ -1,6 +1,7 @@
 #include "muster/bench/harness.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -98,6 +99,8 @@ Usage SampleUsage() {
   while (std::getline(status, line)) {
     if (line.rfind("VmRSS:", 0) == 0) usage.rss_kib = std::strtoll(line.c_str() + 6, nullptr, 10);
   }
+  struct mallinfo2 heap = mallinfo2();
+  usage.heap_kib = static_cast<int64_t>((heap.uordblks + heap.hblkhd) / 1024);
   return usage;
 }
 

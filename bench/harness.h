@@ -50,6 +50,7 @@ void WaitForGo();
 struct Usage {
   int64_t cpu_ns = 0;
   int64_t rss_kib = 0;
+  int64_t heap_kib = 0;  // allocated by malloc and still in use (RSS also counts freed memory)
 };
 Usage SampleUsage();
 

@@ -70,7 +70,8 @@ namespace {
 void EmitSample() {
   Usage usage = SampleUsage();
   Emit("sample", "mono_ns=" + std::to_string(MonoNs()) + " cpu_ns=" + std::to_string(usage.cpu_ns) +
-                     " rss_kib=" + std::to_string(usage.rss_kib));
+                     " rss_kib=" + std::to_string(usage.rss_kib) +
+                     " heap_kib=" + std::to_string(usage.heap_kib));
 }
 
 CoordinatorOptions LeaderOptions(const Flags& flags) {
@@ -96,7 +97,9 @@ int RunLeader(const Flags& flags) {
   ApplyCafOverrides(cfg, flags.Get("caf"));
   caf::actor_system system{cfg};
   if (flags.Get("workload") == "heartbeat") {
-    Emit("baseline", "rss_kib=" + std::to_string(SampleUsage().rss_kib));
+    Usage usage = SampleUsage();
+    Emit("baseline", "rss_kib=" + std::to_string(usage.rss_kib) +
+                         " heap_kib=" + std::to_string(usage.heap_kib));
   }
   auto coordinator = SpawnCoordinator(system, LeaderOptions(flags));
   auto port = PublishCoordinator(system, coordinator, 0);

@@ -100,7 +100,8 @@ bool TcpServer::OnSignal() {
     if (info.ssi_signo == SIGTERM) return false;
     Usage usage = SampleUsage();
     Emit("sample", "mono_ns=" + std::to_string(MonoNs()) + " cpu_ns=" +
-                       std::to_string(usage.cpu_ns) + " rss_kib=" + std::to_string(usage.rss_kib));
+                       std::to_string(usage.cpu_ns) + " rss_kib=" + std::to_string(usage.rss_kib) +
+                       " heap_kib=" + std::to_string(usage.heap_kib));
   }
   return true;
 }
@@ -191,7 +192,11 @@ void TcpServer::Close(int fd) {
 
 int RunTcpServer(bool heartbeat_baseline) {
   TcpServer server;
-  if (heartbeat_baseline) Emit("baseline", "rss_kib=" + std::to_string(SampleUsage().rss_kib));
+  if (heartbeat_baseline) {
+    Usage usage = SampleUsage();
+    Emit("baseline", "rss_kib=" + std::to_string(usage.rss_kib) +
+                         " heap_kib=" + std::to_string(usage.heap_kib));
+  }
   if (!server.Listen()) {
     std::fprintf(stderr, "tcp server: cannot listen on 127.0.0.1\n");
     return 1;

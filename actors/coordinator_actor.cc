@@ -1,5 +1,7 @@
 #include "muster/actors/coordinator_actor.h"
 
+#include <algorithm>
+
 #include <absl/strings/str_cat.h>
 
 #include "muster/actors/barrier_actor.h"
@@ -203,6 +205,8 @@ void Init(CoordinatorPointer self, CoordinatorOptions options) {
                      return actor;
                    });
   self->set_down_handler([=](caf::down_msg& down) {
+    auto& children = *self->state.children;  // a dead child needs no stopping at shutdown
+    children.erase(std::remove(children.begin(), children.end(), down.source), children.end());
     if (!self->state.kv.Forget(down.source)) OnChildDown(self, down);
   });
   self->attach_functor([children = st.children](const caf::error&) {

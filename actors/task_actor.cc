@@ -10,9 +10,18 @@
 namespace muster {
 namespace {
 
+// TaskSpec without the task and initial state, which live in TaskState::info.
+struct TaskSettings {
+  uint64_t leader_incarnation = 0;
+  caf::timespan heartbeat_timeout{0};
+  caf::timespan connection_loss_grace{0};
+  bool recoverable = false;
+  TaskParentActor parent;
+};
+
 struct TaskState {
   static inline const char* name = "muster.task";
-  TaskSpec spec;
+  TaskSettings spec;
   proto::CoordinatedTaskStateInfo info;  // the task's state, as reported to the coordinator
   absl::Status error;                    // the sticky error while in ERROR
   AgentActor agent;
@@ -254,11 +263,13 @@ absl::Status StatusFromInfo(const proto::CoordinatedTaskStateInfo& info) {
 
 TaskActor::behavior_type TaskBehavior(TaskPointer self, TaskSpec spec) {
   auto& st = self->state;
-  st.spec = std::move(spec);
-  st.info = std::move(st.spec.initial);
-  st.spec.initial = {};  // not needed any more: one copy of the state per task
-  *st.info.mutable_task() = std::move(st.spec.task);
-  st.spec.task = {};  // info.task() is the task from now on
+  st.spec = {.leader_incarnation = spec.leader_incarnation,
+             .heartbeat_timeout = spec.heartbeat_timeout,
+             .connection_loss_grace = spec.connection_loss_grace,
+             .recoverable = spec.recoverable,
+             .parent = std::move(spec.parent)};
+  st.info = std::move(spec.initial);
+  *st.info.mutable_task() = std::move(spec.task);  // one copy of the task and its state
   st.error = StatusFromInfo(st.info);
   st.ever_connected = st.info.incarnation() != 0;
   self->set_down_handler([=](caf::down_msg& down) { OnAgentDown(self, down); });

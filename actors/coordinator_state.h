@@ -41,10 +41,10 @@ struct CoordinatorState {
   caf::timespan heartbeat_timeout{0};
   caf::timespan connection_loss_grace{0};
   ClusterView view;
-  absl::flat_hash_map<std::string, TaskSlot> tasks;                     // by task name
+  absl::flat_hash_map<std::string, TaskSlot> tasks;       // by task name
   absl::flat_hash_map<caf::actor_addr, uint32_t> owners;  // task actor -> TaskSlot::index
   HeartbeatMonitorActor heartbeats;  // linked; holds the deadlines of connected tasks
-  int64_t version = 0;  // bumped on every task state change
+  int64_t version = 0;               // bumped on every task state change
   std::vector<JobStateWatch> watches;
   AliveTasks alive;
   std::optional<DeviceExchange> devices;

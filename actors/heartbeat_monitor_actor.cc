@@ -79,9 +79,9 @@ caf::result<proto::HeartbeatBatchResponse> BeatAll(MonitorPointer self,
     uint32_t slot = at < slots.size() ? slots[at] : kNoTaskSlot;
     if (slot != kNoTaskSlot && st.deadlines->Beat(slot, beat.incarnation(), now)) continue;
     if (slot == kNoTaskSlot || at >= actors.size() || !actors[at]) {
-      pending->Fail(i, beat.source_task(),
-                    UnknownTaskError("Unexpected heartbeat request from task: ",
-                                     beat.source_task()));
+      pending->Fail(
+          i, beat.source_task(),
+          UnknownTaskError("Unexpected heartbeat request from task: ", beat.source_task()));
       continue;
     }
     ++pending->waiting;

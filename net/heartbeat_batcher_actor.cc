@@ -52,11 +52,10 @@ void Answer(Gathered& batch, const proto::HeartbeatBatchResponse& response) {
 void Send(BatcherPointer self, Gathered gathered) {
   auto batch = std::make_shared<Gathered>(std::move(gathered));
   self->request(batch->leader, self->state.options.timeout, batch->batch)
-      .then(
-          [batch](const proto::HeartbeatBatchResponse& response) { Answer(*batch, response); },
-          [batch](caf::error& error) {
-            for (auto& promise : batch->promises) promise.deliver(error);
-          });
+      .then([batch](const proto::HeartbeatBatchResponse& response) { Answer(*batch, response); },
+            [batch](caf::error& error) {
+              for (auto& promise : batch->promises) promise.deliver(error);
+            });
 }
 
 void Flush(BatcherPointer self) {

@@ -125,7 +125,7 @@ TEST_F(AgentActorTest, HeartbeatThroughBatcher_TaskFailedAtLeader_ErrorCallback)
   *restarted.mutable_source_task() = MakeTask("worker", 0);
   restarted.set_incarnation(999);
   ASSERT_FALSE(Call<proto::RegisterTaskResponse>(leader_, restarted, AgentActor{}).ok());
-  AdvanceTime(5s);  // the beat reaches the batcher
+  AdvanceTime(5s);    // the beat reaches the batcher
   AdvanceTime(20ms);  // the batch goes out
   ASSERT_EQ(errors_->size(), 1u);
   EXPECT_THAT((*errors_)[0], StatusIs(Code::kAborted, HasSubstr("/job:worker/task:0")));

@@ -29,25 +29,24 @@ struct LeaderLog {
 CoordinatorActor StandInLeader(caf::actor_system& system, std::shared_ptr<LeaderLog> log,
                                bool fail = false) {
   return caf::actor_cast<CoordinatorActor>(system.spawn([log, fail](caf::event_based_actor*) {
-    return caf::behavior{
-        [log, fail](const proto::HeartbeatBatchRequest& batch)
-            -> caf::result<proto::HeartbeatBatchResponse> {
-          log->batch_sizes.push_back(batch.beats_size());
-          if (fail) return ToError(absl::UnavailableError("leader gone"));
-          proto::HeartbeatBatchResponse response;
-          response.set_leader_incarnation(9);
-          for (int i = 0; i < batch.beats_size(); ++i) {
-            const auto& beat = batch.beats(i);
-            if (beat.incarnation() != kRestarted) continue;
-            auto* failure = response.add_failures();
-            failure->set_index(i);
-            *failure->mutable_task() = beat.source_task();
-            SetStatusFields(MakeCoordinationError(absl::AbortedError("Incarnation ID mismatch"),
-                                                  beat.source_task()),
-                            failure);
-          }
-          return response;
-        }};
+    return caf::behavior{[log, fail](const proto::HeartbeatBatchRequest& batch)
+                             -> caf::result<proto::HeartbeatBatchResponse> {
+      log->batch_sizes.push_back(batch.beats_size());
+      if (fail) return ToError(absl::UnavailableError("leader gone"));
+      proto::HeartbeatBatchResponse response;
+      response.set_leader_incarnation(9);
+      for (int i = 0; i < batch.beats_size(); ++i) {
+        const auto& beat = batch.beats(i);
+        if (beat.incarnation() != kRestarted) continue;
+        auto* failure = response.add_failures();
+        failure->set_index(i);
+        *failure->mutable_task() = beat.source_task();
+        SetStatusFields(MakeCoordinationError(absl::AbortedError("Incarnation ID mismatch"),
+                                              beat.source_task()),
+                        failure);
+      }
+      return response;
+    }};
   }));
 }
 

@@ -129,8 +129,7 @@ TEST_F(AgentE2eTest, StoppedWorker_UnavailableAfterHeartbeatTimeoutThenMustReset
 
 TEST_F(AgentE2eTest, BatchedHeartbeats_TasksStayUpThenStoppedProcessFailsBoth) {
   StartLeader({"--jobs=worker=4", "--heartbeat_timeout_ms=1000"});
-  std::vector<std::string> flags = {"--heartbeat_timeout_ms=1000", "--tasks=4",
-                                    "--local_tasks=2"};
+  std::vector<std::string> flags = {"--heartbeat_timeout_ms=1000", "--tasks=4", "--local_tasks=2"};
   auto* stopped = StartWorker(0, "batched", flags);
   auto* alive = StartWorker(2, "batched", flags);
   ASSERT_TRUE(stopped->WaitForLine("EVENT ready", kBound).ok()) << stopped->output();
@@ -139,7 +138,7 @@ TEST_F(AgentE2eTest, BatchedHeartbeats_TasksStayUpThenStoppedProcessFailsBoth) {
   auto states = alive->WaitForLine("EVENT states", kBound);
   ASSERT_TRUE(states.ok()) << states.status() << alive->output();
   EXPECT_THAT(*states, ::testing::EndsWith("states TASKSTATE_CONNECTED,TASKSTATE_CONNECTED,"
-                                            "TASKSTATE_CONNECTED,TASKSTATE_CONNECTED,"));
+                                           "TASKSTATE_CONNECTED,TASKSTATE_CONNECTED,"));
   int64_t stopped_at = absl::ToUnixMicros(absl::Now());
   stopped->Signal(SIGSTOP);
   auto error = alive->WaitForLine("EVENT error", kBound);

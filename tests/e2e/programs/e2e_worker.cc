@@ -4,8 +4,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <string>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -26,7 +26,9 @@ ABSL_FLAG(std::string, leader, "127.0.0.1:7400", "leader HOST:PORT");
 ABSL_FLAG(std::string, job, "worker", "job name");
 ABSL_FLAG(int, task, 0, "task id");
 ABSL_FLAG(int, tasks, 1, "tasks in the job (scenario full)");
-ABSL_FLAG(std::string, scenario, "full", "full | wait_error | pending_get | watch | connect | exit_without_shutdown | xla | batched");
+ABSL_FLAG(
+    std::string, scenario, "full",
+    "full | wait_error | pending_get | watch | connect | exit_without_shutdown | xla | batched");
 ABSL_FLAG(int, local_tasks, 2, "tasks hosted by this process, from --task on (scenario batched)");
 ABSL_FLAG(int64_t, heartbeat_timeout_ms, 10'000, "heartbeat timeout");
 ABSL_FLAG(int64_t, register_timeout_ms, 20'000, "connect deadline");
@@ -214,8 +216,8 @@ int Batched(caf::actor_system& system, absl::Duration heartbeat) {
     absl::StrAppend(&names, muster::proto::CoordinatedTaskState_Name(state.state()), ",");
   }
   Event("states " + names);
-  bool failed = error_seen.WaitForNotificationWithTimeout(
-      absl::Milliseconds(absl::GetFlag(FLAGS_wait_ms)));
+  bool failed =
+      error_seen.WaitForNotificationWithTimeout(absl::Milliseconds(absl::GetFlag(FLAGS_wait_ms)));
   if (!failed) Event("no error");
   agents.clear();
   return failed ? 0 : 1;

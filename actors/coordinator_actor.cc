@@ -266,6 +266,7 @@ CoordinatorActor::behavior_type CoordinatorBehavior(CoordinatorPointer self,
       },
       [=](cancel_atom, const std::string& key) { RouteKvCancel(self, self->state.kv, key); },
       [=](proto::BarrierRequest& request) { return RouteBarrier(self, std::move(request)); },
+      [=](const proto::BarrierGroupRequest& group) { return RouteBarrierGroup(self, group); },
       [=](const proto::CancelBarrierRequest& request) { return RouteCancelBarrier(self, request); },
       [=](const proto::GetBarriersRequest&) {
         return CollectBarriers(self, self->state.barriers.LiveActors());

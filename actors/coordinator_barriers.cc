@@ -5,6 +5,7 @@
 
 #include "muster/actors/barrier_actor.h"
 #include "muster/actors/coordinator_state.h"
+#include "muster/actors/group_reply.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 
@@ -68,6 +69,32 @@ caf::result<proto::BarrierResponse> RouteBarrier(CoordinatorPointer self,
     st.barriers.Started(request.barrier_id(), route.actor);
   }
   return self->delegate(route.actor, std::move(request));
+}
+
+caf::result<proto::BarrierGroupResponse> RouteBarrierGroup(
+    CoordinatorPointer self, const proto::BarrierGroupRequest& group) {
+  auto promise = self->make_response_promise<proto::BarrierGroupResponse>();
+  auto reply = std::make_shared<GroupReply<proto::BarrierGroupResponse>>(promise);
+  reply->response().set_counter(group.request().counter());
+  auto me = caf::actor_cast<CoordinatorActor>(self);
+  for (int i = 0; i < group.sources_size(); ++i) {
+    proto::BarrierRequest request = group.request();
+    *request.mutable_source_task() = group.sources(i);
+    reply->Expect();
+    self->request(me, caf::infinite, std::move(request))
+        .then(
+            [reply](const proto::BarrierResponse& response) {
+              reply->response().set_counter(response.counter());
+              reply->Done();
+            },
+            [reply, i, task = group.sources(i)](caf::error& error) {
+              absl::Status status = ToStatus(error);
+              reply->Fail(i, task, status).set_barrier_counter(GetBarrierCounter(status));
+              reply->Done();
+            });
+  }
+  reply->Done();
+  return promise;
 }
 
 caf::result<proto::CancelBarrierResponse> RouteCancelBarrier(

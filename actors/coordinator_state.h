@@ -76,6 +76,10 @@ void OnChildDown(CoordinatorPointer self, const caf::down_msg& down);
 // Routes a barrier request to its instance (starting one when needed) or answers it at once.
 caf::result<proto::BarrierResponse> RouteBarrier(CoordinatorPointer self,
                                                  proto::BarrierRequest request);
+// Answers a group of arrivals: each source goes through RouteBarrier as a request of its own
+// (a local message); the group's one reply lists the sources that failed.
+caf::result<proto::BarrierGroupResponse> RouteBarrierGroup(CoordinatorPointer self,
+                                                           const proto::BarrierGroupRequest& group);
 caf::result<proto::CancelBarrierResponse> RouteCancelBarrier(
     CoordinatorPointer self, const proto::CancelBarrierRequest& request);
 // Records a finished barrier instance; the register and shutdown barriers act on the cluster.

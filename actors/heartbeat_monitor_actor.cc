@@ -7,6 +7,7 @@
 #include <caf/local_actor.hpp>
 
 #include "muster/actors/cluster_view.h"
+#include "muster/actors/group_reply.h"
 #include "muster/actors/heartbeat_deadlines.h"
 #include "muster/messages/status_codec.h"
 
@@ -42,59 +43,34 @@ void OnDeadline(MonitorPointer self) {
   Arm(self);
 }
 
-// The answer to a batch, delivered once the beats handed to task actors are answered.
-struct PendingBatch {
-  proto::HeartbeatBatchResponse response;
-  std::vector<proto::HeartbeatFailure> failures;
-  caf::typed_response_promise<proto::HeartbeatBatchResponse> promise;
-  size_t waiting = 0;
-  void Fail(int index, const proto::CoordinatedTask& task, const absl::Status& status) {
-    proto::HeartbeatFailure failure;
-    failure.set_index(index);
-    *failure.mutable_task() = task;
-    SetStatusFields(status, &failure);
-    failures.push_back(std::move(failure));
-  }
-  void Done() {
-    if (--waiting > 0) return;
-    std::sort(failures.begin(), failures.end(),
-              [](const auto& a, const auto& b) { return a.index() < b.index(); });
-    for (auto& failure : failures) *response.add_failures() = std::move(failure);
-    promise.deliver(std::move(response));
-  }
-};
-
 caf::result<proto::HeartbeatBatchResponse> BeatAll(MonitorPointer self,
                                                    const proto::HeartbeatBatchRequest& batch,
                                                    const std::vector<uint32_t>& slots,
                                                    const std::vector<TaskActor>& actors) {
   auto& st = self->state;
   auto now = self->clock().now();
-  auto pending = std::make_shared<PendingBatch>();
-  pending->response.set_leader_incarnation(st.leader_incarnation);
-  pending->waiting = 1;  // released below, after the loop
+  auto promise = self->make_response_promise<proto::HeartbeatBatchResponse>();
+  auto reply = std::make_shared<GroupReply<proto::HeartbeatBatchResponse>>(promise);
+  reply->response().set_leader_incarnation(st.leader_incarnation);
   for (int i = 0; i < batch.beats_size(); ++i) {
     const auto& beat = batch.beats(i);
     size_t at = static_cast<size_t>(i);
     uint32_t slot = at < slots.size() ? slots[at] : kNoTaskSlot;
     if (slot != kNoTaskSlot && st.deadlines->Beat(slot, beat.incarnation(), now)) continue;
     if (slot == kNoTaskSlot || at >= actors.size() || !actors[at]) {
-      pending->Fail(
-          i, beat.source_task(),
-          UnknownTaskError("Unexpected heartbeat request from task: ", beat.source_task()));
+      reply->Fail(i, beat.source_task(),
+                  UnknownTaskError("Unexpected heartbeat request from task: ", beat.source_task()));
       continue;
     }
-    ++pending->waiting;
+    reply->Expect();
     self->request(actors[at], caf::infinite, beat)
-        .then([pending](const proto::HeartbeatResponse&) { pending->Done(); },
-              [pending, i, task = beat.source_task()](caf::error& error) {
-                pending->Fail(i, task, ToStatus(error));
-                pending->Done();
+        .then([reply](const proto::HeartbeatResponse&) { reply->Done(); },
+              [reply, i, task = beat.source_task()](caf::error& error) {
+                reply->Fail(i, task, ToStatus(error));
+                reply->Done();
               });
   }
-  pending->promise = self->make_response_promise<proto::HeartbeatBatchResponse>();
-  auto promise = pending->promise;
-  pending->Done();
+  reply->Done();
   return promise;
 }
 

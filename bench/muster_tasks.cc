@@ -15,6 +15,7 @@
 #include "muster/messages/incarnation.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
+#include "muster/net/barrier_combiner_actor.h"
 #include "muster/net/heartbeat_batcher_actor.h"
 
 namespace muster::bench {
@@ -76,6 +77,7 @@ AgentActor::behavior_type Agent(AgentActor::pointer self, caf::actor sink) {
 struct TaskState {
   CoordinatorActor leader;
   HeartbeatBatcherActor batcher;  // heartbeats go through it when set
+  BarrierCombinerActor combiner;  // barrier calls go through it when set
   proto::CoordinatedTask task;
   uint64_t incarnation = 0;
   caf::actor collector;
@@ -126,18 +128,25 @@ void EnterBarrier(TaskPointer self, int64_t round, int64_t rounds) {
   *request.mutable_source_task() = self->state.task;
   request.set_counter(round);
   self->state.values.push_back(ClockNs(self->clock().now()));
-  self->request(self->state.leader, kRequestTimeout, request)
-      .then(
-          [=](const proto::BarrierResponse&) {
-            self->state.values.push_back(ClockNs(self->clock().now()));
-            EnterBarrier(self, round + 1, rounds);
-          },
-          [](caf::error& e) { Die(e); });
+  auto released = [=](const proto::BarrierResponse&) {
+    self->state.values.push_back(ClockNs(self->clock().now()));
+    EnterBarrier(self, round + 1, rounds);
+  };
+  if (self->state.combiner) {
+    self->request(self->state.combiner, kRequestTimeout, request, self->state.leader)
+        .then(released, [](caf::error& e) { Die(e); });
+  } else {
+    self->request(self->state.leader, kRequestTimeout, request).then(released, [](caf::error& e) {
+      Die(e);
+    });
+  }
 }
 
+// Barrier rounds through `combiner` when it is set.
 caf::behavior BarrierTask(TaskPointer self, CoordinatorActor leader, int64_t id, int64_t rounds,
-                          caf::actor collector) {
+                          BarrierCombinerActor combiner, caf::actor collector) {
   InitTask(self, std::move(leader), id, std::move(collector));
+  self->state.combiner = std::move(combiner);
   return {[=](go_atom) { EnterBarrier(self, 0, rounds); }};
 }
 
@@ -191,9 +200,14 @@ caf::behavior HeartbeatTask(TaskPointer self, CoordinatorActor leader, int64_t i
 int RunBarrierClient(caf::actor_system& system, const ClientArgs& args) {
   CoordinatorActor leader = ConnectToLeader(system, args.port);
   auto collector = system.spawn(Collector, static_cast<size_t>(args.Count()));
+  // Variant "combined": the process's tasks call through one barrier combiner, as agents that
+  // share AgentOptions::barrier_combiner do.
+  BarrierCombinerActor combiner;
+  if (args.variant == "combined") combiner = SpawnBarrierCombiner(system);
   std::vector<caf::actor> tasks;
   for (int64_t i = 0; i < args.Count(); ++i) {
-    tasks.push_back(system.spawn(BarrierTask, leader, args.First() + i, args.rounds, collector));
+    tasks.push_back(
+        system.spawn(BarrierTask, leader, args.First() + i, args.rounds, combiner, collector));
   }
   Emit("ready");
   WaitForGo();

@@ -128,6 +128,7 @@ repetition() {
   if wants barrier; then
     for n in 8 64 256 1024; do
       run "$pin" "$rep" muster "" barrier "$n" 60 "--rounds=$ROUNDS"
+      run "$pin" "$rep" muster combined barrier "$n" 60 "--rounds=$ROUNDS"
       run "$pin" "$rep" tcp "" barrier "$n" 60 "--rounds=$ROUNDS"
       run "$pin" "$rep" tcpstore "" barrier "$n" 60 "--rounds=$ROUNDS"
     done

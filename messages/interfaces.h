@@ -73,6 +73,9 @@ using CoordinatorActor = caf::typed_actor<
     // shutting down), Internal (a participant in ERROR or gone; counter mismatch),
     // InvalidArgument (conflicting sets, unknown task, caller not in the set).
     caf::replies_to<proto::BarrierRequest>::with<proto::BarrierResponse>,
+    // The arrivals of several tasks at one barrier instance; each source's errors are those of
+    // BarrierRequest, listed per source. Never fails as a whole.
+    caf::replies_to<proto::BarrierGroupRequest>::with<proto::BarrierGroupResponse>,
     // Possible errors: FailedPrecondition (already passed, wrong counter).
     caf::replies_to<proto::CancelBarrierRequest>::with<proto::CancelBarrierResponse>,
     // Every open barrier with the tasks it still waits for.

@@ -42,7 +42,8 @@ void AddMessageTypes(caf::actor_system_config& cfg) {
       proto::WatchKeyRequest, proto::WatchKeyResponse, proto::StopWatchKeyRequest,
       proto::StopWatchKeyResponse, proto::KeyValueChangeEvent,
       // Barriers.
-      proto::BarrierRequest, proto::BarrierResponse, proto::CancelBarrierRequest,
+      proto::BarrierRequest, proto::BarrierResponse, proto::BarrierGroupRequest,
+      proto::BarrierGroupResponse, proto::BarrierGroupFailure, proto::CancelBarrierRequest,
       proto::CancelBarrierResponse, proto::GetBarriersRequest, proto::GetBarriersResponse,
       proto::BarrierInfo,
       // Task states pushed by the coordinator to the barriers that wait for them.

@@ -61,6 +61,7 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(caf::actor_system& system,
   config.leader = *leader;
   config.local_leader = options.local_leader;
   config.heartbeat_batcher = options.heartbeat_batcher;
+  config.barrier_combiner = options.barrier_combiner;
   config.heartbeat_timeout = ToSpan(options.heartbeat_timeout);
   config.shutdown_barrier_timeout = ToSpan(options.shutdown_barrier_timeout);
   config.rpc_timeout = ToSpan(options.rpc_timeout);

@@ -57,6 +57,9 @@ struct AgentOptions {
   // Set (to one SpawnHeartbeatBatcher per process) when a process hosts several tasks: their
   // heartbeats then reach the leader as one message per batching window.
   HeartbeatBatcherActor heartbeat_batcher;
+  // Set (to one SpawnBarrierCombiner per process) when a process hosts many tasks that meet at
+  // the same barriers: the leader then releases them with one message per process.
+  BarrierCombinerActor barrier_combiner;
 };
 
 // The actor-system options a worker should use: Muster's message types, low-latency

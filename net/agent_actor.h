@@ -23,6 +23,7 @@
 
 #include "muster/messages/atoms.h"
 #include "muster/messages/interfaces.h"
+#include "muster/net/barrier_combiner_actor.h"
 #include "muster/net/heartbeat_batcher_actor.h"
 #include "muster/net/leader_connector_actor.h"
 
@@ -45,6 +46,8 @@ struct AgentConfig {
   caf::timespan heartbeat_timeout = std::chrono::seconds(10);
   // When set, heartbeats go through this process's batcher instead of straight to the leader.
   HeartbeatBatcherActor heartbeat_batcher;
+  // When set, barrier calls go through this process's combiner.
+  BarrierCombinerActor barrier_combiner;
   caf::timespan shutdown_barrier_timeout = std::chrono::seconds(10);
   // Timeout of requests that do not block at the leader.
   caf::timespan rpc_timeout = std::chrono::seconds(30);

@@ -77,7 +77,8 @@ caf::result<proto::BarrierResponse> Barrier(AgentPointer self, proto::BarrierReq
   info.cancel_on_shutdown = true;
   auto result = Forward<proto::BarrierResponse>(
       self, request, BlockingTimeout(std::max<int64_t>(request.barrier_timeout_in_ms(), 1)), info,
-      [self, id](const absl::StatusOr<proto::BarrierResponse>& r) { AfterBarrier(self, id, r); });
+      [self, id](const absl::StatusOr<proto::BarrierResponse>& r) { AfterBarrier(self, id, r); },
+      st.config.barrier_combiner);
   if (st.leader) st.barriers_in_flight[id] = request.counter();
   return result;
 }

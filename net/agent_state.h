@@ -58,50 +58,62 @@ absl::Status WrongState(AgentPointer self, absl::string_view call);
 // The FailedPrecondition of a call made while the agent has no connection to the leader.
 absl::Status NoLeader(AgentPointer self);
 
-// Sends `request` to the leader and calls `on_result` exactly once: with the reply, the error,
-// or Unavailable as soon as the leader is lost (CAF never fails a request to a dead node).
-template <class Response, class... Request>
-void CallLeader(AgentPointer self, caf::duration timeout, AgentActorState::Pending info,
-                std::function<void(absl::StatusOr<Response>)> on_result,
-                const Request&... request) {
+// Makes a call to the leader with `send` (which returns the request's response handle) and
+// calls `on_result` exactly once: with the reply, the error, or Unavailable as soon as the
+// leader is lost (CAF never fails a request to a dead node).
+template <class Response, class Send>
+void CallThrough(AgentPointer self, AgentActorState::Pending info,
+                 std::function<void(absl::StatusOr<Response>)> on_result, Send send) {
   auto& st = self->state;
   if (!st.leader) return on_result(NoLeader(self));
   uint64_t id = st.next_call++;
   info.fail = [on_result](const caf::error& error) { on_result(ToStatus(error)); };
   st.pending.emplace(id, std::move(info));
-  self->request(st.leader, timeout, request...)
-      .then(
-          [self, id, on_result](Response& response) {
-            if (self->state.pending.erase(id) == 1) on_result(std::move(response));
-          },
-          [self, id](caf::error& error) {
-            auto it = self->state.pending.find(id);
-            if (it == self->state.pending.end()) return;
-            auto fail = std::move(it->second.fail);
-            self->state.pending.erase(it);
-            fail(error);
-          });
+  send().then(
+      [self, id, on_result](Response& response) {
+        if (self->state.pending.erase(id) == 1) on_result(std::move(response));
+      },
+      [self, id](caf::error& error) {
+        auto it = self->state.pending.find(id);
+        if (it == self->state.pending.end()) return;
+        auto fail = std::move(it->second.fail);
+        self->state.pending.erase(it);
+        fail(error);
+      });
+}
+
+// CallThrough with `request` sent straight to the leader.
+template <class Response, class... Request>
+void CallLeader(AgentPointer self, caf::duration timeout, AgentActorState::Pending info,
+                std::function<void(absl::StatusOr<Response>)> on_result,
+                const Request&... request) {
+  CallThrough<Response>(self, std::move(info), std::move(on_result),
+                        [&] { return self->request(self->state.leader, timeout, request...); });
 }
 
 // Forwards `request` to the leader and answers the caller with the outcome; `done` sees the
-// outcome first.
-template <class Response, class Request>
+// outcome first. With `via` (a local actor taking (request, leader)), the request goes there.
+template <class Response, class Request, class Via = caf::actor>
 caf::result<Response> Forward(AgentPointer self, const Request& request, caf::duration timeout,
                               AgentActorState::Pending info = {},
-                              std::function<void(const absl::StatusOr<Response>&)> done = nullptr) {
+                              std::function<void(const absl::StatusOr<Response>&)> done = nullptr,
+                              const Via& via = {}) {
   if (!self->state.leader) return ToError(NoLeader(self));
   auto promise = self->make_response_promise<Response>();
-  CallLeader<Response>(
-      self, timeout, std::move(info),
-      [promise, done](absl::StatusOr<Response> result) mutable {
-        if (done) done(result);
-        if (result.ok()) {
-          promise.deliver(*std::move(result));
-        } else {
-          promise.deliver(ToError(result.status()));
-        }
-      },
-      request);
+  auto on_result = [promise, done](absl::StatusOr<Response> result) mutable {
+    if (done) done(result);
+    if (result.ok()) {
+      promise.deliver(*std::move(result));
+    } else {
+      promise.deliver(ToError(result.status()));
+    }
+  };
+  if (via) {
+    CallThrough<Response>(self, std::move(info), std::move(on_result),
+                          [&] { return self->request(via, timeout, request, self->state.leader); });
+  } else {
+    CallLeader<Response>(self, timeout, std::move(info), std::move(on_result), request);
+  }
   return promise;
 }
 

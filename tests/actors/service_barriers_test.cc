@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "muster/messages/status_codec.h"
 #include "tests/actors/leader_fixture.h"
 #include "tests/testing/status_matchers.h"
 
@@ -117,6 +118,62 @@ TEST_F(ServiceBarrierTest, UserBarrier_ParticipantFailsWhileWaiting_InternalNami
   auto open = Call<proto::GetBarriersResponse>(leader_, proto::GetBarriersRequest{});
   ASSERT_THAT(open, IsOk());
   EXPECT_EQ(open->barriers_size(), 0);
+}
+
+proto::BarrierGroupRequest Group(const std::string& id, int64_t timeout_ms,
+                                 const std::vector<int>& participants,
+                                 const std::vector<int>& sources) {
+  proto::BarrierGroupRequest group;
+  group.mutable_request()->set_barrier_id(id);
+  group.mutable_request()->set_barrier_timeout_in_ms(timeout_ms);
+  for (int task : participants) *group.mutable_request()->add_tasks() = MakeTask("worker", task);
+  for (int task : sources) *group.add_sources() = MakeTask("worker", task);
+  return group;
+}
+
+TEST_F(ServiceBarrierTest, BarrierGroup_OneReplyWhenTheBarrierPasses) {
+  Spawn(Config(3));
+  auto group = Send<proto::BarrierGroupResponse>(leader_, Group("step", 60'000, {0, 1, 2}, {0, 1}));
+  EXPECT_FALSE(group->has_value());
+  proto::BarrierRequest last = Group("step", 60'000, {0, 1, 2}, {}).request();
+  *last.mutable_source_task() = MakeTask("worker", 2);
+  ASSERT_THAT(Call<proto::BarrierResponse>(leader_, last), IsOk());
+  ASSERT_TRUE(group->has_value());
+  ASSERT_THAT(**group, IsOk());
+  EXPECT_EQ((**group)->counter(), 0);
+  EXPECT_EQ((**group)->failures_size(), 0);
+}
+
+// As with single calls, a non-participant's call fails the instance for every caller.
+TEST_F(ServiceBarrierTest, BarrierGroup_NonParticipantSource_EverySourceGetsTheFailure) {
+  Spawn(Config(2));
+  auto reply = Call<proto::BarrierGroupResponse>(leader_, Group("step", 60'000, {0, 1}, {0, 7, 1}));
+  ASSERT_THAT(reply, IsOk());
+  ASSERT_EQ(reply->failures_size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    const auto& failure = reply->failures(i);
+    EXPECT_EQ(failure.index(), i);
+    EXPECT_THAT(StatusFromFields(failure),
+                StatusIs(Code::kInvalidArgument, HasSubstr("non-participating task "
+                                                           "(/job:worker/task:7)")));
+  }
+  EXPECT_EQ(TaskName(reply->failures(1).task()), "/job:worker/task:7");
+}
+
+TEST_F(ServiceBarrierTest, BarrierGroup_TimeoutNamesTheMissingTaskForEverySource) {
+  Spawn(Config(3));
+  auto group = Send<proto::BarrierGroupResponse>(leader_, Group("step", 5'000, {0, 1, 2}, {0, 1}));
+  AdvanceTime(5s);
+  ASSERT_TRUE(group->has_value());
+  ASSERT_THAT(**group, IsOk());
+  ASSERT_EQ((**group)->failures_size(), 2);
+  for (int i = 0; i < 2; ++i) {
+    const auto& failure = (**group)->failures(i);
+    EXPECT_EQ(failure.index(), i);
+    EXPECT_THAT(StatusFromFields(failure),
+                StatusIs(Code::kDeadlineExceeded, HasSubstr("worker/2")));
+    EXPECT_EQ(failure.barrier_counter(), 0);
+  }
 }
 
 TEST_F(ServiceBarrierTest, GetBarriers_ListsWhoIsMissing) {

@@ -33,9 +33,11 @@ class AgentActorTest : public DeterministicTest {
     Drain();
   }
 
-  AgentControlActor Spawn(int task, HeartbeatBatcherActor batcher = {}) {
+  AgentControlActor Spawn(int task, HeartbeatBatcherActor batcher = {},
+                          BarrierCombinerActor combiner = {}) {
     AgentConfig config;
     config.heartbeat_batcher = std::move(batcher);
+    config.barrier_combiner = std::move(combiner);
     config.task = MakeTask("worker", task);
     config.incarnation = 100 + task;
     config.local_leader = leader_;
@@ -130,6 +132,24 @@ TEST_F(AgentActorTest, HeartbeatThroughBatcher_TaskFailedAtLeader_ErrorCallback)
   ASSERT_EQ(errors_->size(), 1u);
   EXPECT_THAT((*errors_)[0], StatusIs(Code::kAborted, HasSubstr("/job:worker/task:0")));
   EXPECT_EQ(StateOf(agent), AgentState::kError);
+}
+
+TEST_F(AgentActorTest, BarriersThroughCombiner_PassAndCountersAdvance) {
+  auto combiner = Keep(SpawnBarrierCombiner(system_));
+  auto first = Spawn(0, {}, combiner);
+  auto second = Spawn(1, {}, combiner);
+  ASSERT_THAT(Connect(first), IsOk());
+  ASSERT_THAT(Connect(second), IsOk());
+  for (int64_t round = 0; round < 2; ++round) {
+    auto a = Send<proto::BarrierResponse>(first, Barrier("step"));
+    EXPECT_FALSE(a->has_value());
+    auto b = Send<proto::BarrierResponse>(second, Barrier("step"));
+    ASSERT_TRUE(a->has_value() && b->has_value());
+    ASSERT_THAT(**a, IsOk());
+    EXPECT_EQ((**a)->counter(), round);
+    ASSERT_THAT(**b, IsOk());
+    EXPECT_EQ((**b)->counter(), round);
+  }
 }
 
 TEST_F(AgentActorTest, OtherTaskFails_ErrorCallbackOnceNamingIt) {

@@ -127,13 +127,18 @@ TEST_F(AgentE2eTest, StoppedWorker_UnavailableAfterHeartbeatTimeoutThenMustReset
   EXPECT_THAT(*reset, HasSubstr("code=OK"));
 }
 
-TEST_F(AgentE2eTest, BatchedHeartbeats_TasksStayUpThenStoppedProcessFailsBoth) {
+TEST_F(AgentE2eTest, BatchedHeartbeatsAndCombinedBarrier_TasksStayUpThenStoppedProcessFails) {
   StartLeader({"--jobs=worker=4", "--heartbeat_timeout_ms=1000"});
   std::vector<std::string> flags = {"--heartbeat_timeout_ms=1000", "--tasks=4", "--local_tasks=2"};
   auto* stopped = StartWorker(0, "batched", flags);
   auto* alive = StartWorker(2, "batched", flags);
   ASSERT_TRUE(stopped->WaitForLine("EVENT ready", kBound).ok()) << stopped->output();
   ASSERT_TRUE(alive->WaitForLine("EVENT ready", kBound).ok()) << alive->output();
+  // Both processes' tasks meet at one barrier through their combiners.
+  ASSERT_TRUE(stopped->WaitForLine("EVENT barrier passed by 2 tasks", kBound).ok())
+      << stopped->output();
+  ASSERT_TRUE(alive->WaitForLine("EVENT barrier passed by 2 tasks", kBound).ok())
+      << alive->output();
   // Three heartbeat timeouts later every task is still connected.
   auto states = alive->WaitForLine("EVENT states", kBound);
   ASSERT_TRUE(states.ok()) << states.status() << alive->output();

@@ -179,11 +179,13 @@ int Xla(caf::actor_system& system) {
   return shutdown.ok() ? 0 : 1;
 }
 
-// Several tasks in this process, heartbeating through one batcher: connect them all, stay up
-// for three heartbeat timeouts, report every task's state at the leader, then wait for an error.
+// Several tasks in this process, heartbeating through one batcher and meeting at barriers
+// through one combiner: connect them all, pass a barrier of every task of the job, stay up for
+// three heartbeat timeouts, report every task's state at the leader, then wait for an error.
 int Batched(caf::actor_system& system, absl::Duration heartbeat) {
   const int first = absl::GetFlag(FLAGS_task);
   auto batcher = muster::SpawnHeartbeatBatcher(system);
+  auto combiner = muster::SpawnBarrierCombiner(system);
   std::vector<std::unique_ptr<muster::Agent>> agents;
   absl::Notification error_seen;
   for (int task = first; task < first + absl::GetFlag(FLAGS_local_tasks); ++task) {
@@ -194,7 +196,8 @@ int Batched(caf::actor_system& system, absl::Duration heartbeat) {
          .task_id = task,
          .heartbeat_timeout = heartbeat,
          .register_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_register_timeout_ms)),
-         .heartbeat_batcher = batcher},
+         .heartbeat_batcher = batcher,
+         .barrier_combiner = combiner},
         [&error_seen, task](const absl::Status& error) {
           Event(absl::StrCat("error task=", task, " at_us=", NowMicros(), " ", Describe(error)));
           error_seen.Notify();
@@ -204,6 +207,16 @@ int Batched(caf::actor_system& system, absl::Duration heartbeat) {
     agents.push_back(std::move(*agent));
   }
   Event("ready");
+  std::atomic<int> passed{0};
+  absl::Notification all_passed;
+  for (auto& agent : agents) {
+    agent->WaitAtBarrierAsync("grouped", absl::Seconds(20), {}, [&](const absl::Status& s) {
+      if (!s.ok()) Event("barrier " + Describe(s));
+      if (s.ok() && ++passed == static_cast<int>(agents.size())) all_passed.Notify();
+    });
+  }
+  if (!all_passed.WaitForNotificationWithTimeout(absl::Seconds(20))) return 1;
+  Event(absl::StrCat("barrier passed by ", passed.load(), " tasks"));
   absl::SleepFor(3 * heartbeat);
   std::vector<muster::proto::CoordinatedTask> all;
   for (int task = 0; task < absl::GetFlag(FLAGS_tasks); ++task) {

@@ -5,7 +5,7 @@
 
 #include "muster/actors/barrier_actor.h"
 #include "muster/actors/coordinator_state.h"
-#include "muster/actors/group_reply.h"
+#include "muster/messages/group_reply.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 

@@ -7,8 +7,8 @@
 #include <caf/local_actor.hpp>
 
 #include "muster/actors/cluster_view.h"
-#include "muster/actors/group_reply.h"
 #include "muster/actors/heartbeat_deadlines.h"
+#include "muster/messages/group_reply.h"
 #include "muster/messages/status_codec.h"
 
 namespace muster {

@@ -10,6 +10,7 @@
 #include <absl/strings/str_cat.h>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "muster/messages/group_reply.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 
@@ -41,22 +42,12 @@ absl::Status FailureStatus(const proto::BarrierGroupFailure& failure, const std:
 }
 
 void Answer(Group& group, const proto::BarrierGroupResponse& response) {
-  std::vector<const proto::BarrierGroupFailure*> failed(group.promises.size(), nullptr);
-  for (const auto& failure : response.failures()) {
-    if (failure.index() >= 0 && static_cast<size_t>(failure.index()) < failed.size()) {
-      failed[failure.index()] = &failure;
-    }
-  }
   proto::BarrierResponse passed;
   passed.set_counter(response.counter());
-  for (size_t i = 0; i < failed.size(); ++i) {
-    if (failed[i] == nullptr) {
-      group.promises[i].deliver(passed);
-    } else {
-      group.promises[i].deliver(
-          ToError(FailureStatus(*failed[i], group.request.request().barrier_id())));
-    }
-  }
+  const std::string& id = group.request.request().barrier_id();
+  AnswerParts(
+      group.promises, response.failures(), passed,
+      [&id](const proto::BarrierGroupFailure& failure) { return FailureStatus(failure, id); });
 }
 
 void Send(CombinerPointer self, Group gathered) {

@@ -7,6 +7,7 @@
 #include <absl/strings/str_cat.h>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "muster/messages/group_reply.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 
@@ -32,21 +33,10 @@ using BatcherPointer = HeartbeatBatcherActor::stateful_pointer<BatcherState>;
 
 // Answers every beat: the failures listed by the leader with their status, the others OK.
 void Answer(Gathered& batch, const proto::HeartbeatBatchResponse& response) {
-  std::vector<const proto::HeartbeatFailure*> failed(batch.promises.size(), nullptr);
-  for (const auto& failure : response.failures()) {
-    if (failure.index() >= 0 && static_cast<size_t>(failure.index()) < failed.size()) {
-      failed[failure.index()] = &failure;
-    }
-  }
   proto::HeartbeatResponse ok;
   ok.set_leader_incarnation(response.leader_incarnation());
-  for (size_t i = 0; i < failed.size(); ++i) {
-    if (failed[i] == nullptr) {
-      batch.promises[i].deliver(ok);
-    } else {
-      batch.promises[i].deliver(ToError(StatusFromFields(*failed[i])));
-    }
-  }
+  AnswerParts(batch.promises, response.failures(), ok,
+              [](const proto::HeartbeatFailure& failure) { return StatusFromFields(failure); });
 }
 
 void Send(BatcherPointer self, Gathered gathered) {

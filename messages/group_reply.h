@@ -1,6 +1,6 @@
-// The one answer to a request that stands for many parts (a heartbeat batch, a barrier group).
-// Parts answered at once and parts answered later by other actors report here; the response
-// goes out once every expected part is done, its failures ordered by the parts' indices.
+// Requests that stand for many parts (a heartbeat batch, a barrier group) and their answers,
+// which list the failed parts by index. GroupReply builds such an answer at the leader;
+// AnswerParts unpacks it for the parts' callers on the worker.
 #pragma once
 
 #include <algorithm>
@@ -15,6 +15,8 @@
 
 namespace muster {
 
+// Parts answered at once and parts answered later by other actors report here; the response
+// goes out once every expected part is done, its failures ordered by the parts' indices.
 template <class Response>
 class GroupReply {
  public:
@@ -48,5 +50,25 @@ class GroupReply {
   std::vector<Failure> failures_;
   size_t waiting_ = 1;
 };
+
+// Answers the caller of every part: the parts listed in `failures` with `status_of(failure)`,
+// every other part with `ok`. Failures with an index out of range are ignored.
+template <class Ok, class Failures, class StatusOf>
+void AnswerParts(std::vector<caf::typed_response_promise<Ok>>& promises, const Failures& failures,
+                 const Ok& ok, StatusOf status_of) {
+  std::vector<const typename Failures::value_type*> failed(promises.size(), nullptr);
+  for (const auto& failure : failures) {
+    if (failure.index() >= 0 && static_cast<size_t>(failure.index()) < failed.size()) {
+      failed[failure.index()] = &failure;
+    }
+  }
+  for (size_t i = 0; i < failed.size(); ++i) {
+    if (failed[i] == nullptr) {
+      promises[i].deliver(ok);
+    } else {
+      promises[i].deliver(ToError(status_of(*failed[i])));
+    }
+  }
+}
 
 }  // namespace muster

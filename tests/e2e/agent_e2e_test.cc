@@ -11,60 +11,18 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "tests/testing/subprocess.h"
+#include "tests/e2e/e2e_fixture.h"
 
 namespace muster {
 namespace {
 
+using ::muster::testing::E2eTest;
+using ::muster::testing::kBound;
 using ::muster::testing::Subprocess;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr absl::Duration kBound = absl::Seconds(30);
-
-class AgentE2eTest : public ::testing::Test {
- protected:
-  void StartLeader(std::vector<std::string> flags) {
-    flags.insert(flags.begin(), MUSTER_E2E_LEADER_BIN);
-    auto leader = Subprocess::Start(flags);
-    ASSERT_TRUE(leader.ok()) << leader.status();
-    leader_ = std::move(*leader);
-    auto ready = leader_->WaitForLine("muster leader ready at 127.0.0.1:", kBound);
-    ASSERT_TRUE(ready.ok()) << ready.status();
-    std::string rest = ready->substr(ready->find("127.0.0.1:"));
-    address_ = rest.substr(0, rest.find(' '));
-  }
-
-  Subprocess* StartWorker(int task, const std::string& scenario,
-                          std::vector<std::string> flags = {}) {
-    std::vector<std::string> argv = {MUSTER_E2E_WORKER_BIN, "--leader=" + address_,
-                                     absl::StrCat("--task=", task), "--scenario=" + scenario};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    auto worker = Subprocess::Start(argv);
-    EXPECT_TRUE(worker.ok()) << worker.status();
-    workers_.push_back(std::move(*worker));
-    return workers_.back().get();
-  }
-
-  static void ExpectExit(Subprocess* process, int code) {
-    auto exit = process->Wait(kBound);
-    ASSERT_TRUE(exit.ok()) << exit.status();
-    EXPECT_EQ(*exit, code) << process->output();
-  }
-
-  // The wall-clock microseconds of the worker's error event.
-  static int64_t ErrorTime(const std::string& line) {
-    int64_t at = 0;
-    size_t pos = line.find("at_us=");
-    if (pos == std::string::npos) return 0;
-    std::string digits = line.substr(pos + 6, line.find(' ', pos) - pos - 6);
-    return absl::SimpleAtoi(digits, &at) ? at : 0;
-  }
-
-  std::unique_ptr<Subprocess> leader_;
-  std::string address_;
-  std::vector<std::unique_ptr<Subprocess>> workers_;
-};
+class AgentE2eTest : public E2eTest {};
 
 TEST_F(AgentE2eTest, FourWorkers_TopologyBootstrapValueBarrierAndShutdownBarrier) {
   StartLeader({"--jobs=worker=4", "--shutdown_barrier_timeout_ms=20000"});

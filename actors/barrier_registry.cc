@@ -20,13 +20,6 @@ BarrierRoute Reply(absl::StatusOr<proto::BarrierResponse> reply) {
   return route;
 }
 
-BarrierRoute ReplyStored(int64_t counter, const absl::Status& result) {
-  if (!result.ok()) return Reply(result);
-  proto::BarrierResponse response;
-  response.set_counter(counter);
-  return Reply(std::move(response));
-}
-
 BarrierRoute Forward(BarrierActor actor) {
   BarrierRoute route;
   route.action = BarrierRoute::Action::kForward;
@@ -107,7 +100,7 @@ BarrierRoute BarrierRegistry::RouteFinished(proto::BarrierRequest* request, cons
   const int64_t counter = entry.counter;
   const bool unrepeatable = unrepeatable_.contains(request->barrier_id());
   if (rejoin && !unrepeatable) return Start(request, counter + 1, view, now);
-  if (request->counter() == counter) return ReplyStored(counter, entry.result);
+  if (request->counter() == counter) return ReplyStored(*request, entry);
   if (request->counter() == counter + 1) {
     if (!unrepeatable) return Start(request, counter + 1, view, now);
     return Reply(
@@ -115,6 +108,19 @@ BarrierRoute BarrierRegistry::RouteFinished(proto::BarrierRequest* request, cons
   }
   return Reply(BarrierCounterMismatchError(request->barrier_id(), request->counter(), counter,
                                            request->source_task()));
+}
+
+BarrierRoute BarrierRegistry::ReplyStored(const proto::BarrierRequest& request,
+                                          const Entry& entry) const {
+  if (entry.participants) {
+    absl::Status invalid = ValidateBarrierCall(request.barrier_id(), entry.counter,
+                                               *entry.participants, entry.first_task, request);
+    if (!invalid.ok()) return Reply(MakeBarrierError(invalid, request.barrier_id(), entry.counter));
+  }
+  if (!entry.result.ok()) return Reply(entry.result);
+  proto::BarrierResponse response;
+  response.set_counter(entry.counter);
+  return Reply(std::move(response));
 }
 
 BarrierRoute BarrierRegistry::Start(proto::BarrierRequest* request, int64_t counter,
@@ -143,7 +149,8 @@ BarrierRoute BarrierRegistry::Start(proto::BarrierRequest* request, int64_t coun
       std::clamp(request->barrier_timeout_in_ms(), int64_t{0}, kMaxBarrierTimeoutMs));
   spec.deadline = now + spec.timeout;
   spec.unrepeatable = unrepeatable_.contains(id);
-  entries_[id] = Entry{counter, /*live=*/true, BarrierActor(), spec.participants, absl::OkStatus()};
+  entries_[id] =
+      Entry{counter, /*live=*/true, BarrierActor(), spec.participants, spec.first_task, {}};
   live_ids_.insert(id);
   BarrierRoute route;
   route.action = BarrierRoute::Action::kStart;
@@ -158,7 +165,7 @@ BarrierRoute BarrierRegistry::Reject(const std::string& id, int64_t counter, abs
 
 void BarrierRegistry::RecordFinished(const std::string& id, int64_t counter, absl::Status result) {
   live_ids_.erase(id);
-  entries_[id] = Entry{counter, /*live=*/false, BarrierActor(), nullptr, std::move(result)};
+  entries_[id] = Entry{counter, /*live=*/false, BarrierActor(), nullptr, {}, std::move(result)};
 }
 
 void BarrierRegistry::Started(const std::string& id, BarrierActor actor) {
@@ -201,8 +208,12 @@ CancelBarrierRoute BarrierRegistry::CancelNext(const proto::CancelBarrierRequest
 BarrierActor BarrierRegistry::Finish(const std::string& id, int64_t counter, absl::Status result) {
   auto it = entries_.find(id);
   if (it == entries_.end() || !it->second.live || it->second.counter != counter) return {};
-  BarrierActor actor = std::move(it->second.actor);
-  RecordFinished(id, counter, std::move(result));
+  // The instance's participants stay, so that later calls are validated before the result.
+  Entry& entry = it->second;
+  BarrierActor actor = std::move(entry.actor);
+  live_ids_.erase(id);
+  entry.live = false;
+  entry.result = std::move(result);
   return actor;
 }
 

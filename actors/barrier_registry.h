@@ -86,9 +86,11 @@ class BarrierRegistry {
   struct Entry {
     int64_t counter = 0;
     bool live = false;
-    BarrierActor actor;                                       // live only
-    std::shared_ptr<const BarrierParticipants> participants;  // live only
-    absl::Status result;                                      // finished only
+    BarrierActor actor;  // live only
+    // Unset for an instance refused at its first call.
+    std::shared_ptr<const BarrierParticipants> participants;
+    proto::CoordinatedTask first_task;
+    absl::Status result;  // finished only
   };
 
   BarrierRoute RouteFinished(proto::BarrierRequest* request, const Entry& entry, bool rejoin,
@@ -98,6 +100,8 @@ class BarrierRegistry {
   BarrierRoute Reject(const std::string& id, int64_t counter, absl::Status error);
   CancelBarrierRoute CancelNext(const proto::CancelBarrierRequest& request);
   void RecordFinished(const std::string& id, int64_t counter, absl::Status result);
+  // A finished instance's stored result, after the call is validated against it.
+  BarrierRoute ReplyStored(const proto::BarrierRequest& request, const Entry& entry) const;
 
   absl::flat_hash_map<std::string, Entry> entries_;
   absl::flat_hash_set<std::string> live_ids_;

@@ -116,33 +116,8 @@ BarrierEffects BarrierState::AnswerFinished(const proto::BarrierRequest& request
 }
 
 absl::Status BarrierState::ValidateTasks(const proto::BarrierRequest& request) const {
-  const BarrierParticipants& participants = *spec_.participants;
-  if (request.tasks().empty() && !participants.whole_cluster()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        BarrierName(spec_.id, spec_.counter), ": No tasks were specified by ",
-        TaskName(request.source_task()),
-        ", which implies that the entire cluster is participating in the barrier. However, the "
-        "service disagrees: ",
-        StartedBy(), ". Every caller must pass the same task list."));
-  }
-  if (!request.tasks().empty() && !participants.Matches(request.tasks())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Conflicting tasks specified by different processes for the same barrier: ",
-        BarrierName(spec_.id, spec_.counter), ". ", TaskName(request.source_task()), " passed ",
-        SummarizeTasks(
-            std::vector<proto::CoordinatedTask>(request.tasks().begin(), request.tasks().end())),
-        ", but ", StartedBy(), ". Every caller must pass the same task list."));
-  }
-  if (!participants.IndexOf(request.source_task())) {
-    return BarrierNonParticipantError(spec_.id, spec_.counter, request.source_task());
-  }
-  return absl::OkStatus();
-}
-
-std::string BarrierState::StartedBy() const {
-  const BarrierParticipants& participants = *spec_.participants;
-  return absl::StrCat("the barrier was started by ", TaskName(spec_.first_task), " with ",
-                      participants.size(), " tasks (", SummarizeTasks(participants.tasks()), ")");
+  return ValidateBarrierCall(spec_.id, spec_.counter, *spec_.participants, spec_.first_task,
+                             request);
 }
 
 BarrierEffects BarrierState::Cancel(const proto::CancelBarrierRequest& request) {
@@ -344,6 +319,43 @@ absl::Status BarrierOneTimeError(absl::string_view id, int64_t request_counter,
           service_counter, " with status code: ", absl::StatusCodeToString(result.code()),
           ". Use another barrier id.")),
       id, service_counter);
+}
+
+namespace {
+
+// "the barrier was started by X with n tasks (...)", for the task-list errors.
+std::string StartedBy(const BarrierParticipants& participants,
+                      const proto::CoordinatedTask& first_task) {
+  return absl::StrCat("the barrier was started by ", TaskName(first_task), " with ",
+                      participants.size(), " tasks (", SummarizeTasks(participants.tasks()), ")");
+}
+
+}  // namespace
+
+absl::Status ValidateBarrierCall(absl::string_view id, int64_t counter,
+                                 const BarrierParticipants& participants,
+                                 const proto::CoordinatedTask& first_task,
+                                 const proto::BarrierRequest& request) {
+  if (request.tasks().empty() && !participants.whole_cluster()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        BarrierName(id, counter), ": No tasks were specified by ", TaskName(request.source_task()),
+        ", which implies that the entire cluster is participating in the barrier. However, the "
+        "service disagrees: ",
+        StartedBy(participants, first_task), ". Every caller must pass the same task list."));
+  }
+  if (!request.tasks().empty() && !participants.Matches(request.tasks())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Conflicting tasks specified by different processes for the same barrier: ",
+                     BarrierName(id, counter), ". ", TaskName(request.source_task()), " passed ",
+                     SummarizeTasks(std::vector<proto::CoordinatedTask>(request.tasks().begin(),
+                                                                        request.tasks().end())),
+                     ", but ", StartedBy(participants, first_task),
+                     ". Every caller must pass the same task list."));
+  }
+  if (!participants.IndexOf(request.source_task())) {
+    return BarrierNonParticipantError(id, counter, request.source_task());
+  }
+  return absl::OkStatus();
 }
 
 absl::Status BarrierEmptyIdError(const proto::CoordinatedTask& task) {

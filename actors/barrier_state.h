@@ -139,8 +139,6 @@ class BarrierState {
   BarrierEffects FinishWithCaller(absl::Status status);
   BarrierEffects AnswerFinished(const proto::BarrierRequest& request) const;
   absl::Status ValidateTasks(const proto::BarrierRequest& request) const;
-  // "the barrier was started by X with n tasks (...)", for the task-list errors.
-  std::string StartedBy() const;
   BarrierEffects RecoverableStateChanged(int index, const proto::CoordinatedTaskStateInfo& info);
   absl::Status TimedOutError() const;
 
@@ -185,5 +183,13 @@ absl::Status BarrierOneTimeError(absl::string_view id, int64_t request_counter,
                                  int64_t service_counter, const absl::Status& result);
 // InvalidArgument: the request has no barrier id.
 absl::Status BarrierEmptyIdError(const proto::CoordinatedTask& task);
+
+// InvalidArgument when a call does not fit the instance: no task list while the instance is not
+// the whole cluster, another task list, or a caller that does not participate. Live and
+// finished instances validate the same way, before answering.
+absl::Status ValidateBarrierCall(absl::string_view id, int64_t counter,
+                                 const BarrierParticipants& participants,
+                                 const proto::CoordinatedTask& first_task,
+                                 const proto::BarrierRequest& request);
 
 }  // namespace muster

@@ -18,6 +18,7 @@ absl::Status UnknownTaskError(absl::string_view what, const proto::CoordinatedTa
 
 ClusterView::ClusterView(const proto::CoordinationServiceConfig& config) {
   for (const auto& job : config.coordinated_job_list()) {
+    if (job.num_tasks() > 0) jobs_.insert(job.name());
     for (int id = 0; id < job.num_tasks(); ++id) tasks_.push_back(MakeTask(job.name(), id));
   }
   std::sort(tasks_.begin(), tasks_.end(), TaskLess);

@@ -31,6 +31,8 @@ class ClusterView {
   // Every configured task, ordered by (job name, task id).
   const std::vector<proto::CoordinatedTask>& tasks() const { return tasks_; }
   bool IsKnown(const proto::CoordinatedTask& task) const;
+  // True when `job` has at least one configured task.
+  bool HasJob(const std::string& job) const { return jobs_.contains(job); }
   // True when the task's job is recoverable or the task registered as recoverable.
   bool IsRecoverable(const proto::CoordinatedTask& task) const;
   // The latest state of a known task; nullptr for unknown tasks.
@@ -42,6 +44,7 @@ class ClusterView {
 
  private:
   std::vector<proto::CoordinatedTask> tasks_;
+  absl::flat_hash_set<std::string> jobs_;
   absl::flat_hash_map<std::string, proto::CoordinatedTaskStateInfo> states_;  // by TaskName
   absl::flat_hash_set<std::string> recoverable_jobs_;
   absl::flat_hash_set<std::string> recoverable_tasks_;  // by TaskName

@@ -44,6 +44,11 @@ caf::result<proto::WatchJobStateResponse> WatchJobState(
     CoordinatorPointer self, const proto::WatchJobStateRequest& request) {
   auto& st = self->state;
   int64_t version = request.version_number();
+  if (!request.job_name().empty() && !st.view.HasJob(request.job_name())) {
+    return ToError(MakeCoordinationError(absl::InvalidArgumentError(absl::StrCat(
+        "WatchJobState for unknown job '", request.job_name(),
+        "': it is not in the cluster configuration. Watch a configured job, or \"\" for all."))));
+  }
   if (version > st.version) {
     return ToError(MakeCoordinationError(absl::InvalidArgumentError(absl::StrCat(
         "WatchJobState version ", version, " is ahead of the service (current version ", st.version,

@@ -42,11 +42,13 @@ void SetAllTasksError(CoordinatorPointer self, const absl::Status& status) {
     self->send(slot.actor, set_error_atom::value, error);
 }
 
-void PropagateToAll(CoordinatorPointer self, const absl::Status& status) {
+// Pushes `status` to every connected agent except those of `skip`.
+void PropagateToAll(CoordinatorPointer self, const absl::Status& status,
+                    const absl::flat_hash_set<std::string>& skip) {
   proto::ReportErrorToTaskRequest report;
   SetStatusFields(status, &report);
   for (const auto& [name, slot] : self->state.tasks) {
-    if (slot.agent) self->send(slot.agent, report);
+    if (slot.agent && !skip.contains(name)) self->send(slot.agent, report);
   }
 }
 
@@ -54,6 +56,22 @@ absl::Status ShutdownFailed(const absl::Status& barrier) {
   return MakeCoordinationError(absl::InternalError(absl::StrCat(
       "Shutdown barrier has failed.\nBarrier result: '", barrier.ToString(),
       "'. Every task is set to ERROR so that restarted tasks cannot silently rejoin.")));
+}
+
+// The shutdown barrier's failure as the other tasks learn it: its source is the first task
+// that did not reach the barrier, and the message lists all of them.
+absl::Status ShutdownFailedFor(CoordinatorPointer self, const absl::Status& barrier) {
+  std::vector<proto::CoordinatedTask> missing;
+  for (const auto& task : ShutdownParticipants(self)) {
+    if (!self->state.shutdown_arrived.contains(TaskName(task))) missing.push_back(task);
+  }
+  if (missing.empty()) return ShutdownFailed(barrier);
+  return MakeCoordinationError(
+      absl::InternalError(absl::StrCat(
+          "Shutdown barrier has failed: ", missing.size(), " task(s) did not reach it (",
+          SummarizeTasks(missing), ").\nBarrier result: '", barrier.ToString(),
+          "'. Every task is set to ERROR so that restarted tasks cannot silently rejoin.")),
+      missing.front());
 }
 
 }  // namespace
@@ -119,10 +137,12 @@ void OnBarrierDone(CoordinatorPointer self, const std::string& id, int64_t count
         self->send(st.tasks.at(TaskName(task)).actor, disconnect_atom::value);
       }
     } else {
-      absl::Status failed = ShutdownFailed(status);
-      PropagateToAll(self, failed);
+      // The tasks waiting in the barrier learn the failure from their ShutdownTask reply.
+      absl::Status failed = ShutdownFailedFor(self, status);
+      PropagateToAll(self, failed, st.shutdown_arrived);
       SetAllTasksError(self, failed);
     }
+    st.shutdown_arrived.clear();
   }
 }
 
@@ -135,10 +155,16 @@ caf::result<proto::RegisterTaskResponse> RegisterThroughBarrier(
       failed && !failed->ok()) {
     return ToError(*failed);
   }
+  // Join (the task stays DISCONNECTED with a pending incarnation), wait at the barrier, then
+  // connect. A newer join of the same task replaces this one: the barrier cancels this call's
+  // arrival and this caller gets AlreadyExists, as in the reference.
+  const std::string name = TaskName(request.source_task());
+  const uint64_t join = ++self->state.tasks.at(name).register_joins;
   auto promise = self->make_response_promise<proto::RegisterTaskResponse>();
-  self->request(task, caf::infinite, request, agent)
+  auto fail = [promise](caf::error& error) mutable { promise.deliver(std::move(error)); };
+  self->request(task, caf::infinite, reg_join_atom::value, request, agent)
       .then(
-          [=](const proto::RegisterTaskResponse& registered) mutable {
+          [=](const proto::RegisterTaskResponse&) mutable {
             auto& st = self->state;
             proto::BarrierRequest barrier = ServiceBarrier(
                 st.register_barrier_id, st.register_timeout, request.source_task(), {});
@@ -146,18 +172,27 @@ caf::result<proto::RegisterTaskResponse> RegisterThroughBarrier(
                           std::move(barrier))
                 .then(
                     [=](const proto::BarrierResponse&) mutable {
-                      const auto* info = self->state.view.Find(request.source_task());
-                      if (info->incarnation() == request.incarnation()) {
-                        promise.deliver(registered);
-                      } else {
-                        promise.deliver(ToError(MakeCoordinationError(absl::AlreadyExistsError(
-                            "Aborted connect attempt as there is a request from a newer "
-                            "incarnation."))));
-                      }
+                      // The current task actor: it may have been restarted meanwhile.
+                      self->request(self->state.tasks.at(name).actor, caf::infinite,
+                                    reg_done_atom::value, request.incarnation())
+                          .then(
+                              [=](const proto::RegisterTaskResponse& registered) mutable {
+                                promise.deliver(registered);
+                              },
+                              fail);
                     },
-                    [=](caf::error& error) mutable { promise.deliver(std::move(error)); });
+                    [=](caf::error& error) mutable {
+                      if (self->state.tasks.at(name).register_joins != join) {
+                        promise.deliver(ToError(MakeCoordinationError(
+                            absl::AlreadyExistsError("Aborted connect attempt as there is a "
+                                                     "request from a newer incarnation."),
+                            request.source_task())));
+                        return;
+                      }
+                      promise.deliver(std::move(error));
+                    });
           },
-          [=](caf::error& error) mutable { promise.deliver(std::move(error)); });
+          fail);
   return promise;
 }
 
@@ -167,6 +202,7 @@ caf::result<proto::ShutdownTaskResponse> ShutdownThroughBarrier(
   proto::BarrierRequest barrier =
       ServiceBarrier(st.shutdown_barrier_id, st.shutdown_barrier_timeout, request.source_task(),
                      ShutdownParticipants(self));
+  st.shutdown_arrived.insert(TaskName(request.source_task()));
   auto promise = self->make_response_promise<proto::ShutdownTaskResponse>();
   self->request(caf::actor_cast<CoordinatorActor>(self), caf::infinite, std::move(barrier))
       .then(

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 #include <absl/status/status.h>
 #include <caf/actor_addr.hpp>
 #include <caf/typed_response_promise.hpp>
@@ -33,6 +34,7 @@ struct TaskSlot {
   AgentActor agent;    // while the task is connected
   uint32_t index = 0;  // its position in ClusterView::tasks(); its heartbeat monitor slot
   std::optional<caf::actor_clock::time_point> last_heartbeat;
+  uint64_t register_joins = 0;  // registrations through the register barrier so far
 };
 
 struct CoordinatorState {
@@ -52,6 +54,7 @@ struct CoordinatorState {
   BarrierRegistry barriers;
   std::string register_barrier_id;  // empty: registration does not wait for the cluster
   std::string shutdown_barrier_id;  // empty: tasks shut down alone
+  absl::flat_hash_set<std::string> shutdown_arrived;  // tasks waiting in the shutdown barrier
   caf::timespan register_timeout{0};
   caf::timespan shutdown_barrier_timeout{0};
   // Every child spawned; all of them are stopped when the coordinator stops.

@@ -1,12 +1,24 @@
 #include "muster/actors/device_exchange.h"
 
 #include <absl/strings/str_cat.h>
+#include <google/protobuf/util/message_differencer.h>
 
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 
 namespace muster {
 namespace {
+
+using google::protobuf::util::MessageDifferencer;
+
+// A device list in one line, cut to a readable length.
+std::string Abbreviate(const proto::CoordinationServiceDeviceInfo& devices) {
+  constexpr size_t kMax = 512;
+  std::string text = devices.ShortDebugString();
+  if (text.size() > kMax)
+    text = absl::StrCat(text.substr(0, kMax), "... (", text.size(), " bytes)");
+  return text;
+}
 
 proto::CoordinationServiceDeviceInfo MergeXla(
     const std::vector<proto::CoordinationServiceDeviceInfo>& devices) {
@@ -54,6 +66,19 @@ DeviceExchange::DeviceExchange(DeviceAggregator aggregator, uint64_t leader_inca
 
 void DeviceExchange::Join(const ClusterView& view, const proto::WaitForAllTasksRequest& request,
                           Promise promise) {
+  auto [known, added] =
+      devices_.try_emplace(TaskName(request.source_task()), request.local_device_info());
+  if (!added && !MessageDifferencer::Equals(known->second, request.local_device_info())) {
+    promise.deliver(ToError(MakeCoordinationError(
+        absl::InternalError(absl::StrCat(
+            "Different local topology for ", TaskName(request.source_task()),
+            " has been set previously, possibly before a restart.\nBefore: ",
+            Abbreviate(known->second), "\nAfter: ", Abbreviate(request.local_device_info()),
+            "\nA task must report the same devices every time; restart the whole job if its "
+            "devices changed.")),
+        request.source_task())));
+    return;
+  }
   if (result_) {
     if (result_->ok()) {
       promise.deliver(**result_);
@@ -62,7 +87,6 @@ void DeviceExchange::Join(const ClusterView& view, const proto::WaitForAllTasksR
     }
     return;
   }
-  devices_.try_emplace(TaskName(request.source_task()), request.local_device_info());
   waiting_.push_back(std::move(promise));
   if (devices_.size() < view.tasks().size()) return;
   std::vector<proto::CoordinationServiceDeviceInfo> ordered;

@@ -35,8 +35,9 @@ class DeviceExchange {
   using Promise = caf::typed_response_promise<proto::WaitForAllTasksResponse>;
 
   DeviceExchange(DeviceAggregator aggregator, uint64_t leader_incarnation);
-  // Records `task`'s devices (its first call wins) and answers everyone once all tasks called;
-  // after that, answers at once with the stored result.
+  // Records `task`'s devices and answers everyone once all tasks called; after that, answers at
+  // once with the stored result. A later call of a task with other devices than its first gets
+  // Internal ("Different local topology"), as in the reference.
   void Join(const ClusterView& view, const proto::WaitForAllTasksRequest& request, Promise promise);
   // Fails the exchange for everyone when a task that has to take part fails before it is done.
   void OnTaskState(const proto::CoordinatedTaskStateInfo& info);

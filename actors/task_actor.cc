@@ -1,6 +1,7 @@
 #include "muster/actors/task_actor.h"
 
 #include <chrono>
+#include <optional>
 
 #include <absl/strings/str_cat.h>
 
@@ -29,6 +30,13 @@ struct TaskState {
   bool ever_connected = false;
   // While DISCONNECTED, heartbeats of the last incarnation are accepted until then.
   caf::actor_clock::time_point grace_deadline;
+  // A registration waiting in the register barrier (JOINING).
+  struct Joining {
+    uint64_t incarnation = 0;
+    AgentActor agent;
+    bool agent_down = false;
+  };
+  std::optional<Joining> joining;
 };
 
 using TaskPointer = TaskActor::stateful_pointer<TaskState>;
@@ -129,6 +137,58 @@ caf::result<proto::RegisterTaskResponse> Register(TaskPointer self,
   return RegisterOk(self);
 }
 
+void ForgetJoining(TaskPointer self) {
+  auto& joining = self->state.joining;
+  if (joining && joining->agent) self->demonitor(joining->agent.address());
+  joining.reset();
+}
+
+// The first step of a registration through the register barrier: the incarnation (and its
+// agent) become pending; a newer one replaces it. A connected task re-registers as usual.
+caf::result<proto::RegisterTaskResponse> JoinRegistration(TaskPointer self,
+                                                          const proto::RegisterTaskRequest& request,
+                                                          const AgentActor& agent) {
+  auto& st = self->state;
+  if (st.info.state() == proto::TASKSTATE_CONNECTED ||
+      (st.info.state() == proto::TASKSTATE_ERROR && !MayRejoinFromError(self))) {
+    return Register(self, request, agent);
+  }
+  ForgetJoining(self);
+  st.joining = TaskState::Joining{request.incarnation(), agent, false};
+  if (agent) self->monitor(agent);
+  return RegisterOk(self);
+}
+
+absl::Status ConnectionLost(TaskPointer self, const caf::error& reason);
+
+// The register barrier passed for `incarnation`: connect it if it is still the pending one.
+caf::result<proto::RegisterTaskResponse> FinishRegistration(TaskPointer self,
+                                                            uint64_t incarnation) {
+  auto& st = self->state;
+  if (st.joining && st.joining->incarnation == incarnation) {
+    TaskState::Joining joining = *st.joining;
+    ForgetJoining(self);
+    if (joining.agent_down) {
+      absl::Status lost = ConnectionLost(self, caf::exit_reason::remote_link_unreachable);
+      return ReplyAndFail<proto::RegisterTaskResponse>(self, lost, lost);
+    }
+    Connect(self, incarnation, joining.agent);
+    return RegisterOk(self);
+  }
+  if (st.info.state() == proto::TASKSTATE_CONNECTED && st.info.incarnation() == incarnation) {
+    return RegisterOk(self);
+  }
+  if (st.info.state() == proto::TASKSTATE_ERROR) {
+    return ToError(
+        ServiceError(self, absl::AbortedError(absl::StrCat(
+                               Name(self), " failed while it waited for the register barrier: ",
+                               st.error.ToString(), ". Reset it and register again."))));
+  }
+  return ToError(ServiceError(
+      self, absl::AlreadyExistsError("Aborted connect attempt as there is a request from a "
+                                     "newer incarnation.")));
+}
+
 caf::result<proto::HeartbeatResponse> NotRegistered(TaskPointer self) {
   return ToError(ServiceError(
       self, absl::InvalidArgumentError(absl::StrCat(
@@ -221,6 +281,7 @@ void OnDeadline(TaskPointer self, uint64_t incarnation) {
 
 void SetError(TaskPointer self, const caf::error& error) {
   if (self->state.info.state() == proto::TASKSTATE_ERROR) return;  // the first error sticks
+  ForgetJoining(self);
   StopWatching(self);
   SetState(self, proto::TASKSTATE_ERROR, ToStatus(error));
 }
@@ -236,6 +297,10 @@ absl::Status ConnectionLost(TaskPointer self, const caf::error& reason) {
 
 void OnAgentDown(TaskPointer self, const caf::down_msg& down) {
   auto& st = self->state;
+  if (st.joining && st.joining->agent && down.source == st.joining->agent.address()) {
+    st.joining->agent_down = true;  // judged when the register barrier passes
+    return;
+  }
   if (!st.agent || down.source != st.agent.address() ||
       st.info.state() != proto::TASKSTATE_CONNECTED) {
     return;
@@ -277,6 +342,10 @@ TaskActor::behavior_type TaskBehavior(TaskPointer self, TaskSpec spec) {
       [=](const proto::RegisterTaskRequest& request, const AgentActor& agent) {
         return Register(self, request, agent);
       },
+      [=](reg_join_atom, const proto::RegisterTaskRequest& request, const AgentActor& agent) {
+        return JoinRegistration(self, request, agent);
+      },
+      [=](reg_done_atom, uint64_t incarnation) { return FinishRegistration(self, incarnation); },
       [=](const proto::HeartbeatRequest& request) { return Heartbeat(self, request); },
       [=](const proto::ShutdownTaskRequest&) {
         return DisconnectRequest<proto::ShutdownTaskResponse>(self);

@@ -6,11 +6,17 @@
 // and the coordinator (its supervisor) records the failure, applies the supervision policy and
 // starts the task actor again in ERROR.
 //
-//   DISCONNECTED --Register--> CONNECTED --Shutdown/Reset--> DISCONNECTED
-//        ^                        |  (deadline watched, agent monitored)
-//        |                        +--missed heartbeat | agent lost | new incarnation
-//        |                        |   | ReportError --> dies; restarted in ERROR
-//        +------Reset/Shutdown--- ERROR <--set_error (imposed by the coordinator)
+// With the register barrier, a registration first joins (the task stays DISCONNECTED, its
+// pending incarnation and agent are kept, no heartbeat deadline runs) and connects when the
+// barrier passes. A newer incarnation that joins replaces the pending one; the older call then
+// gets AlreadyExists. An agent lost while joining fails the task when the barrier passes.
+//
+//   DISCONNECTED --Register------------------------> CONNECTED --Shutdown/Reset--> DISCONNECTED
+//     |                                             ^   |  (deadline watched, agent monitored)
+//     +--RegisterJoin--> JOINING --RegisterDone-----+   +--missed heartbeat | agent lost |
+//                        (pending incarnation;          |  new incarnation | ReportError
+//                         a newer join replaces it)     v  --> dies; restarted in ERROR
+//   DISCONNECTED <--Reset/Shutdown-- ERROR <--set_error (imposed by the coordinator)
 #pragma once
 
 #include <cstdint>
@@ -30,6 +36,13 @@ using TaskParentActor =
 using TaskActor = caf::typed_actor<
     // Possible errors: Aborted (other incarnation while connected; task in ERROR).
     caf::replies_to<proto::RegisterTaskRequest, AgentActor>::with<proto::RegisterTaskResponse>,
+    // Joins the register barrier: the incarnation becomes pending. Errors as RegisterTask.
+    caf::replies_to<reg_join_atom, proto::RegisterTaskRequest,
+                    AgentActor>::with<proto::RegisterTaskResponse>,
+    // The register barrier passed for this incarnation: connect it. Possible errors:
+    // AlreadyExists (a newer incarnation joined), Unavailable (its agent was lost meanwhile),
+    // Aborted (the task is in ERROR).
+    caf::replies_to<reg_done_atom, uint64_t>::with<proto::RegisterTaskResponse>,
     // Possible errors: Aborted (task in ERROR, incarnation mismatch), InvalidArgument (not
     // registered, or disconnected longer than the grace period).
     caf::replies_to<proto::HeartbeatRequest>::with<proto::HeartbeatResponse>,

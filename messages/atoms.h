@@ -28,5 +28,8 @@ using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using agent_state_atom = caf::atom_constant<caf::atom("agentstate")>;
 // A barrier instance finished: (barrier_done_atom, id, counter, result) to its parent.
 using barrier_done_atom = caf::atom_constant<caf::atom("barr_done")>;
+// Registration through the register barrier: join it (pending), then connect once it passed.
+using reg_join_atom = caf::atom_constant<caf::atom("reg_join")>;
+using reg_done_atom = caf::atom_constant<caf::atom("reg_done")>;
 
 }  // namespace muster

@@ -197,6 +197,32 @@ TEST_F(BarrierRegistryTest, Counters_PassedBarrierSameCounter_ReturnsImmediately
   EXPECT_EQ(probe_->spawned.size(), 1u);
 }
 
+TEST_F(BarrierRegistryTest, Finished_NonParticipant_InvalidArgumentBeforeStoredResult) {
+  auto stand_in = StandIn(Cluster(3));
+  const std::vector<proto::CoordinatedTask> pair = {Worker(0), Worker(1)};
+  Arrive(stand_in, Barrier("b", Worker(0), 0, 10s, pair));
+  ASSERT_THAT(Call<proto::BarrierResponse>(stand_in, Barrier("b", Worker(1), 0, 10s, pair)),
+              IsOk());
+  EXPECT_THAT(Call<proto::BarrierResponse>(stand_in, Barrier("b", Worker(2), 0, 10s, pair)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("/job:worker/task:2")));
+}
+
+TEST_F(BarrierRegistryTest, Finished_OtherTaskList_InvalidArgumentBeforeStoredResult) {
+  auto stand_in = StandIn(Cluster(3));
+  const std::vector<proto::CoordinatedTask> pair = {Worker(0), Worker(1)};
+  Arrive(stand_in, Barrier("b", Worker(0), 0, 10s, pair));
+  ASSERT_THAT(Call<proto::BarrierResponse>(stand_in, Barrier("b", Worker(1), 0, 10s, pair)),
+              IsOk());
+  EXPECT_THAT(Call<proto::BarrierResponse>(stand_in,
+                                           Barrier("b", Worker(1), 0, 10s, {Worker(1), Worker(2)})),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("Conflicting tasks")));
+  EXPECT_THAT(Call<proto::BarrierResponse>(stand_in, Barrier("b", Worker(1), 0)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("No tasks were specified")));
+  auto again = Call<proto::BarrierResponse>(stand_in, Barrier("b", Worker(1), 0, 10s, pair));
+  ASSERT_THAT(again, IsOk());
+  EXPECT_EQ(again->counter(), 0);
+}
+
 TEST_F(BarrierRegistryTest, Counters_OngoingWithMismatchedCounter_InternalToAll) {
   auto stand_in = StandIn(Cluster(3));
   Reply<proto::BarrierResponse> waiting = Arrive(stand_in, Barrier("b", Worker(0), 0));

@@ -123,6 +123,34 @@ TEST_F(ClusterTest, WatchJobState_VersionsAndLongPoll) {
               StatusIs(Code::kInvalidArgument, HasSubstr("ahead of the service")));
 }
 
+TEST_F(ClusterTest, WatchJobState_UnknownJob_InvalidArgumentNamingIt) {
+  Spawn(Config(2));
+  proto::WatchJobStateRequest request;
+  request.set_job_name("trainer");
+  request.set_version_number(-1);
+  EXPECT_THAT(Call<proto::WatchJobStateResponse>(leader_, request),
+              StatusIs(Code::kInvalidArgument, HasSubstr("'trainer'")));
+  request.set_job_name("");
+  auto all = Call<proto::WatchJobStateResponse>(leader_, request);
+  ASSERT_THAT(all, IsOk());
+  EXPECT_EQ(all->task_state_size(), 3);
+}
+
+TEST_F(ClusterTest, WaitForAllTasks_SecondCallWithOtherDevices_InternalDifferentTopology) {
+  Spawn(Config(1));
+  RegisterAll(1);
+  Send<proto::WaitForAllTasksResponse>(leader_, XlaDevices("worker", 0, 2));
+  EXPECT_THAT(Call<proto::WaitForAllTasksResponse>(leader_, XlaDevices("worker", 0, 3)),
+              StatusIs(Code::kInternal, HasSubstr("Different local topology for "
+                                                  "/job:worker/task:0")));
+  ASSERT_THAT(Call<proto::WaitForAllTasksResponse>(leader_, XlaDevices("ps", 0, 1)), IsOk());
+  EXPECT_THAT(Call<proto::WaitForAllTasksResponse>(leader_, XlaDevices("ps", 0, 4)),
+              StatusIs(Code::kInternal, HasSubstr("Different local topology for /job:ps/task:0")));
+  auto same = Call<proto::WaitForAllTasksResponse>(leader_, XlaDevices("worker", 0, 2));
+  ASSERT_THAT(same, IsOk());
+  EXPECT_EQ(same->cluster_device_info().xla().devices().nodes_size(), 2);
+}
+
 proto::GetAliveTasksRequest Alive(int requester, int workers) {
   proto::GetAliveTasksRequest request;
   *request.mutable_requesting_task() = MakeTask("worker", requester);

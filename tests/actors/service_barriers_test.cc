@@ -60,6 +60,78 @@ TEST_F(ServiceBarrierTest, RegisterBarrierTimeout_NamesEveryMissingTaskAndFailsA
               StatusIs(Code::kDeadlineExceeded, HasSubstr("ps/0, worker/[3,7-11]")));
 }
 
+TEST_F(ServiceBarrierTest, RegisterBarrierLongerThanHeartbeatTimeout_EarlyTasksStayHealthy) {
+  auto config = Config(1);
+  config.set_cluster_register_with_barrier(true);
+  config.set_cluster_register_timeout_in_ms(60'000);
+  config.set_heartbeat_timeout_in_ms(1'000);
+  Spawn(config);
+  auto w0 = SendRegister("worker", 0, 1);
+  AdvanceTime(3s);  // three heartbeat timeouts without a beat: the task is still joining
+  EXPECT_FALSE(w0->has_value());
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_DISCONNECTED);
+  auto ps = SendRegister("ps", 0, 2);
+  ASSERT_TRUE(w0->has_value() && ps->has_value());
+  EXPECT_THAT(**w0, IsOk());
+  EXPECT_THAT(**ps, IsOk());
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
+  EXPECT_EQ(State("worker", 0).incarnation(), 1u);
+  // The heartbeat clock starts when the barrier passes.
+  AdvanceTime(900ms);
+  EXPECT_THAT(Heartbeat("worker", 0, 1), IsOk());
+  EXPECT_THAT(Heartbeat("ps", 0, 2), IsOk());
+  AdvanceTime(900ms);
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
+  EXPECT_TRUE(r_->empty());
+}
+
+TEST_F(ServiceBarrierTest, RegisterBarrierNewIncarnationWhileWaiting_OldAlreadyExistsNewJoins) {
+  auto config = Config(2);
+  config.set_cluster_register_with_barrier(true);
+  config.set_cluster_register_timeout_in_ms(60'000);
+  Spawn(config);
+  Reports others;
+  proto::RegisterTaskRequest ps_request;
+  *ps_request.mutable_source_task() = MakeTask("ps", 0);
+  ps_request.set_incarnation(7);
+  auto ps = Send<proto::RegisterTaskResponse>(leader_, ps_request, Agent(&others));
+  auto old = SendRegister("worker", 0, 1);
+  auto restarted = SendRegister("worker", 0, 2);
+  ASSERT_TRUE(old->has_value());
+  EXPECT_THAT(**old, StatusIs(Code::kAlreadyExists, HasSubstr("newer incarnation")));
+  EXPECT_FALSE(restarted->has_value());
+  EXPECT_FALSE(ps->has_value());
+  auto w1 = SendRegister("worker", 1, 3);
+  ASSERT_TRUE(restarted->has_value() && ps->has_value() && w1->has_value());
+  EXPECT_THAT(**restarted, IsOk());
+  EXPECT_THAT(**ps, IsOk());
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
+  EXPECT_EQ(State("worker", 0).incarnation(), 2u);
+  EXPECT_TRUE(others->empty());
+}
+
+TEST_F(ServiceBarrierTest, RegisterBarrierAgentLostWhileWaiting_TaskFailsWhenBarrierPasses) {
+  auto config = Config(1);
+  config.set_cluster_register_with_barrier(true);
+  config.set_cluster_register_timeout_in_ms(60'000);
+  Spawn(config);
+  Reports lost_reports;
+  AgentActor lost = Agent(&lost_reports);
+  proto::RegisterTaskRequest request;
+  *request.mutable_source_task() = MakeTask("worker", 0);
+  request.set_incarnation(1);
+  auto w0 = Send<proto::RegisterTaskResponse>(leader_, request, lost);
+  caf::anon_send_exit(lost, caf::exit_reason::kill);
+  Drain();
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_DISCONNECTED);
+  SendRegister("worker", 1, 2);
+  auto ps = SendRegister("ps", 0, 3);
+  ASSERT_TRUE(ps->has_value());
+  EXPECT_THAT(**ps, IsOk());
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
+  EXPECT_THAT(State("worker", 0).error_message(), HasSubstr("connection to worker lost"));
+}
+
 TEST_F(ServiceBarrierTest, ShutdownBarrier_AllArrive_AllDisconnectTogether) {
   auto config = Config(1);
   config.set_shutdown_barrier_timeout_in_ms(10'000);
@@ -94,6 +166,11 @@ TEST_F(ServiceBarrierTest, ShutdownBarrierTimeout_InternalNamingStragglerAndAllI
   EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
   ASSERT_FALSE(straggler->empty());
   EXPECT_THAT(straggler->back().error_message(), HasSubstr("Shutdown barrier has failed"));
+  // The pushed error names the task that never arrived as its source; the task that waited
+  // learns the failure from its reply only.
+  EXPECT_THAT(straggler->back().error_message(), HasSubstr("1 task(s) did not reach it (ps/0)"));
+  EXPECT_EQ(TaskName(straggler->back().error_payload().source_task()), "/job:ps/task:0");
+  EXPECT_TRUE(r_->empty());
 }
 
 TEST_F(ServiceBarrierTest, UserBarrier_ParticipantFailsWhileWaiting_InternalNamingIt) {

@@ -28,6 +28,8 @@ AgentControlActor::behavior_type AgentBehavior(AgentPointer self);
 
 namespace {
 
+constexpr caf::timespan kConnectMargin = std::chrono::seconds(5);
+
 std::string LeaderAddress(AgentPointer self) {
   return absl::StrCat(self->state.config.leader.host, ":", self->state.config.leader.port);
 }
@@ -54,6 +56,7 @@ void FinishConnect(AgentPointer self, const absl::StatusOr<proto::RegisterTaskRe
     return;
   }
   st.leader_incarnation = result->leader_incarnation();
+  st.registered = true;
   st.state = AgentState::kRunning;
   st.error = absl::OkStatus();
   st.last_heartbeat_ok = self->clock().now();
@@ -213,7 +216,9 @@ caf::result<proto::RegisterTaskResponse> Connect(AgentPointer self) {
         AgentStateName(st.state), st.connecting.pending() ? " and already connecting" : "")));
   }
   st.connecting = self->make_response_promise<proto::RegisterTaskResponse>();
-  st.connect_deadline = self->clock().now() + st.config.leader.timeout;
+  // The margin lets the leader's own answer (e.g. the register barrier's DeadlineExceeded,
+  // naming the missing tasks) arrive before the agent gives up.
+  st.connect_deadline = self->clock().now() + st.config.leader.timeout + kConnectMargin;
   st.connect_backoff = st.config.leader.initial_backoff;
   Register(self);
   return st.connecting;
@@ -243,6 +248,7 @@ caf::result<proto::ResetTaskResponse> Reset(AgentPointer self) {
       [self](const absl::StatusOr<proto::ResetTaskResponse>& result) {
         if (result.ok() || result.status().code() == absl::StatusCode::kFailedPrecondition) {
           self->state.state = AgentState::kDisconnected;
+          self->state.registered = false;
         }
       });
 }
@@ -259,18 +265,22 @@ absl::Status FinishShutdown(AgentPointer self, const absl::Status& rpc) {
                                                 TaskName(st.config.task), " is shutting down")),
               /*blocking_only=*/true);
   absl::Status result = rpc;
-  if (!rpc.ok() && !was_error) {
+  if (!rpc.ok()) {  // the leader's answer (e.g. the shutdown barrier's failure) comes first
     result = absl::Status(rpc.code(),
                           absl::StrCat("Failed to disconnect from the leader: ", rpc.message(),
                                        ". Proceeding with agent shutdown anyway."));
+    if (auto payload = GetCoordinationError(rpc)) {
+      result = MakeCoordinationError(result, payload->source_task(), payload->is_reported_error());
+    }
     SetError(self, result);
-  } else if (was_error) {  // the RPC outcome matters less than the job's failure
+  } else if (was_error) {  // the job failed before this task left
     result = absl::FailedPreconditionError(absl::StrCat(
         "Shutdown() was called while the agent is in ERROR state, implying that distributed "
         "execution failed: ",
         st.error.ToString()));
   }
   st.state = AgentState::kDisconnected;
+  st.registered = false;
   return result;
 }
 
@@ -280,7 +290,7 @@ caf::result<proto::ShutdownTaskResponse> Shutdown(AgentPointer self) {
   auto& st = self->state;
   // In ERROR the leader may still count the task as connected (the error came from another
   // task): tell it the task leaves, so that it is disconnected rather than lost.
-  if (st.state == AgentState::kDisconnected || !st.leader) {
+  if (st.state == AgentState::kDisconnected || !st.leader || !st.registered) {
     absl::Status status = FinishShutdown(self, absl::OkStatus());
     if (!status.ok()) return ToError(status);
     return proto::ShutdownTaskResponse{};

@@ -25,6 +25,10 @@ struct AgentActorState {
   absl::Status error;
   CoordinatorActor leader;
   uint64_t leader_incarnation = 0;
+  // The leader accepted this agent's registration, and it has not left since: only then does
+  // Shutdown() tell the leader (an agent whose Connect failed must not disconnect the task,
+  // which may belong to a newer incarnation by now).
+  bool registered = false;
   LeaderConnectorActor connector;
   caf::typed_response_promise<proto::RegisterTaskResponse> connecting;
   caf::actor_clock::time_point connect_deadline;

@@ -28,7 +28,8 @@ ABSL_FLAG(int, task, 0, "task id");
 ABSL_FLAG(int, tasks, 1, "tasks in the job (scenario full)");
 ABSL_FLAG(
     std::string, scenario, "full",
-    "full | wait_error | pending_get | watch | connect | exit_without_shutdown | xla | batched");
+    "full | wait_error | pending_get | watch | connect | exit_without_shutdown | xla | batched | "
+    "shutdown | probes | outsider");
 ABSL_FLAG(int, local_tasks, 2, "tasks hosted by this process, from --task on (scenario batched)");
 ABSL_FLAG(int64_t, heartbeat_timeout_ms, 10'000, "heartbeat timeout");
 ABSL_FLAG(int64_t, register_timeout_ms, 20'000, "connect deadline");
@@ -149,17 +150,60 @@ int Watch(Worker& w) {
   return w.agent->WaitAtBarrier("watched", absl::Seconds(20)).ok() ? 0 : 1;
 }
 
+// Leaves at once: the shutdown barrier's outcome is the event.
+int ShutdownNow(Worker& w) {
+  absl::Status shutdown = w.agent->Shutdown();
+  Event("shutdown " + Describe(shutdown));
+  return 0;
+}
+
+// Requests the reference answers with an error: a job-state watch of an unknown job, and a
+// second device exchange with other devices than the first (a one-task job).
+int Probes(Worker& w) {
+  auto watch = w.agent->WatchJobState("no_such_job");
+  Event("watch_unknown " + Describe(watch.status()));
+  const int task = absl::GetFlag(FLAGS_task);
+  auto first = w.agent->WaitForAllTasks(LocalTopology(task));
+  Event("topology_first " + Describe(first.status()));
+  CoordinationServiceDeviceInfo other = LocalTopology(task);
+  other.mutable_xla()->mutable_devices()->mutable_nodes(0)->add_devices();
+  auto second = w.agent->WaitForAllTasks(other);
+  Event("topology_other " + Describe(second.status()));
+  auto same = w.agent->WaitForAllTasks(LocalTopology(task));
+  Event("topology_same " + Describe(same.status()));
+  return 0;
+}
+
+// Tasks 0 and 1 pass barrier "pair" (of the two of them); then this task, which is not one
+// of them, calls the finished barrier with the same task list.
+int Outsider(Worker& w) {
+  const int task = absl::GetFlag(FLAGS_task);
+  const std::string job = absl::GetFlag(FLAGS_job);
+  std::vector<muster::proto::CoordinatedTask> pair = {muster::MakeTask(job, 0),
+                                                      muster::MakeTask(job, 1)};
+  if (task < 2) {
+    absl::Status passed = w.agent->WaitAtBarrier("pair", absl::Seconds(20), pair);
+    Event("pair " + Describe(passed));
+    if (task == 0 && passed.ok()) (void)w.agent->InsertKeyValue("pair/passed", "yes");
+  } else {
+    auto passed = w.agent->GetKeyValue("pair/passed", absl::Seconds(20));
+    if (!passed.ok()) return Event("pair not passed " + Describe(passed.status())), 1;
+    Event("outsider " + Describe(w.agent->WaitAtBarrier("pair", absl::Seconds(20), pair)));
+  }
+  return w.agent->WaitAtBarrier("end", absl::Seconds(20)).ok() ? 0 : 1;
+}
+
 // The XLA runtime client: connect (all nodes), enumerate devices, share a value, barrier,
 // shut down.
 int Xla(caf::actor_system& system) {
   const int node = absl::GetFlag(FLAGS_task);
-  auto client =
-      muster::DistributedRuntimeClient::Create(system, {.leader = absl::GetFlag(FLAGS_leader),
-                                                        .job_name = absl::GetFlag(FLAGS_job),
-                                                        .node_id = node,
-                                                        .init_timeout = absl::Seconds(20),
-                                                        .heartbeat_timeout = absl::Seconds(10),
-                                                        .shutdown_timeout = absl::Seconds(20)});
+  auto client = muster::DistributedRuntimeClient::Create(
+      system, {.leader = absl::GetFlag(FLAGS_leader),
+               .job_name = absl::GetFlag(FLAGS_job),
+               .node_id = node,
+               .init_timeout = absl::Seconds(20),
+               .heartbeat_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_timeout_ms)),
+               .shutdown_timeout = absl::Seconds(20)});
   if (!client.ok()) return Event("xla create " + Describe(client.status())), 1;
   if (auto s = (*client)->Connect(); !s.ok()) return Event("xla connect " + Describe(s)), 1;
   muster::proto::LocalTopologyProto local;
@@ -272,6 +316,9 @@ int main(int argc, char** argv) {
              : scenario == "wait_error"  ? WaitError(w)
              : scenario == "pending_get" ? PendingGet(w)
              : scenario == "watch"       ? Watch(w)
+             : scenario == "shutdown"    ? ShutdownNow(w)
+             : scenario == "probes"      ? Probes(w)
+             : scenario == "outsider"    ? Outsider(w)
                                          : 0;
   w.agent.reset();
   return code;

@@ -66,6 +66,12 @@ bool KvRouter::SpansRoot(proto::DeleteKeyValueRequest& request) {
   return request.key().empty() && request.is_directory();
 }
 
+absl::Status KvRouter::RootDeleteRefused() {
+  return absl::FailedPreconditionError(
+      "DeleteKeyValue of the root directory would delete every key of the store; set "
+      "delete_root to confirm (muster kv rm -r --all /)");
+}
+
 std::optional<KvDirectoryActor> KvRouter::Find(const std::string& key) const {
   auto it = directories_.find(DirectoryOf(NormalizeKey(key)));
   if (it == directories_.end()) return std::nullopt;

@@ -50,6 +50,8 @@ class KvRouter {
   // GetKeyValueDir of the root, DeleteKeyValue of the root with is_directory.
   static bool SpansRoot(proto::GetKeyValueDirRequest& request);
   static bool SpansRoot(proto::DeleteKeyValueRequest& request);
+  // FailedPrecondition for a delete of the whole store without delete_root.
+  static absl::Status RootDeleteRefused();
 
   // Returns the existing directory actor owning `key` (any form); never spawns.
   std::optional<KvDirectoryActor> Find(const std::string& key) const;
@@ -105,6 +107,9 @@ caf::result<KvResponse<Request>> RouteKvRequest(Self* self, KvRouter& router, Re
   if constexpr (std::is_same_v<Request, proto::GetKeyValueDirRequest> ||
                 std::is_same_v<Request, proto::DeleteKeyValueRequest>) {
     if (KvRouter::SpansRoot(request)) {
+      if constexpr (std::is_same_v<Request, proto::DeleteKeyValueRequest>) {
+        if (!request.delete_root()) return ToKvError(KvRouter::RootDeleteRefused());
+      }
       return self->delegate(SpawnKvFanOut(self->system(), router.Directories()),
                             std::move(request));
     }

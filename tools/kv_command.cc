@@ -18,6 +18,7 @@ ABSL_FLAG(bool, wait, false,
 ABSL_FLAG(bool, overwrite, true,
           "kv put: replace an existing value (--no-overwrite: fail with ALREADY_EXISTS instead)");
 ABSL_FLAG(bool, recursive, false, "kv rm: delete KEY and every key under KEY/");
+ABSL_FLAG(bool, all, false, "kv rm: confirms `rm -r /`, which deletes every key of the store");
 ABSL_FLAG(int64_t, count, 0, "kv watch: exit 0 after this many events (0: until Ctrl-C)");
 
 namespace muster::cli {
@@ -50,11 +51,13 @@ const std::map<std::string, CommandSpec>& KvSpecs() {
                    {"overwrite"}, 2, 2)},
       {"ls", Verb("ls", "--leader HOST:PORT [DIRECTORY]",
                   "Lists every key under DIRECTORY (the whole store without it), one\n"
-                  "\"KEY<TAB>VALUE\" line each in key order; values with C escapes.",
+                  "\"KEY<TAB>VALUE\" line each in key order; keys and values with C escapes.",
                   {}, 0, 1)},
-      {"rm", Verb("rm", "--leader HOST:PORT [-r] KEY",
-                  "Deletes KEY; with -r also every key under KEY/. Deleting a missing key is fine.",
-                  {"recursive"}, 1, 1)},
+      {"rm",
+       Verb("rm", "--leader HOST:PORT [-r] [--all] KEY",
+            "Deletes KEY; with -r also every key under KEY/. Deleting a missing key is fine.\n"
+            "Deleting the whole store (-r /) also needs --all.",
+            {"recursive", "all"}, 1, 1)},
       {"watch", Verb("watch", "--leader HOST:PORT [--count N] KEY",
                      "Prints every change of KEY, or of the keys under KEY/ when it is a\n"
                      "directory, one line each: KIND KEY revision=R [value=V]. Runs until\n"
@@ -76,7 +79,8 @@ constexpr char kKvHelp[] =
 
 void PrintEntries(const proto::GetKeyValueDirResponse& listing) {
   for (const auto& entry : listing.kv()) {
-    std::printf("%s\t%s\n", entry.key().c_str(), absl::CHexEscape(entry.value()).c_str());
+    std::printf("%s\t%s\n", absl::CHexEscape(entry.key()).c_str(),
+                absl::CHexEscape(entry.value()).c_str());
   }
 }
 
@@ -125,6 +129,7 @@ int Remove(LeaderSession& session, absl::Duration timeout, const std::string& ke
   proto::DeleteKeyValueRequest request;
   request.set_key(key);
   request.set_is_directory(absl::GetFlag(FLAGS_recursive));
+  request.set_delete_root(absl::GetFlag(FLAGS_all));
   auto reply = session.Ask<proto::DeleteKeyValueResponse>(timeout, request);
   return reply.ok() ? kExitOk : ReportFailure("kv rm", reply.status());
 }

@@ -59,6 +59,22 @@ TEST_F(LeaderTest, Kv_RootListingSpansDirectoriesInOrder) {
   EXPECT_THAT(keys, ::testing::ElementsAre("a", "a/y", "b/x", "c/z/w"));
 }
 
+TEST_F(LeaderTest, Kv_DeleteRootWithoutDeleteRoot_FailedPreconditionNothingDeleted) {
+  Spawn(Config(1));
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, Insert("a/x", "v")), IsOk());
+  proto::DeleteKeyValueRequest everything;
+  everything.set_key("/");
+  everything.set_is_directory(true);
+  EXPECT_THAT(Call<proto::DeleteKeyValueResponse>(leader_, everything),
+              StatusIs(Code::kFailedPrecondition, ::testing::HasSubstr("delete_root")));
+  proto::TryGetKeyValueRequest get;
+  get.set_key("a/x");
+  EXPECT_THAT(Call<proto::TryGetKeyValueResponse>(leader_, get), IsOk());
+  everything.set_delete_root(true);
+  ASSERT_THAT(Call<proto::DeleteKeyValueResponse>(leader_, everything), IsOk());
+  EXPECT_THAT(Call<proto::TryGetKeyValueResponse>(leader_, get), StatusIs(Code::kNotFound));
+}
+
 TEST_F(LeaderTest, Kv_EmptyKey_InvalidArgument) {
   Spawn(Config(1));
   EXPECT_THAT(Call<proto::InsertKeyValueResponse>(leader_, Insert("///", "v")),

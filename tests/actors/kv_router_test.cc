@@ -235,10 +235,20 @@ TEST_F(KvRouterTest, GetKeyValueDir_RootWithoutDirectories_Empty) {
   EXPECT_THAT(ListKeys(router, "/"), IsEmpty());
 }
 
-TEST_F(KvRouterTest, DeleteKeyValue_RootDirectory_DeletesEverything) {
+TEST_F(KvRouterTest, DeleteKeyValue_RootDirectoryWithoutDeleteRoot_FailedPreconditionKeptAll) {
+  auto router = SpawnRouter();
+  for (const char* key : {"a", "a/x"}) Insert(router, key);
+  EXPECT_THAT(Call<proto::DeleteKeyValueResponse>(router, DeleteRequest("/", true)),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("set delete_root")));
+  EXPECT_THAT(ListKeys(router, ""), ElementsAre("a", "a/x"));
+}
+
+TEST_F(KvRouterTest, DeleteKeyValue_RootDirectoryWithDeleteRoot_DeletesEverything) {
   auto router = SpawnRouter();
   for (const char* key : {"a", "a/x", "b/y/z"}) Insert(router, key);
-  ASSERT_THAT(Call<proto::DeleteKeyValueResponse>(router, DeleteRequest("/", true)), IsOk());
+  proto::DeleteKeyValueRequest everything = DeleteRequest("/", true);
+  everything.set_delete_root(true);
+  ASSERT_THAT(Call<proto::DeleteKeyValueResponse>(router, everything), IsOk());
   EXPECT_THAT(ListKeys(router, ""), IsEmpty());
   EXPECT_THAT(Call<proto::TryGetKeyValueResponse>(router, TryGetRequest("a")),
               StatusIs(absl::StatusCode::kNotFound));

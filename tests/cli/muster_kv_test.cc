@@ -58,6 +58,24 @@ TEST_F(MusterKvTest, RmRecursive_DeletesEveryKeyUnderTheDirectory) {
   EXPECT_EQ(Kv(leader_, "ls", {}).output, "keep/me\tc\n");
 }
 
+TEST_F(MusterKvTest, RmRecursiveRoot_RefusedWithoutAllKeysKept) {
+  ASSERT_TRUE(leader_.ok());
+  ASSERT_EQ(Kv(leader_, "put", {"keep/me", "c"}).code, 0);
+  Result refused = Kv(leader_, "rm", {"-r", "/"});
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_THAT(refused.output, HasSubstr("FAILED_PRECONDITION"));
+  EXPECT_THAT(refused.output, HasSubstr("--all"));
+  EXPECT_EQ(Kv(leader_, "ls", {}).output, "keep/me\tc\n");
+  EXPECT_EQ(Kv(leader_, "rm", {"-r", "--all", "/"}).code, 0);
+  EXPECT_EQ(Kv(leader_, "ls", {}).output, "");
+}
+
+TEST_F(MusterKvTest, Ls_KeyWithNewline_PrintedEscapedOnOneLine) {
+  ASSERT_TRUE(leader_.ok());
+  ASSERT_EQ(Kv(leader_, "put", {"odd/a\nb", "v\t1"}).code, 0);
+  EXPECT_EQ(Kv(leader_, "ls", {"odd"}).output, "odd/a\\nb\tv\\t1\n");
+}
+
 TEST_F(MusterKvTest, GetMissingKey_ExitsOneWithNotFound) {
   ASSERT_TRUE(leader_.ok());
   Result get = Kv(leader_, "get", {"config/missing"});

@@ -9,6 +9,10 @@
 //
 // --hold=true keeps a worker waiting after the barrier until an error arrives (used by the demo
 // to show failure detection).
+//
+// Exit status: 0 when the job completed and this task shut down cleanly; 1 when this task
+// failed (connect, exchange, bootstrap, barrier or shutdown); 2 when it left a job that another
+// task's failure ended (so a supervisor sees that the job did not complete).
 #include <cstdio>
 #include <string>
 
@@ -128,7 +132,7 @@ int main(int argc, char** argv) {
     }
     absl::Status shutdown = (*agent)->Shutdown();  // in ERROR: FailedPrecondition, as documented
     Say(absl::StrCat("left the failed job: ", shutdown.ToString()));
-    return 0;
+    return 2;
   }
   absl::Status shutdown = (*agent)->Shutdown();
   if (!shutdown.ok()) return Fail("shutdown", shutdown);

@@ -159,9 +159,13 @@ absl::Status FinishDown(Cluster& c) {
   for (size_t i = 0; i + 1 < c.workers.size(); ++i) {
     auto code = c.workers[i]->Wait(kBound);
     if (!code.ok()) return code.status();
-    if (*code != 0) return absl::InternalError(absl::StrCat("worker ", i, " exited ", *code));
+    if (*code != 2) {  // the example worker's status for "the job failed elsewhere"
+      return absl::InternalError(
+          absl::StrCat("worker ", i, " exited ", *code, "; expected 2 (left a failed job)"));
+    }
   }
-  Line(absl::StrCat(c.workers.size() - 1, " surviving workers left the failed job (fate sharing)"));
+  Line(absl::StrCat(c.workers.size() - 1,
+                    " surviving workers left the failed job (fate sharing), exit status 2"));
   c.leader->Signal(SIGTERM);
   auto code = c.leader->Wait(kBound);
   if (!code.ok()) return code.status();

@@ -16,7 +16,7 @@
 #include "muster/actors/supervision/supervision_policy.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/job_spec.h"
-#include "muster/net/leader_endpoint.h"
+#include "muster/net/leader.h"
 #include "muster/net/node_config.h"
 #include "muster/net/shutdown_signals.h"
 
@@ -68,18 +68,15 @@ int main(int argc, char** argv) {
   muster::BlockShutdownSignals();
   muster::NodeConfig cfg;
   caf::actor_system system{cfg};
-  auto coordinator = muster::SpawnCoordinator(system, options);
-  auto port = muster::PublishCoordinator(system, coordinator, absl::GetFlag(FLAGS_port));
-  if (!port.ok()) {
-    std::fprintf(stderr, "%s\n", port.status().ToString().c_str());
-    caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
+  auto leader = muster::Leader::Start(system, options,
+                                      {.port = static_cast<uint16_t>(absl::GetFlag(FLAGS_port))});
+  if (!leader.ok()) {
+    std::fprintf(stderr, "%s\n", leader.status().ToString().c_str());
     return 1;
   }
-  std::printf("leader with policy \"%s\" ready at 127.0.0.1:%u\n",
-              options.policy->Describe().c_str(), *port);
+  std::printf("leader with policy \"%s\" ready at %s\n", options.policy->Describe().c_str(),
+              (*leader)->address().c_str());
   std::fflush(stdout);
   muster::WaitForShutdownSignal();
-  system.middleman().unpublish(coordinator, *port);
-  caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
-  return 0;
+  return 0;  // ~Leader stops the coordinator
 }

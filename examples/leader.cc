@@ -12,12 +12,9 @@
 #include <absl/flags/flag.h>
 #include <absl/flags/parse.h>
 #include <caf/actor_system.hpp>
-#include <caf/io/middleman.hpp>
 
-#include "muster/actors/coordinator_actor.h"
-#include "muster/messages/incarnation.h"
 #include "muster/net/job_spec.h"
-#include "muster/net/leader_endpoint.h"
+#include "muster/net/leader.h"
 #include "muster/net/node_config.h"
 #include "muster/net/shutdown_signals.h"
 
@@ -27,8 +24,7 @@ ABSL_FLAG(int, port, 7400, "TCP port (0: any free port)");
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  muster::CoordinatorOptions options;
-  options.incarnation = muster::NewIncarnation();
+  muster::CoordinatorOptions options;  // incarnation 0: Leader::Start draws a random one
   absl::Status jobs = muster::AddJobSpecs(absl::GetFlag(FLAGS_jobs), &options.config);
   if (!jobs.ok()) {
     std::fprintf(stderr, "leader: --jobs: %s\n", std::string(jobs.message()).c_str());
@@ -39,20 +35,18 @@ int main(int argc, char** argv) {
 
   muster::NodeConfig cfg;
   caf::actor_system system{cfg};
-  auto coordinator = muster::SpawnCoordinator(system, options);
-  const std::string host = absl::GetFlag(FLAGS_host);
-  auto port = muster::PublishCoordinator(system, coordinator, absl::GetFlag(FLAGS_port), host);
-  if (!port.ok()) {
-    std::fprintf(stderr, "leader: %s\n", std::string(port.status().message()).c_str());
-    caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
+  auto leader = muster::Leader::Start(system, options,
+                                      {.host = absl::GetFlag(FLAGS_host),
+                                       .port = static_cast<uint16_t>(absl::GetFlag(FLAGS_port))});
+  if (!leader.ok()) {
+    std::fprintf(stderr, "leader: %s\n", std::string(leader.status().message()).c_str());
     return 1;
   }
-  std::printf("muster leader ready at %s:%u incarnation=0x%016llx\n", host.c_str(), *port,
-              static_cast<unsigned long long>(options.incarnation));
+  std::printf("muster leader ready at %s:%u incarnation=0x%016llx\n", (*leader)->host().c_str(),
+              (*leader)->port(), static_cast<unsigned long long>((*leader)->incarnation()));
   std::fflush(stdout);
   int received = muster::WaitForShutdownSignal();
   std::printf("muster leader shutting down (signal %d)\n", received);
-  system.middleman().unpublish(coordinator, *port);
-  caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
+  (*leader)->Stop();  // waiting calls are answered; the destructor would do the same
   return 0;
 }

@@ -15,7 +15,7 @@
 #include "muster/messages/incarnation.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/job_spec.h"
-#include "muster/net/leader_endpoint.h"
+#include "muster/net/leader.h"
 #include "muster/net/node_config.h"
 #include "muster/net/shutdown_signals.h"
 #include "muster/tools/cli_common.h"
@@ -110,11 +110,6 @@ absl::Status SetTimeouts(proto::CoordinationServiceConfig* config) {
     if (!ms->ok()) return ms->status();
   }
   bool with_barrier = absl::GetFlag(FLAGS_register_with_barrier);
-  if (*reg > 0 && !with_barrier) {
-    return absl::InvalidArgumentError(
-        "--register-timeout only applies with --register-with-barrier; add it or drop the "
-        "timeout");
-  }
   config->set_cluster_register_with_barrier(with_barrier);
   config->set_cluster_register_timeout_in_ms(*reg);
   config->set_shutdown_barrier_timeout_in_ms(*shutdown);
@@ -219,40 +214,30 @@ int LogTaskEvents(caf::scoped_actor& self, const CoordinatorActor& coordinator) 
   return code;
 }
 
-// Stops the coordinator and waits (bounded) until it is gone: its barrier actors answer every
-// waiting call with Aborted as they stop.
-void StopCoordinator(caf::scoped_actor& self, const CoordinatorActor& coordinator) {
-  self->monitor(coordinator);
-  caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
-  bool down = false;
-  self->receive_while([&] { return !down; })(
-      [&](caf::down_msg& msg) { down = msg.source == coordinator.address(); },
-      caf::after(std::chrono::seconds(5)) >> [&] { down = true; });
-}
-
 int Serve(const CoordinatorOptions& options) {
   NodeConfig config;
   caf::actor_system system{config};
-  auto coordinator = SpawnCoordinator(system, options);
   std::string host = absl::GetFlag(FLAGS_host);
-  auto port = PublishCoordinator(system, coordinator,
-                                 static_cast<uint16_t>(absl::GetFlag(FLAGS_port)), host);
-  if (!port.ok()) {
-    caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
+  auto leader = Leader::Start(
+      system, options, {.host = host, .port = static_cast<uint16_t>(absl::GetFlag(FLAGS_port))});
+  if (!leader.ok()) {
     return ReportFailure(
-        kCommand, absl::Status(port.status().code(), absl::StrCat(port.status().message(),
-                                                                  "; is another leader using the "
-                                                                  "port? Pick another --port")));
+        kCommand,
+        absl::Status(leader.status().code(), absl::StrCat(leader.status().message(),
+                                                          "; is another leader using the port?")));
   }
-  std::printf("muster leader ready at %s:%u incarnation=0x%016llx\n", host.c_str(), *port,
-              static_cast<unsigned long long>(options.incarnation));
+  std::printf("muster leader ready at %s:%u incarnation=0x%016llx\n", host.c_str(),
+              (*leader)->port(), static_cast<unsigned long long>((*leader)->incarnation()));
   PrintLine(Describe(options));
-  caf::scoped_actor self{system};
-  // Lives until the coordinator is stopped: a second signal ends a shutdown that hangs.
-  ShutdownSignalForwarder forwarder{caf::actor_cast<caf::actor>(self)};
-  int code = LogTaskEvents(self, coordinator);
-  system.middleman().unpublish(coordinator, *port);
-  StopCoordinator(self, coordinator);
+  int code = kExitOk;
+  {
+    caf::scoped_actor self{system};
+    // Lives until the leader is stopped: a second signal ends a shutdown that hangs.
+    ShutdownSignalForwarder forwarder{caf::actor_cast<caf::actor>(self)};
+    code = LogTaskEvents(self, (*leader)->coordinator());
+    // Barrier actors answer every waiting call with Aborted as they stop.
+    (*leader)->Stop();
+  }
   return code;
 }
 

@@ -187,6 +187,15 @@ TEST_F(CommandLineTest, ServeOptions_JobScopedPolicy) {
   EXPECT_EQ(options->policy->Describe(), "job-scoped");
 }
 
+TEST_F(CommandLineTest, ServeOptions_RegisterTimeoutWithoutBarrier_AcceptedLikeTheLibrary) {
+  absl::FlagSaver saver;
+  ASSERT_TRUE(ParseCommandLine(ServeSpec(), {"--job=worker=1", "--register-timeout=5s"}).ok());
+  auto options = ServeOptionsFromFlags();
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_FALSE(options->config.cluster_register_with_barrier());
+  EXPECT_EQ(options->config.cluster_register_timeout_in_ms(), 5000);
+}
+
 TEST_F(CommandLineTest, ServeOptions_RejectBadCombinations) {
   struct Case {
     std::vector<std::string> argv;
@@ -197,7 +206,6 @@ TEST_F(CommandLineTest, ServeOptions_RejectBadCombinations) {
       {{"--job=worker=1", "--policy=recoverable"}, "needs the jobs to tolerate"},
       {{"--job=worker=1", "--policy=best-effort"}, "unknown --policy \"best-effort\""},
       {{"--job=worker=1", "--recoverable-job=ps"}, "--recoverable-job ps is not one of the jobs"},
-      {{"--job=worker=1", "--register-timeout=5s"}, "only applies with --register-with-barrier"},
       {{"--job=worker=1", "--heartbeat-timeout=0s"}, "--heartbeat-timeout must be positive"},
       {{"--job=worker=1", "--connection-loss-grace=-1s"}, "may not be negative"},
       {{"--job=worker=1", "--port=70000"}, "--port must be from 0 to 65535"},

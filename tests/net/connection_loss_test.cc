@@ -12,7 +12,7 @@
 
 #include "muster/actors/coordinator_actor.h"
 #include "muster/messages/task_name.h"
-#include "muster/net/leader_endpoint.h"
+#include "muster/net/leader.h"
 #include "muster/net/node_config.h"
 
 namespace muster {
@@ -29,15 +29,17 @@ TEST(ConnectionLossTest, WorkerSystemShutDown_TaskFailsWithinMilliseconds) {
   job->set_name("worker");
   job->set_num_tasks(1);
   options.config.set_heartbeat_timeout_in_ms(60'000);
-  auto coordinator = SpawnCoordinator(leader_system, options);
-  auto port = PublishCoordinator(leader_system, coordinator, 0);
-  ASSERT_TRUE(port.ok()) << port.status();
+  auto leader_or = Leader::Start(leader_system, options);
+  ASSERT_TRUE(leader_or.ok()) << leader_or.status();
+  std::unique_ptr<Leader> published = *std::move(leader_or);
+  const CoordinatorActor& coordinator = published->coordinator();
 
   auto worker_cfg = std::make_unique<NodeConfig>();
   auto worker_system = std::make_unique<caf::actor_system>(*worker_cfg);
   AgentActor agent;
   {
-    auto leader = worker_system->middleman().remote_actor<CoordinatorActor>("127.0.0.1", *port);
+    auto leader =
+        worker_system->middleman().remote_actor<CoordinatorActor>("127.0.0.1", published->port());
     ASSERT_TRUE(leader) << worker_system->render(leader.error());
     agent = worker_system->spawn([]() -> AgentActor::behavior_type {
       return {[](const proto::ReportErrorToTaskRequest&) {}};
@@ -76,7 +78,6 @@ TEST(ConnectionLossTest, WorkerSystemShutDown_TaskFailsWithinMilliseconds) {
   EXPECT_THAT(state.error_message(), HasSubstr("connection to worker lost"));
   std::printf("connection loss detected after %.2f ms\n",
               std::chrono::duration<double, std::milli>(detected).count());
-  caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
 }
 
 }  // namespace

@@ -11,8 +11,8 @@
 #include "muster/actors/coordinator_actor.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
+#include "muster/net/leader.h"
 #include "muster/net/leader_connector_actor.h"
-#include "muster/net/leader_endpoint.h"
 #include "muster/net/node_config.h"
 #include "tests/testing/status_matchers.h"
 
@@ -42,11 +42,11 @@ TEST(LeaderConnectionTest, WorkerSystem_ConnectsAndRegisters) {
   auto* job = options.config.add_coordinated_job_list();
   job->set_name("worker");
   job->set_num_tasks(1);
-  auto coordinator = SpawnCoordinator(leader_system, options);
-  auto port = PublishCoordinator(leader_system, coordinator, 0);
-  ASSERT_TRUE(port.ok()) << port.status();
+  auto published = Leader::Start(leader_system, options);
+  ASSERT_TRUE(published.ok()) << published.status();
 
-  auto leader = Connect(worker_system, {.host = "127.0.0.1", .port = *port, .timeout = 5s});
+  auto leader =
+      Connect(worker_system, {.host = "127.0.0.1", .port = (*published)->port(), .timeout = 5s});
   ASSERT_TRUE(leader.ok()) << leader.status();
   caf::scoped_actor self{worker_system};
   auto agent = worker_system.spawn([]() -> AgentActor::behavior_type {
@@ -64,7 +64,6 @@ TEST(LeaderConnectionTest, WorkerSystem_ConnectsAndRegisters) {
           [&](caf::error& error) { ADD_FAILURE() << worker_system.render(error); });
   EXPECT_EQ(leader_incarnation, 99u);
   caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
 }
 
 TEST(LeaderConnectionTest, NoLeader_DeadlineExceededNamingTheAddress) {

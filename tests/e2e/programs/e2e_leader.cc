@@ -10,11 +10,8 @@
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_split.h>
 #include <caf/actor_system.hpp>
-#include <caf/io/middleman.hpp>
 
-#include "muster/actors/coordinator_actor.h"
-#include "muster/messages/incarnation.h"
-#include "muster/net/leader_endpoint.h"
+#include "muster/net/leader.h"
 #include "muster/net/node_config.h"
 
 ABSL_FLAG(std::vector<std::string>, jobs, {"worker=1"}, "name=tasks, comma separated");
@@ -28,7 +25,6 @@ ABSL_FLAG(std::vector<std::string>, recoverable_jobs, {}, "recoverable jobs");
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   muster::CoordinatorOptions options;
-  options.incarnation = muster::NewIncarnation();
   auto& config = options.config;
   for (const std::string& spec : absl::GetFlag(FLAGS_jobs)) {
     std::pair<std::string, std::string> parts = absl::StrSplit(spec, '=');
@@ -51,19 +47,16 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   muster::NodeConfig cfg;
   caf::actor_system system{cfg};
-  auto coordinator = muster::SpawnCoordinator(system, options);
-  auto port = muster::PublishCoordinator(system, coordinator, absl::GetFlag(FLAGS_port));
-  if (!port.ok()) {
-    std::fprintf(stderr, "%s\n", port.status().ToString().c_str());
-    caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
+  auto leader = muster::Leader::Start(system, options,
+                                      {.port = static_cast<uint16_t>(absl::GetFlag(FLAGS_port))});
+  if (!leader.ok()) {
+    std::fprintf(stderr, "%s\n", leader.status().ToString().c_str());
     return 1;
   }
-  std::printf("muster leader ready at 127.0.0.1:%u incarnation=0x%016llx\n", *port,
-              static_cast<unsigned long long>(options.incarnation));
+  std::printf("muster leader ready at %s incarnation=0x%016llx\n", (*leader)->address().c_str(),
+              static_cast<unsigned long long>((*leader)->incarnation()));
   std::fflush(stdout);
   int received = 0;
   sigwait(&signals, &received);
-  system.middleman().unpublish(coordinator, *port);
-  caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
-  return 0;
+  return 0;  // ~Leader stops the coordinator
 }

@@ -7,8 +7,10 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "muster/messages/incarnation.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
+#include "muster/net/thread_logger_guard.h"
 
 namespace muster {
 namespace {
@@ -47,6 +49,7 @@ NodeOptions WorkerNodeOptions(absl::Duration heartbeat_timeout) {
 
 absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(caf::actor_system& system,
                                                      AgentOptions options, ErrorCallback on_error) {
+  ThreadLoggerGuard logger_guard;
   if (options.job_name.empty() || options.task_id < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("invalid task: job \"", options.job_name, "\", task id ", options.task_id));
@@ -57,7 +60,7 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(caf::actor_system& system,
   AgentConfig config;
   config.task = MakeTask(options.job_name, options.task_id);
   config.task.set_recoverable(options.recoverable);
-  config.incarnation = options.incarnation;
+  config.incarnation = options.incarnation != 0 ? options.incarnation : NewIncarnation();
   config.leader = *leader;
   config.local_leader = options.local_leader;
   config.heartbeat_batcher = options.heartbeat_batcher;
@@ -67,20 +70,36 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(caf::actor_system& system,
   config.rpc_timeout = ToSpan(options.rpc_timeout);
   config.on_error = std::move(on_error);
   proto::CoordinatedTask task = config.task;
+  uint64_t incarnation = config.incarnation;
   AgentControlActor actor = SpawnAgentActor(system, std::move(config));
-  return std::unique_ptr<Agent>(new Agent(system, std::move(actor), std::move(task)));
+  return std::unique_ptr<Agent>(new Agent(system, std::move(actor), std::move(task), incarnation,
+                                          options.shutdown_on_destruction));
 }
 
-Agent::Agent(caf::actor_system& system, AgentControlActor actor, proto::CoordinatedTask task)
-    : system_(system), actor_(std::move(actor)), task_(std::move(task)) {}
+Agent::Agent(caf::actor_system& system, AgentControlActor actor, proto::CoordinatedTask task,
+             uint64_t incarnation, bool shutdown_on_destruction)
+    : system_(system),
+      actor_(std::move(actor)),
+      task_(std::move(task)),
+      incarnation_(incarnation),
+      shutdown_on_destruction_(shutdown_on_destruction) {}
 
 Agent::~Agent() {
-  if (state() == AgentState::kRunning) Shutdown().IgnoreError();
+  ThreadLoggerGuard logger_guard;
+  if (shutdown_on_destruction_ && state() == AgentState::kRunning) Shutdown().IgnoreError();
+  // Without a shutdown, the actor's exit is what the leader sees: its task actor monitors it.
+  caf::scoped_actor self{system_};
+  self->monitor(actor_);
   caf::anon_send_exit(actor_, caf::exit_reason::user_shutdown);
+  bool down = false;
+  self->receive_while([&] { return !down; })(
+      [&](caf::down_msg& msg) { down = msg.source == actor_.address(); },
+      caf::after(std::chrono::seconds(10)) >> [&] { down = true; });
 }
 
 template <class Response, class... Args>
 absl::StatusOr<Response> Agent::Ask(Args&&... args) const {
+  ThreadLoggerGuard logger_guard;
   caf::scoped_actor self{system_};
   absl::StatusOr<Response> result = absl::InternalError("no answer from the agent actor");
   self->request(actor_, caf::infinite, std::forward<Args>(args)...)
@@ -91,6 +110,7 @@ absl::StatusOr<Response> Agent::Ask(Args&&... args) const {
 
 template <class Response, class... Args>
 void Agent::AskAsync(std::function<void(absl::StatusOr<Response>)> done, Args... args) const {
+  ThreadLoggerGuard logger_guard;
   AgentControlActor actor = actor_;
   system_.spawn([=](caf::event_based_actor* self) {
     self->request(actor, caf::infinite, args...)
@@ -109,11 +129,13 @@ absl::StatusOr<proto::CoordinationServiceDeviceInfo> Agent::WaitForAllTasks(
   *request.mutable_local_device_info() = local_devices;
   auto response = Ask<proto::WaitForAllTasksResponse>(request);
   if (!response.ok()) return response.status();
+  absl::MutexLock lock(&devices_mutex_);
   cluster_devices_ = response->cluster_device_info();
   return cluster_devices_;
 }
 
-const proto::CoordinationServiceDeviceInfo& Agent::GetClusterDeviceInfo() const {
+proto::CoordinationServiceDeviceInfo Agent::GetClusterDeviceInfo() const {
+  absl::MutexLock lock(&devices_mutex_);
   return cluster_devices_;
 }
 
@@ -155,20 +177,37 @@ absl::StatusOr<std::string> Agent::GetKeyValue(const std::string& key, absl::Dur
   return response->kv().value();
 }
 
-void Agent::GetKeyValueAsync(const std::string& key, StatusOrValueCallback done,
-                             absl::Duration timeout) {
+void GetKeyValueHandle::Cancel() const {
+  if (caller_) caf::anon_send(caller_, cancel_atom::value);
+}
+
+GetKeyValueHandle Agent::GetKeyValueAsync(const std::string& key, StatusOrValueCallback done,
+                                          absl::Duration timeout) {
+  ThreadLoggerGuard logger_guard;
   proto::GetKeyValueRequest request;
   request.set_key(key);
   request.set_timeout_in_ms(ToMillis(timeout));
-  AskAsync<proto::GetKeyValueResponse>(
-      [done](absl::StatusOr<proto::GetKeyValueResponse> response) {
-        if (!response.ok()) return done(response.status());
-        done(response->kv().value());
-      },
-      request);
+  AgentControlActor agent = actor_;
+  // The helper makes the call, so that its cancel reaches the agent actor after the call (one
+  // sender's messages arrive in order) and names exactly this call.
+  caf::actor caller = system_.spawn([=](caf::event_based_actor* self) -> caf::behavior {
+    self->request(agent, caf::infinite, request)
+        .then(
+            [=](proto::GetKeyValueResponse& response) {
+              done(response.kv().value());
+              self->quit();
+            },
+            [=](caf::error& error) {
+              done(ToStatus(error));
+              self->quit();
+            });
+    return {[=](cancel_atom) { self->send(agent, cancel_atom::value); }};
+  });
+  return GetKeyValueHandle(std::move(caller));
 }
 
 void Agent::CancelGetKeyValue(const std::string& key) {
+  ThreadLoggerGuard logger_guard;
   caf::anon_send(actor_, cancel_atom::value, key);
 }
 
@@ -307,9 +346,18 @@ absl::StatusOr<proto::WatchJobStateResponse> Agent::WatchJobState(const std::str
   return Ask<proto::WatchJobStateResponse>(request);
 }
 
-AgentState Agent::state() const {
-  auto state = Ask<int32_t>(agent_state_atom::value);
-  return state.ok() ? static_cast<AgentState>(*state) : AgentState::kDisconnected;
+AgentStatus Agent::Status() const {
+  auto status = Ask<AgentStatus>(agent_state_atom::value);
+  if (status.ok()) return *std::move(status);
+  return AgentStatus{
+      .state = AgentState::kError,
+      .error = absl::UnavailableError(absl::StrCat(
+          "the agent of ", TaskName(task_),
+          " has stopped (its actor system is shutting down): ", status.status().message()))};
 }
+
+AgentState Agent::state() const { return Status().state; }
+
+absl::Status Agent::error() const { return Status().error; }
 
 }  // namespace muster

@@ -22,7 +22,9 @@
 
 #include <absl/status/status.h>
 #include <absl/status/statusor.h>
+#include <absl/synchronization/mutex.h>
 #include <absl/time/time.h>
+#include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 
 #include "muster/net/agent_actor.h"
@@ -60,12 +62,32 @@ struct AgentOptions {
   // Set (to one SpawnBarrierCombiner per process) when a process hosts many tasks that meet at
   // the same barriers: the leader then releases them with one message per process.
   BarrierCombinerActor barrier_combiner;
+  // What destroying a connected Agent does. true: it leaves the job with Shutdown() (through
+  // the shutdown barrier when the leader has one). false (the reference's
+  // agent_destruction_without_shutdown): it only drops its connection, as a crashing process
+  // would; the leader handles that as a lost task under its policy (a recoverable task may
+  // then register again as a new incarnation).
+  bool shutdown_on_destruction = true;
 };
 
 // The actor-system options a worker should use: Muster's message types, low-latency
 // scheduling, and CAF connection heartbeats with a connection timeout of `heartbeat_timeout`
 // (at least 2 s) so that a frozen leader is detected.
 NodeOptions WorkerNodeOptions(absl::Duration heartbeat_timeout = absl::Seconds(10));
+
+// The handle of one GetKeyValueAsync call.
+class GetKeyValueHandle {
+ public:
+  GetKeyValueHandle() = default;
+  // Completes this call with Cancelled (unless it has completed already) and withdraws its
+  // wait at the leader; other gets of the same key go on. Thread-safe, idempotent.
+  void Cancel() const;
+
+ private:
+  friend class Agent;
+  explicit GetKeyValueHandle(caf::actor caller) : caller_(std::move(caller)) {}
+  caf::actor caller_;
+};
 
 class Agent {
  public:
@@ -85,7 +107,10 @@ class Agent {
   static absl::StatusOr<std::unique_ptr<Agent>> Create(caf::actor_system& system,
                                                        AgentOptions options,
                                                        ErrorCallback on_error);
-  // Shuts down (if still connected) and stops the agent actor.
+  // Shuts down if still connected (unless options.shutdown_on_destruction is false: then it
+  // only drops the connection), stops the agent actor and waits until it has stopped: the
+  // error and watch callbacks never run after the destructor returns (the callback of a
+  // pending async call still runs once, with an error).
   ~Agent();
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
@@ -98,8 +123,8 @@ class Agent {
   // Contributes this task's devices and waits for every task; returns the cluster's devices.
   absl::StatusOr<proto::CoordinationServiceDeviceInfo> WaitForAllTasks(
       const proto::CoordinationServiceDeviceInfo& local_devices);
-  // The result of the last successful WaitForAllTasks.
-  const proto::CoordinationServiceDeviceInfo& GetClusterDeviceInfo() const;
+  // A copy of the result of the last successful WaitForAllTasks (empty before).
+  proto::CoordinationServiceDeviceInfo GetClusterDeviceInfo() const;
   absl::StatusOr<std::vector<proto::CoordinatedTaskStateInfo>> GetTaskState(
       const std::vector<proto::CoordinatedTask>& tasks);
   // Puts this task in ERROR at the leader (which tells the others) and locally.
@@ -113,9 +138,10 @@ class Agent {
   // Key-value store.
   absl::StatusOr<std::string> GetKeyValue(const std::string& key);  // waits forever
   absl::StatusOr<std::string> GetKeyValue(const std::string& key, absl::Duration timeout);
-  void GetKeyValueAsync(const std::string& key, StatusOrValueCallback done,
-                        absl::Duration timeout = absl::InfiniteDuration());
-  // Withdraws this agent's blocked gets of `key`: they complete with Cancelled.
+  // Calls `done` exactly once: with the value, or the error (Cancelled after handle.Cancel()).
+  GetKeyValueHandle GetKeyValueAsync(const std::string& key, StatusOrValueCallback done,
+                                     absl::Duration timeout = absl::InfiniteDuration());
+  // Withdraws every blocked get of `key` by this agent: they complete with Cancelled.
   void CancelGetKeyValue(const std::string& key);
   absl::StatusOr<std::string> TryGetKeyValue(const std::string& key);
   absl::StatusOr<std::vector<proto::KeyValueEntry>> GetKeyValueDir(const std::string& directory);
@@ -148,11 +174,18 @@ class Agent {
   absl::StatusOr<proto::WatchJobStateResponse> WatchJobState(
       const std::string& job, std::optional<int64_t> version = std::nullopt);
 
+  // ERROR also when the agent actor has stopped (its actor system is shutting down).
   AgentState state() const;
+  // The error that put the agent in ERROR; OK in the other states.
+  absl::Status error() const;
   const proto::CoordinatedTask& task() const { return task_; }
+  // This agent's incarnation: AgentOptions::incarnation, or the random one drawn for it.
+  uint64_t incarnation() const { return incarnation_; }
 
  private:
-  Agent(caf::actor_system& system, AgentControlActor actor, proto::CoordinatedTask task);
+  Agent(caf::actor_system& system, AgentControlActor actor, proto::CoordinatedTask task,
+        uint64_t incarnation, bool shutdown_on_destruction);
+  AgentStatus Status() const;
   template <class Response, class... Args>
   absl::StatusOr<Response> Ask(Args&&... args) const;
   template <class Response, class... Args>
@@ -161,7 +194,10 @@ class Agent {
   caf::actor_system& system_;
   AgentControlActor actor_;
   proto::CoordinatedTask task_;
-  proto::CoordinationServiceDeviceInfo cluster_devices_;
+  uint64_t incarnation_;
+  bool shutdown_on_destruction_;
+  mutable absl::Mutex devices_mutex_;
+  proto::CoordinationServiceDeviceInfo cluster_devices_ ABSL_GUARDED_BY(devices_mutex_);
 };
 
 }  // namespace muster

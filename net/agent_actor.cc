@@ -199,6 +199,26 @@ void FailPending(AgentPointer self, const absl::Status& status, bool blocking_on
   }
 }
 
+void CancelGetsOf(AgentPointer self, const caf::actor_addr& caller) {
+  auto& pending = self->state.pending;
+  std::vector<uint64_t> ids;
+  for (const auto& [id, call] : pending) {
+    if (call.caller && call.caller == caller) ids.push_back(id);
+  }
+  for (uint64_t id : ids) {
+    auto call = std::move(pending.at(id));
+    pending.erase(id);
+    bool still_waited = std::any_of(pending.begin(), pending.end(), [&](const auto& other) {
+      return other.second.key == call.key;
+    });
+    if (!still_waited && self->state.leader) {
+      self->send(self->state.leader, cancel_atom::value, call.key);
+    }
+    call.fail(ToError(absl::CancelledError(
+        absl::StrCat("GetKeyValue(", call.key, ") was cancelled by its caller"))));
+  }
+}
+
 absl::Status WrongState(AgentPointer self, absl::string_view call) {
   return absl::FailedPreconditionError(absl::StrCat(
       call, " of ", TaskName(self->state.config.task),

@@ -37,6 +37,12 @@ struct WatchCallback {
   std::function<void(const proto::KeyValueChangeEvent&)> on_change;
 };
 
+// The agent's state and the error that put it in ERROR (OK otherwise); local only.
+struct AgentStatus {
+  AgentState state = AgentState::kDisconnected;
+  absl::Status error;
+};
+
 struct AgentConfig {
   proto::CoordinatedTask task;  // job name, task id, recoverable flag
   uint64_t incarnation = 0;     // 0: a fresh random one
@@ -57,6 +63,7 @@ struct AgentConfig {
 }  // namespace muster
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(muster::WatchCallback)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(muster::AgentStatus)
 
 namespace muster {
 
@@ -84,11 +91,13 @@ using AgentControlActor = caf::typed_actor<
     caf::replies_to<proto::WatchKeyRequest, WatchCallback>::with<proto::WatchKeyResponse>,
     caf::replies_to<proto::StopWatchKeyRequest>::with<proto::StopWatchKeyResponse>,
     caf::reacts_to<cancel_atom, std::string>,
+    // Withdraws the blocked gets made by the sender (a GetKeyValueAsync's helper actor).
+    caf::reacts_to<cancel_atom>,
     // Barriers (the agent keeps the counter of every barrier id).
     caf::replies_to<proto::BarrierRequest>::with<proto::BarrierResponse>,
     caf::replies_to<proto::CancelBarrierRequest>::with<proto::CancelBarrierResponse>,
     // State and timers.
-    caf::replies_to<agent_state_atom>::with<int32_t>, caf::reacts_to<beat_atom, uint64_t>,
+    caf::replies_to<agent_state_atom>::with<AgentStatus>, caf::reacts_to<beat_atom, uint64_t>,
     caf::reacts_to<retry_atom>>;
 
 AgentControlActor SpawnAgentActor(caf::actor_system& system, AgentConfig config);

@@ -46,6 +46,7 @@ caf::result<proto::GetKeyValueResponse> GetKeyValue(AgentPointer self,
   AgentActorState::Pending info;
   info.cancel_on_shutdown = true;
   info.key = request.key();
+  info.caller = caf::actor_cast<caf::actor_addr>(self->current_sender());
   return Forward<proto::GetKeyValueResponse>(self, request,
                                              BlockingTimeout(request.timeout_in_ms()), info);
 }
@@ -196,7 +197,13 @@ AgentControlActor::behavior_type AgentBehavior(AgentPointer self) {
       },
       [=](proto::BarrierRequest request) { return Barrier(self, std::move(request)); },
       [=](proto::CancelBarrierRequest request) { return CancelBarrier(self, std::move(request)); },
-      [=](agent_state_atom) { return static_cast<int32_t>(self->state.state); },
+      [=](cancel_atom) {
+        CancelGetsOf(self, caf::actor_cast<caf::actor_addr>(self->current_sender()));
+      },
+      [=](agent_state_atom) {
+        const auto& st = self->state;
+        return AgentStatus{st.state, st.state == AgentState::kError ? st.error : absl::OkStatus()};
+      },
       [=](beat_atom, uint64_t generation) { HandleBeat(self, generation); },
       [=](retry_atom) { OnRetry(self); },
   };

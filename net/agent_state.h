@@ -40,6 +40,7 @@ struct AgentActorState {
     std::function<void(const caf::error&)> fail;
     bool cancel_on_shutdown = false;  // blocking calls: GetKeyValue, Barrier
     std::string key;                  // GetKeyValue: the key to withdraw at the leader
+    caf::actor_addr caller;           // GetKeyValue: who may cancel it ((cancel_atom))
   };
   absl::flat_hash_map<uint64_t, Pending> pending;
   uint64_t next_call = 0;
@@ -55,6 +56,10 @@ void SetError(AgentPointer self, const absl::Status& status);
 
 // Fails every forwarded call with `status` (all of them, or only the blocking ones).
 void FailPending(AgentPointer self, const absl::Status& status, bool blocking_only);
+
+// Fails the blocked gets made by `caller` with Cancelled and withdraws each key at the leader
+// once no other get of it is pending.
+void CancelGetsOf(AgentPointer self, const caf::actor_addr& caller);
 
 // FailedPrecondition naming the agent's state, for calls made in the wrong state.
 absl::Status WrongState(AgentPointer self, absl::string_view call);

@@ -18,7 +18,8 @@ absl::StatusOr<std::unique_ptr<DistributedRuntimeClient>> DistributedRuntimeClie
                      .heartbeat_timeout = options.heartbeat_timeout,
                      .register_timeout = options.init_timeout,
                      .shutdown_barrier_timeout = options.shutdown_timeout,
-                     .rpc_timeout = options.rpc_timeout};
+                     .rpc_timeout = options.rpc_timeout,
+                     .shutdown_on_destruction = options.shutdown_on_destruction};
   auto created = Agent::Create(system, agent, options.missed_heartbeat_callback);
   if (!created.ok()) return created.status();
   return std::unique_ptr<DistributedRuntimeClient>(
@@ -44,6 +45,10 @@ absl::StatusOr<proto::GlobalTopologyProto> DistributedRuntimeClient::EnumerateDe
 absl::StatusOr<std::string> DistributedRuntimeClient::KeyValueGet(const std::string& key,
                                                                   absl::Duration timeout) {
   return agent_->GetKeyValue(key, timeout);
+}
+
+absl::StatusOr<std::string> DistributedRuntimeClient::KeyValueTryGet(const std::string& key) {
+  return agent_->TryGetKeyValue(key);
 }
 
 absl::Status DistributedRuntimeClient::KeyValueSet(const std::string& key, const std::string& value,
@@ -72,6 +77,29 @@ absl::Status DistributedRuntimeClient::WaitAtBarrier(const std::string& id, absl
     tasks.push_back(MakeTask(options_.job_name, node));
   }
   return agent_->WaitAtBarrier(id, timeout, tasks);
+}
+
+absl::StatusOr<std::map<int, uint64_t>> DistributedRuntimeClient::GetLiveNodesWithIncarnations(
+    const std::vector<int>& node_ids) {
+  std::vector<proto::CoordinatedTask> tasks;
+  for (int node : node_ids) tasks.push_back(MakeTask(options_.job_name, node));
+  auto alive = agent_->GetAliveTasks(tasks);
+  if (!alive.ok()) return alive.status();
+  std::map<int, uint64_t> live;
+  for (int i = 0; i < alive->alive_tasks_size(); ++i) {
+    uint64_t incarnation = i < alive->incarnations_size() ? alive->incarnations(i) : 0;
+    live[alive->alive_tasks(i).task_id()] = incarnation;
+  }
+  return live;
+}
+
+absl::StatusOr<std::vector<int>> DistributedRuntimeClient::GetLiveNodes(
+    const std::vector<int>& node_ids) {
+  auto live = GetLiveNodesWithIncarnations(node_ids);
+  if (!live.ok()) return live.status();
+  std::vector<int> nodes;
+  for (const auto& [node, incarnation] : *live) nodes.push_back(node);
+  return nodes;
 }
 
 absl::Status DistributedRuntimeClient::Shutdown() { return agent_->Shutdown(); }

@@ -4,6 +4,8 @@
 // inside an actor).
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,6 +30,9 @@ struct DistributedRuntimeClientOptions {
   absl::Duration rpc_timeout = absl::Seconds(120);
   // Called when the job fails (another node died, the leader was lost, ...).
   Agent::ErrorCallback missed_heartbeat_callback;
+  // false: destroying a connected client only drops its connection (the leader treats the
+  // node as lost) instead of shutting down; see AgentOptions::shutdown_on_destruction.
+  bool shutdown_on_destruction = true;
 };
 
 class DistributedRuntimeClient {
@@ -43,6 +48,8 @@ class DistributedRuntimeClient {
   absl::StatusOr<proto::GlobalTopologyProto> EnumerateDevices(
       const proto::LocalTopologyProto& local_topology);
   absl::StatusOr<std::string> KeyValueGet(const std::string& key, absl::Duration timeout);
+  // The value if the key exists now; NotFound otherwise (never waits).
+  absl::StatusOr<std::string> KeyValueTryGet(const std::string& key);
   absl::Status KeyValueSet(const std::string& key, const std::string& value,
                            bool allow_overwrite = false);
   absl::StatusOr<std::vector<std::pair<std::string, std::string>>> KeyValueDirGet(
@@ -51,6 +58,12 @@ class DistributedRuntimeClient {
   // `node_ids` empty: every node.
   absl::Status WaitAtBarrier(const std::string& id, absl::Duration timeout,
                              std::optional<std::vector<int>> node_ids = std::nullopt);
+  // The live nodes among `node_ids`, each with its incarnation. Like a barrier: it returns
+  // once every live node of the set has called it with the same set, and they all get the same
+  // answer. Possible errors: InvalidArgument (empty or unknown set), FailedPrecondition.
+  absl::StatusOr<std::map<int, uint64_t>> GetLiveNodesWithIncarnations(
+      const std::vector<int>& node_ids);
+  absl::StatusOr<std::vector<int>> GetLiveNodes(const std::vector<int>& node_ids);
   // Leaves the job (through the leader's shutdown barrier when it has one).
   absl::Status Shutdown();
 

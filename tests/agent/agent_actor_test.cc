@@ -51,7 +51,7 @@ class AgentActorTest : public DeterministicTest {
   }
 
   AgentState StateOf(const AgentControlActor& agent) {
-    return static_cast<AgentState>(*Call<int32_t>(agent, agent_state_atom::value));
+    return Call<AgentStatus>(agent, agent_state_atom::value)->state;
   }
 
   proto::CoordinatedTaskState LeaderState(int task) {

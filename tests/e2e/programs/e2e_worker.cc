@@ -29,7 +29,7 @@ ABSL_FLAG(int, tasks, 1, "tasks in the job (scenario full)");
 ABSL_FLAG(
     std::string, scenario, "full",
     "full | wait_error | pending_get | watch | connect | exit_without_shutdown | xla | batched | "
-    "shutdown | probes | outsider");
+    "shutdown | probes | outsider | drop_agent | drop_rejoin | rejoin_peer");
 ABSL_FLAG(int, local_tasks, 2, "tasks hosted by this process, from --task on (scenario batched)");
 ABSL_FLAG(int64_t, heartbeat_timeout_ms, 10'000, "heartbeat timeout");
 ABSL_FLAG(int64_t, register_timeout_ms, 20'000, "connect deadline");
@@ -193,6 +193,46 @@ int Outsider(Worker& w) {
   return w.agent->WaitAtBarrier("end", absl::Seconds(20)).ok() ? 0 : 1;
 }
 
+// Destroys the connected agent without Shutdown (shutdown_on_destruction = false) and keeps
+// the process, and its connection to the leader, alive for --wait_ms: the leader must treat
+// the task as lost although no connection broke.
+int DropAgent(Worker& w) {
+  Event(absl::StrCat("incarnation ", w.agent->incarnation()));
+  w.agent.reset();
+  Event("dropped");
+  absl::SleepFor(absl::Milliseconds(absl::GetFlag(FLAGS_wait_ms)));
+  Event("exiting");
+  return 0;
+}
+
+// A recoverable task drops its agent (as a crashing task would), then rejoins in the same
+// process as a new incarnation, meets its peer at a barrier and shuts down.
+int DropRejoin(Worker& w, caf::actor_system& system, const muster::AgentOptions& options) {
+  if (!w.agent->WaitAtBarrier("up", absl::Seconds(20)).ok()) return 1;
+  uint64_t before = w.agent->incarnation();
+  w.agent.reset();
+  Event("dropped");
+  auto again = muster::Agent::Create(system, options, [](const absl::Status& error) {
+    Event("error after rejoin " + Describe(error));
+  });
+  if (!again.ok()) return 1;
+  w.agent = std::move(*again);
+  Event("rejoin " + Describe(w.agent->Connect()));
+  Event(absl::StrCat("new_incarnation ", w.agent->incarnation() != before));
+  Event("rejoined " + Describe(w.agent->WaitAtBarrier("rejoined", absl::Seconds(20))));
+  Event("shutdown " + Describe(w.agent->Shutdown()));
+  return 0;
+}
+
+// The peer of drop_rejoin: meets it before and after, and must see no error in between.
+int RejoinPeer(Worker& w) {
+  if (!w.agent->WaitAtBarrier("up", absl::Seconds(20)).ok()) return 1;
+  Event("rejoined " + Describe(w.agent->WaitAtBarrier("rejoined", absl::Seconds(20))));
+  Event(absl::StrCat("errors_seen ", w.error_seen.HasBeenNotified()));
+  Event("shutdown " + Describe(w.agent->Shutdown()));
+  return 0;
+}
+
 // The XLA runtime client: connect (all nodes), enumerate devices, share a value, barrier,
 // shut down.
 int Xla(caf::actor_system& system) {
@@ -217,6 +257,19 @@ int Xla(caf::actor_system& system) {
   if (node == 0 && !(*client)->KeyValueSet("xla/coordinator", "node0").ok()) return 1;
   auto value = (*client)->KeyValueGet("xla/coordinator", absl::Seconds(20));
   Event("xla get " + (value.ok() ? *value : Describe(value.status())));
+  auto now = (*client)->KeyValueTryGet("xla/coordinator");
+  Event("xla try_get " + (now.ok() ? *now : Describe(now.status())));
+  Event("xla try_get_missing " + Describe((*client)->KeyValueTryGet("xla/missing").status()));
+  std::vector<int> all_nodes;
+  for (int n = 0; n < global->nodes_size(); ++n) all_nodes.push_back(n);
+  auto live = (*client)->GetLiveNodesWithIncarnations(all_nodes);
+  if (!live.ok()) return Event("xla live " + Describe(live.status())), 1;
+  std::string nodes;
+  for (const auto& [id, incarnation] : *live) {
+    absl::StrAppend(&nodes, id, incarnation != 0 ? "+" : "-", ",");
+  }
+  Event(absl::StrCat("xla live=", nodes,
+                     " mine_matches=", live->at(node) == (*client)->agent().incarnation()));
   if (!(*client)->WaitAtBarrier("xla_step", absl::Seconds(20)).ok()) return 1;
   absl::Status shutdown = (*client)->Shutdown();
   Event("xla shutdown " + Describe(shutdown));
@@ -301,6 +354,8 @@ int main(int argc, char** argv) {
       .recoverable = absl::GetFlag(FLAGS_recoverable),
       .heartbeat_timeout = heartbeat,
       .register_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_register_timeout_ms))};
+  const std::string scenario = absl::GetFlag(FLAGS_scenario);
+  options.shutdown_on_destruction = scenario != "drop_agent" && scenario != "drop_rejoin";
   auto agent = muster::Agent::Create(system, options, [&w](const absl::Status& error) {
     Event(absl::StrCat("error at_us=", NowMicros(), " ", Describe(error)));
     w.error_seen.Notify();
@@ -310,7 +365,6 @@ int main(int argc, char** argv) {
   absl::Status connected = w.agent->Connect();
   Event("connect " + Describe(connected));
   if (!connected.ok()) return 1;
-  const std::string scenario = absl::GetFlag(FLAGS_scenario);
   if (scenario == "exit_without_shutdown") std::_Exit(0);  // like a crash right after registering
   int code = scenario == "full"          ? Full(w)
              : scenario == "wait_error"  ? WaitError(w)
@@ -319,6 +373,9 @@ int main(int argc, char** argv) {
              : scenario == "shutdown"    ? ShutdownNow(w)
              : scenario == "probes"      ? Probes(w)
              : scenario == "outsider"    ? Outsider(w)
+             : scenario == "drop_agent"  ? DropAgent(w)
+             : scenario == "drop_rejoin" ? DropRejoin(w, system, options)
+             : scenario == "rejoin_peer" ? RejoinPeer(w)
                                          : 0;
   w.agent.reset();
   return code;

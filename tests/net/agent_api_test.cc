@@ -1,0 +1,226 @@
+// The Agent as an embedding program uses it, over real TCP on 127.0.0.1 (a Leader in one actor
+// system, agents in another): incarnation(), error(), GetClusterDeviceInfo(), per-call cancel
+// of GetKeyValueAsync, destruction with and without shutdown, and actor systems destroyed while
+// threads that used an Agent are still alive.
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <absl/synchronization/notification.h>
+#include <absl/time/time.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <caf/actor_system.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+#include "muster/net/agent.h"
+#include "muster/net/leader.h"
+#include "muster/net/node_config.h"
+#include "tests/testing/status_matchers.h"
+
+namespace muster {
+namespace {
+
+using ::muster::testing::IsOk;
+using ::muster::testing::StatusIs;
+using ::testing::HasSubstr;
+using Code = absl::StatusCode;
+
+CoordinatorOptions Jobs(int tasks) {
+  CoordinatorOptions options;
+  auto* job = options.config.add_coordinated_job_list();
+  job->set_name("worker");
+  job->set_num_tasks(tasks);
+  options.config.set_heartbeat_timeout_in_ms(10'000);
+  return options;
+}
+
+class AgentApiTest : public ::testing::Test {
+ protected:
+  void StartLeader(CoordinatorOptions options) {
+    auto leader = Leader::Start(leader_system_, std::move(options));
+    ASSERT_TRUE(leader.ok()) << leader.status();
+    leader_ = *std::move(leader);
+  }
+
+  std::unique_ptr<Agent> NewAgent(int task, AgentOptions options = {}) {
+    options.leader = leader_->address();
+    options.task_id = task;
+    options.register_timeout = absl::Seconds(10);
+    auto agent = Agent::Create(worker_system_, options,
+                               [this](const absl::Status& error) { errors_.push_back(error); });
+    EXPECT_TRUE(agent.ok()) << agent.status();
+    return agent.ok() ? *std::move(agent) : nullptr;
+  }
+
+  // The task's state as the leader reports it.
+  proto::CoordinatedTaskStateInfo LeaderState(int task) {
+    caf::scoped_actor self{leader_system_};
+    proto::GetTaskStateRequest request;
+    *request.add_source_task() = MakeTask("worker", task);
+    proto::CoordinatedTaskStateInfo info;
+    self->request(leader_->coordinator(), std::chrono::seconds(5), request)
+        .receive([&](proto::GetTaskStateResponse& r) { info = r.task_state(0); },
+                 [&](caf::error& error) { ADD_FAILURE() << ToStatus(error); });
+    return info;
+  }
+
+  // Polls the leader until `task` is in `state` (bounded).
+  proto::CoordinatedTaskStateInfo AwaitLeaderState(int task, proto::CoordinatedTaskState state) {
+    proto::CoordinatedTaskStateInfo info;
+    for (int i = 0; i < 500; ++i) {
+      info = LeaderState(task);
+      if (info.state() == state) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return info;
+  }
+
+  NodeConfig leader_config_;
+  caf::actor_system leader_system_{leader_config_};
+  NodeConfig worker_config_{WorkerNodeOptions()};
+  caf::actor_system worker_system_{worker_config_};
+  std::unique_ptr<Leader> leader_;
+  std::vector<absl::Status> errors_;
+};
+
+TEST_F(AgentApiTest, Incarnation_GivenOrDrawnAndSentToTheLeader) {
+  StartLeader(Jobs(2));
+  auto given = NewAgent(0, {.incarnation = 42});
+  EXPECT_EQ(given->incarnation(), 42u);
+  auto drawn = NewAgent(1);
+  EXPECT_NE(drawn->incarnation(), 0u);
+  ASSERT_THAT(drawn->Connect(), IsOk());
+  auto alive = drawn->GetAliveTasks({MakeTask("worker", 1)});
+  ASSERT_THAT(alive.status(), IsOk());
+  ASSERT_EQ(alive->incarnations_size(), 1);
+  EXPECT_EQ(alive->incarnations(0), drawn->incarnation());
+}
+
+TEST_F(AgentApiTest, Error_OkUntilReportedThenTheErrorThatStoppedTheAgent) {
+  StartLeader(Jobs(1));
+  auto agent = NewAgent(0);
+  ASSERT_THAT(agent->Connect(), IsOk());
+  EXPECT_THAT(agent->error(), IsOk());
+  ASSERT_THAT(agent->ReportError(absl::DataLossError("checkpoint corrupt")), IsOk());
+  EXPECT_EQ(agent->state(), AgentState::kError);
+  EXPECT_THAT(agent->error(), StatusIs(Code::kDataLoss, HasSubstr("checkpoint corrupt")));
+  ASSERT_THAT(agent->Reset(), IsOk());
+  EXPECT_EQ(agent->state(), AgentState::kDisconnected);
+  EXPECT_THAT(agent->error(), IsOk());
+}
+
+TEST_F(AgentApiTest, GetClusterDeviceInfo_ACopyOfTheLastExchange) {
+  StartLeader(Jobs(1));
+  auto agent = NewAgent(0);
+  ASSERT_THAT(agent->Connect(), IsOk());
+  EXPECT_FALSE(agent->GetClusterDeviceInfo().has_tf());
+  proto::CoordinationServiceDeviceInfo local;
+  local.mutable_tf()->add_devices()->set_name("/job:worker/replica:0/task:0/device:CPU:0");
+  ASSERT_THAT(agent->WaitForAllTasks(local).status(), IsOk());
+  // Read from another thread while this one keeps the agent busy: a copy, no shared member.
+  auto reader = std::async(std::launch::async, [&] { return agent->GetClusterDeviceInfo(); });
+  ASSERT_THAT(agent->InsertKeyValue("k", "v"), IsOk());
+  proto::CoordinationServiceDeviceInfo copy = reader.get();
+  ASSERT_EQ(copy.tf().devices_size(), 1);
+  EXPECT_EQ(copy.tf().devices(0).name(), "/job:worker/replica:0/task:0/device:CPU:0");
+}
+
+TEST_F(AgentApiTest, GetKeyValueAsyncCancel_OnlyThatCallCancelledOthersComplete) {
+  StartLeader(Jobs(1));
+  auto agent = NewAgent(0);
+  ASSERT_THAT(agent->Connect(), IsOk());
+  std::promise<absl::StatusOr<std::string>> first;
+  std::promise<absl::StatusOr<std::string>> second;
+  GetKeyValueHandle cancelled = agent->GetKeyValueAsync(
+      "nccl/id", [&](const absl::StatusOr<std::string>& v) { first.set_value(v); });
+  agent->GetKeyValueAsync("nccl/id",
+                          [&](const absl::StatusOr<std::string>& v) { second.set_value(v); });
+  cancelled.Cancel();
+  auto first_result = first.get_future();
+  ASSERT_EQ(first_result.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_THAT(first_result.get().status(),
+              StatusIs(Code::kCancelled, HasSubstr("GetKeyValue(nccl/id) was cancelled")));
+  ASSERT_THAT(agent->InsertKeyValue("nccl/id", "abc"), IsOk());
+  auto second_result = second.get_future();
+  ASSERT_EQ(second_result.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  auto value = second_result.get();
+  ASSERT_THAT(value.status(), IsOk());
+  EXPECT_EQ(*value, "abc");
+  cancelled.Cancel();  // after completion: harmless
+  EXPECT_EQ(agent->state(), AgentState::kRunning);
+}
+
+TEST_F(AgentApiTest, DestroyedWithShutdown_LeaderSeesDisconnected) {
+  StartLeader(Jobs(1));
+  auto agent = NewAgent(0);
+  ASSERT_THAT(agent->Connect(), IsOk());
+  agent.reset();
+  EXPECT_EQ(LeaderState(0).state(), proto::TASKSTATE_DISCONNECTED);
+}
+
+TEST_F(AgentApiTest, DestroyedWithoutShutdown_LeaderSeesALostTask) {
+  StartLeader(Jobs(1));
+  auto agent = NewAgent(0, {.shutdown_on_destruction = false});
+  ASSERT_THAT(agent->Connect(), IsOk());
+  agent.reset();
+  auto info = AwaitLeaderState(0, proto::TASKSTATE_ERROR);
+  EXPECT_EQ(info.state(), proto::TASKSTATE_ERROR);
+  EXPECT_EQ(info.error_code(), static_cast<int>(Code::kUnavailable));
+}
+
+// A thread that used an Agent would keep CAF's thread-local reference to the system's logger,
+// and ~actor_system waits for it; the entry points release it, so that a system can be
+// destroyed while threads that used agents on it (a pool) still live. Each round runs on its
+// own thread, which builds and destroys the systems (the thread that builds a system holds that
+// reference too), watched by this one.
+TEST(AgentThreadsTest, SystemsDestroyedWhileThreadsThatUsedAgentsLive) {
+  constexpr int kRounds = 3;
+  constexpr int kThreads = 3;
+  std::vector<std::thread> threads;
+  std::vector<std::unique_ptr<absl::Notification>> release;
+  for (int round = 0; round < kRounds; ++round) {
+    auto finished = std::async(std::launch::async, [&] {
+      NodeConfig leader_config;
+      caf::actor_system leader_system{leader_config};
+      auto leader = Leader::Start(leader_system, Jobs(kThreads));
+      ASSERT_TRUE(leader.ok()) << leader.status();
+      NodeConfig worker_config{WorkerNodeOptions()};
+      auto worker_system = std::make_unique<caf::actor_system>(worker_config);
+      std::vector<std::unique_ptr<absl::Notification>> used;
+      for (int t = 0; t < kThreads; ++t) {
+        used.push_back(std::make_unique<absl::Notification>());
+        release.push_back(std::make_unique<absl::Notification>());
+        threads.emplace_back([&, t, done = used.back().get(), wait = release.back().get()] {
+          auto agent = Agent::Create(*worker_system, {.leader = (*leader)->address(), .task_id = t},
+                                     nullptr);
+          if (agent.ok()) {
+            EXPECT_THAT((*agent)->Connect(), IsOk());
+            EXPECT_THAT((*agent)->TryGetKeyValue("missing").status(), StatusIs(Code::kNotFound));
+            agent->reset();
+          }
+          done->Notify();
+          wait->WaitForNotification();  // stays alive while the systems are destroyed
+        });
+      }
+      for (auto& done : used) done->WaitForNotification();
+      leader->reset();
+      worker_system.reset();
+    });
+    if (finished.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+      ADD_FAILURE() << "destroying the actor systems hangs (round " << round << ")";
+      std::fflush(stdout);
+      std::_Exit(1);  // the hung destructors cannot be joined
+    }
+  }
+  for (auto& wait : release) wait->Notify();
+  for (auto& thread : threads) thread.join();
+}
+
+}  // namespace
+}  // namespace muster

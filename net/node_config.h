@@ -7,6 +7,8 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/timespan.hpp>
 
+#include "muster/net/frame_guard.h"
+
 namespace muster {
 
 struct NodeOptions {
@@ -19,6 +21,8 @@ struct NodeOptions {
   // Condition-variable scheduling and no separate deserialization workers: the lowest
   // round-trip latency for a control plane (see docs/performance.md).
   bool low_latency_scheduler = true;
+  // What a peer may send before and after its handshake (see net/guarded_multiplexer.h).
+  WireLimits wire_limits;
 };
 
 // Applies `options` and Muster's message types to a user's configuration.

@@ -42,6 +42,13 @@ ABSL_FLAG(absl::Duration, connection_loss_grace, absl::ZeroDuration(),
 ABSL_FLAG(std::vector<std::string>, recoverable_job, {},
           "A job whose task failures are tolerated: its tasks may reset and register again. "
           "Repeatable");
+ABSL_FLAG(int64_t, max_frame_size, muster::WireLimits{}.max_frame_bytes,
+          "The largest network frame a connected peer may send, in bytes; a frame over it "
+          "closes the connection before it is read (0: no limit)");
+ABSL_FLAG(absl::Duration, handshake_timeout,
+          absl::Milliseconds(muster::WireLimits{}.handshake_timeout_ms),
+          "A connection that has not completed CAF's handshake after this long is closed "
+          "(0: never)");
 ABSL_FLAG(std::string, policy, "",
           "What a task failure does: fate-sharing (tell every task), job-scoped (tell the "
           "task's job), recoverable (tolerate failures of the --recoverable-job jobs). Default: "
@@ -131,7 +138,7 @@ const CommandSpec& ServeSpec() {
           "ABORTED.",
       .flags = {"job", "host", "port", "heartbeat_timeout", "register_with_barrier",
                 "register_timeout", "shutdown_barrier_timeout", "connection_loss_grace",
-                "recoverable_job", "policy"},
+                "recoverable_job", "policy", "max_frame_size", "handshake_timeout"},
       .repeated = {"job", "recoverable_job"},
   };
   return spec;
@@ -214,8 +221,27 @@ int LogTaskEvents(caf::scoped_actor& self, const CoordinatorActor& coordinator) 
   return code;
 }
 
-int Serve(const CoordinatorOptions& options) {
-  NodeConfig config;
+absl::StatusOr<NodeOptions> NodeOptionsFromFlags() {
+  NodeOptions node;
+  int64_t frame = absl::GetFlag(FLAGS_max_frame_size);
+  if (frame < 0 || frame > int64_t{1} << 31) {
+    return absl::InvalidArgumentError("--max-frame-size must be from 0 (no limit) to 2 GiB");
+  }
+  if (frame != 0 && frame < 64 * 1024) {
+    return absl::InvalidArgumentError(
+        "--max-frame-size below 64 KiB would refuse ordinary requests; use at least 65536");
+  }
+  node.wire_limits.max_frame_bytes = static_cast<uint32_t>(frame);
+  absl::Duration handshake = absl::GetFlag(FLAGS_handshake_timeout);
+  if (handshake < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--handshake-timeout may not be negative");
+  }
+  node.wire_limits.handshake_timeout_ms = absl::ToInt64Milliseconds(handshake);
+  return node;
+}
+
+int Serve(const CoordinatorOptions& options, const NodeOptions& node) {
+  NodeConfig config(node);
   caf::actor_system system{config};
   std::string host = absl::GetFlag(FLAGS_host);
   auto leader = Leader::Start(
@@ -248,9 +274,11 @@ int RunServe(const std::vector<std::string>& argv) {
   if (auto done = ParseOrExit(ServeSpec(), argv, &parsed)) return *done;
   auto options = ServeOptionsFromFlags();
   if (!options.ok()) return ReportUsageError(kCommand, options.status());
+  auto node = NodeOptionsFromFlags();
+  if (!node.ok()) return ReportUsageError(kCommand, node.status());
   // Before the actor system starts its threads: they inherit the blocked signals.
   BlockShutdownSignals();
-  return Serve(*options);
+  return Serve(*options, *node);
 }
 
 }  // namespace muster::cli

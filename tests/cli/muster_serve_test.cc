@@ -16,9 +16,9 @@ using ::testing::HasSubstr;
 
 // Runs the example worker: it connects, registers /job:worker/task:<task> and exits.
 Result RunWorker(const Leader& leader, int task) {
-  auto worker = Subprocess::Start({MUSTER_E2E_WORKER_BIN, "--leader=" + leader.address(),
-                                   "--job=worker", absl::StrCat("--task=", task),
-                                   "--scenario=exit_without_shutdown"});
+  auto worker =
+      Subprocess::Start({MUSTER_E2E_WORKER_BIN, "--leader=" + leader.address(), "--job=worker",
+                         absl::StrCat("--task=", task), "--scenario=exit_without_shutdown"});
   EXPECT_TRUE(worker.ok()) << worker.status();
   if (!worker.ok()) return {};
   return Finish(**worker);
@@ -97,6 +97,18 @@ TEST(MusterServeTest, ShutdownWhileAGetWaits_TheWaiterFailsAtOnce) {
   Result get = Finish(*waiter);
   EXPECT_EQ(get.code, 1) << get.output;
   EXPECT_THAT(get.output, HasSubstr("muster kv get: "));
+}
+
+TEST(MusterServeTest, WireLimits_BadValuesAreUsageErrorsGoodOnesServe) {
+  Result tiny = RunMuster({"serve", "--job=worker=1", "--max-frame-size=1000"});
+  EXPECT_EQ(tiny.code, 2);
+  EXPECT_THAT(tiny.output, HasSubstr("--max-frame-size below 64 KiB"));
+  Result negative = RunMuster({"serve", "--job=worker=1", "--handshake-timeout=-1s"});
+  EXPECT_EQ(negative.code, 2);
+  EXPECT_THAT(negative.output, HasSubstr("--handshake-timeout may not be negative"));
+  Leader leader({"--job=worker=1", "--max-frame-size=1048576", "--handshake-timeout=2s"});
+  ASSERT_TRUE(leader.ok());
+  EXPECT_EQ(RunWorker(leader, 0).code, 0);
 }
 
 TEST(MusterServeTest, RepeatedJobFlags_ConfigureEveryJob) {

@@ -20,8 +20,10 @@ constexpr absl::Duration kBound = absl::Seconds(30);
 
 class E2eTest : public ::testing::Test {
  protected:
-  void StartLeader(std::vector<std::string> flags) {
+  // `prefix` runs the leader under another command (e.g. prlimit).
+  void StartLeader(std::vector<std::string> flags, std::vector<std::string> prefix = {}) {
     flags.insert(flags.begin(), MUSTER_E2E_LEADER_BIN);
+    flags.insert(flags.begin(), prefix.begin(), prefix.end());
     auto leader = Subprocess::Start(flags);
     ASSERT_TRUE(leader.ok()) << leader.status();
     leader_ = std::move(*leader);

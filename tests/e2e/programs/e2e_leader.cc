@@ -21,6 +21,9 @@ ABSL_FLAG(bool, register_barrier, false, "registration waits for every task");
 ABSL_FLAG(int64_t, register_timeout_ms, 60'000, "register barrier timeout");
 ABSL_FLAG(int64_t, shutdown_barrier_timeout_ms, 0, "shutdown barrier timeout (0: none)");
 ABSL_FLAG(std::vector<std::string>, recoverable_jobs, {}, "recoverable jobs");
+ABSL_FLAG(int64_t, max_frame_bytes, muster::WireLimits{}.max_frame_bytes, "frame size limit");
+ABSL_FLAG(int64_t, handshake_timeout_ms, muster::WireLimits{}.handshake_timeout_ms,
+          "handshake deadline of accepted connections");
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
@@ -45,7 +48,10 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  muster::NodeConfig cfg;
+  muster::NodeOptions node;
+  node.wire_limits.max_frame_bytes = static_cast<uint32_t>(absl::GetFlag(FLAGS_max_frame_bytes));
+  node.wire_limits.handshake_timeout_ms = absl::GetFlag(FLAGS_handshake_timeout_ms);
+  muster::NodeConfig cfg(node);
   caf::actor_system system{cfg};
   auto leader = muster::Leader::Start(system, options,
                                       {.port = static_cast<uint16_t>(absl::GetFlag(FLAGS_port))});

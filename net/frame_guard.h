@@ -1,0 +1,52 @@
+// Checks the frames of CAF's network protocol (BASP) on a connection before CAF sees them: a
+// header that announces a payload over the limit, a connection whose first frame is not the
+// handshake, or a handshake without payload is refused before anything is allocated for it.
+// Pure logic; GuardedMultiplexer applies it to every connection.
+//
+// A BASP frame is a 32-byte header (operation at byte 0, payload length big-endian at bytes
+// 4-7) followed by the payload it announces; CAF reads exactly one of the two at a time, so
+// each chunk the guard sees is one header or one payload.
+#pragma once
+
+#include <cstdint>
+
+#include <absl/status/status.h>
+#include <absl/types/span.h>
+
+namespace muster {
+
+struct WireLimits {
+  // The largest payload a peer may announce once connected. The default leaves room for a
+  // 4 MiB value plus its request around it. 0: no limit.
+  uint32_t max_frame_bytes = 8u << 20;
+  // The largest handshake a peer may announce before it has completed one.
+  uint32_t max_handshake_bytes = 64u << 10;
+  // A peer that has not completed its handshake after this many milliseconds is disconnected.
+  int64_t handshake_timeout_ms = 10'000;
+};
+
+class FrameGuard {
+ public:
+  static constexpr size_t kHeaderSize = 32;
+
+  // `inbound`: the peer connected to us, so its first frame must be its client handshake.
+  FrameGuard(const WireLimits& limits, bool inbound) : limits_(limits), inbound_(inbound) {}
+
+  // Checks one chunk as CAF is about to receive it. OK: pass it on. Otherwise the reason to
+  // close the connection (the chunk must not reach CAF).
+  absl::Status Check(absl::Span<const char> chunk);
+
+  // The peer completed its handshake (its handshake frame and payload passed the checks).
+  bool handshake_done() const { return handshake_done_; }
+
+ private:
+  absl::Status CheckHeader(absl::Span<const char> header);
+
+  WireLimits limits_;
+  bool inbound_;
+  bool handshake_done_ = false;
+  bool in_payload_ = false;
+  uint8_t payload_operation_ = 0;
+};
+
+}  // namespace muster

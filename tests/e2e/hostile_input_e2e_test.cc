@@ -1,0 +1,225 @@
+// Hostile bytes at a real leader's port, each followed by a normal job on the same leader: a
+// header announcing a ~4 GiB payload, handshakes without payload, garbage and frames out of
+// order, half a header and a slow sender (closed at the handshake deadline), and a flood of
+// idle connections under a small descriptor limit (new ones refused, existing ones served, no
+// busy loop).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <absl/strings/numbers.h>
+#include <absl/strings/str_split.h>
+#include <absl/time/clock.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/e2e/e2e_fixture.h"
+#include "tests/testing/basp_header.h"
+
+namespace muster {
+namespace {
+
+using ::muster::testing::E2eTest;
+using ::muster::testing::kBound;
+using ::muster::testing::Subprocess;
+using ::testing::HasSubstr;
+
+std::string Header(uint8_t operation, uint32_t length) {
+  return ::muster::testing::BaspHeader(operation, length);
+}
+
+class Connection {
+ public:
+  explicit Connection(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  }
+  ~Connection() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  bool connected() const { return connected_; }
+  bool Send(const std::string& bytes) {
+    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(bytes.size());
+  }
+  // Reads the server's handshake: a header, then the payload it announces.
+  bool ReadServerHandshake() {
+    std::string header = Read(32);
+    if (header.size() != 32 || header[0] != 0) return false;
+    uint32_t length = static_cast<uint8_t>(header[4]) << 24 |
+                      static_cast<uint8_t>(header[5]) << 16 | static_cast<uint8_t>(header[6]) << 8 |
+                      static_cast<uint8_t>(header[7]);
+    return Read(length).size() == length;
+  }
+  // True when the peer closes the connection within `timeout` (EOF or reset).
+  bool ClosedWithin(absl::Duration timeout) {
+    absl::Time deadline = absl::Now() + timeout;
+    char buf[4096];
+    while (absl::Now() < deadline) {
+      pollfd p{fd_, POLLIN, 0};
+      int left = static_cast<int>(absl::ToInt64Milliseconds(deadline - absl::Now()));
+      if (::poll(&p, 1, std::max(left, 1)) <= 0) continue;
+      ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+      if (n <= 0) return true;
+    }
+    return false;
+  }
+
+ private:
+  std::string Read(size_t n) {
+    std::string out;
+    absl::Time deadline = absl::Now() + absl::Seconds(5);
+    while (out.size() < n && absl::Now() < deadline) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      char buf[4096];
+      ssize_t got = ::recv(fd_, buf, std::min(sizeof(buf), n - out.size()), 0);
+      if (got <= 0) break;
+      out.append(buf, static_cast<size_t>(got));
+    }
+    return out;
+  }
+
+  int fd_;
+  bool connected_ = false;
+};
+
+int64_t RssKib(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) != 0) continue;
+    std::vector<std::string> parts = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    int64_t kib = 0;
+    return parts.size() >= 2 && absl::SimpleAtoi(parts[1], &kib) ? kib : -1;
+  }
+  return -1;
+}
+
+// User plus system CPU seconds of a process.
+double CpuSeconds(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::vector<std::string> fields = absl::StrSplit(text.substr(text.rfind(')') + 2), ' ');
+  double utime = 0, stime = 0;
+  if (fields.size() < 13 || !absl::SimpleAtod(fields[11], &utime) ||
+      !absl::SimpleAtod(fields[12], &stime)) {
+    return -1;
+  }
+  return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+class HostileInputE2eTest : public E2eTest {
+ protected:
+  int Port() const {
+    int port = 0;
+    EXPECT_TRUE(absl::SimpleAtoi(address_.substr(address_.find(':') + 1), &port));
+    return port;
+  }
+
+  // Two workers run the whole job (topology, bootstrap value, barrier, shutdown) on the leader.
+  void ExpectNormalJob() {
+    std::vector<Subprocess*> workers = {StartWorker(0, "full", {"--tasks=2"}),
+                                        StartWorker(1, "full", {"--tasks=2"})};
+    for (auto* worker : workers) {
+      ExpectExit(worker, 0);
+      EXPECT_THAT(worker->output(), HasSubstr("EVENT shutdown code=OK"));
+    }
+  }
+};
+
+TEST_F(HostileInputE2eTest, HeaderAnnouncingFourGiB_ClosedAtOnceNothingAllocatedJobUnharmed) {
+  StartLeader({"--jobs=worker=2"});
+  int64_t rss_before = RssKib(leader_->pid());
+  for (int i = 0; i < 2; ++i) {
+    Connection probe(Port());
+    ASSERT_TRUE(probe.connected());
+    ASSERT_TRUE(probe.ReadServerHandshake());
+    ASSERT_TRUE(probe.Send(Header(/*client_handshake=*/1, 0xFFFFFFF0u)));
+    EXPECT_TRUE(probe.ClosedWithin(absl::Seconds(2)));
+  }
+  int64_t rss_after = RssKib(leader_->pid());
+  EXPECT_LT(rss_after - rss_before, 64 * 1024) << rss_before << " KiB -> " << rss_after << " KiB";
+  std::printf("leader RSS %lld KiB -> %lld KiB\n", static_cast<long long>(rss_before),
+              static_cast<long long>(rss_after));
+  ExpectNormalJob();
+}
+
+TEST_F(HostileInputE2eTest, HandshakesWithoutPayloadGarbageAndFramesOutOfOrder_Closed) {
+  StartLeader({"--jobs=worker=2"});
+  std::mt19937 random(7);
+  std::string garbage(64, '\0');
+  for (char& c : garbage) c = static_cast<char>(random());
+  garbage[0] = static_cast<char>(0x90);  // no such operation
+  for (const std::string& bytes :
+       {Header(1, 0), Header(0, 0), Header(/*direct_message=*/2, 16), garbage}) {
+    Connection probe(Port());
+    ASSERT_TRUE(probe.connected());
+    ASSERT_TRUE(probe.ReadServerHandshake());
+    ASSERT_TRUE(probe.Send(bytes));
+    EXPECT_TRUE(probe.ClosedWithin(absl::Seconds(2)));
+  }
+  EXPECT_TRUE(leader_->WaitForLine("muster: closed the connection from 127.0.0.1", kBound).ok())
+      << leader_->output();
+  ExpectNormalJob();
+}
+
+TEST_F(HostileInputE2eTest, HalfHeaderAndSlowSender_ClosedAtTheHandshakeDeadline) {
+  StartLeader({"--jobs=worker=2", "--handshake_timeout_ms=1000"});
+  Connection half(Port());
+  Connection slow(Port());
+  ASSERT_TRUE(half.connected() && slow.connected());
+  ASSERT_TRUE(half.Send(std::string(10, '\1')));
+  absl::Time start = absl::Now();
+  for (int i = 0; i < 4; ++i) {  // one byte every 200 ms: still short of a header at 1 s
+    ASSERT_TRUE(slow.Send(std::string(1, '\1')));
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  EXPECT_TRUE(half.ClosedWithin(absl::Seconds(3)));
+  EXPECT_TRUE(slow.ClosedWithin(absl::Seconds(3)));
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(900));
+  ExpectNormalJob();
+}
+
+// 64 descriptors for the leader, 150 idle connections: the leader refuses what it cannot hold
+// without a busy loop, keeps serving its connected task, and takes new tasks once the idle
+// connections pass their handshake deadline.
+TEST_F(HostileInputE2eTest, IdleConnectionFloodUnderDescriptorLimit_RefusedNoSpinThenRecovers) {
+  StartLeader({"--jobs=worker=2", "--handshake_timeout_ms=3000"},
+              {"/usr/bin/prlimit", "--nofile=64:64"});
+  auto* first = StartWorker(0, "full", {"--tasks=2"});
+  ASSERT_TRUE(first->WaitForLine("EVENT connect code=OK", kBound).ok()) << first->output();
+  std::vector<std::unique_ptr<Connection>> flood;
+  for (int i = 0; i < 150; ++i) flood.push_back(std::make_unique<Connection>(Port()));
+  absl::SleepFor(absl::Milliseconds(200));
+  double cpu_before = CpuSeconds(leader_->pid());
+  absl::SleepFor(absl::Seconds(1));
+  double cpu_used = CpuSeconds(leader_->pid()) - cpu_before;
+  EXPECT_LT(cpu_used, 0.3) << "the leader spins while out of descriptors";
+  std::printf("leader CPU while flooded: %.3f s per s\n", cpu_used);
+  auto* second = StartWorker(1, "full", {"--tasks=2"});
+  ExpectExit(first, 0);
+  ExpectExit(second, 0);
+  EXPECT_THAT(first->output(), HasSubstr("EVENT shutdown code=OK"));
+  EXPECT_THAT(second->output(), HasSubstr("EVENT shutdown code=OK"));
+  EXPECT_TRUE(leader_->WaitForLine("out of file descriptors", absl::Seconds(5)).ok())
+      << leader_->output();
+}
+
+}  // namespace
+}  // namespace muster

@@ -68,6 +68,7 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(caf::actor_system& system,
   config.heartbeat_timeout = ToSpan(options.heartbeat_timeout);
   config.shutdown_barrier_timeout = ToSpan(options.shutdown_barrier_timeout);
   config.rpc_timeout = ToSpan(options.rpc_timeout);
+  config.max_request_bytes = options.max_request_bytes;
   config.on_error = std::move(on_error);
   proto::CoordinatedTask task = config.task;
   uint64_t incarnation = config.incarnation;

@@ -28,6 +28,7 @@
 #include <caf/actor_system.hpp>
 
 #include "muster/net/agent_actor.h"
+#include "muster/net/frame_guard.h"
 #include "muster/net/heartbeat_batcher_actor.h"
 #include "muster/net/node_config.h"
 #include "muster/proto/coordination_service.pb.h"
@@ -68,6 +69,9 @@ struct AgentOptions {
   // would; the leader handles that as a lost task under its policy (a recoverable task may
   // then register again as a new incarnation).
   bool shutdown_on_destruction = true;
+  // Requests larger than this are refused here with ResourceExhausted (a leader closes the
+  // connection of a peer whose frame is over its --max-frame-size). Match the leader's limit.
+  size_t max_request_bytes = WireLimits{}.max_frame_bytes - 4096;
 };
 
 // The actor-system options a worker should use: Muster's message types, low-latency

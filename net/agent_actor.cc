@@ -219,6 +219,16 @@ void CancelGetsOf(AgentPointer self, const caf::actor_addr& caller) {
   }
 }
 
+absl::Status CheckRequestSize(AgentPointer self, const google::protobuf::Message& request) {
+  size_t size = request.ByteSizeLong();
+  size_t limit = self->state.config.max_request_bytes;
+  if (limit == 0 || size <= limit) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat(request.GetDescriptor()->name(), " of ", TaskName(self->state.config.task),
+                   " is ", size, " bytes; the leader accepts requests of at most ", limit,
+                   " bytes (its --max-frame-size): split or shrink the value"));
+}
+
 absl::Status WrongState(AgentPointer self, absl::string_view call) {
   return absl::FailedPreconditionError(absl::StrCat(
       call, " of ", TaskName(self->state.config.task),

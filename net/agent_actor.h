@@ -57,6 +57,8 @@ struct AgentConfig {
   caf::timespan shutdown_barrier_timeout = std::chrono::seconds(10);
   // Timeout of requests that do not block at the leader.
   caf::timespan rpc_timeout = std::chrono::seconds(30);
+  // The largest request sent to the leader (its frame limit, less room for the envelope).
+  size_t max_request_bytes = (8u << 20) - 4096;
   std::function<void(const absl::Status&)> on_error;
 };
 

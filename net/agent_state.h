@@ -7,6 +7,7 @@
 #include <absl/container/flat_hash_map.h>
 #include <absl/status/status.h>
 #include <absl/status/statusor.h>
+#include <google/protobuf/message.h>
 #include <caf/duration.hpp>
 #include <caf/typed_response_promise.hpp>
 
@@ -61,6 +62,10 @@ void FailPending(AgentPointer self, const absl::Status& status, bool blocking_on
 // once no other get of it is pending.
 void CancelGetsOf(AgentPointer self, const caf::actor_addr& caller);
 
+// ResourceExhausted for a request larger than the leader accepts (AgentConfig::
+// max_request_bytes): refused here, instead of the leader closing the connection.
+absl::Status CheckRequestSize(AgentPointer self, const google::protobuf::Message& request);
+
 // FailedPrecondition naming the agent's state, for calls made in the wrong state.
 absl::Status WrongState(AgentPointer self, absl::string_view call);
 
@@ -108,6 +113,7 @@ caf::result<Response> Forward(AgentPointer self, const Request& request, caf::du
                               std::function<void(const absl::StatusOr<Response>&)> done = nullptr,
                               const Via& via = {}) {
   if (!self->state.leader) return ToError(NoLeader(self));
+  if (absl::Status size = CheckRequestSize(self, request); !size.ok()) return ToError(size);
   auto promise = self->make_response_promise<Response>();
   auto on_result = [promise, done](absl::StatusOr<Response> result) mutable {
     if (done) done(result);

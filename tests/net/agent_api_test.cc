@@ -156,6 +156,19 @@ TEST_F(AgentApiTest, GetKeyValueAsyncCancel_OnlyThatCallCancelledOthersComplete)
   EXPECT_EQ(agent->state(), AgentState::kRunning);
 }
 
+TEST_F(AgentApiTest, ValueOverTheLeadersFrameLimit_RefusedLocallyConnectionKept) {
+  StartLeader(Jobs(1));
+  auto agent = NewAgent(0);
+  ASSERT_THAT(agent->Connect(), IsOk());
+  std::string huge(9 << 20, 'x');
+  EXPECT_THAT(agent->InsertKeyValue("blob", huge),
+              StatusIs(Code::kResourceExhausted,
+                       HasSubstr("the leader accepts requests of at most 8384512 bytes")));
+  EXPECT_EQ(agent->state(), AgentState::kRunning);
+  EXPECT_THAT(agent->InsertKeyValue("small", "v"), IsOk());
+  EXPECT_TRUE(errors_.empty());
+}
+
 TEST_F(AgentApiTest, DestroyedWithShutdown_LeaderSeesDisconnected) {
   StartLeader(Jobs(1));
   auto agent = NewAgent(0);

@@ -76,6 +76,11 @@ BarrierRoute BarrierRegistry::RouteBarrier(proto::BarrierRequest* request, const
                                            BarrierClock::time_point now) {
   const std::string& id = request->barrier_id();
   if (id.empty()) return Reply(BarrierEmptyIdError(request->source_task()));
+  if (absl::Status limits =
+          CheckBarrierIdLimits(id, entries_.contains(id), entries_.size(), request->source_task());
+      !limits.ok()) {
+    return Reply(limits);
+  }
   const bool rejoin = request->counter() == 0 && view.IsRecoverable(request->source_task());
   auto it = entries_.find(id);
   if (it == entries_.end()) {
@@ -177,6 +182,9 @@ CancelBarrierRoute BarrierRegistry::RouteCancel(const proto::CancelBarrierReques
   const std::string& id = request.barrier_id();
   const int64_t counter = request.counter();
   if (id.empty()) return ReplyCancel(BarrierEmptyIdError(request.source_task()));
+  if (id.size() > kMaxBarrierIdBytes) {
+    return ReplyCancel(CheckBarrierIdLimits(id, true, 0, request.source_task()));
+  }
   auto it = entries_.find(id);
   if (it == entries_.end()) {
     if (counter == 0) return CancelNext(request);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <absl/strings/escaping.h>
 #include <absl/strings/str_cat.h>
 
 #include "muster/messages/status_codec.h"
@@ -354,6 +355,29 @@ absl::Status ValidateBarrierCall(absl::string_view id, int64_t counter,
   }
   if (!participants.IndexOf(request.source_task())) {
     return BarrierNonParticipantError(id, counter, request.source_task());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBarrierIdLimits(absl::string_view id, bool known, size_t ids_kept,
+                                  const proto::CoordinatedTask& task) {
+  if (id.size() > kMaxBarrierIdBytes) {
+    return MakeBarrierError(
+        absl::InvalidArgumentError(
+            absl::StrCat("A barrier call from task ", TaskName(task), " has a barrier_id of ",
+                         id.size(), " bytes (\"", absl::CHexEscape(id.substr(0, 32)),
+                         "...\"); ids are at most ", kMaxBarrierIdBytes, " bytes.")),
+        "", -1);
+  }
+  if (!known && ids_kept >= kMaxBarrierIds) {
+    return MakeBarrierError(
+        absl::ResourceExhaustedError(absl::StrCat("Barrier ", id, " from task ", TaskName(task),
+                                                  " would be a new barrier id; the leader "
+                                                  "keeps at most ",
+                                                  kMaxBarrierIds,
+                                                  " ids. Reuse ids: their counters make every id "
+                                                  "reusable.")),
+        id, -1);
   }
   return absl::OkStatus();
 }

@@ -183,6 +183,13 @@ absl::Status BarrierOneTimeError(absl::string_view id, int64_t request_counter,
                                  int64_t service_counter, const absl::Status& result);
 // InvalidArgument: the request has no barrier id.
 absl::Status BarrierEmptyIdError(const proto::CoordinatedTask& task);
+// The longest barrier id and the most distinct ids the leader keeps.
+inline constexpr size_t kMaxBarrierIdBytes = 1024;
+inline constexpr size_t kMaxBarrierIds = 100'000;
+// InvalidArgument (id over kMaxBarrierIdBytes) or ResourceExhausted (a new id while
+// kMaxBarrierIds are kept); OK otherwise. `known`: the id has an entry already.
+absl::Status CheckBarrierIdLimits(absl::string_view id, bool known, size_t ids_kept,
+                                  const proto::CoordinatedTask& task);
 
 // InvalidArgument when a call does not fit the instance: no task list while the instance is not
 // the whole cluster, another task list, or a caller that does not participate. Live and

@@ -98,6 +98,26 @@ TEST_F(BarrierRegistryTest, RouteBarrier_EmptyId_InvalidArgument) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty barrier_id")));
 }
 
+TEST_F(BarrierRegistryTest, RouteBarrier_IdOverLimit_InvalidArgumentNothingKept) {
+  ClusterView view(Cluster(2));
+  BarrierRegistry registry;
+  proto::BarrierRequest request = Barrier(std::string(kMaxBarrierIdBytes + 1, 'b'), Worker(0));
+  EXPECT_THAT(registry.RouteBarrier(&request, view, kNow).reply,
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("barrier_id of 1025 bytes"), HasSubstr("at most 1024"))));
+  EXPECT_EQ(registry.live_count() + registry.finished_count(), 0u);
+  proto::BarrierRequest longest = Barrier(std::string(kMaxBarrierIdBytes, 'b'), Worker(0));
+  EXPECT_EQ(registry.RouteBarrier(&longest, view, kNow).action, Action::kStart);
+}
+
+TEST(BarrierIdLimitsTest, NewIdBeyondTheCount_ResourceExhaustedKnownIdsStillServed) {
+  const proto::CoordinatedTask task = MakeTask("worker", 0);
+  EXPECT_THAT(CheckBarrierIdLimits("step", /*known=*/false, kMaxBarrierIds, task),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("Reuse ids")));
+  EXPECT_THAT(CheckBarrierIdLimits("step", /*known=*/true, kMaxBarrierIds, task), IsOk());
+  EXPECT_THAT(CheckBarrierIdLimits("step", /*known=*/false, kMaxBarrierIds - 1, task), IsOk());
+}
+
 TEST_F(BarrierRegistryTest, RouteBarrier_RecoverableParticipantInError_StartsWithItsIncarnation) {
   ClusterView view(Cluster(2, 1, {"ps"}));
   view.Update(State(MakeTask("ps", 0), proto::TASKSTATE_ERROR, 9, absl::UnavailableError("x")));

@@ -44,6 +44,9 @@ using KvStoreActor = caf::typed_actor<
 // The coordinator: the leader's published entry point. Requests are answered with the reply
 // message or an error status (docs/protocol.md lists every error per request).
 using CoordinatorActor = caf::typed_actor<
+    // Presents the job token (checked by the token gate in front of a published coordinator;
+    // the coordinator itself accepts it). Possible errors: Unauthenticated (wrong token).
+    caf::replies_to<proto::AuthenticateRequest>::with<proto::AuthenticateResponse>,
     // Registers a task and the agent actor that represents it.
     // Possible errors: InvalidArgument (unknown task), Aborted (restarted task, task in ERROR).
     caf::replies_to<proto::RegisterTaskRequest, AgentActor>::with<proto::RegisterTaskResponse>,

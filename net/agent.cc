@@ -10,6 +10,7 @@
 #include "muster/messages/incarnation.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
+#include "muster/net/job_token.h"
 #include "muster/net/thread_logger_guard.h"
 
 namespace muster {
@@ -69,6 +70,12 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(caf::actor_system& system,
   config.shutdown_barrier_timeout = ToSpan(options.shutdown_barrier_timeout);
   config.rpc_timeout = ToSpan(options.rpc_timeout);
   config.max_request_bytes = options.max_request_bytes;
+  if (options.token.empty()) {
+    auto token = TokenFromEnvironment();
+    if (!token.ok()) return token.status();
+    options.token = *std::move(token);
+  }
+  config.token = std::move(options.token);
   config.on_error = std::move(on_error);
   proto::CoordinatedTask task = config.task;
   uint64_t incarnation = config.incarnation;

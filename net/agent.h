@@ -72,6 +72,9 @@ struct AgentOptions {
   // Requests larger than this are refused here with ResourceExhausted (a leader closes the
   // connection of a peer whose frame is over its --max-frame-size). Match the leader's limit.
   size_t max_request_bytes = WireLimits{}.max_frame_bytes - 4096;
+  // The job token of a leader started with one (muster serve --token-file). Empty: read the
+  // file named by $MUSTER_TOKEN_FILE if set, else present none. Never logged.
+  std::string token;
 };
 
 // The actor-system options a worker should use: Muster's message types, low-latency

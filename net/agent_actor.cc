@@ -68,6 +68,10 @@ void FinishConnect(AgentPointer self, const absl::StatusOr<proto::RegisterTaskRe
 // Transport errors (no coordination payload) and Internal (leader stopping or not ready) are
 // retried until the connect deadline; every other answer of the leader is final.
 bool Retryable(const absl::Status& status) {
+  if (status.code() == absl::StatusCode::kUnauthenticated ||
+      status.code() == absl::StatusCode::kPermissionDenied) {
+    return false;  // the token gate's answer: retrying cannot change it
+  }
   return !GetCoordinationError(status).has_value() || status.code() == absl::StatusCode::kInternal;
 }
 
@@ -106,6 +110,18 @@ void Register(AgentPointer self) {
               Register(self);
             },
             [self](caf::error& error) { FinishConnect(self, ToStatus(error)); });
+    return;
+  }
+  if (!st.config.token.empty() && !st.authenticated && st.leader != st.config.local_leader) {
+    proto::AuthenticateRequest auth;
+    auth.set_token(st.config.token);
+    self->request(st.leader, std::max(TimeLeft(self), caf::timespan{1}), auth)
+        .then(
+            [self](proto::AuthenticateResponse&) {
+              self->state.authenticated = true;
+              Register(self);
+            },
+            [self](caf::error& error) { RetryConnect(self, ToStatus(error)); });
     return;
   }
   proto::RegisterTaskRequest request;
@@ -152,6 +168,7 @@ void OnLeaderDown(AgentPointer self, const caf::down_msg& down) {
   auto& st = self->state;
   if (!st.leader || down.source != st.leader.address()) return;
   st.leader = nullptr;
+  st.authenticated = false;  // a new connection proves the token again
   absl::Status lost = absl::UnavailableError(
       absl::StrCat("lost the connection to the Muster leader at ", LeaderAddress(self), " (",
                    ToStatus(down.reason).message(), "); task ", TaskName(st.config.task),

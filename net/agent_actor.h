@@ -59,6 +59,8 @@ struct AgentConfig {
   caf::timespan rpc_timeout = std::chrono::seconds(30);
   // The largest request sent to the leader (its frame limit, less room for the envelope).
   size_t max_request_bytes = (8u << 20) - 4096;
+  // The job token presented before registering (empty: the leader has none).
+  std::string token;
   std::function<void(const absl::Status&)> on_error;
 };
 

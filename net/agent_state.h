@@ -30,6 +30,8 @@ struct AgentActorState {
   // Shutdown() tell the leader (an agent whose Connect failed must not disconnect the task,
   // which may belong to a newer incarnation by now).
   bool registered = false;
+  // The leader accepted this agent's job token on the current connection.
+  bool authenticated = false;
   LeaderConnectorActor connector;
   caf::typed_response_promise<proto::RegisterTaskResponse> connecting;
   caf::actor_clock::time_point connect_deadline;

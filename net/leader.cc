@@ -7,6 +7,7 @@
 #include "muster/messages/incarnation.h"
 #include "muster/net/leader_endpoint.h"
 #include "muster/net/thread_logger_guard.h"
+#include "muster/net/token_gate_actor.h"
 
 namespace muster {
 
@@ -17,20 +18,25 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
   if (options.incarnation == 0) options.incarnation = NewIncarnation();
   uint64_t incarnation = options.incarnation;
   CoordinatorActor coordinator = SpawnCoordinator(system, std::move(options));
-  auto port = PublishCoordinator(system, coordinator, endpoint.port, endpoint.host);
+  CoordinatorActor published = coordinator;
+  if (!endpoint.token.empty()) {
+    published = SpawnTokenGate(system, coordinator, std::move(endpoint.token));
+  }
+  auto port = PublishCoordinator(system, published, endpoint.port, endpoint.host);
   if (!port.ok()) {
     caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
     return port.status();
   }
   std::string host = endpoint.host.empty() ? "0.0.0.0" : endpoint.host;
-  return std::unique_ptr<Leader>(
-      new Leader(system, std::move(coordinator), std::move(host), *port, incarnation));
+  return std::unique_ptr<Leader>(new Leader(system, std::move(coordinator), std::move(published),
+                                            std::move(host), *port, incarnation));
 }
 
-Leader::Leader(caf::actor_system& system, CoordinatorActor coordinator, std::string host,
-               uint16_t port, uint64_t incarnation)
+Leader::Leader(caf::actor_system& system, CoordinatorActor coordinator, CoordinatorActor published,
+               std::string host, uint16_t port, uint64_t incarnation)
     : system_(system),
       coordinator_(std::move(coordinator)),
+      published_(std::move(published)),
       host_(std::move(host)),
       port_(port),
       incarnation_(incarnation) {}
@@ -45,7 +51,7 @@ void Leader::Stop(absl::Duration timeout) {
   if (!running_) return;
   running_ = false;
   ThreadLoggerGuard logger_guard;
-  system_.middleman().unpublish(coordinator_, port_);
+  system_.middleman().unpublish(published_, port_);
   caf::scoped_actor self{system_};
   self->monitor(coordinator_);
   caf::anon_send_exit(coordinator_, caf::exit_reason::user_shutdown);

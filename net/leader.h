@@ -31,6 +31,9 @@ struct LeaderEndpoint {
   // The address to listen on: "0.0.0.0" (or "") listens on every interface.
   std::string host = "127.0.0.1";
   uint16_t port = 0;  // 0: any free port; port() says which
+  // Non-empty: the job token every other node must present before any request (a token gate
+  // is published in front of the coordinator; see net/token_gate_actor.h). Never logged.
+  std::string token;
 };
 
 class Leader {
@@ -60,11 +63,12 @@ class Leader {
   bool running() const { return running_; }
 
  private:
-  Leader(caf::actor_system& system, CoordinatorActor coordinator, std::string host, uint16_t port,
-         uint64_t incarnation);
+  Leader(caf::actor_system& system, CoordinatorActor coordinator, CoordinatorActor published,
+         std::string host, uint16_t port, uint64_t incarnation);
 
   caf::actor_system& system_;
   CoordinatorActor coordinator_;
+  CoordinatorActor published_;  // the coordinator, or its token gate
   std::string host_;
   uint16_t port_;
   uint64_t incarnation_;

@@ -9,9 +9,13 @@
 #include <absl/strings/strip.h>
 #include <caf/send.hpp>
 
+#include "muster/net/job_token.h"
 #include "muster/net/leader_connector_actor.h"
 
 ABSL_FLAG(std::string, leader, "", "The leader's address, HOST:PORT (as printed by muster serve)");
+ABSL_FLAG(std::string, token_file, "",
+          "A file holding the job token (serve: require it from every other node; other "
+          "commands: present it). Default: the file named by $MUSTER_TOKEN_FILE, if set");
 ABSL_FLAG(std::optional<absl::Duration>, timeout, std::nullopt,
           "Give up after this long, e.g. 500ms, 5s, 1m: connecting to the leader and each "
           "request (status: 5s; kv: 10s; kv get --wait: how long to wait for the key)");
@@ -112,7 +116,30 @@ absl::StatusOr<std::unique_ptr<LeaderSession>> LeaderSession::Connect(const Lead
     caf::anon_send_exit(connector, caf::exit_reason::user_shutdown);
     return status;
   }
+  auto token = TokenFromFlags();
+  if (!token.ok()) return token.status();
+  if (!token->empty()) {
+    // From the session's own actor: the leader admits this node while that actor lives.
+    proto::AuthenticateRequest auth;
+    auth.set_token(*std::move(token));
+    absl::Status admitted = absl::InternalError("no reply to the job token");
+    session->self_->request(session->leader_, ToTimespan(timeout), auth)
+        .receive([&](proto::AuthenticateResponse&) { admitted = absl::OkStatus(); },
+                 [&](caf::error& error) { admitted = session->Explain(ToStatus(error), timeout); });
+    if (!admitted.ok()) return admitted;
+  }
   return session;
+}
+
+absl::StatusOr<std::string> TokenFromFlags() {
+  std::string path = absl::GetFlag(FLAGS_token_file);
+  if (path.empty()) return TokenFromEnvironment();
+  auto token = ReadTokenFile(path);
+  if (!token.ok()) {
+    return absl::Status(token.status().code(),
+                        absl::StrCat("--token-file: ", token.status().message()));
+  }
+  return token;
 }
 
 absl::Status LeaderSession::Explain(absl::Status status, absl::Duration timeout) const {

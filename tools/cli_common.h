@@ -62,10 +62,15 @@ std::optional<int> ParseOrExit(const CommandSpec& spec, const std::vector<std::s
 // A client of one leader: its own actor system, a blocking actor in the calling thread (never
 // inside an actor), and the leader's coordinator handle. Each call goes through a
 // LeaderCallActor, so a leader that goes away fails the call at once.
+// The job token: the file of --token-file, else of $MUSTER_TOKEN_FILE; "" when neither is set.
+absl::StatusOr<std::string> TokenFromFlags();
+
 class LeaderSession {
  public:
-  // Connects within `timeout` (retrying while the leader is not up yet).
-  // Possible errors: DeadlineExceeded naming the address, the attempts and the last error.
+  // Connects within `timeout` (retrying while the leader is not up yet), then presents the job
+  // token when there is one (TokenFromFlags).
+  // Possible errors: DeadlineExceeded naming the address, the attempts and the last error;
+  // Unauthenticated (wrong token); NotFound, InvalidArgument (unreadable token file).
   static absl::StatusOr<std::unique_ptr<LeaderSession>> Connect(const LeaderAddress& address,
                                                                 absl::Duration timeout);
 

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include <absl/flags/flag.h>
+#include <absl/strings/match.h>
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_join.h>
 #include <absl/time/clock.h>
@@ -138,7 +139,7 @@ const CommandSpec& ServeSpec() {
           "ABORTED.",
       .flags = {"job", "host", "port", "heartbeat_timeout", "register_with_barrier",
                 "register_timeout", "shutdown_barrier_timeout", "connection_loss_grace",
-                "recoverable_job", "policy", "max_frame_size", "handshake_timeout"},
+                "recoverable_job", "policy", "max_frame_size", "handshake_timeout", "token_file"},
       .repeated = {"job", "recoverable_job"},
   };
   return spec;
@@ -240,12 +241,27 @@ absl::StatusOr<NodeOptions> NodeOptionsFromFlags() {
   return node;
 }
 
-int Serve(const CoordinatorOptions& options, const NodeOptions& node) {
+bool IsLoopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" ||
+         absl::StartsWith(host, "127.");
+}
+
+int Serve(const CoordinatorOptions& options, const NodeOptions& node, std::string token) {
   NodeConfig config(node);
   caf::actor_system system{config};
   std::string host = absl::GetFlag(FLAGS_host);
-  auto leader = Leader::Start(
-      system, options, {.host = host, .port = static_cast<uint16_t>(absl::GetFlag(FLAGS_port))});
+  const bool with_token = !token.empty();
+  if (!with_token && !IsLoopback(host)) {
+    std::fprintf(stderr,
+                 "muster serve: WARNING: listening on %s without a job token: anyone who can "
+                 "reach the port can read and delete keys and end the job. Give --token-file "
+                 "(see docs/operations.md, Security)\n",
+                 host.empty() ? "every interface" : host.c_str());
+  }
+  auto leader = Leader::Start(system, options,
+                              {.host = host,
+                               .port = static_cast<uint16_t>(absl::GetFlag(FLAGS_port)),
+                               .token = std::move(token)});
   if (!leader.ok()) {
     return ReportFailure(
         kCommand,
@@ -254,7 +270,7 @@ int Serve(const CoordinatorOptions& options, const NodeOptions& node) {
   }
   std::printf("muster leader ready at %s:%u incarnation=0x%016llx\n", host.c_str(),
               (*leader)->port(), static_cast<unsigned long long>((*leader)->incarnation()));
-  PrintLine(Describe(options));
+  PrintLine(Describe(options) + (with_token ? ", job token required" : ""));
   int code = kExitOk;
   {
     caf::scoped_actor self{system};
@@ -276,9 +292,11 @@ int RunServe(const std::vector<std::string>& argv) {
   if (!options.ok()) return ReportUsageError(kCommand, options.status());
   auto node = NodeOptionsFromFlags();
   if (!node.ok()) return ReportUsageError(kCommand, node.status());
+  auto token = TokenFromFlags();
+  if (!token.ok()) return ReportUsageError(kCommand, token.status());
   // Before the actor system starts its threads: they inherit the blocked signals.
   BlockShutdownSignals();
-  return Serve(*options, *node);
+  return Serve(*options, *node, *std::move(token));
 }
 
 }  // namespace muster::cli

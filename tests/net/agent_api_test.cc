@@ -21,6 +21,7 @@
 #include "muster/net/agent.h"
 #include "muster/net/leader.h"
 #include "muster/net/node_config.h"
+#include "tests/net/two_nodes_fixture.h"
 #include "tests/testing/status_matchers.h"
 
 namespace muster {
@@ -40,7 +41,7 @@ CoordinatorOptions Jobs(int tasks) {
   return options;
 }
 
-class AgentApiTest : public ::testing::Test {
+class AgentApiTest : public testing::TwoNodesTest {
  protected:
   void StartLeader(CoordinatorOptions options) {
     auto leader = Leader::Start(leader_system_, std::move(options));
@@ -81,11 +82,6 @@ class AgentApiTest : public ::testing::Test {
     return info;
   }
 
-  NodeConfig leader_config_;
-  caf::actor_system leader_system_{leader_config_};
-  NodeConfig worker_config_{WorkerNodeOptions()};
-  caf::actor_system worker_system_{worker_config_};
-  std::unique_ptr<Leader> leader_;
   std::vector<absl::Status> errors_;
 };
 

@@ -21,6 +21,7 @@
 #include "muster/messages/task_name.h"
 #include "muster/net/agent.h"
 #include "muster/net/distributed_runtime_client.h"
+#include "muster/net/job_token.h"
 
 ABSL_FLAG(std::string, leader, "127.0.0.1:7400", "leader HOST:PORT");
 ABSL_FLAG(std::string, job, "worker", "job name");
@@ -35,6 +36,7 @@ ABSL_FLAG(int64_t, heartbeat_timeout_ms, 10'000, "heartbeat timeout");
 ABSL_FLAG(int64_t, register_timeout_ms, 20'000, "connect deadline");
 ABSL_FLAG(bool, recoverable, false, "recoverable task");
 ABSL_FLAG(int64_t, wait_ms, 20'000, "how long to wait for an expected event");
+ABSL_FLAG(std::string, token_file, "", "the job token to present (scenario full and others)");
 
 namespace {
 
@@ -354,6 +356,11 @@ int main(int argc, char** argv) {
       .recoverable = absl::GetFlag(FLAGS_recoverable),
       .heartbeat_timeout = heartbeat,
       .register_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_register_timeout_ms))};
+  if (!absl::GetFlag(FLAGS_token_file).empty()) {
+    auto token = muster::ReadTokenFile(absl::GetFlag(FLAGS_token_file));
+    if (!token.ok()) return Event("token " + Describe(token.status())), 1;
+    options.token = *token;
+  }
   const std::string scenario = absl::GetFlag(FLAGS_scenario);
   options.shutdown_on_destruction = scenario != "drop_agent" && scenario != "drop_rejoin";
   auto agent = muster::Agent::Create(system, options, [&w](const absl::Status& error) {

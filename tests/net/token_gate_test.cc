@@ -1,0 +1,151 @@
+// The job token over real TCP (a Leader in one actor system, clients in another): requests
+// before the token are refused with Unauthenticated and change nothing, a wrong token is
+// refused, the right one admits the node; agents present it before registering.
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <caf/actor_system.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "muster/messages/status_codec.h"
+#include "muster/net/agent.h"
+#include "muster/net/leader.h"
+#include "muster/net/node_config.h"
+#include "muster/net/token_gate_actor.h"
+#include "tests/net/two_nodes_fixture.h"
+#include "tests/testing/status_matchers.h"
+
+namespace muster {
+namespace {
+
+using ::muster::testing::IsOk;
+using ::muster::testing::StatusIs;
+using ::testing::HasSubstr;
+using Code = absl::StatusCode;
+
+constexpr char kToken[] = "s3cret-job-token";
+
+class TokenGateTest : public testing::TwoNodesTest {
+ protected:
+  void SetUp() override {
+    CoordinatorOptions options;
+    auto* job = options.config.add_coordinated_job_list();
+    job->set_name("worker");
+    job->set_num_tasks(1);
+    auto leader = Leader::Start(leader_system_, options, {.token = kToken});
+    ASSERT_TRUE(leader.ok()) << leader.status();
+    leader_ = *std::move(leader);
+    auto remote =
+        worker_system_.middleman().remote_actor<CoordinatorActor>("127.0.0.1", leader_->port());
+    ASSERT_TRUE(remote) << worker_system_.render(remote.error());
+    remote_ = *remote;
+  }
+
+  // From one actor for the whole test: the leader admits a node while the actor that presented
+  // the token lives.
+  template <class Response, class Request>
+  absl::StatusOr<Response> Ask(const Request& request) {
+    absl::StatusOr<Response> result = absl::InternalError("no reply");
+    client_self_->request(remote_, std::chrono::seconds(5), request)
+        .receive([&](Response& r) { result = std::move(r); },
+                 [&](caf::error& e) { result = ToStatus(e); });
+    return result;
+  }
+
+  absl::Status Authenticate(const std::string& token) {
+    proto::AuthenticateRequest request;
+    request.set_token(token);
+    return Ask<proto::AuthenticateResponse>(request).status();
+  }
+
+  absl::Status Insert(const std::string& key) {
+    proto::InsertKeyValueRequest request;
+    request.mutable_kv()->set_key(key);
+    request.mutable_kv()->set_value("v");
+    return Ask<proto::InsertKeyValueResponse>(request).status();
+  }
+
+  // Read through the coordinator itself, in the leader's process.
+  absl::Status LocalTryGet(const std::string& key) {
+    caf::scoped_actor self{leader_system_};
+    proto::TryGetKeyValueRequest request;
+    request.set_key(key);
+    absl::Status status = absl::InternalError("no reply");
+    self->request(leader_->coordinator(), std::chrono::seconds(5), request)
+        .receive([&](proto::TryGetKeyValueResponse&) { status = absl::OkStatus(); },
+                 [&](caf::error& e) { status = ToStatus(e); });
+    return status;
+  }
+
+  CoordinatorActor remote_;
+  caf::scoped_actor client_self_{worker_system_};
+};
+
+TEST_F(TokenGateTest, RequestWithoutToken_UnauthenticatedNothingChanged) {
+  EXPECT_THAT(Insert("config/lr"),
+              StatusIs(Code::kUnauthenticated, HasSubstr("requires the job token")));
+  EXPECT_THAT(LocalTryGet("config/lr"), StatusIs(Code::kNotFound));
+}
+
+TEST_F(TokenGateTest, WrongToken_UnauthenticatedAndStillRefused) {
+  EXPECT_THAT(Authenticate("guess"),
+              StatusIs(Code::kUnauthenticated, HasSubstr("wrong job token")));
+  EXPECT_THAT(Authenticate(""), StatusIs(Code::kUnauthenticated));
+  EXPECT_THAT(Insert("config/lr"), StatusIs(Code::kUnauthenticated));
+  EXPECT_THAT(LocalTryGet("config/lr"), StatusIs(Code::kNotFound));
+}
+
+TEST_F(TokenGateTest, RightToken_NodeAdmittedWhileThePresentingActorLives) {
+  ASSERT_THAT(Authenticate(kToken), IsOk());
+  EXPECT_THAT(Insert("config/lr"), IsOk());
+  EXPECT_THAT(LocalTryGet("config/lr"), IsOk());
+  {
+    caf::scoped_actor other{worker_system_};  // another actor of the admitted node
+    proto::TryGetKeyValueRequest get;
+    get.set_key("config/lr");
+    absl::Status status = absl::InternalError("no reply");
+    other->request(remote_, std::chrono::seconds(5), get)
+        .receive([&](proto::TryGetKeyValueResponse&) { status = absl::OkStatus(); },
+                 [&](caf::error& e) { status = ToStatus(e); });
+    EXPECT_THAT(status, IsOk());
+  }
+}
+
+TEST_F(TokenGateTest, Agent_WithTokenConnectsWithoutIsRefused) {
+  auto without =
+      Agent::Create(worker_system_,
+                    {.leader = leader_->address(), .register_timeout = absl::Seconds(5)}, nullptr);
+  ASSERT_TRUE(without.ok());
+  EXPECT_THAT((*without)->Connect(), StatusIs(Code::kUnauthenticated));
+  NodeConfig other_config{WorkerNodeOptions()};  // a node that never authenticated
+  caf::actor_system other{other_config};
+  auto wrong = Agent::Create(
+      other, {.leader = leader_->address(), .register_timeout = absl::Seconds(5), .token = "guess"},
+      nullptr);
+  ASSERT_TRUE(wrong.ok());
+  EXPECT_THAT((*wrong)->Connect(), StatusIs(Code::kUnauthenticated, HasSubstr("wrong job token")));
+  wrong->reset();
+  auto with = Agent::Create(
+      other, {.leader = leader_->address(), .register_timeout = absl::Seconds(5), .token = kToken},
+      nullptr);
+  ASSERT_TRUE(with.ok());
+  EXPECT_THAT((*with)->Connect(), IsOk());
+  EXPECT_THAT((*with)->InsertKeyValue("k", "v"), IsOk());
+  EXPECT_THAT((*with)->Shutdown(), IsOk());
+}
+
+TEST(TokensEqualTest, EqualOnlyForTheSameNonEmptyBytes) {
+  EXPECT_TRUE(TokensEqual("abc", "abc"));
+  EXPECT_FALSE(TokensEqual("abd", "abc"));
+  EXPECT_FALSE(TokensEqual("ab", "abc"));
+  EXPECT_FALSE(TokensEqual("abcd", "abc"));
+  EXPECT_FALSE(TokensEqual("", ""));
+  EXPECT_FALSE(TokensEqual(std::string("a\0c", 3), "abc"));
+}
+
+}  // namespace
+}  // namespace muster

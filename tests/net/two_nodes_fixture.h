@@ -1,0 +1,25 @@
+// Two actor systems in one test process, talking over real TCP on 127.0.0.1: a leader's node
+// (where a test starts its Leader) and a worker's node.
+#pragma once
+
+#include <memory>
+
+#include <gtest/gtest.h>
+#include <caf/actor_system.hpp>
+
+#include "muster/net/agent.h"
+#include "muster/net/leader.h"
+#include "muster/net/node_config.h"
+
+namespace muster::testing {
+
+class TwoNodesTest : public ::testing::Test {
+ protected:
+  NodeConfig leader_config_;
+  caf::actor_system leader_system_{leader_config_};
+  NodeConfig worker_config_{WorkerNodeOptions()};
+  caf::actor_system worker_system_{worker_config_};
+  std::unique_ptr<Leader> leader_;  // destroyed before the systems
+};
+
+}  // namespace muster::testing

@@ -63,6 +63,9 @@ caf::result<proto::WatchJobStateResponse> WatchJobState(
 caf::result<proto::GetAliveTasksResponse> GetAliveTasks(
     CoordinatorPointer self, const proto::GetAliveTasksRequest& request) {
   auto& st = self->state;
+  if (absl::Status own = ActsAsItself(self, request.requesting_task()); !own.ok()) {
+    return ToError(own);
+  }
   bool listed = false;
   for (const auto& task : request.tasks()) {
     if (!st.view.IsKnown(task))
@@ -87,6 +90,9 @@ caf::result<proto::WaitForAllTasksResponse> WaitForAllTasks(
   if (info == nullptr) {
     return ToError(UnknownTaskError("WaitForAllTasks from unknown task ", request.source_task()));
   }
+  if (absl::Status own = ActsAsItself(self, request.source_task()); !own.ok()) {
+    return ToError(own);
+  }
   if (info->state() != proto::TASKSTATE_CONNECTED) {
     return ToError(MakeCoordinationError(absl::FailedPreconditionError(
         absl::StrCat("WaitForAllTasks from ", TaskName(request.source_task()),
@@ -104,6 +110,7 @@ caf::result<Response> ToTask(CoordinatorPointer self, absl::string_view what,
                              const Extra&... extra) {
   auto actor = Route(self, what, task);
   if (!actor.ok()) return ToError(actor.status());
+  if (absl::Status own = ActsAsItself(self, task); !own.ok()) return ToError(own);
   return self->delegate(*actor, request, extra...);
 }
 
@@ -127,6 +134,9 @@ caf::result<proto::HeartbeatResponse> Heartbeat(CoordinatorPointer self,
     return ToError(
         UnknownTaskError("Unexpected heartbeat request from task: ", request.source_task()));
   }
+  if (absl::Status own = ActsAsItself(self, request.source_task()); !own.ok()) {
+    return ToError(own);
+  }
   it->second.last_heartbeat = self->clock().now();
   return self->delegate(st.heartbeats, request, it->second.index, it->second.actor);
 }
@@ -139,6 +149,10 @@ caf::result<proto::HeartbeatBatchResponse> HeartbeatBatch(CoordinatorPointer sel
   std::vector<TaskActor> actors;
   slots.reserve(request.beats_size());
   actors.reserve(request.beats_size());
+  // A batch comes from one process: one beat acting as another node's task refuses the batch.
+  for (const auto& beat : request.beats()) {
+    if (absl::Status own = ActsAsItself(self, beat.source_task()); !own.ok()) return ToError(own);
+  }
   for (const auto& beat : request.beats()) {
     auto it = st.tasks.find(TaskName(beat.source_task()));
     if (it == st.tasks.end()) {
@@ -158,6 +172,9 @@ caf::result<proto::ShutdownTaskResponse> ShutdownTask(CoordinatorPointer self,
   auto& st = self->state;
   auto actor = Route(self, "Unexpected disconnect request with task=", request.source_task());
   if (!actor.ok()) return ToError(actor.status());
+  if (absl::Status own = ActsAsItself(self, request.source_task()); !own.ok()) {
+    return ToError(own);
+  }
   if (st.shutdown_barrier_id.empty() || st.view.IsRecoverable(request.source_task())) {
     return self->delegate(*actor, request);
   }

@@ -76,38 +76,70 @@ absl::Status ShutdownFailedFor(CoordinatorPointer self, const absl::Status& barr
 
 }  // namespace
 
-caf::result<proto::BarrierResponse> RouteBarrier(CoordinatorPointer self,
-                                                 proto::BarrierRequest request) {
+namespace {
+
+// Where a barrier call goes: the registry's immediate answer, or the instance's actor (spawned
+// when the call starts a new instance).
+BarrierRoute ResolveBarrier(CoordinatorPointer self, proto::BarrierRequest* request) {
   auto& st = self->state;
-  BarrierRoute route = st.barriers.RouteBarrier(&request, st.view, self->clock().now());
-  if (route.action == BarrierRoute::Action::kReply) return BarrierReply(route.reply);
+  BarrierRoute route = st.barriers.RouteBarrier(request, st.view, self->clock().now());
   if (route.action == BarrierRoute::Action::kStart) {
     route.actor = SpawnBarrier(self->system(), std::move(*route.spec),
                                caf::actor_cast<BarrierParentActor>(self));
-    st.barriers.Started(request.barrier_id(), route.actor);
+    st.barriers.Started(request->barrier_id(), route.actor);
   }
+  return route;
+}
+
+}  // namespace
+
+caf::result<proto::BarrierResponse> RouteBarrier(CoordinatorPointer self,
+                                                 proto::BarrierRequest request) {
+  if (absl::Status own = ActsAsItself(self, request.source_task()); !own.ok()) {
+    return BarrierReply(MakeBarrierError(own, request.barrier_id(), request.counter()));
+  }
+  BarrierRoute route = ResolveBarrier(self, &request);
+  if (route.action == BarrierRoute::Action::kReply) return BarrierReply(route.reply);
   return self->delegate(route.actor, std::move(request));
 }
 
 caf::result<proto::BarrierGroupResponse> RouteBarrierGroup(
     CoordinatorPointer self, const proto::BarrierGroupRequest& group) {
+  // Before the promise: making it takes the sender out of the current message.
+  std::vector<absl::Status> own(group.sources_size());
+  for (int i = 0; i < group.sources_size(); ++i) own[i] = ActsAsItself(self, group.sources(i));
   auto promise = self->make_response_promise<proto::BarrierGroupResponse>();
   auto reply = std::make_shared<GroupReply<proto::BarrierGroupResponse>>(promise);
   reply->response().set_counter(group.request().counter());
-  auto me = caf::actor_cast<CoordinatorActor>(self);
+  auto fail = [reply](int i, const proto::CoordinatedTask& task, const absl::Status& status) {
+    reply->Fail(i, task, status).set_barrier_counter(GetBarrierCounter(status));
+  };
   for (int i = 0; i < group.sources_size(); ++i) {
+    const proto::CoordinatedTask& task = group.sources(i);
     proto::BarrierRequest request = group.request();
-    *request.mutable_source_task() = group.sources(i);
+    *request.mutable_source_task() = task;
+    if (!own[i].ok()) {
+      fail(i, task, MakeBarrierError(own[i], request.barrier_id(), request.counter()));
+      continue;
+    }
+    BarrierRoute route = ResolveBarrier(self, &request);
+    if (route.action == BarrierRoute::Action::kReply) {
+      if (route.reply.ok()) {
+        reply->response().set_counter(route.reply->counter());
+      } else {
+        fail(i, task, route.reply.status());
+      }
+      continue;
+    }
     reply->Expect();
-    self->request(me, caf::infinite, std::move(request))
+    self->request(route.actor, caf::infinite, std::move(request))
         .then(
             [reply](const proto::BarrierResponse& response) {
               reply->response().set_counter(response.counter());
               reply->Done();
             },
-            [reply, i, task = group.sources(i)](caf::error& error) {
-              absl::Status status = ToStatus(error);
-              reply->Fail(i, task, status).set_barrier_counter(GetBarrierCounter(status));
+            [fail, reply, i, task](caf::error& error) {
+              fail(i, task, ToStatus(error));
               reply->Done();
             });
   }
@@ -117,6 +149,9 @@ caf::result<proto::BarrierGroupResponse> RouteBarrierGroup(
 
 caf::result<proto::CancelBarrierResponse> RouteCancelBarrier(
     CoordinatorPointer self, const proto::CancelBarrierRequest& request) {
+  if (absl::Status own = ActsAsItself(self, request.source_task()); !own.ok()) {
+    return CancelBarrierReply(own);
+  }
   CancelBarrierRoute route = self->state.barriers.RouteCancel(request);
   if (route.action == CancelBarrierRoute::Action::kReply) return CancelBarrierReply(route.reply);
   return self->delegate(route.actor, request);

@@ -35,6 +35,9 @@ struct TaskSlot {
   uint32_t index = 0;  // its position in ClusterView::tasks(); its heartbeat monitor slot
   std::optional<caf::actor_clock::time_point> last_heartbeat;
   uint64_t register_joins = 0;  // registrations through the register barrier so far
+  // The node of the agent that last connected the task (kept after it disconnects): requests
+  // that act as this task must come from there.
+  caf::node_id agent_node;
 };
 
 struct CoordinatorState {
@@ -75,6 +78,10 @@ void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo&
 
 // Handles the death of a child: a task actor that died with an error is a task failure.
 void OnChildDown(CoordinatorPointer self, const caf::down_msg& down);
+
+// PermissionDenied unless the current message comes from the node on which `task` last
+// connected (or from this coordinator, or `task` never connected). A task acts only as itself.
+absl::Status ActsAsItself(CoordinatorPointer self, const proto::CoordinatedTask& task);
 
 // Routes a barrier request to its instance (starting one when needed) or answers it at once.
 caf::result<proto::BarrierResponse> RouteBarrier(CoordinatorPointer self,

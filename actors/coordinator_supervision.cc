@@ -114,6 +114,7 @@ void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo&
     TaskSlot& slot = st.tasks.at(name);
     self->send(st.heartbeats, hb_watch_atom::value, slot.index, info.incarnation(), slot.actor);
     slot.agent = agent;
+    if (agent) slot.agent_node = agent.node();
     if (st.cluster_error && !st.view.IsRecoverable(info.task())) {
       self->send(agent, ErrorReport(*st.cluster_error, info.task()));
     }
@@ -130,6 +131,21 @@ void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo&
   }
   st.alive.Refresh(st.view);
   if (st.devices) st.devices->OnTaskState(info);
+}
+
+absl::Status ActsAsItself(CoordinatorPointer self, const proto::CoordinatedTask& task) {
+  auto it = self->state.tasks.find(TaskName(task));
+  if (it == self->state.tasks.end() || it->second.agent_node == caf::node_id{}) {
+    return absl::OkStatus();  // unknown tasks get their own error; a task never connected
+  }
+  const caf::strong_actor_ptr& sender = self->current_sender();
+  if (sender && (sender->node() == it->second.agent_node || sender == self->ctrl())) {
+    return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      "A request acting as task ", TaskName(task), " came from ",
+      sender ? absl::StrCat("node ", caf::to_string(sender->node())) : "an anonymous sender",
+      ", not from the node on which that task registered; a task may act only as itself"));
 }
 
 void OnChildDown(CoordinatorPointer self, const caf::down_msg& down) {

@@ -18,7 +18,17 @@ KvLimits KvLimits::FromConfig(const proto::CoordinationServiceConfig& config) {
   limits.max_value_bytes = OrDefault(config.max_value_bytes(), kDefaultMaxValueBytes);
   limits.max_keys_per_directory =
       OrDefault(config.max_keys_per_directory(), kDefaultMaxKeysPerDirectory);
+  limits.budget =
+      std::make_shared<KvBudget>(OrDefault(config.max_store_bytes(), kDefaultMaxStoreBytes));
   return limits;
+}
+
+bool KvBudget::Reserve(int64_t bytes) {
+  int64_t current = used_.load(std::memory_order_relaxed);
+  do {
+    if (current + bytes > limit_) return false;
+  } while (!used_.compare_exchange_weak(current, current + bytes, std::memory_order_relaxed));
+  return true;
 }
 
 std::string NormalizeKey(absl::string_view key) {

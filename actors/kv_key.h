@@ -3,7 +3,9 @@
 // store's size limits, and the checks that turn bad keys and values into clear statuses.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include <absl/status/status.h>
@@ -13,18 +15,38 @@
 
 namespace muster {
 
+// The bytes of keys and values held by every directory of one store, against its limit. The
+// directory actors of a coordinator share one (a lock-free counter: each write reserves its
+// growth before it is applied, so the total never exceeds the limit).
+class KvBudget {
+ public:
+  explicit KvBudget(int64_t limit) : limit_(limit) {}
+  // Takes `bytes` (> 0) of the budget; false when that would exceed the limit.
+  bool Reserve(int64_t bytes);
+  void Release(int64_t bytes) { used_.fetch_sub(bytes, std::memory_order_relaxed); }
+  int64_t used() const { return used_.load(std::memory_order_relaxed); }
+  int64_t limit() const { return limit_; }
+
+ private:
+  const int64_t limit_;
+  std::atomic<int64_t> used_{0};
+};
+
 // The size limits of the key-value store; see docs/protocol.md.
 struct KvLimits {
   static constexpr int64_t kDefaultMaxKeyBytes = 4 << 10;
   static constexpr int64_t kDefaultMaxValueBytes = 4 << 20;
   static constexpr int64_t kDefaultMaxKeysPerDirectory = 1'000'000;
+  static constexpr int64_t kDefaultMaxStoreBytes = int64_t{1} << 30;
 
   int64_t max_key_bytes = kDefaultMaxKeyBytes;
   int64_t max_value_bytes = kDefaultMaxValueBytes;
   int64_t max_keys_per_directory = kDefaultMaxKeysPerDirectory;
+  // Shared by every directory of the store; null: no total limit.
+  std::shared_ptr<KvBudget> budget;
 
-  // Reads max_key_bytes, max_value_bytes and max_keys_per_directory from `config`; a field
-  // that is 0 (or negative) keeps its default.
+  // Reads the limits from `config` (a field that is 0 or negative keeps its default) and makes
+  // one budget of max_store_bytes for the whole store.
   static KvLimits FromConfig(const proto::CoordinationServiceConfig& config);
 };
 

@@ -139,15 +139,30 @@ absl::Status KvStore::Delete(absl::string_view key, bool is_directory, Changes& 
   return absl::OkStatus();
 }
 
+absl::Status KvStore::Reserve(absl::string_view key, int64_t growth) {
+  if (growth <= 0 || !limits_.budget || limits_.budget->Reserve(growth)) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "Storing ", KeyForMessage(key), " would take the key-value store over its limit of ",
+      limits_.budget->limit(), " bytes (", limits_.budget->used(),
+      " in use); delete keys you no longer need, or raise --max-store-size"));
+}
+
 absl::Status KvStore::Store(absl::string_view key, std::string value, Changes& changes) {
   if (absl::Status status = ValidateValue(key, value, limits_); !status.ok()) return status;
   auto it = data_.find(key);
   if (it != data_.end()) {
+    int64_t growth = static_cast<int64_t>(value.size()) - static_cast<int64_t>(it->second.size());
+    if (absl::Status status = Reserve(key, growth); !status.ok()) return status;
+    if (growth < 0 && limits_.budget) limits_.budget->Release(-growth);
     it->second = std::move(value);
     Record(Kind::UPDATED, key, it->second, changes);
     return absl::OkStatus();
   }
   if (absl::Status status = ValidateDirectoryCapacity(directory_, key, size(), limits_);
+      !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = Reserve(key, static_cast<int64_t>(key.size() + value.size()));
       !status.ok()) {
     return status;
   }
@@ -157,8 +172,43 @@ absl::Status KvStore::Store(absl::string_view key, std::string value, Changes& c
 }
 
 void KvStore::Erase(Map::iterator first, Map::iterator last, Changes& changes) {
-  for (auto it = first; it != last; ++it) Record(Kind::DELETED, it->first, "", changes);
+  int64_t freed = 0;
+  for (auto it = first; it != last; ++it) {
+    Record(Kind::DELETED, it->first, "", changes);
+    freed += static_cast<int64_t>(it->first.size() + it->second.size());
+  }
   data_.erase(first, last);
+  if (limits_.budget) limits_.budget->Release(freed);
+}
+
+KvStore::~KvStore() { ReleaseAll(); }
+
+KvStore::KvStore(KvStore&& other) noexcept
+    : directory_(std::move(other.directory_)),
+      limits_(std::move(other.limits_)),
+      data_(std::move(other.data_)),
+      revision_(other.revision_) {
+  other.data_.clear();
+  other.limits_.budget.reset();
+}
+
+KvStore& KvStore::operator=(KvStore&& other) noexcept {
+  if (this == &other) return *this;
+  ReleaseAll();
+  directory_ = std::move(other.directory_);
+  limits_ = std::move(other.limits_);
+  data_ = std::move(other.data_);
+  revision_ = other.revision_;
+  other.data_.clear();
+  other.limits_.budget.reset();
+  return *this;
+}
+
+void KvStore::ReleaseAll() {
+  if (!limits_.budget) return;
+  int64_t held = 0;
+  for (const auto& [key, value] : data_) held += static_cast<int64_t>(key.size() + value.size());
+  limits_.budget->Release(held);
 }
 
 void KvStore::Record(proto::KeyValueChangeEvent::Kind kind, absl::string_view key,

@@ -24,6 +24,13 @@ class KvStore {
   using Changes = std::vector<proto::KeyValueChangeEvent>;
 
   KvStore(std::string directory, KvLimits limits);
+  // Gives the bytes it holds back to the store's budget.
+  ~KvStore();
+  KvStore(const KvStore&) = delete;
+  KvStore& operator=(const KvStore&) = delete;
+  // A moved-from store is empty and holds nothing of the budget.
+  KvStore(KvStore&& other) noexcept;
+  KvStore& operator=(KvStore&& other) noexcept;
 
   // Checks that `key` is a normalised, non-empty key of this directory within the key limit.
   // Possible errors: InvalidArgument.
@@ -66,6 +73,10 @@ class KvStore {
  private:
   using Map = absl::btree_map<std::string, std::string>;
 
+  // Gives every byte this store holds back to the budget.
+  void ReleaseAll();
+  // Takes `growth` bytes of the store's budget for `key`. Possible errors: ResourceExhausted.
+  absl::Status Reserve(absl::string_view key, int64_t growth);
   // Stores `value` under the checked `key`, creating the key when absent (capacity permitting).
   absl::Status Store(absl::string_view key, std::string value, Changes& changes);
   // Removes [first, last), recording a change per key.

@@ -50,6 +50,14 @@ ABSL_FLAG(absl::Duration, handshake_timeout,
           absl::Milliseconds(muster::WireLimits{}.handshake_timeout_ms),
           "A connection that has not completed CAF's handshake after this long is closed "
           "(0: never)");
+ABSL_FLAG(int64_t, max_value_size, 0,
+          "The largest value the key-value store takes, in bytes (0: 4 MiB)");
+ABSL_FLAG(int64_t, max_key_size, 0, "The longest key, in bytes (0: 4 KiB)");
+ABSL_FLAG(int64_t, max_keys_per_directory, 0,
+          "The most keys under one top-level directory (0: 1,000,000)");
+ABSL_FLAG(int64_t, max_store_size, 0,
+          "The bytes of every key and value together (0: 1 GiB); writes over it are refused "
+          "with RESOURCE_EXHAUSTED");
 ABSL_FLAG(std::string, policy, "",
           "What a task failure does: fate-sharing (tell every task), job-scoped (tell the "
           "task's job), recoverable (tolerate failures of the --recoverable-job jobs). Default: "
@@ -139,7 +147,8 @@ const CommandSpec& ServeSpec() {
           "ABORTED.",
       .flags = {"job", "host", "port", "heartbeat_timeout", "register_with_barrier",
                 "register_timeout", "shutdown_barrier_timeout", "connection_loss_grace",
-                "recoverable_job", "policy", "max_frame_size", "handshake_timeout", "token_file"},
+                "recoverable_job", "policy", "max_frame_size", "handshake_timeout", "token_file",
+                "max_value_size", "max_key_size", "max_keys_per_directory", "max_store_size"},
       .repeated = {"job", "recoverable_job"},
   };
   return spec;
@@ -158,6 +167,17 @@ absl::StatusOr<CoordinatorOptions> ServeOptionsFromFlags() {
   if (!policy.ok()) return policy.status();
   options.policy = *std::move(policy);
   if (absl::Status timeouts = SetTimeouts(&options.config); !timeouts.ok()) return timeouts;
+  for (auto [flag, value] :
+       {std::pair{"--max-value-size", absl::GetFlag(FLAGS_max_value_size)},
+        {"--max-key-size", absl::GetFlag(FLAGS_max_key_size)},
+        {"--max-keys-per-directory", absl::GetFlag(FLAGS_max_keys_per_directory)},
+        {"--max-store-size", absl::GetFlag(FLAGS_max_store_size)}}) {
+    if (value < 0) return absl::InvalidArgumentError(absl::StrCat(flag, " may not be negative"));
+  }
+  options.config.set_max_value_bytes(absl::GetFlag(FLAGS_max_value_size));
+  options.config.set_max_key_bytes(absl::GetFlag(FLAGS_max_key_size));
+  options.config.set_max_keys_per_directory(absl::GetFlag(FLAGS_max_keys_per_directory));
+  options.config.set_max_store_bytes(absl::GetFlag(FLAGS_max_store_size));
   int32_t port = absl::GetFlag(FLAGS_port);
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError("--port must be from 0 to 65535 (0: any free port)");

@@ -241,3 +241,39 @@ TEST_F(KvStoreTest, ValueOverLimit_ResourceExhausted) {
 
 }  // namespace
 }  // namespace muster
+
+namespace muster {
+namespace {
+
+// Two directories of one store share its byte budget: growth is refused with
+// ResourceExhausted once the total would exceed it, and deletes give bytes back.
+TEST(KvStoreBudgetTest, DirectoriesShareTheTotalLimit_RefusedOverItFreedByDeletes) {
+  KvLimits limits;
+  limits.budget = std::make_shared<KvBudget>(40);
+  KvStore a("a", limits);
+  KvStore b("b", limits);
+  KvStore::Changes changes;
+  ASSERT_THAT(a.Insert(Kv("a/k", std::string(17, 'x')), false, changes), IsOk());  // 20 bytes
+  ASSERT_THAT(b.Insert(Kv("b/k", std::string(17, 'y')), false, changes), IsOk());  // 40 bytes
+  EXPECT_EQ(limits.budget->used(), 40);
+  EXPECT_THAT(b.Insert(Kv("b/z", "1"), false, changes),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("limit of 40 bytes"), HasSubstr("--max-store-size"))));
+  EXPECT_EQ(b.Find("b/z"), nullptr);
+  EXPECT_THAT(a.Update(Kv("a/k", std::string(18, 'x')), changes),
+              StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_EQ(*a.Find("a/k"), std::string(17, 'x'));
+  ASSERT_THAT(a.Update(Kv("a/k", "x"), changes), IsOk());  // shrinks: 16 bytes back
+  EXPECT_EQ(limits.budget->used(), 24);
+  ASSERT_THAT(b.Delete("b", /*is_directory=*/true, changes), IsOk());
+  EXPECT_EQ(limits.budget->used(), 4);
+  EXPECT_THAT(b.Insert(Kv("b/z", "1"), false, changes), IsOk());
+  {
+    KvStore moved = std::move(a);
+    EXPECT_EQ(limits.budget->used(), 8);
+  }
+  EXPECT_EQ(limits.budget->used(), 4);  // a's bytes went back when its store went away
+}
+
+}  // namespace
+}  // namespace muster

@@ -111,6 +111,21 @@ TEST(MusterServeTest, WireLimits_BadValuesAreUsageErrorsGoodOnesServe) {
   EXPECT_EQ(RunWorker(leader, 0).code, 0);
 }
 
+TEST(MusterServeTest, StoreLimits_WriteOverTheTotalRefusedSmallerOnesStored) {
+  Leader leader({"--job=worker=1", "--max-store-size=100", "--max-value-size=80"});
+  ASSERT_TRUE(leader.ok());
+  Result big = Kv(leader, "put", {"blob", std::string(90, 'x')});
+  EXPECT_EQ(big.code, 1);
+  EXPECT_THAT(big.output, HasSubstr("RESOURCE_EXHAUSTED"));
+  ASSERT_EQ(Kv(leader, "put", {"a", std::string(60, 'x')}).code, 0);
+  Result over = Kv(leader, "put", {"b", std::string(60, 'y')});
+  EXPECT_EQ(over.code, 1);
+  EXPECT_THAT(over.output, HasSubstr("over its limit of 100 bytes"));
+  EXPECT_EQ(Kv(leader, "get", {"b"}).code, 1);
+  ASSERT_EQ(Kv(leader, "rm", {"a"}).code, 0);
+  EXPECT_EQ(Kv(leader, "put", {"b", std::string(60, 'y')}).code, 0);
+}
+
 TEST(MusterServeTest, RepeatedJobFlags_ConfigureEveryJob) {
   Leader leader({"--job", "worker=2", "--job", "ps=1", "--job=eval=1"});
   ASSERT_TRUE(leader.ok());

@@ -6,7 +6,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= 2
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build demo test test-unit asan tsan format clean
+.PHONY: all deps configure build demo test test-unit asan tsan fuzz format clean
 
 all: build
 
@@ -33,6 +33,11 @@ asan:
 
 tsan:
 	@$(MAKE) test BUILD_DIR=build-tsan CMAKE_FLAGS=-DMUSTER_SANITIZER=thread
+
+# libFuzzer targets (clang) for every decoder of wire bytes, FUZZ_SECONDS each (default 30).
+fuzz:
+	@tools/install-deps.sh fuzz
+	@tests/fuzz/run.sh
 
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i

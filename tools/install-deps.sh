@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Muster needs to build, test and run its demo.
 # Idempotent: does nothing when every package is present. Needs root (or sudo) to install.
+# `install-deps.sh fuzz` adds what `make fuzz` needs (clang with libFuzzer).
 set -euo pipefail
 
 PACKAGES=(
@@ -11,6 +12,9 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   ccache procps
 )
+if [ "${1:-}" = "fuzz" ]; then
+  PACKAGES+=(clang)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

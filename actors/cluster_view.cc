@@ -11,7 +11,7 @@ namespace muster {
 
 absl::Status UnknownTaskError(absl::string_view what, const proto::CoordinatedTask& task) {
   return MakeCoordinationError(absl::InvalidArgumentError(
-      absl::StrCat(what, TaskName(task),
+      absl::StrCat(what, TaskNameForMessage(task),
                    ". It is not in the cluster configuration: check the "
                    "job name and task id (this usually implies a configuration error).")));
 }

@@ -46,7 +46,7 @@ caf::result<proto::WatchJobStateResponse> WatchJobState(
   int64_t version = request.version_number();
   if (!request.job_name().empty() && !st.view.HasJob(request.job_name())) {
     return ToError(MakeCoordinationError(absl::InvalidArgumentError(absl::StrCat(
-        "WatchJobState for unknown job '", request.job_name(),
+        "WatchJobState for unknown job '", JobNameForMessage(request.job_name()),
         "': it is not in the cluster configuration. Watch a configured job, or \"\" for all."))));
   }
   if (version > st.version) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include <absl/strings/escaping.h>
 #include <absl/strings/match.h>
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
@@ -35,6 +36,21 @@ proto::CoordinatedTask MakeTask(absl::string_view job, int task_id) {
 
 std::string TaskName(const proto::CoordinatedTask& task) {
   return absl::StrCat("/job:", task.job_name(), "/task:", task.task_id());
+}
+
+std::string JobNameForMessage(absl::string_view job) {
+  constexpr size_t kMaxQuoted = 128;
+  bool printable = std::all_of(job.begin(), job.end(), [](char c) {
+    return static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f;
+  });
+  if (printable && job.size() <= kMaxQuoted) return std::string(job);
+  std::string quoted = absl::CHexEscape(job.substr(0, kMaxQuoted / 2));
+  if (job.size() > kMaxQuoted / 2) absl::StrAppend(&quoted, "...(", job.size(), " bytes)");
+  return quoted;
+}
+
+std::string TaskNameForMessage(const proto::CoordinatedTask& task) {
+  return absl::StrCat("/job:", JobNameForMessage(task.job_name()), "/task:", task.task_id());
 }
 
 absl::StatusOr<proto::CoordinatedTask> ParseTaskName(absl::string_view name) {

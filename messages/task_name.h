@@ -19,6 +19,12 @@ proto::CoordinatedTask MakeTask(absl::string_view job, int task_id);
 // Formats `task` as "/job:<name>/task:<id>".
 std::string TaskName(const proto::CoordinatedTask& task);
 
+// A job name as an error message may quote it, whatever came off the wire: printable names of
+// up to 128 bytes as they are, others C-escaped and cut ("...(N bytes)").
+std::string JobNameForMessage(absl::string_view job);
+// TaskName with the job name as JobNameForMessage gives it.
+std::string TaskNameForMessage(const proto::CoordinatedTask& task);
+
 // Parses "/job:<name>/task:<id>" (a "/replica:<r>" segment before the task is accepted).
 // Possible errors: InvalidArgument naming the text and the expected form.
 absl::StatusOr<proto::CoordinatedTask> ParseTaskName(absl::string_view name);

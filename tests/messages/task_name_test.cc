@@ -17,6 +17,16 @@ TEST(TaskNameTest, Format_IsJobThenTask) {
   EXPECT_EQ(TaskName(MakeTask("worker", 12)), "/job:worker/task:12");
 }
 
+TEST(TaskNameTest, ForMessage_HugeOrBinaryJobNamesEscapedAndCut) {
+  EXPECT_EQ(TaskNameForMessage(MakeTask("worker", 3)), "/job:worker/task:3");
+  std::string huge(1 << 20, 'j');
+  std::string quoted = TaskNameForMessage(MakeTask(huge, 0));
+  EXPECT_LT(quoted.size(), 200u);
+  EXPECT_THAT(quoted, ::testing::HasSubstr("...(1048576 bytes)/task:0"));
+  EXPECT_EQ(JobNameForMessage(std::string("a\0b\n", 4)),
+            "a\\x00\\x62\\n");  // CHexEscape: no hex digit may follow \\x00
+}
+
 TEST(TaskNameTest, Parse_RoundTripsAndAcceptsReplica) {
   auto task = ParseTaskName("/job:ps/task:3");
   ASSERT_TRUE(task.ok());

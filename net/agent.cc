@@ -10,6 +10,7 @@
 #include "muster/messages/incarnation.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
+#include "muster/net/guarded_multiplexer.h"
 #include "muster/net/job_token.h"
 #include "muster/net/thread_logger_guard.h"
 
@@ -55,6 +56,7 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(caf::actor_system& system,
     return absl::InvalidArgumentError(
         absl::StrCat("invalid task: job \"", options.job_name, "\", task id ", options.task_id));
   }
+  if (absl::Status tls = CheckTlsFiles(TlsFilesOf(system.config())); !tls.ok()) return tls;
   auto leader = options.local_leader ? ConnectOptions{} : LeaderOptions(options);
   if (!leader.ok()) return leader.status();
   leader->timeout = ToSpan(options.register_timeout);

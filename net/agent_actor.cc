@@ -100,7 +100,9 @@ void Register(AgentPointer self) {
   }
   if (!st.leader) {
     ConnectOptions options = st.config.leader;
-    options.timeout = std::max(TimeLeft(self), caf::timespan{std::chrono::milliseconds(1)});
+    // Reaching the leader is bounded by the register timeout itself; the margin is for answers.
+    options.timeout =
+        std::max(TimeLeft(self) - kConnectMargin, caf::timespan{std::chrono::milliseconds(1)});
     st.connector = SpawnLeaderConnector(self->system(), options);
     self->request(st.connector, caf::infinite, caf::connect_atom::value)
         .then(

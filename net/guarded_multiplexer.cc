@@ -14,8 +14,9 @@
 #include <caf/io/doorman.hpp>
 #include <caf/io/network/acceptor_impl.hpp>
 #include <caf/io/network/native_socket.hpp>
-#include <caf/io/network/scribe_impl.hpp>
+#include <caf/io/network/stream.hpp>
 #include <caf/make_counted.hpp>
+#include <caf/policy/tcp.hpp>
 
 namespace muster {
 namespace {
@@ -69,14 +70,89 @@ class SheddingTcp {
 
 }  // namespace
 
+// The byte layer of a connection: plain TCP, or TLS over it (in CAF's stream-policy shape).
+class WirePolicy {
+ public:
+  explicit WirePolicy(std::unique_ptr<TlsSession> tls) : tls_(std::move(tls)) {}
+
+  net::rw_state read_some(size_t& result, net::native_socket fd, void* buf, size_t len) {
+    return tls_ ? tls_->Read(result, buf, len) : caf::policy::tcp::read_some(result, fd, buf, len);
+  }
+  net::rw_state write_some(size_t& result, net::native_socket fd, const void* buf, size_t len) {
+    return tls_ ? tls_->Write(result, buf, len)
+                : caf::policy::tcp::write_some(result, fd, buf, len);
+  }
+  bool must_read_more(net::native_socket, size_t threshold) const {
+    size_t pending = tls_ ? tls_->Pending() : 0;
+    return pending > 0 && pending >= threshold;
+  }
+  TlsSession* tls() const { return tls_.get(); }
+
+ private:
+  std::unique_ptr<TlsSession> tls_;
+};
+
+// CAF's stream over a WirePolicy. While a TLS handshake waits for the peer, writing is paused
+// (CAF 0.17 would poll a writable socket in a loop); a failed handshake is reported once.
+class GuardedStream : public net::stream {
+ public:
+  GuardedStream(GuardedMultiplexer& mpx, net::native_socket fd, bool inbound,
+                std::unique_ptr<TlsSession> tls)
+      : stream(mpx, fd), mpx_(mpx), inbound_(inbound), policy_(std::move(tls)) {
+    if (policy_.tls() != nullptr) {  // now: a refused peer has often closed by the time it is
+      auto host = net::remote_addr_of_fd(fd);
+      auto port = net::remote_port_of_fd(fd);
+      peer_ = absl::StrCat(host ? *host : "?", ":", port ? *port : 0);
+    }
+  }
+
+  void handle_event(net::operation op) override {
+    handle_event_impl(op, policy_);
+    TlsSession* tls = policy_.tls();
+    if (tls == nullptr) return;
+    if (tls->failed()) {
+      std::string why = tls->TakeHandshakeFailure();
+      if (!why.empty()) ReportHandshakeFailure(why);
+    } else if (op == net::operation::write && state_.writing && tls->waiting_for_peer()) {
+      backend().del(net::operation::write, fd(), this);
+      write_paused_ = true;
+    } else if (op == net::operation::read && write_paused_ && !tls->waiting_for_peer()) {
+      write_paused_ = false;
+      if (state_.writing) backend().add(net::operation::write, fd(), this);
+    }
+  }
+
+  bool tls() const { return policy_.tls() != nullptr; }
+
+ private:
+  void ReportHandshakeFailure(const std::string& why) {
+    auto host = net::remote_addr_of_fd(fd());
+    auto port = net::remote_port_of_fd(fd());
+    std::string peer = absl::StrCat(host ? *host : "?", ":", port ? *port : 0);
+    mpx_.Report(inbound_ ? absl::StrCat("refused a connection from ", peer,
+                                        " (TLS handshake failed: ", why, ")")
+                         : absl::StrCat("TLS handshake with ", peer, " failed: ", why));
+  }
+
+  GuardedMultiplexer& mpx_;
+  bool inbound_;
+  std::string peer_;
+  WirePolicy policy_;
+  bool write_paused_ = false;
+};
+
 // A connection whose frames pass a FrameGuard before CAF reads them. A refused frame never
 // reaches CAF: the connection is shut down, and what still arrives is dropped until CAF sees it
-// closed.
-class GuardedScribe : public net::scribe_impl {
+// closed. Otherwise CAF's scribe_impl, over a GuardedStream.
+class GuardedScribe : public caf::io::scribe {
  public:
   GuardedScribe(GuardedMultiplexer& mpx, net::native_socket fd, const WireLimits& limits,
-                bool inbound)
-      : scribe_impl(mpx, fd), mpx_(mpx), limits_(limits), guard_(limits, inbound) {}
+                bool inbound, std::unique_ptr<TlsSession> tls)
+      : scribe(net::conn_hdl_from_socket(fd)),
+        mpx_(mpx),
+        limits_(limits),
+        guard_(limits, inbound),
+        stream_(mpx, fd, inbound, std::move(tls)) {}
   ~GuardedScribe() override {
     if (watch_id_ != 0) mpx_.Unwatch(watch_id_);
   }
@@ -105,8 +181,27 @@ class GuardedScribe : public net::scribe_impl {
                          limits_.max_frame_bytes));
       config = caf::io::receive_policy::exactly(FrameGuard::kHeaderSize);
     }
-    scribe_impl::configure_read(config);
+    stream_.configure_read(config);
+    if (!launched_) Launch();
   }
+  void ack_writes(bool enable) override { stream_.ack_writes(enable); }
+  std::vector<char>& wr_buf() override { return stream_.wr_buf(); }
+  std::vector<char>& rd_buf() override { return stream_.rd_buf(); }
+  void graceful_shutdown() override {
+    stream_.graceful_shutdown();
+    detach(&stream_.backend(), false);
+  }
+  void flush() override { stream_.flush(this); }
+  std::string addr() const override {
+    auto x = net::remote_addr_of_fd(stream_.fd());
+    return x ? *x : std::string{};
+  }
+  uint16_t port() const override {
+    auto x = net::remote_port_of_fd(stream_.fd());
+    return x ? *x : 0;
+  }
+  void add_to_loop() override { stream_.activate(this); }
+  void remove_from_loop() override { stream_.passivate(); }
 
   void Close(absl::string_view why) {
     if (closed_) return;
@@ -121,11 +216,20 @@ class GuardedScribe : public net::scribe_impl {
   bool closed() const { return closed_; }
 
  private:
+  void Launch() {
+    launched_ = true;
+    stream_.start(this);
+    // A TLS client speaks first, before CAF has anything to send: an empty write starts it.
+    if (stream_.tls()) stream_.force_empty_write(this);
+  }
+
   GuardedMultiplexer& mpx_;
   WireLimits limits_;
   FrameGuard guard_;
   bool closed_ = false;
+  bool launched_ = false;
   uint64_t watch_id_ = 0;
+  GuardedStream stream_;
 };
 
 namespace {
@@ -138,8 +242,10 @@ class GuardedDoorman : public caf::io::doorman {
 
   bool new_connection() override {
     if (detached()) return false;  // the broker let go while events were still queued
-    auto scribe = caf::make_counted<GuardedScribe>(mpx_, acceptor_.accepted_socket(), mpx_.limits(),
-                                                   /*inbound=*/true);
+    net::native_socket fd = acceptor_.accepted_socket();
+    auto scribe =
+        caf::make_counted<GuardedScribe>(mpx_, fd, mpx_.limits(), /*inbound=*/true,
+                                         mpx_.NewTlsSession(fd, TlsSession::Role::kServer));
     scribe->WatchHandshake();
     auto hdl = scribe->hdl();
     parent()->add_scribe(std::move(scribe));
@@ -222,6 +328,18 @@ class HandshakeSweeper : public net::event_handler {
   bool registered_ = false;
 };
 
+void SetTlsFiles(caf::actor_system_config& cfg, const TlsFiles& files) {
+  caf::put(cfg.content, "muster.tls-cert", files.cert);
+  caf::put(cfg.content, "muster.tls-key", files.key);
+  caf::put(cfg.content, "muster.tls-ca", files.ca);
+}
+
+TlsFiles TlsFilesOf(const caf::actor_system_config& cfg) {
+  return TlsFiles{.cert = caf::get_or(cfg, "muster.tls-cert", std::string{}),
+                  .key = caf::get_or(cfg, "muster.tls-key", std::string{}),
+                  .ca = caf::get_or(cfg, "muster.tls-ca", std::string{})};
+}
+
 GuardedMultiplexer::GuardedMultiplexer(caf::actor_system* system) : default_multiplexer(system) {
   const auto& cfg = system->config();
   WireLimits defaults;
@@ -231,6 +349,16 @@ GuardedMultiplexer::GuardedMultiplexer(caf::actor_system* system) : default_mult
       caf::get_or(cfg, "muster.max-handshake-bytes", int64_t{defaults.max_handshake_bytes}));
   limits_.handshake_timeout_ms =
       caf::get_or(cfg, "muster.handshake-timeout-ms", defaults.handshake_timeout_ms);
+  TlsFiles tls = TlsFilesOf(cfg);
+  if (tls.enabled()) {
+    tls_ = std::make_unique<TlsContext>(tls, [this](const std::string& what) { Report(what); });
+  }
+}
+
+std::unique_ptr<TlsSession> GuardedMultiplexer::NewTlsSession(net::native_socket fd,
+                                                              TlsSession::Role role) {
+  if (!tls_) return nullptr;
+  return std::make_unique<TlsSession>(tls_->Get(), fd, role);
 }
 
 GuardedMultiplexer::~GuardedMultiplexer() = default;
@@ -238,7 +366,8 @@ GuardedMultiplexer::~GuardedMultiplexer() = default;
 caf::io::scribe_ptr GuardedMultiplexer::new_scribe(net::native_socket fd) {
   WireLimits outbound = limits_;
   outbound.max_frame_bytes = 0;  // a peer we dialed: its answers may be large (key listings)
-  return caf::make_counted<GuardedScribe>(*this, fd, outbound, /*inbound=*/false);
+  return caf::make_counted<GuardedScribe>(*this, fd, outbound, /*inbound=*/false,
+                                          NewTlsSession(fd, TlsSession::Role::kClient));
 }
 
 caf::expected<caf::io::scribe_ptr> GuardedMultiplexer::new_tcp_scribe(const std::string& host,
@@ -312,6 +441,7 @@ void GuardedMultiplexer::SweepHandshakes() {
 }
 
 void GuardedMultiplexer::Report(const std::string& what) {
+  absl::MutexLock lock(&report_mutex_);
   auto now = Clock::now();
   if (now - last_report_ < std::chrono::seconds(1)) {
     ++suppressed_reports_;

@@ -8,6 +8,9 @@
 //  - when the process is out of file descriptors, new connections are accepted and closed at
 //    once (a spare descriptor is kept for it) instead of spinning the network thread, and the
 //    existing ones keep being served.
+//  - with TLS files configured (NodeOptions::tls), every connection is mutual TLS (see
+//    net/tls_context.h): the guards read the decrypted frames; a peer that fails the TLS
+//    handshake (plain TCP, a certificate of another CA, none) gets a closed connection.
 // Each refusal is logged to stderr, at most one line a second. ConfigureNode installs it; the
 // limits come from the configuration keys set there (see NodeOptions::wire_limits).
 #pragma once
@@ -25,11 +28,18 @@
 #include <caf/io/network/default_multiplexer.hpp>
 
 #include "muster/net/frame_guard.h"
+#include "muster/net/tls_context.h"
+#include "muster/net/tls_session.h"
 
 namespace muster {
 
 class GuardedScribe;
 class HandshakeSweeper;
+
+// The TLS files of a node's connections, kept in its configuration (muster.tls-cert, -key,
+// -ca) between ConfigureNode and the multiplexer.
+void SetTlsFiles(caf::actor_system_config& cfg, const TlsFiles& files);
+TlsFiles TlsFilesOf(const caf::actor_system_config& cfg);
 
 class GuardedMultiplexer : public caf::io::network::default_multiplexer {
  public:
@@ -46,6 +56,9 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
                                                       bool reuse_addr) override;
 
   const WireLimits& limits() const { return limits_; }
+  // A TLS session for a new connection on `fd`; null when this node does not use TLS.
+  std::unique_ptr<TlsSession> NewTlsSession(caf::io::network::native_socket fd,
+                                            TlsSession::Role role);
 
   // Internal. WatchHandshake and SweepHandshakes run on the multiplexer's thread; a scribe may
   // be destroyed on any thread, so it unregisters itself (Unwatch) under the lock. No
@@ -57,14 +70,16 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
 
  private:
   WireLimits limits_;
+  std::unique_ptr<TlsContext> tls_;
   absl::Mutex watch_mutex_;
   absl::flat_hash_map<uint64_t, GuardedScribe*> watched_ ABSL_GUARDED_BY(watch_mutex_);
   // Deadline order (every connection gets the same timeout); ids of settled ones are skipped.
   std::deque<std::pair<std::chrono::steady_clock::time_point, uint64_t>> deadlines_;
   uint64_t next_watch_id_ = 1;
   std::unique_ptr<HandshakeSweeper> sweeper_;
-  std::chrono::steady_clock::time_point last_report_{};
-  int suppressed_reports_ = 0;
+  absl::Mutex report_mutex_;
+  std::chrono::steady_clock::time_point last_report_ ABSL_GUARDED_BY(report_mutex_){};
+  int suppressed_reports_ ABSL_GUARDED_BY(report_mutex_) = 0;
 };
 
 }  // namespace muster

@@ -5,6 +5,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include "muster/messages/incarnation.h"
+#include "muster/net/guarded_multiplexer.h"
 #include "muster/net/leader_endpoint.h"
 #include "muster/net/thread_logger_guard.h"
 #include "muster/net/token_gate_actor.h"
@@ -15,6 +16,7 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
                                                       CoordinatorOptions options,
                                                       LeaderEndpoint endpoint) {
   ThreadLoggerGuard logger_guard;
+  if (absl::Status tls = CheckTlsFiles(TlsFilesOf(system.config())); !tls.ok()) return tls;
   if (options.incarnation == 0) options.incarnation = NewIncarnation();
   uint64_t incarnation = options.incarnation;
   CoordinatorActor coordinator = SpawnCoordinator(system, std::move(options));

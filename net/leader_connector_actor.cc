@@ -4,6 +4,7 @@
 #include <random>
 #include <set>
 
+#include <absl/strings/match.h>
 #include <absl/strings/str_cat.h>
 #include <caf/io/middleman.hpp>
 
@@ -35,11 +36,17 @@ caf::timespan TimeLeft(ConnectorPointer self) {
 
 void Fail(ConnectorPointer self) {
   auto& st = self->state;
+  // A leader that closes the connection before CAF's handshake is one that refused this node at
+  // the transport: TLS on one side only, or certificates of different CAs.
+  const bool refused = absl::StrContains(st.last_error, "disconnect_during_handshake");
   st.promise.deliver(ToError(absl::DeadlineExceededError(absl::StrCat(
       "could not reach the Muster leader at ", Address(st.options), " within ",
       std::chrono::duration_cast<std::chrono::milliseconds>(st.options.timeout).count(), " ms (",
       st.attempts, " attempts); last error: ", st.last_error,
-      ". Is the leader running, and is the address right?"))));
+      refused ? ". The leader closed every connection before its handshake: check that both "
+                "sides use TLS (or neither) with certificates of the same CA, and the limits of "
+                "muster serve; the leader logs why it refused"
+              : ". Is the leader running, and is the address right?"))));
   self->quit();
 }
 

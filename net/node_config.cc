@@ -17,6 +17,7 @@ void ConfigureNode(caf::actor_system_config& cfg, const NodeOptions& options) {
   caf::put(cfg.content, "muster.max-handshake-bytes",
            int64_t{options.wire_limits.max_handshake_bytes});
   caf::put(cfg.content, "muster.handshake-timeout-ms", options.wire_limits.handshake_timeout_ms);
+  SetTlsFiles(cfg, options.tls.enabled() ? options.tls : TlsFilesFromEnvironment());
   cfg.set("middleman.heartbeat-interval", options.connection_heartbeat_interval);
   cfg.set("middleman.connection-timeout", options.connection_timeout);
   if (options.low_latency_scheduler) {

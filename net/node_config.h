@@ -8,6 +8,7 @@
 #include <caf/timespan.hpp>
 
 #include "muster/net/frame_guard.h"
+#include "muster/net/tls_context.h"
 
 namespace muster {
 
@@ -23,6 +24,10 @@ struct NodeOptions {
   bool low_latency_scheduler = true;
   // What a peer may send before and after its handshake (see net/guarded_multiplexer.h).
   WireLimits wire_limits;
+  // Mutual TLS for every connection of the node (see net/tls_context.h). Unset: the files of
+  // $MUSTER_TLS_CERT, $MUSTER_TLS_KEY and $MUSTER_TLS_CA, if those are set; else plain TCP.
+  // Leader::Start and Agent::Create refuse files that do not load (CheckTlsFiles).
+  TlsFiles tls;
 };
 
 // Applies `options` and Muster's message types to a user's configuration.

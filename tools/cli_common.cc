@@ -16,6 +16,14 @@ ABSL_FLAG(std::string, leader, "", "The leader's address, HOST:PORT (as printed 
 ABSL_FLAG(std::string, token_file, "",
           "A file holding the job token (serve: require it from every other node; other "
           "commands: present it). Default: the file named by $MUSTER_TOKEN_FILE, if set");
+ABSL_FLAG(std::string, tls_cert, "",
+          "Mutual TLS: this node's certificate (PEM). With --tls-key and --tls-ca; default: "
+          "$MUSTER_TLS_CERT");
+ABSL_FLAG(std::string, tls_key, "",
+          "Mutual TLS: the certificate's private key (PEM). Default: $MUSTER_TLS_KEY");
+ABSL_FLAG(std::string, tls_ca, "",
+          "Mutual TLS: the job's CA certificate (PEM); peers must hold a certificate it signed. "
+          "Default: $MUSTER_TLS_CA");
 ABSL_FLAG(std::optional<absl::Duration>, timeout, std::nullopt,
           "Give up after this long, e.g. 500ms, 5s, 1m: connecting to the leader and each "
           "request (status: 5s; kv: 10s; kv get --wait: how long to wait for the key)");
@@ -91,12 +99,25 @@ std::optional<int> ParseOrExit(const CommandSpec& spec, const std::vector<std::s
   return std::nullopt;
 }
 
-LeaderSession::LeaderSession(LeaderAddress address)
-    : address_(std::move(address)), system_(config_), self_(system_) {}
+absl::StatusOr<TlsFiles> TlsFromFlags() {
+  TlsFiles files{.cert = absl::GetFlag(FLAGS_tls_cert),
+                 .key = absl::GetFlag(FLAGS_tls_key),
+                 .ca = absl::GetFlag(FLAGS_tls_ca)};
+  if (!files.enabled()) files = TlsFilesFromEnvironment();
+  if (absl::Status check = CheckTlsFiles(files); !check.ok()) return check;
+  return files;
+}
+
+LeaderSession::LeaderSession(LeaderAddress address, const NodeOptions& node)
+    : address_(std::move(address)), config_(node), system_(config_), self_(system_) {}
 
 absl::StatusOr<std::unique_ptr<LeaderSession>> LeaderSession::Connect(const LeaderAddress& address,
                                                                       absl::Duration timeout) {
-  std::unique_ptr<LeaderSession> session(new LeaderSession(address));
+  auto tls = TlsFromFlags();
+  if (!tls.ok()) return tls.status();
+  NodeOptions node;
+  node.tls = *std::move(tls);
+  std::unique_ptr<LeaderSession> session(new LeaderSession(address, node));
   ConnectOptions options;
   options.host = address.host;
   options.port = address.port;

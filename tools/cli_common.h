@@ -65,12 +65,16 @@ std::optional<int> ParseOrExit(const CommandSpec& spec, const std::vector<std::s
 // The job token: the file of --token-file, else of $MUSTER_TOKEN_FILE; "" when neither is set.
 absl::StatusOr<std::string> TokenFromFlags();
 
+// Mutual TLS: the files of --tls-cert, --tls-key, --tls-ca, else of $MUSTER_TLS_*; checked.
+// Possible errors: InvalidArgument, NotFound (CheckTlsFiles).
+absl::StatusOr<TlsFiles> TlsFromFlags();
+
 class LeaderSession {
  public:
   // Connects within `timeout` (retrying while the leader is not up yet), then presents the job
   // token when there is one (TokenFromFlags).
   // Possible errors: DeadlineExceeded naming the address, the attempts and the last error;
-  // Unauthenticated (wrong token); NotFound, InvalidArgument (unreadable token file).
+  // Unauthenticated (wrong token); NotFound, InvalidArgument (unreadable token or TLS file).
   static absl::StatusOr<std::unique_ptr<LeaderSession>> Connect(const LeaderAddress& address,
                                                                 absl::Duration timeout);
 
@@ -97,7 +101,7 @@ class LeaderSession {
   const LeaderAddress& address() const { return address_; }
 
  private:
-  explicit LeaderSession(LeaderAddress address);
+  LeaderSession(LeaderAddress address, const NodeOptions& node);
   // Adds the leader's address to transport errors (those without a coordination payload).
   absl::Status Explain(absl::Status status, absl::Duration timeout) const;
 

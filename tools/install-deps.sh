@@ -6,7 +6,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake make ninja-build pkg-config
-  libcaf-dev
+  libcaf-dev libssl-dev openssl
   libprotobuf-dev protobuf-compiler
   libabsl-dev
   libgtest-dev libgmock-dev

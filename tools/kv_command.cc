@@ -31,7 +31,7 @@ CommandSpec Verb(std::string verb, std::string synopsis, std::string summary,
   CommandSpec spec{.name = "kv " + verb,
                    .synopsis = std::move(synopsis),
                    .summary = std::move(summary),
-                   .flags = {"leader", "timeout", "token_file"},
+                   .flags = {"leader", "timeout", "token_file", "tls_cert", "tls_key", "tls_ca"},
                    .min_args = min_args,
                    .max_args = max_args};
   spec.flags.insert(spec.flags.end(), extra_flags.begin(), extra_flags.end());

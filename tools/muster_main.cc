@@ -3,6 +3,7 @@
 //   muster serve --job worker=4 [--job ps=2] [--port 7400]
 //   muster status --leader 127.0.0.1:7400 [--watch] [--json]
 //   muster kv get|put|ls|rm|watch --leader 127.0.0.1:7400 KEY [VALUE]
+//   muster tls init DIR [--names leader,worker]
 //
 // Exit codes: 0 ok, 1 the request failed, 2 usage error. docs/operations.md has the reference.
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "muster/tools/kv_command.h"
 #include "muster/tools/serve_command.h"
 #include "muster/tools/status_command.h"
+#include "muster/tools/tls_init_command.h"
 
 namespace {
 
@@ -21,7 +23,8 @@ constexpr char kUsage[] =
     "commands:\n"
     "  serve    run a leader: muster serve --job worker=4 [--job ps=2] [--port 7400]\n"
     "  status   show tasks, barriers and key-value directories of a running leader\n"
-    "  kv       get|put|ls|rm|watch keys of a running leader\n\n"
+    "  kv       get|put|ls|rm|watch keys of a running leader\n"
+    "  tls      init DIR: a CA and node certificates for mutual TLS\n\n"
     "Run `muster <command> --help` for its flags. Exit codes: 0 ok, 1 the request failed,\n"
     "2 usage error.\n";
 
@@ -38,6 +41,7 @@ int main(int argc, char** argv) {
   if (command == "serve") return muster::cli::RunServe(args);
   if (command == "status") return muster::cli::RunStatus(args);
   if (command == "kv") return muster::cli::RunKv(args);
+  if (command == "tls") return muster::cli::RunTls(args);
   if (command == "--help" || command == "-h" || command == "help") {
     std::fputs(kUsage, stdout);
     return muster::cli::kExitOk;

@@ -145,10 +145,26 @@ const CommandSpec& ServeSpec() {
           "connections, then one stamped line per task event (registered, stale, failed,\n"
           "disconnected). SIGINT or SIGTERM stops it (exit 0); waiting barrier calls get\n"
           "ABORTED.",
-      .flags = {"job", "host", "port", "heartbeat_timeout", "register_with_barrier",
-                "register_timeout", "shutdown_barrier_timeout", "connection_loss_grace",
-                "recoverable_job", "policy", "max_frame_size", "handshake_timeout", "token_file",
-                "max_value_size", "max_key_size", "max_keys_per_directory", "max_store_size"},
+      .flags = {"job",
+                "host",
+                "port",
+                "heartbeat_timeout",
+                "register_with_barrier",
+                "register_timeout",
+                "shutdown_barrier_timeout",
+                "connection_loss_grace",
+                "recoverable_job",
+                "policy",
+                "max_frame_size",
+                "handshake_timeout",
+                "token_file",
+                "tls_cert",
+                "tls_key",
+                "tls_ca",
+                "max_value_size",
+                "max_key_size",
+                "max_keys_per_directory",
+                "max_store_size"},
       .repeated = {"job", "recoverable_job"},
   };
   return spec;
@@ -258,6 +274,9 @@ absl::StatusOr<NodeOptions> NodeOptionsFromFlags() {
     return absl::InvalidArgumentError("--handshake-timeout may not be negative");
   }
   node.wire_limits.handshake_timeout_ms = absl::ToInt64Milliseconds(handshake);
+  auto tls = TlsFromFlags();
+  if (!tls.ok()) return tls.status();
+  node.tls = *std::move(tls);
   return node;
 }
 
@@ -271,12 +290,20 @@ int Serve(const CoordinatorOptions& options, const NodeOptions& node, std::strin
   caf::actor_system system{config};
   std::string host = absl::GetFlag(FLAGS_host);
   const bool with_token = !token.empty();
-  if (!with_token && !IsLoopback(host)) {
+  const bool with_tls = node.tls.enabled();
+  const char* where = host.empty() ? "every interface" : host.c_str();
+  if (!IsLoopback(host) && !with_token && !with_tls) {
     std::fprintf(stderr,
-                 "muster serve: WARNING: listening on %s without a job token: anyone who can "
-                 "reach the port can read and delete keys and end the job. Give --token-file "
-                 "(see docs/operations.md, Security)\n",
-                 host.empty() ? "every interface" : host.c_str());
+                 "muster serve: WARNING: listening on %s without TLS or a job token: anyone who "
+                 "can reach the port can read and delete keys and end the job. Give --tls-cert, "
+                 "--tls-key, --tls-ca and/or --token-file (see docs/operations.md, Security)\n",
+                 where);
+  } else if (!IsLoopback(host) && !with_tls) {
+    std::fprintf(stderr,
+                 "muster serve: WARNING: listening on %s without TLS: the job token and every "
+                 "key and value cross the network in clear text (see docs/operations.md, "
+                 "Security)\n",
+                 where);
   }
   auto leader = Leader::Start(system, options,
                               {.host = host,
@@ -290,7 +317,8 @@ int Serve(const CoordinatorOptions& options, const NodeOptions& node, std::strin
   }
   std::printf("muster leader ready at %s:%u incarnation=0x%016llx\n", host.c_str(),
               (*leader)->port(), static_cast<unsigned long long>((*leader)->incarnation()));
-  PrintLine(Describe(options) + (with_token ? ", job token required" : ""));
+  PrintLine(Describe(options) + (with_tls ? ", mutual TLS" : "") +
+            (with_token ? ", job token required" : ""));
   int code = kExitOk;
   {
     caf::scoped_actor self{system};

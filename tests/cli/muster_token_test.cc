@@ -70,7 +70,7 @@ TEST(MusterServeTokenTest, EveryInterfaceWithoutToken_Warns) {
   Leader open({"--job=worker=1", "--host=0.0.0.0"});
   ASSERT_TRUE(open.ok());
   EXPECT_THAT(open.process().output(),
-              HasSubstr("WARNING: listening on 0.0.0.0 without a job token"));
+              HasSubstr("WARNING: listening on 0.0.0.0 without TLS or a job token"));
 }
 
 }  // namespace

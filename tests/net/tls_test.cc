@@ -1,0 +1,215 @@
+// Mutual TLS: the certificate files (muster tls init's), their checks and rotation, and real
+// connections between actor systems on 127.0.0.1: same CA works; a plain peer, a peer of another
+// CA and a TLS peer of a plain leader get nothing.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <absl/strings/str_cat.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <caf/actor_system.hpp>
+
+#include "muster/net/agent.h"
+#include "muster/net/guarded_multiplexer.h"
+#include "muster/net/job_certificates.h"
+#include "muster/net/leader.h"
+#include "muster/net/node_config.h"
+#include "muster/net/tls_context.h"
+#include "tests/testing/status_matchers.h"
+
+namespace muster {
+namespace {
+
+using ::muster::testing::IsOk;
+using ::muster::testing::StatusIs;
+using ::testing::HasSubstr;
+using Code = absl::StatusCode;
+
+// One directory per test process: ctest runs the tests of this file in parallel processes.
+std::string Dir(const std::string& name) {
+  return absl::StrCat(::testing::TempDir(), "muster_tls_", ::getpid(), "_", name);
+}
+
+TlsFiles FilesOf(const std::string& dir, const std::string& node) {
+  return {
+      .cert = dir + "/" + node + ".pem", .key = dir + "/" + node + ".key", .ca = dir + "/ca.pem"};
+}
+
+class TlsTest : public ::testing::Test {
+ protected:
+  static void TearDownTestSuite() {
+    for (const char* name : {"a", "b", "c", "rotate", "garbage.pem"}) {
+      std::filesystem::remove_all(Dir(name));
+    }
+  }
+  static void SetUpTestSuite() {
+    for (const char* name : {"a", "b"}) std::filesystem::remove_all(Dir(name));
+    ASSERT_THAT(WriteJobCertificates(Dir("a"), {"leader", "worker"}), IsOk());
+    ASSERT_THAT(WriteJobCertificates(Dir("b"), {"leader", "worker"}), IsOk());
+  }
+};
+
+TEST_F(TlsTest, JobCertificates_CheckAndRefuseToOverwrite) {
+  EXPECT_THAT(CheckTlsFiles(FilesOf(Dir("a"), "leader")), IsOk());
+  EXPECT_THAT(CheckTlsFiles(FilesOf(Dir("a"), "worker")), IsOk());
+  struct stat key {};
+  ASSERT_EQ(::stat((Dir("a") + "/worker.key").c_str(), &key), 0);
+  EXPECT_EQ(key.st_mode & 0777, 0600);
+  EXPECT_THAT(WriteJobCertificates(Dir("a"), {"other"}),
+              StatusIs(Code::kAlreadyExists, HasSubstr("ca.key exists already")));
+  EXPECT_THAT(WriteJobCertificates(Dir("c"), {"bad name"}),
+              StatusIs(Code::kInvalidArgument, HasSubstr("bad node name \"bad name\"")));
+  EXPECT_THAT(WriteJobCertificates(Dir("c"), {"ca"}), StatusIs(Code::kInvalidArgument));
+  EXPECT_THAT(WriteJobCertificates(Dir("c"), {"x"}, 0), StatusIs(Code::kInvalidArgument));
+}
+
+TEST_F(TlsTest, CheckTlsFiles_NamesTheFileAndTheCause) {
+  EXPECT_THAT(CheckTlsFiles({}), IsOk());  // TLS off
+  EXPECT_THAT(CheckTlsFiles({.cert = Dir("a") + "/leader.pem"}),
+              StatusIs(Code::kInvalidArgument, HasSubstr("some are missing")));
+  TlsFiles missing = FilesOf(Dir("a"), "leader");
+  missing.ca = Dir("a") + "/nope.pem";
+  EXPECT_THAT(CheckTlsFiles(missing),
+              StatusIs(Code::kNotFound, HasSubstr("cannot read the TLS CA file " + missing.ca)));
+  TlsFiles mismatched = FilesOf(Dir("a"), "leader");
+  mismatched.key = Dir("a") + "/worker.key";
+  EXPECT_THAT(CheckTlsFiles(mismatched),
+              StatusIs(Code::kInvalidArgument, HasSubstr("does not match the certificate")));
+  TlsFiles garbage = FilesOf(Dir("a"), "leader");
+  garbage.cert = Dir("garbage.pem");
+  std::ofstream(garbage.cert) << "not a certificate\n";
+  EXPECT_THAT(CheckTlsFiles(garbage),
+              StatusIs(Code::kInvalidArgument,
+                       HasSubstr("the TLS certificate " + garbage.cert + " does not load")));
+}
+
+TEST_F(TlsTest, TlsContext_NewFilesReplaceTheContextBrokenOnesAreRefused) {
+  std::string dir = Dir("rotate");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  TlsFiles files{.cert = dir + "/node.pem", .key = dir + "/node.key", .ca = dir + "/ca.pem"};
+  auto install = [&](const std::string& from_dir, const std::string& node) {
+    using std::filesystem::copy_options;
+    TlsFiles from = FilesOf(from_dir, node);
+    std::filesystem::copy_file(from.cert, files.cert, copy_options::overwrite_existing);
+    std::filesystem::copy_file(from.key, files.key, copy_options::overwrite_existing);
+    std::filesystem::copy_file(from.ca, files.ca, copy_options::overwrite_existing);
+  };
+  install(Dir("a"), "leader");
+  std::vector<std::string> reports;
+  TlsContext context(
+      files, [&](const std::string& line) { reports.push_back(line); },
+      std::chrono::steady_clock::duration{0});
+  SslContextPtr first = context.Get();
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(context.Get(), first);  // unchanged files: the same context
+  std::ofstream(files.key, std::ios::trunc) << "broken\n";
+  EXPECT_EQ(context.Get(), first);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_THAT(reports[0], HasSubstr("changed TLS files refused"));
+  install(Dir("b"), "worker");
+  SslContextPtr second = context.Get();
+  EXPECT_NE(second, nullptr);
+  EXPECT_NE(second, first);
+  EXPECT_EQ(reports.size(), 1u);
+}
+
+CoordinatorOptions OneWorkerJob() {
+  CoordinatorOptions options;
+  auto* job = options.config.add_coordinated_job_list();
+  job->set_name("worker");
+  job->set_num_tasks(1);
+  return options;
+}
+
+NodeOptions WithTls(NodeOptions node, const TlsFiles& files) {
+  node.tls = files;
+  return node;
+}
+
+// A leader node and a worker node, each with its own TLS files (empty: plain TCP).
+class TlsConnectionTest : public TlsTest {
+ protected:
+  void Start(const TlsFiles& leader_tls, const TlsFiles& worker_tls) {
+    leader_config_ = std::make_unique<NodeConfig>(WithTls({}, leader_tls));
+    leader_system_ = std::make_unique<caf::actor_system>(*leader_config_);
+    worker_config_ = std::make_unique<NodeConfig>(WithTls(WorkerNodeOptions(), worker_tls));
+    worker_system_ = std::make_unique<caf::actor_system>(*worker_config_);
+    auto leader = Leader::Start(*leader_system_, OneWorkerJob());
+    ASSERT_THAT(leader.status(), IsOk());
+    leader_ = *std::move(leader);
+  }
+
+  void TearDown() override {
+    agent_.reset();
+    leader_.reset();
+    worker_system_.reset();
+    leader_system_.reset();
+  }
+
+  absl::Status Connect() {
+    AgentOptions options;
+    options.leader = leader_->address();
+    options.register_timeout = absl::Milliseconds(1500);
+    auto agent = Agent::Create(*worker_system_, options, [](const absl::Status&) {});
+    if (!agent.ok()) return agent.status();
+    agent_ = *std::move(agent);
+    return agent_->Connect();
+  }
+
+  std::unique_ptr<NodeConfig> leader_config_, worker_config_;
+  std::unique_ptr<caf::actor_system> leader_system_, worker_system_;
+  std::unique_ptr<Leader> leader_;
+  std::unique_ptr<Agent> agent_;
+};
+
+TEST_F(TlsConnectionTest, SameCa_TheJobWorks) {
+  Start(FilesOf(Dir("a"), "leader"), FilesOf(Dir("a"), "worker"));
+  ASSERT_THAT(Connect(), IsOk());
+  ASSERT_THAT(agent_->InsertKeyValue("config/lr", "0.01"), IsOk());
+  auto value = agent_->GetKeyValue("config/lr", absl::Seconds(5));
+  ASSERT_THAT(value.status(), IsOk());
+  EXPECT_EQ(*value, "0.01");
+  // Larger than one TLS record (16 KiB): frames cross record boundaries.
+  std::string big(200 * 1024, 'x');
+  ASSERT_THAT(agent_->InsertKeyValue("blob", big), IsOk());
+  auto blob = agent_->GetKeyValue("blob", absl::Seconds(5));
+  ASSERT_THAT(blob.status(), IsOk());
+  EXPECT_EQ(*blob, big);
+  EXPECT_THAT(agent_->Shutdown(), IsOk());
+}
+
+TEST_F(TlsConnectionTest, PlainWorker_GetsNothing) {
+  Start(FilesOf(Dir("a"), "leader"), {});
+  EXPECT_THAT(Connect(), StatusIs(Code::kDeadlineExceeded, HasSubstr("both sides use TLS")));
+}
+
+TEST_F(TlsConnectionTest, WorkerOfAnotherCa_GetsNothing) {
+  Start(FilesOf(Dir("a"), "leader"), FilesOf(Dir("b"), "worker"));
+  EXPECT_THAT(Connect(), StatusIs(Code::kDeadlineExceeded, HasSubstr("same CA")));
+}
+
+TEST_F(TlsConnectionTest, TlsWorkerOfPlainLeader_GetsNothing) {
+  Start({}, FilesOf(Dir("a"), "worker"));
+  EXPECT_THAT(Connect(), StatusIs(Code::kDeadlineExceeded));
+}
+
+TEST_F(TlsConnectionTest, UnusableFiles_LeaderAndAgentRefuseToStart) {
+  TlsFiles mismatched = FilesOf(Dir("a"), "leader");
+  mismatched.key = Dir("a") + "/worker.key";
+  NodeConfig config(WithTls({}, mismatched));
+  caf::actor_system system{config};
+  EXPECT_THAT(Leader::Start(system, OneWorkerJob()).status(),
+              StatusIs(Code::kInvalidArgument, HasSubstr("does not match")));
+  EXPECT_THAT(Agent::Create(system, AgentOptions{}, nullptr).status(),
+              StatusIs(Code::kInvalidArgument, HasSubstr("does not match")));
+}
+
+}  // namespace
+}  // namespace muster

@@ -361,6 +361,53 @@ caf::result<proto::ShutdownTaskResponse> Shutdown(AgentPointer self) {
   return promise;
 }
 
+void WithLeader(AgentPointer self, std::function<void(const absl::Status&)> then) {
+  auto& st = self->state;
+  if (!st.leader && st.config.local_leader) {
+    st.leader = st.config.local_leader;
+    self->monitor(st.leader);
+  }
+  if (st.leader &&
+      (st.authenticated || st.config.token.empty() || st.leader == st.config.local_leader)) {
+    return then(absl::OkStatus());
+  }
+  st.awaiting_leader.push_back(std::move(then));
+  if (st.awaiting_leader.size() > 1) return;  // a connection is under way
+  auto finish = [self](const absl::Status& status) {
+    auto waiting = std::move(self->state.awaiting_leader);
+    self->state.awaiting_leader.clear();
+    for (auto& run : waiting) run(status);
+  };
+  auto authenticate = [self, finish] {
+    auto& st = self->state;
+    if (st.config.token.empty() || st.authenticated) return finish(absl::OkStatus());
+    proto::AuthenticateRequest auth;
+    auth.set_token(st.config.token);
+    self->request(st.leader, st.config.rpc_timeout, auth)
+        .then(
+            [self, finish](proto::AuthenticateResponse&) {
+              self->state.authenticated = true;
+              finish(absl::OkStatus());
+            },
+            [finish](caf::error& error) { finish(ToStatus(error)); });
+  };
+  if (st.leader) return authenticate();
+  ConnectOptions options = st.config.leader;
+  options.timeout = st.config.rpc_timeout;
+  auto connector = SpawnLeaderConnector(self->system(), options);
+  self->request(connector, caf::infinite, caf::connect_atom::value)
+      .then(
+          [self, authenticate](CoordinatorActor& leader) {
+            auto& st = self->state;
+            if (!st.leader) {  // Connect() may have found it meanwhile
+              st.leader = std::move(leader);
+              self->monitor(st.leader);
+            }
+            authenticate();
+          },
+          [finish](caf::error& error) { finish(ToStatus(error)); });
+}
+
 void OnRetry(AgentPointer self) {
   if (self->state.connecting.pending()) Register(self);
 }

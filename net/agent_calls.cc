@@ -166,29 +166,42 @@ AgentControlActor::behavior_type AgentBehavior(AgentPointer self) {
         return Forward<proto::GetAliveTasksResponse>(self, request, caf::duration{caf::infinite},
                                                      {.cancel_on_shutdown = true});
       },
-      [=](const proto::InsertKeyValueRequest& r) {
+      [=](const proto::InsertKeyValueRequest& r) -> caf::result<proto::InsertKeyValueResponse> {
+        if (!self->state.leader) return AfterLeader<proto::InsertKeyValueResponse>(self, r);
         return Forward<proto::InsertKeyValueResponse>(self, r, rpc());
       },
-      [=](const proto::UpdateKeyValueRequest& r) {
+      [=](const proto::UpdateKeyValueRequest& r) -> caf::result<proto::UpdateKeyValueResponse> {
+        if (!self->state.leader) return AfterLeader<proto::UpdateKeyValueResponse>(self, r);
         return Forward<proto::UpdateKeyValueResponse>(self, r, rpc());
       },
-      [=](const proto::GetKeyValueRequest& r) { return GetKeyValue(self, r); },
-      [=](const proto::TryGetKeyValueRequest& r) {
+      [=](const proto::GetKeyValueRequest& r) -> caf::result<proto::GetKeyValueResponse> {
+        if (!self->state.leader) return AfterLeader<proto::GetKeyValueResponse>(self, r);
+        return GetKeyValue(self, r);
+      },
+      [=](const proto::TryGetKeyValueRequest& r) -> caf::result<proto::TryGetKeyValueResponse> {
+        if (!self->state.leader) return AfterLeader<proto::TryGetKeyValueResponse>(self, r);
         return Forward<proto::TryGetKeyValueResponse>(self, r, rpc());
       },
-      [=](const proto::IncrementKeyValueRequest& r) {
+      [=](const proto::IncrementKeyValueRequest& r)
+          -> caf::result<proto::IncrementKeyValueResponse> {
+        if (!self->state.leader) return AfterLeader<proto::IncrementKeyValueResponse>(self, r);
         return Forward<proto::IncrementKeyValueResponse>(self, r, rpc());
       },
-      [=](const proto::GetKeyValueDirRequest& r) {
+      [=](const proto::GetKeyValueDirRequest& r) -> caf::result<proto::GetKeyValueDirResponse> {
+        if (!self->state.leader) return AfterLeader<proto::GetKeyValueDirResponse>(self, r);
         return Forward<proto::GetKeyValueDirResponse>(self, r, rpc());
       },
-      [=](const proto::DeleteKeyValueRequest& r) {
+      [=](const proto::DeleteKeyValueRequest& r) -> caf::result<proto::DeleteKeyValueResponse> {
+        if (!self->state.leader) return AfterLeader<proto::DeleteKeyValueResponse>(self, r);
         return Forward<proto::DeleteKeyValueResponse>(self, r, rpc());
       },
-      [=](const proto::CompareAndSwapRequest& r) {
+      [=](const proto::CompareAndSwapRequest& r) -> caf::result<proto::CompareAndSwapResponse> {
+        if (!self->state.leader) return AfterLeader<proto::CompareAndSwapResponse>(self, r);
         return Forward<proto::CompareAndSwapResponse>(self, r, rpc());
       },
-      [=](const proto::WatchKeyRequest& r, const WatchCallback& callback) {
+      [=](const proto::WatchKeyRequest& r,
+          const WatchCallback& callback) -> caf::result<proto::WatchKeyResponse> {
+        if (!self->state.leader) return AfterLeader<proto::WatchKeyResponse>(self, r, callback);
         return WatchKey(self, r, callback);
       },
       [=](const proto::StopWatchKeyRequest& r) { return StopWatchKey(self, r); },

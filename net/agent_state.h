@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <absl/container/flat_hash_map.h>
 #include <absl/status/status.h>
@@ -50,6 +51,9 @@ struct AgentActorState {
   absl::flat_hash_map<std::string, int64_t> barrier_counters;    // last counter per barrier id
   absl::flat_hash_map<std::string, int64_t> barriers_in_flight;  // id -> counter sent
   absl::flat_hash_map<std::string, WatchCallback> watches;       // by normalised key
+  // Key-value calls made before Connect() (as the reference agent allows) wait here for a
+  // connection to the leader, made without registering the task (WithLeader).
+  std::vector<std::function<void(const absl::Status&)>> awaiting_leader;
 };
 
 using AgentPointer = AgentControlActor::stateful_pointer<AgentActorState>;
@@ -131,6 +135,28 @@ caf::result<Response> Forward(AgentPointer self, const Request& request, caf::du
   } else {
     CallLeader<Response>(self, timeout, std::move(info), std::move(on_result), request);
   }
+  return promise;
+}
+
+// Runs `then` once the agent has a leader to talk to: at once when it has one, else after
+// connecting (and presenting the job token) without registering the task; `then` gets the
+// connect error when that fails within the rpc timeout.
+void WithLeader(AgentPointer self, std::function<void(const absl::Status&)> then);
+
+// A key-value call that arrived before the agent had a leader: answered by sending the same
+// request to this actor again once WithLeader succeeded.
+template <class Response, class... Request>
+caf::result<Response> AfterLeader(AgentPointer self, const Request&... request) {
+  auto promise = self->make_response_promise<Response>();
+  WithLeader(self, [self, promise, request...](const absl::Status& status) mutable {
+    if (!status.ok()) {
+      promise.deliver(ToError(status));
+      return;
+    }
+    self->request(caf::actor_cast<AgentControlActor>(self), caf::infinite, request...)
+        .then([promise](Response& response) mutable { promise.deliver(std::move(response)); },
+              [promise](caf::error& error) mutable { promise.deliver(std::move(error)); });
+  });
   return promise;
 }
 

@@ -92,10 +92,25 @@ TEST_F(AgentActorTest, CallsBeforeConnect_FailedPreconditionNamingTheState) {
   auto agent = Spawn(0);
   EXPECT_THAT(Call<proto::WaitForAllTasksResponse>(agent, proto::WaitForAllTasksRequest{}),
               StatusIs(Code::kFailedPrecondition, HasSubstr("DISCONNECTED")));
-  EXPECT_THAT(Call<proto::TryGetKeyValueResponse>(agent, proto::TryGetKeyValueRequest{}),
-              StatusIs(Code::kFailedPrecondition, HasSubstr("call Connect() first")));
   EXPECT_THAT(Call<proto::ResetTaskResponse>(agent, proto::ResetTaskRequest{}),
               StatusIs(Code::kFailedPrecondition, HasSubstr("not in ERROR state")));
+}
+
+TEST_F(AgentActorTest, KeyValueCallsBeforeConnect_ReachTheLeaderWithoutRegistering) {
+  auto agent = Spawn(0);
+  proto::TryGetKeyValueRequest get;
+  get.set_key("config/lr");
+  EXPECT_THAT(Call<proto::TryGetKeyValueResponse>(agent, get),
+              StatusIs(Code::kNotFound, HasSubstr("config/lr")));
+  proto::InsertKeyValueRequest put;
+  put.mutable_kv()->set_key("config/lr");
+  put.mutable_kv()->set_value("0.01");
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(agent, put), IsOk());
+  auto value = Call<proto::TryGetKeyValueResponse>(agent, get);
+  ASSERT_THAT(value.status(), IsOk());
+  EXPECT_EQ(value->kv().value(), "0.01");
+  EXPECT_EQ(StateOf(agent), AgentState::kDisconnected);
+  EXPECT_EQ(LeaderState(0), proto::TASKSTATE_DISCONNECTED);
 }
 
 TEST_F(AgentActorTest, Heartbeats_KeepTheTaskConnectedPastManyTimeouts) {

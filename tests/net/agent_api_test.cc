@@ -231,5 +231,24 @@ TEST(AgentThreadsTest, SystemsDestroyedWhileThreadsThatUsedAgentsLive) {
   for (auto& thread : threads) thread.join();
 }
 
+TEST_F(AgentApiTest, KeyValueBeforeConnect_WorksOverTcpAndLeavesTheTaskUnregistered) {
+  StartLeader(Jobs(2));
+  auto writer = NewAgent(0);
+  auto reader = NewAgent(1);
+  ASSERT_THAT(writer->InsertKeyValue("bootstrap/addr", "10.0.0.1:1234"), IsOk());
+  auto value = reader->GetKeyValue("bootstrap/addr", absl::Seconds(5));
+  ASSERT_THAT(value.status(), IsOk());
+  EXPECT_EQ(*value, "10.0.0.1:1234");
+  EXPECT_THAT(reader->TryGetKeyValue("bootstrap/none"), StatusIs(Code::kNotFound));
+  auto counter = writer->IncrementKeyValue("bootstrap/count", 3);
+  ASSERT_THAT(counter.status(), IsOk());
+  EXPECT_EQ(*counter, 3);
+  EXPECT_EQ(writer->state(), AgentState::kDisconnected);
+  EXPECT_EQ(LeaderState(0).state(), proto::TASKSTATE_DISCONNECTED);
+  // Connect() afterwards registers over the same connection.
+  ASSERT_THAT(writer->Connect(), IsOk());
+  EXPECT_EQ(LeaderState(0).state(), proto::TASKSTATE_CONNECTED);
+}
+
 }  // namespace
 }  // namespace muster

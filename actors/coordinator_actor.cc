@@ -111,7 +111,27 @@ caf::result<Response> ToTask(CoordinatorPointer self, absl::string_view what,
   auto actor = Route(self, what, task);
   if (!actor.ok()) return ToError(actor.status());
   if (absl::Status own = ActsAsItself(self, task); !own.ok()) return ToError(own);
-  return self->delegate(*actor, request, extra...);
+  // A task actor that failed a moment ago (e.g. after its ReportError) may still be in the slot
+  // until its exit is handled: a request it can no longer take is routed once more, to the
+  // task actor that replaced it.
+  auto promise = self->make_response_promise<Response>();
+  auto first = *actor;
+  std::string name(what);
+  self->request(first, caf::infinite, request, extra...)
+      .then([promise](Response& response) mutable { promise.deliver(std::move(response)); },
+            [=](caf::error& error) mutable {
+              auto again = error == caf::sec::request_receiver_down
+                               ? Route(self, name, task)
+                               : absl::StatusOr<decltype(first)>(absl::UnknownError(""));
+              if (!again.ok() || *again == first) {
+                promise.deliver(error);
+                return;
+              }
+              self->request(*again, caf::infinite, request, extra...)
+                  .then([promise](Response& r) mutable { promise.deliver(std::move(r)); },
+                        [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
+            });
+  return promise;
 }
 
 caf::result<proto::RegisterTaskResponse> RegisterTask(CoordinatorPointer self,

@@ -118,17 +118,6 @@ absl::StatusOr<Response> Agent::Ask(Args&&... args) const {
   return result;
 }
 
-template <class Response, class... Args>
-void Agent::AskAsync(std::function<void(absl::StatusOr<Response>)> done, Args... args) const {
-  ThreadLoggerGuard logger_guard;
-  AgentControlActor actor = actor_;
-  system_.spawn([=](caf::event_based_actor* self) {
-    self->request(actor, caf::infinite, args...)
-        .then([=](Response& response) { done(std::move(response)); },
-              [=](caf::error& error) { done(ToStatus(error)); });
-  });
-}
-
 absl::Status Agent::Connect() {
   return Ask<proto::RegisterTaskResponse>(caf::connect_atom::value).status();
 }
@@ -330,7 +319,7 @@ absl::Status Agent::WaitAtBarrier(const std::string& id, absl::Duration timeout,
 void Agent::WaitAtBarrierAsync(const std::string& id, absl::Duration timeout,
                                const std::vector<proto::CoordinatedTask>& tasks,
                                StatusCallback done) {
-  AskAsync<proto::BarrierResponse>(
+  CallAsync<proto::BarrierResponse>(
       [done](absl::StatusOr<proto::BarrierResponse> response) { done(response.status()); },
       MakeBarrier(id, timeout, tasks));
 }

@@ -26,11 +26,14 @@
 #include <absl/time/time.h>
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
 
+#include "muster/messages/status_codec.h"
 #include "muster/net/agent_actor.h"
 #include "muster/net/frame_guard.h"
 #include "muster/net/heartbeat_batcher_actor.h"
 #include "muster/net/node_config.h"
+#include "muster/net/thread_logger_guard.h"
 #include "muster/proto/coordination_service.pb.h"
 
 namespace muster {
@@ -181,6 +184,21 @@ class Agent {
   absl::StatusOr<proto::WatchJobStateResponse> WatchJobState(
       const std::string& job, std::optional<int64_t> version = std::nullopt);
 
+  // Any call of the agent's protocol, asynchronously: `request` is what the blocking method of
+  // the same name sends (a proto::*Request, or caf::connect_atom for Connect), `Response` its
+  // proto::*Response. `done` runs exactly once, on an actor-system thread, with the response or
+  // the error (the same errors as the blocking method). For bindings to other languages.
+  template <class Response, class... Request>
+  void CallAsync(std::function<void(absl::StatusOr<Response>)> done, Request... request) const {
+    ThreadLoggerGuard logger_guard;
+    AgentControlActor actor = actor_;
+    system_.spawn([=](caf::event_based_actor* self) {
+      self->request(actor, caf::infinite, request...)
+          .then([=](Response& response) { done(std::move(response)); },
+                [=](caf::error& error) { done(ToStatus(error)); });
+    });
+  }
+
   // ERROR also when the agent actor has stopped (its actor system is shutting down).
   AgentState state() const;
   // The error that put the agent in ERROR; OK in the other states.
@@ -195,8 +213,6 @@ class Agent {
   AgentStatus Status() const;
   template <class Response, class... Args>
   absl::StatusOr<Response> Ask(Args&&... args) const;
-  template <class Response, class... Args>
-  void AskAsync(std::function<void(absl::StatusOr<Response>)> done, Args... args) const;
 
   caf::actor_system& system_;
   AgentControlActor actor_;

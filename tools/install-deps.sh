@@ -11,6 +11,7 @@ PACKAGES=(
   libabsl-dev
   libgtest-dev libgmock-dev
   ccache procps
+  python3 python3-dev pybind11-dev python3-pytest python3-torch
 )
 if [ "${1:-}" = "fuzz" ]; then
   PACKAGES+=(clang)

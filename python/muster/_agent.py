@@ -1,0 +1,295 @@
+"""muster.Agent: one task's connection to the leader (the C++ muster::Agent)."""
+
+import datetime
+import os
+from concurrent.futures import Future
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+from . import _errors
+from ._muster import Agent as _CoreAgent
+
+Duration = Union[float, int, datetime.timedelta, None]
+Value = Union[str, bytes, bytearray, memoryview]
+Task = Union[int, Tuple[str, int]]
+
+
+def seconds(duration: Duration) -> Optional[float]:
+    """A duration in seconds (float) from seconds or a timedelta; None stays None (no limit)."""
+    if duration is None:
+        return None
+    if isinstance(duration, datetime.timedelta):
+        return duration.total_seconds()
+    if isinstance(duration, bool) or not isinstance(duration, (int, float)):
+        raise TypeError(f"a duration is seconds (float) or a datetime.timedelta, not {duration!r}")
+    return float(duration)
+
+
+def to_bytes(value: Value) -> bytes:
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"a value is str or bytes, not {type(value).__name__}")
+
+
+def _read_token(token: Optional[str]) -> str:
+    if token is not None:
+        return token
+    path = os.environ.get("MUSTER_TOKEN_FILE")
+    if not path:
+        return ""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().rstrip()
+    except OSError as e:
+        raise _errors.NotFoundError(
+            f"cannot read the job token file {path} (MUSTER_TOKEN_FILE): {e.strerror}") from None
+
+
+class Agent:
+    """A task of a Muster job: registers with the leader, heartbeats, and makes every call of
+    the coordination service. Methods block (Ctrl-C interrupts them) unless named *_async,
+    which return a concurrent.futures.Future. Errors are muster.Error subclasses.
+
+    Args:
+        leader: "HOST:PORT" of the leader (muster serve's ready line, or Leader.address).
+        job, task: this task's job name and index.
+        heartbeat_timeout: the leader's heartbeat timeout, in seconds (or a timedelta).
+        register_timeout: how long connect() keeps trying (None: an hour).
+        rpc_timeout: the bound of calls that do not block at the leader (default 30 s).
+        shutdown_barrier_timeout: how long shutdown() waits for the others (default 10 s).
+        recoverable: the task may fail and rejoin (its job must be recoverable at the leader).
+        incarnation: this process's incarnation id (0: a random one).
+        token: the job token (default: the file named by $MUSTER_TOKEN_FILE, if set).
+        shutdown_on_destruction: close() (and garbage collection) leaves the job with
+            shutdown(); False: only drop the connection, as a crashed process would.
+        on_error: called with the muster.Error when this agent goes to ERROR (another task
+            failed, the leader was lost, ...), on Muster's callback thread.
+
+    TLS: set MUSTER_TLS_CERT, MUSTER_TLS_KEY and MUSTER_TLS_CA (see docs/operations.md).
+    """
+
+    def __init__(self, leader: str, job: str, task: int, *, heartbeat_timeout: Duration = 10.0,
+                 register_timeout: Duration = None, rpc_timeout: Duration = None,
+                 shutdown_barrier_timeout: Duration = None, recoverable: bool = False,
+                 incarnation: int = 0, token: Optional[str] = None,
+                 shutdown_on_destruction: bool = True,
+                 on_error: Optional[Callable[[_errors.Error], None]] = None,
+                 _exit_code_on_error: int = 0, _exit_prefix: str = "muster"):
+        if on_error is not None and not callable(on_error):
+            raise TypeError("on_error must be callable")
+        self._job = job
+        self._core = _CoreAgent(
+            leader=leader, job=job, task=int(task),
+            heartbeat_timeout=seconds(heartbeat_timeout) or 10.0,
+            register_timeout=seconds(register_timeout), rpc_timeout=seconds(rpc_timeout),
+            shutdown_barrier_timeout=seconds(shutdown_barrier_timeout),
+            recoverable=recoverable, incarnation=int(incarnation), token=_read_token(token),
+            shutdown_on_destruction=shutdown_on_destruction, on_error=on_error,
+            exit_code_on_error=int(_exit_code_on_error), exit_prefix=_exit_prefix)
+
+    # Lifecycle ---------------------------------------------------------------------------
+
+    def connect(self) -> None:
+        """Registers the task with the leader and starts heartbeats; retries until
+        register_timeout. Raises FailedPreconditionError (not DISCONNECTED),
+        InvalidArgumentError (unknown task), AbortedError, AlreadyExistsError,
+        DeadlineExceededError (no leader; register barrier timeout naming missing tasks)."""
+        self._core.connect()
+
+    def connect_async(self) -> Future:
+        return self._core.connect_async()
+
+    def wait_for_all_tasks(self, local_devices: bytes = b"") -> bytes:
+        """Waits for every task (the reference's WaitForAllTasks). local_devices and the result
+        are serialized muster.proto.CoordinationServiceDeviceInfo messages."""
+        return self._core.wait_for_all_tasks(to_bytes(local_devices))
+
+    def wait_for_all_tasks_async(self, local_devices: bytes = b"") -> Future:
+        return self._core.wait_for_all_tasks_async(to_bytes(local_devices))
+
+    def report_error(self, message: str, code: Union[int, str] = "INTERNAL") -> None:
+        """Puts this task in ERROR at the leader (which tells the others) and here."""
+        number = _errors.CODES.get(code) if isinstance(code, str) else int(code)
+        if number is None:
+            raise ValueError(f"unknown status code {code!r}")
+        self._core.report_error(number, message)
+
+    def report_error_async(self, message: str, code: Union[int, str] = "INTERNAL") -> Future:
+        number = _errors.CODES.get(code) if isinstance(code, str) else int(code)
+        if number is None:
+            raise ValueError(f"unknown status code {code!r}")
+        return self._core.report_error_async(number, message)
+
+    def reset(self) -> None:
+        """ERROR -> DISCONNECTED (the leader is told), so that connect() may be called again."""
+        self._core.reset()
+
+    def reset_async(self) -> Future:
+        return self._core.reset_async()
+
+    def shutdown(self) -> None:
+        """Leaves the job (through the shutdown barrier when the leader has one). Blocked gets
+        and barriers end with CancelledError."""
+        self._core.shutdown()
+
+    def shutdown_async(self) -> Future:
+        return self._core.shutdown_async()
+
+    def close(self) -> None:
+        """Releases the agent: shuts down first when connected (see shutdown_on_destruction).
+        Later calls raise FailedPreconditionError. Idempotent."""
+        self._core.close()
+
+    def __enter__(self) -> "Agent":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def state(self) -> str:
+        """"DISCONNECTED", "RUNNING" or "ERROR"."""
+        return self._core.state()
+
+    @property
+    def error(self) -> Optional[_errors.Error]:
+        """The error that put the agent in ERROR; None in the other states."""
+        return self._core.error()
+
+    @property
+    def incarnation(self) -> int:
+        return self._core.incarnation()
+
+    @property
+    def task(self) -> str:
+        """"/job:NAME/task:I"."""
+        return self._core.task()
+
+    # Tasks -------------------------------------------------------------------------------
+
+    def _tasks(self, tasks: Optional[Iterable[Task]]) -> List[Tuple[str, int]]:
+        if tasks is None:
+            return []
+        return [(self._job, t) if isinstance(t, int) else (str(t[0]), int(t[1])) for t in tasks]
+
+    def get_task_state(self, tasks: Iterable[Task]) -> List[Dict]:
+        """The leader's view of `tasks` (ints: tasks of this job; or (job, index) pairs): dicts
+        with task, state, error_code, error_message, incarnation, last_heartbeat_age_ms."""
+        return self._core.get_task_state(self._tasks(tasks))
+
+    def get_task_state_async(self, tasks: Iterable[Task]) -> Future:
+        return self._core.get_task_state_async(self._tasks(tasks))
+
+    def get_alive_tasks(self, tasks: Iterable[Task]) -> List[Tuple[str, int]]:
+        """The connected tasks among `tasks`, agreed by every caller of the same set:
+        (task, incarnation) pairs."""
+        return self._core.get_alive_tasks(self._tasks(tasks))
+
+    def get_alive_tasks_async(self, tasks: Iterable[Task]) -> Future:
+        return self._core.get_alive_tasks_async(self._tasks(tasks))
+
+    def watch_job_state(self, job: str = "", version: Optional[int] = None):
+        """(version, task states) of `job` (all jobs: ""); with a version, waits for a newer one."""
+        return self._core.watch_job_state(job, version)
+
+    def watch_job_state_async(self, job: str = "", version: Optional[int] = None) -> Future:
+        return self._core.watch_job_state_async(job, version)
+
+    # Key-value store -----------------------------------------------------------------------
+    # These work before connect() too (the agent then reaches the leader without registering).
+
+    def get_key_value(self, key: str, timeout: Duration = None) -> bytes:
+        """The value of `key`, waiting until it exists (timeout: None waits forever).
+        Raises DeadlineExceededError after the timeout."""
+        return self._core.get_key_value(key, seconds(timeout))
+
+    def get_key_value_async(self, key: str, timeout: Duration = None) -> Future:
+        return self._core.get_key_value_async(key, seconds(timeout))
+
+    def try_get_key_value(self, key: str) -> bytes:
+        """The value of `key`; raises NotFoundError when it does not exist."""
+        return self._core.try_get_key_value(key)
+
+    def try_get_key_value_async(self, key: str) -> Future:
+        return self._core.try_get_key_value_async(key)
+
+    def get_key_value_dir(self, directory: str) -> List[Tuple[str, bytes]]:
+        """Every (key, value) under `directory`, in key order."""
+        return self._core.get_key_value_dir(directory)
+
+    def get_key_value_dir_async(self, directory: str) -> Future:
+        return self._core.get_key_value_dir_async(directory)
+
+    def insert_key_value(self, key: str, value: Value, allow_overwrite: bool = False) -> None:
+        """Sets `key`; raises AlreadyExistsError when it exists and allow_overwrite is False."""
+        self._core.insert_key_value(key, to_bytes(value), allow_overwrite)
+
+    def insert_key_value_async(self, key: str, value: Value,
+                               allow_overwrite: bool = False) -> Future:
+        return self._core.insert_key_value_async(key, to_bytes(value), allow_overwrite)
+
+    def update_key_value(self, key: str, value: Value) -> None:
+        """Replaces the value of an existing key; raises NotFoundError otherwise."""
+        self._core.update_key_value(key, to_bytes(value))
+
+    def update_key_value_async(self, key: str, value: Value) -> Future:
+        return self._core.update_key_value_async(key, to_bytes(value))
+
+    def delete_key_value(self, key: str) -> None:
+        """Deletes `key` and every key under it; a missing key is fine."""
+        self._core.delete_key_value(key)
+
+    def delete_key_value_async(self, key: str) -> Future:
+        return self._core.delete_key_value_async(key)
+
+    def increment_key_value(self, key: str, delta: int = 1) -> int:
+        """Adds `delta` to the counter at `key` (a missing key counts from 0); the new value."""
+        return self._core.increment_key_value(key, int(delta))
+
+    def increment_key_value_async(self, key: str, delta: int = 1) -> Future:
+        return self._core.increment_key_value_async(key, int(delta))
+
+    def compare_and_swap(self, key: str, expected: Optional[Value],
+                         desired: Value) -> Tuple[bool, Optional[bytes]]:
+        """Sets `desired` if the value is `expected` (None: if the key is absent).
+        Returns (succeeded, the value after the call or None when absent)."""
+        return self._core.compare_and_swap(
+            key, None if expected is None else to_bytes(expected), to_bytes(desired))
+
+    def compare_and_swap_async(self, key: str, expected: Optional[Value],
+                               desired: Value) -> Future:
+        return self._core.compare_and_swap_async(
+            key, None if expected is None else to_bytes(expected), to_bytes(desired))
+
+    def start_watch_key(self, key: str,
+                        callback: Callable[[str, str, Optional[bytes], int], None]) -> None:
+        """Calls callback(kind, key, value, revision) for every change of `key` and of the keys
+        under it, in order: kind is "INSERTED", "UPDATED" or "DELETED" (value None)."""
+        if not callable(callback):
+            raise TypeError("callback must be callable")
+        self._core.start_watch_key(key, callback)
+
+    def stop_watch_key(self, key: str) -> None:
+        self._core.stop_watch_key(key)
+
+    # Barriers ------------------------------------------------------------------------------
+
+    def wait_at_barrier(self, barrier_id: str, timeout: Duration,
+                        tasks: Optional[Sequence[Task]] = None) -> None:
+        """Waits until every task of `tasks` (None: every task of the cluster) arrived at
+        `barrier_id`. Raises DeadlineExceededError naming the missing tasks, or the error of a
+        failed participant."""
+        self._core.wait_at_barrier(barrier_id, seconds(timeout), self._tasks(tasks))
+
+    def wait_at_barrier_async(self, barrier_id: str, timeout: Duration,
+                              tasks: Optional[Sequence[Task]] = None) -> Future:
+        return self._core.wait_at_barrier_async(barrier_id, seconds(timeout),
+                                                self._tasks(tasks))
+
+    def cancel_barrier(self, barrier_id: str) -> None:
+        """Withdraws this task's arrival at an ongoing barrier (its waiters get CancelledError)."""
+        self._core.cancel_barrier(barrier_id)
+
+    def cancel_barrier_async(self, barrier_id: str) -> Future:
+        return self._core.cancel_barrier_async(barrier_id)

@@ -1,0 +1,67 @@
+"""muster.Leader: the coordination service hosted by this Python process."""
+
+from typing import Dict, Iterable, Optional
+
+from ._agent import Duration, seconds
+from ._muster import Leader as _CoreLeader
+
+
+class Leader:
+    """A coordinator in this process, published on host:port (the library's muster::Leader,
+    what `muster serve` runs).
+
+    Args:
+        jobs: tasks per job, e.g. {"worker": 4}.
+        host: the address to listen on ("0.0.0.0": every interface).
+        port: the TCP port (0: any free one; see .port).
+        heartbeat_timeout: a task that sends no heartbeat for this long (seconds) fails.
+        register_timeout: with it, registration is a barrier of every task with this deadline.
+        shutdown_barrier_timeout: with it, shutdown() of each task waits for the others.
+        recoverable_jobs: jobs whose task failures are tolerated (policy "recoverable").
+        policy: "fate-sharing" (default), "job-scoped" or "recoverable".
+        token: the job token every other node must present (empty: none).
+
+    Usable as a context manager; stop() (or interpreter exit) stops it.
+    """
+
+    def __init__(self, jobs: Dict[str, int], host: str = "127.0.0.1", port: int = 0, *,
+                 heartbeat_timeout: Duration = 10.0, register_timeout: Duration = None,
+                 shutdown_barrier_timeout: Duration = None,
+                 recoverable_jobs: Iterable[str] = (), policy: str = "", token: str = ""):
+        self._core = _CoreLeader(
+            jobs={str(k): int(v) for k, v in dict(jobs).items()}, host=host, port=int(port),
+            heartbeat_timeout=seconds(heartbeat_timeout) or 10.0,
+            register_timeout=seconds(register_timeout),
+            shutdown_barrier_timeout=seconds(shutdown_barrier_timeout),
+            recoverable_jobs=list(recoverable_jobs), policy=policy, token=token)
+
+    @property
+    def address(self) -> str:
+        """"HOST:PORT" for agents (127.0.0.1 when listening on every interface)."""
+        return self._core.address
+
+    @property
+    def port(self) -> int:
+        return self._core.port
+
+    @property
+    def incarnation(self) -> int:
+        return self._core.incarnation
+
+    @property
+    def running(self) -> bool:
+        return self._core.running
+
+    def stop(self) -> None:
+        """Stops the coordinator: waiting calls end with an error and connected agents learn
+        that the leader is gone. Idempotent."""
+        self._core.stop()
+
+    def __enter__(self) -> "Leader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"muster.Leader(address={self.address!r}, running={self.running})"

@@ -1,0 +1,304 @@
+"""PyTorch on Muster: a torch.distributed Store over a muster.Agent, and the muster://
+rendezvous, so that every rank of a job is a Muster task whose failure the others learn of.
+
+    import torch.distributed as dist
+    import muster.torch  # registers muster://
+    dist.init_process_group("gloo", init_method="muster://10.0.0.1:29500?rank=0&world_size=4")
+
+URL parameters (MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE fill what the URL leaves out):
+    rank, world_size   this process's rank and the number of ranks
+    job                the Muster job name of the ranks (default "worker")
+    heartbeat_timeout  seconds without heartbeats before a rank counts as failed (default 10)
+    external_leader    1: a leader already runs at HOST:PORT (muster serve); by default rank 0
+                       hosts it in its process, like TCPStore's master
+    on_peer_failure    exit (default) | raise: what a rank does when another fails
+
+On a peer's failure (killed, hung past the heartbeat timeout, reported error), by default every
+other rank prints one line naming the failed rank and why, and ends with exit code 1 at once,
+even while blocked inside a collective. set_peer_failure_handler() changes that.
+"""
+
+import datetime
+import os
+import signal
+import sys
+import threading
+import _thread
+from concurrent.futures import wait as _wait_futures
+from typing import Callable, List, Optional, Sequence, Union
+from urllib.parse import parse_qs, quote, unquote, urlparse
+
+import torch.distributed as dist
+
+from . import _errors
+from ._agent import Agent, Duration, seconds, to_bytes
+from ._leader import Leader
+
+__all__ = ["Store", "StoreTimeoutError", "set_peer_failure_handler"]
+
+_DEFAULT_TIMEOUT = datetime.timedelta(minutes=5)
+
+
+class StoreTimeoutError(_errors.DeadlineExceededError, RuntimeError):
+    """A Store call that timed out (a RuntimeError, as TCPStore's timeouts are)."""
+
+    code, code_number = "DEADLINE_EXCEEDED", 4
+
+
+def _timedelta(timeout: Union[datetime.timedelta, float]) -> datetime.timedelta:
+    if isinstance(timeout, datetime.timedelta):
+        return timeout
+    return datetime.timedelta(seconds=float(timeout))
+
+
+def _value(value) -> bytes:
+    return bytes(value) if isinstance(value, list) else to_bytes(value)
+
+
+class Store(dist.Store):
+    """A torch.distributed.Store with TCPStore's semantics over a muster.Agent's key-value
+    calls. Keys live under the directory `prefix` of the Muster store (each torch key is one
+    escaped path segment, so any string is a key).
+
+    get() and wait() block until the keys exist, up to the store's timeout, then raise
+    StoreTimeoutError (its text contains "timeout"). add() counts from 0 for a missing key.
+    multi_get() and multi_set() send their requests together: one round trip of latency.
+    Keep a reference to the Store while C++ code (c10d) uses it, as for any Python store.
+    """
+
+    def __init__(self, agent: Agent, timeout: Union[datetime.timedelta, float] = _DEFAULT_TIMEOUT,
+                 prefix: str = "torch/store"):
+        super().__init__()
+        self._agent = agent
+        self._prefix = prefix.strip("/") + "/"
+        self._timeout = _timedelta(timeout)
+        super().set_timeout(self._timeout)
+
+    def _key(self, key: str) -> str:
+        return self._prefix + quote(key, safe="")
+
+    def _timeout_seconds(self, timeout: Optional[datetime.timedelta] = None) -> Optional[float]:
+        t = self._timeout if timeout is None else timeout
+        s = t.total_seconds()
+        return None if s <= 0 else s  # torch: a zero timeout means no limit
+
+    def _timed_out(self, keys: Sequence[str], timeout: Optional[float]) -> StoreTimeoutError:
+        return StoreTimeoutError(
+            f"Wait timeout after {timeout} s for key(s) {', '.join(map(repr, keys))} of the "
+            f"muster store {self._prefix!r}; raise the store timeout or check the writer")
+
+    def set(self, key: str, value: Union[str, bytes]) -> None:
+        self._agent.insert_key_value(self._key(key), _value(value), allow_overwrite=True)
+
+    def get(self, key: str) -> bytes:
+        timeout = self._timeout_seconds()
+        try:
+            return self._agent.get_key_value(self._key(key), timeout)
+        except _errors.DeadlineExceededError:
+            raise self._timed_out([key], timeout) from None
+
+    def add(self, key: str, amount: int) -> int:
+        return self._agent.increment_key_value(self._key(key), int(amount))
+
+    def compare_set(self, key: str, expected_value: Union[str, bytes],
+                    desired_value: Union[str, bytes]) -> bytes:
+        # From C++ (c10d's PrefixStore) the values arrive as lists of byte values.
+        expected, desired = _value(expected_value), _value(desired_value)
+        if expected == b"":
+            succeeded, current = self._agent.compare_and_swap(self._key(key), None, desired)
+            return desired if succeeded else (current if current is not None else expected)
+        succeeded, current = self._agent.compare_and_swap(self._key(key), expected, desired)
+        if succeeded:
+            return desired
+        return expected if current is None else current
+
+    def delete_key(self, key: str) -> bool:
+        try:
+            self._agent.try_get_key_value(self._key(key))
+        except _errors.NotFoundError:
+            return False
+        self._agent.delete_key_value(self._key(key))
+        return True
+
+    def num_keys(self) -> int:
+        return len(self._agent.get_key_value_dir(self._prefix.rstrip("/")))
+
+    def check(self, keys: List[str]) -> bool:
+        """True when every key exists (no waiting)."""
+        futures = [self._agent.try_get_key_value_async(self._key(k)) for k in keys]
+        ok = True
+        for f in futures:
+            try:
+                f.result()
+            except _errors.NotFoundError:
+                ok = False
+        return ok
+
+    def wait(self, keys: List[str],
+             timeout: Optional[Union[datetime.timedelta, float]] = None) -> None:
+        seconds_left = self._timeout_seconds(None if timeout is None else _timedelta(timeout))
+        futures = [self._agent.get_key_value_async(self._key(k), seconds_left) for k in keys]
+        missing = []
+        for key, f in zip(keys, futures):
+            try:
+                f.result()
+            except _errors.DeadlineExceededError:
+                missing.append(key)
+        if missing:
+            raise self._timed_out(missing, seconds_left)
+
+    def set_timeout(self, timeout: Union[datetime.timedelta, float]) -> None:
+        self._timeout = _timedelta(timeout)
+        super().set_timeout(self._timeout)
+
+    def multi_get(self, keys: List[str]) -> List[bytes]:
+        """The values of `keys`, each waited for up to the timeout; requests sent together."""
+        timeout = self._timeout_seconds()
+        futures = [self._agent.get_key_value_async(self._key(k), timeout) for k in keys]
+        _wait_futures(futures)
+        values = []
+        for key, f in zip(keys, futures):
+            try:
+                values.append(f.result())
+            except _errors.DeadlineExceededError:
+                raise self._timed_out([key], timeout) from None
+        return values
+
+    def multi_set(self, keys: List[str], values: List[Union[str, bytes]]) -> None:
+        if len(keys) != len(values):
+            raise ValueError(f"multi_set: {len(keys)} keys but {len(values)} values")
+        futures = [self._agent.insert_key_value_async(self._key(k), to_bytes(v), True)
+                   for k, v in zip(keys, values)]
+        for f in futures:
+            f.result()
+
+    @property
+    def agent(self) -> Agent:
+        return self._agent
+
+
+# Rendezvous ----------------------------------------------------------------------------------
+
+_PeerHandler = Union[str, Callable[[_errors.Error], None]]
+_peer_failure: _PeerHandler = "exit"
+_lock = threading.Lock()
+_jobs: List[dict] = []  # what each rendezvous made: kept alive until exit
+_crashed = False
+
+
+def set_peer_failure_handler(handler: _PeerHandler) -> None:
+    """What ranks joined through muster:// later do when another rank fails: "exit" (default:
+    print one line naming the rank and why, exit code 1), "raise" (the main thread gets the
+    muster.Error at its next Python instruction, through SIGUSR1; a main thread blocked inside
+    a collective stays blocked until it returns), or a callable taking the muster.Error."""
+    global _peer_failure
+    if handler not in ("exit", "raise") and not callable(handler):
+        raise ValueError("on_peer_failure is \"exit\", \"raise\" or a callable")
+    _peer_failure = handler
+
+
+_pending_errors: List[_errors.Error] = []
+
+
+def _raise_pending(signum, frame):
+    if _pending_errors:
+        raise _pending_errors.pop(0)
+
+
+def _raise_in_main(error: _errors.Error) -> None:
+    _pending_errors.append(error)
+    _thread.interrupt_main(signal.SIGUSR1)  # runs _raise_pending in the main thread
+
+
+def _param(query: dict, name: str, env: Optional[str] = None) -> Optional[str]:
+    if name in query:
+        return query[name][-1]
+    return os.environ.get(env) if env else None
+
+
+def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT, **kwargs):
+    parsed = urlparse(url)
+    query = parse_qs(parsed.query)
+
+    def error(msg: str) -> ValueError:
+        return ValueError(f"muster:// rendezvous: {msg} (url {url})")
+
+    host = parsed.hostname or os.environ.get("MASTER_ADDR")
+    port = parsed.port or (int(os.environ["MASTER_PORT"]) if os.environ.get("MASTER_PORT")
+                           else None)
+    rank_text = _param(query, "rank", "RANK")
+    world_text = _param(query, "world_size", "WORLD_SIZE")
+    if not host or port is None:
+        raise error("no leader address: give muster://HOST:PORT or MASTER_ADDR and MASTER_PORT")
+    if rank_text is None or world_text is None:
+        raise error("rank and world_size are needed (URL parameters, or RANK and WORLD_SIZE)")
+    rank, world_size = int(rank_text), int(world_text)
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise error(f"rank {rank} is not within world_size {world_size}")
+    job = _param(query, "job") or "worker"
+    heartbeat_timeout = float(_param(query, "heartbeat_timeout") or 10.0)
+    external = (_param(query, "external_leader") or "0").lower() in ("1", "true", "yes")
+    policy = _param(query, "on_peer_failure") or _peer_failure
+    if isinstance(policy, str) and policy not in ("exit", "raise"):
+        raise error(f"on_peer_failure={policy!r}: expected exit or raise")
+
+    made = {}
+    if rank == 0 and not external:
+        made["leader"] = Leader({job: world_size}, host=host, port=port,
+                                heartbeat_timeout=heartbeat_timeout,
+                                shutdown_barrier_timeout=timeout)
+    on_error = None
+    exit_code = 0
+    if policy == "exit":
+        exit_code = 1
+    elif policy == "raise":
+        if threading.current_thread() is not threading.main_thread():
+            raise error("on_peer_failure=raise needs the rendezvous in the main thread")
+        signal.signal(signal.SIGUSR1, _raise_pending)
+        on_error = _raise_in_main
+    else:
+        on_error = policy
+    agent = Agent(f"{host}:{port}", job, rank, heartbeat_timeout=heartbeat_timeout,
+                  register_timeout=timeout, shutdown_barrier_timeout=timeout, on_error=on_error,
+                  _exit_code_on_error=exit_code, _exit_prefix=f"muster.torch: rank {rank}")
+    made["agent"] = agent
+    agent.connect()
+    # Kept here: c10d holds the store from C++ only, and a Python store whose Python object is
+    # gone cannot be called any more.
+    made["store"] = Store(agent, timeout)
+    with _lock:
+        _jobs.append(made)
+    yield (made["store"], rank, world_size)
+    raise RuntimeError("muster:// cannot rendezvous again in the same process")
+
+
+def _excepthook(kind, value, traceback):
+    global _crashed
+    _crashed = True
+    _previous_excepthook(kind, value, traceback)
+
+
+def _leave() -> None:
+    """At exit: leave each job cleanly (through the shutdown barrier), or, after an unhandled
+    exception, report this rank's failure so that the others end at once instead of hanging."""
+    with _lock:
+        jobs = list(_jobs)
+        _jobs.clear()
+    for made in jobs:
+        agent = made["agent"]
+        try:
+            if _crashed and agent.state == "RUNNING":
+                agent.report_error("the process ended with an unhandled exception", "ABORTED")
+            agent.close()
+        except _errors.Error:
+            pass
+        if "leader" in made:
+            made["leader"].stop()
+
+
+_previous_excepthook = sys.excepthook
+sys.excepthook = _excepthook
+import atexit as _atexit  # noqa: E402
+
+_atexit.register(_leave)
+dist.register_rendezvous_handler("muster", _rendezvous_handler)

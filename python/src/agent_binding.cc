@@ -1,0 +1,439 @@
+// muster._muster.Agent: muster::Agent for Python. Every call is made asynchronously on the
+// agent actor; the blocking form waits for it with the GIL released (Ctrl-C interrupts the wait),
+// the *_async form returns a concurrent.futures.Future. Callbacks (errors, watches) and futures
+// run on the dispatcher's Python thread, never on an actor thread. muster/_agent.py wraps this
+// class with Pythonic arguments and the docstrings.
+#include <pybind11/stl.h>
+
+#include <unistd.h>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <absl/strings/numbers.h>
+#include <absl/strings/str_cat.h>
+#include <caf/atom.hpp>
+
+#include "bindings.h"
+#include "common.h"
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+#include "muster/net/agent.h"
+#include "runtime.h"
+
+namespace muster::python {
+namespace {
+
+// What the agent does when it goes to ERROR: end the process (exit_code != 0: a job whose
+// peers failed must not hang), and/or call a Python callable with the exception.
+struct ErrorSink {
+  int exit_code = 0;
+  std::string exit_prefix;
+  PyHandle callback;
+};
+
+void OnAgentError(const std::shared_ptr<ErrorSink>& sink, const absl::Status& status) {
+  if (sink->exit_code != 0) {
+    std::string who;
+    if (auto payload = GetCoordinationError(status); payload && payload->has_source_task()) {
+      who = absl::StrCat(" ", TaskString(payload->source_task()), " (rank ",
+                         payload->source_task().task_id(), ") failed:");
+    }
+    std::string line = absl::StrCat(sink->exit_prefix, ":", who, " ",
+                                    absl::StatusCodeToString(status.code()), ": ", status.message(),
+                                    "; ending this process (exit code ", sink->exit_code, ")\n");
+    // No GIL, no Python: the main thread may be blocked inside a collective.
+    ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
+    (void)ignored;
+    std::_Exit(sink->exit_code);
+  }
+  if (sink->callback) {
+    Dispatcher::Get().Post([sink, status] { sink->callback.get()(MakeException(status)); });
+  }
+}
+
+proto::CoordinatedTask TaskOf(const std::pair<std::string, int>& task) {
+  return MakeTask(task.first, task.second);
+}
+
+std::vector<proto::CoordinatedTask> TasksOf(const std::vector<std::pair<std::string, int>>& tasks) {
+  std::vector<proto::CoordinatedTask> result;
+  for (const auto& task : tasks) result.push_back(TaskOf(task));
+  return result;
+}
+
+py::dict TaskStateDict(const proto::CoordinatedTaskStateInfo& info) {
+  py::dict d;
+  d["task"] = TaskString(info.task());
+  d["state"] = proto::CoordinatedTaskState_Name(info.state());
+  d["error_code"] = info.error_code();
+  d["error_message"] = info.error_message();
+  d["incarnation"] = info.incarnation();
+  d["last_heartbeat_age_ms"] = info.last_heartbeat_age_ms();
+  return d;
+}
+
+class PyAgent : public Closable {
+ public:
+  explicit PyAgent(std::shared_ptr<Agent> agent) : agent_(std::move(agent)) {
+    Runtime::Get().Register(this);
+  }
+  ~PyAgent() override {
+    Runtime::Get().Unregister(this);
+    if (PyGILState_Check()) {
+      py::gil_scoped_release release;
+      Close();
+    } else {
+      Close();
+    }
+  }
+
+  void Close() override {
+    std::shared_ptr<Agent> agent;
+    {
+      absl::MutexLock lock(&mutex_);
+      agent = std::move(agent_);
+    }
+    agent.reset();  // ~Agent: leaves the job (or drops the connection) and waits for the actor
+  }
+
+  std::shared_ptr<Agent> Get() {
+    absl::MutexLock lock(&mutex_);
+    if (!agent_) {
+      throw StatusError(absl::FailedPreconditionError(
+          "this muster.Agent is closed (close() was called, or the interpreter is exiting)"));
+    }
+    return agent_;
+  }
+
+  // Makes one call: blocking (waits, interruptible) or asynchronous (a Future).
+  template <class Response, class Convert, class... Request>
+  py::object Call(bool async, Convert convert, std::function<void()> on_interrupt,
+                  Request... request) {
+    std::shared_ptr<Agent> agent = Get();
+    auto start = [agent, request...](std::function<void(absl::StatusOr<Response>)> done) {
+      agent->CallAsync<Response>(std::move(done), request...);
+    };
+    if (async) return StartFuture<Response>(start, convert);
+    return convert(ValueOrThrow(WaitFor<Response>(start, on_interrupt)));
+  }
+
+ private:
+  absl::Mutex mutex_;
+  std::shared_ptr<Agent> agent_ ABSL_GUARDED_BY(mutex_);
+};
+
+std::unique_ptr<PyAgent> MakeAgent(const std::string& leader, const std::string& job, int task,
+                                   double heartbeat_timeout, std::optional<double> register_timeout,
+                                   std::optional<double> rpc_timeout,
+                                   std::optional<double> shutdown_barrier_timeout, bool recoverable,
+                                   uint64_t incarnation, const std::string& token,
+                                   bool shutdown_on_destruction, py::object on_error,
+                                   int exit_code_on_error, const std::string& exit_prefix) {
+  AgentOptions options;
+  options.leader = leader;
+  options.job_name = job;
+  options.task_id = task;
+  options.recoverable = recoverable;
+  options.incarnation = incarnation;
+  options.token = token;
+  options.shutdown_on_destruction = shutdown_on_destruction;
+  if (heartbeat_timeout <= 0) throw py::value_error("heartbeat_timeout must be > 0 seconds");
+  options.heartbeat_timeout = absl::Seconds(heartbeat_timeout);
+  if (register_timeout) options.register_timeout = ToDuration(register_timeout);
+  if (rpc_timeout) options.rpc_timeout = ToDuration(rpc_timeout);
+  if (shutdown_barrier_timeout) {
+    options.shutdown_barrier_timeout = ToDuration(shutdown_barrier_timeout);
+  }
+  auto sink = std::make_shared<ErrorSink>();
+  sink->exit_code = exit_code_on_error;
+  sink->exit_prefix = exit_prefix;
+  if (!on_error.is_none()) sink->callback = PyHandle(on_error);
+  caf::actor_system* system = ValueOrThrow(Runtime::Get().WorkerSystem(options.heartbeat_timeout));
+  absl::StatusOr<std::unique_ptr<Agent>> agent;
+  {
+    py::gil_scoped_release release;
+    agent = Agent::Create(*system, options,
+                          [sink](const absl::Status& status) { OnAgentError(sink, status); });
+  }
+  return std::make_unique<PyAgent>(std::shared_ptr<Agent>(ValueOrThrow(std::move(agent))));
+}
+
+py::object None(const google::protobuf::Message&) { return py::none(); }
+
+proto::BarrierRequest Barrier(const std::string& id, std::optional<double> timeout,
+                              const std::vector<std::pair<std::string, int>>& tasks) {
+  proto::BarrierRequest request;
+  request.set_barrier_id(id);
+  absl::Duration d = ToDuration(timeout);
+  request.set_barrier_timeout_in_ms(d == absl::InfiniteDuration() ? int64_t{1} << 40
+                                                                  : absl::ToInt64Milliseconds(d));
+  for (const auto& task : tasks) *request.add_tasks() = TaskOf(task);
+  return request;
+}
+
+int64_t TimeoutMs(std::optional<double> timeout) {
+  absl::Duration d = ToDuration(timeout);
+  return d == absl::InfiniteDuration() ? 0 : std::max<int64_t>(1, absl::ToInt64Milliseconds(d));
+}
+
+// Binds name and name_async to one implementation taking `async` after the agent.
+template <class F, class R, class... Args>
+void BothOf(py::class_<PyAgent>& cls, const std::string& name, F f,
+            R (F::*)(PyAgent&, bool, Args...) const) {
+  cls.def(name.c_str(), [f](PyAgent& self, Args... args) { return f(self, false, args...); });
+  cls.def((name + "_async").c_str(),
+          [f](PyAgent& self, Args... args) { return f(self, true, args...); });
+}
+
+template <class F>
+void Both(py::class_<PyAgent>& cls, const std::string& name, F f) {
+  BothOf(cls, name, f, &F::operator());
+}
+
+}  // namespace
+
+void BindAgent(py::module_& m) {
+  py::class_<PyAgent> cls(m, "Agent");
+  cls.def(py::init(&MakeAgent), py::arg("leader"), py::arg("job"), py::arg("task"),
+          py::arg("heartbeat_timeout"), py::arg("register_timeout"), py::arg("rpc_timeout"),
+          py::arg("shutdown_barrier_timeout"), py::arg("recoverable"), py::arg("incarnation"),
+          py::arg("token"), py::arg("shutdown_on_destruction"), py::arg("on_error"),
+          py::arg("exit_code_on_error"), py::arg("exit_prefix"));
+  cls.def("close", &PyAgent::Close, py::call_guard<py::gil_scoped_release>());
+  cls.def("state", [](PyAgent& self) {
+    auto agent = self.Get();
+    AgentState state;
+    {
+      py::gil_scoped_release release;
+      state = agent->state();
+    }
+    return std::string(AgentStateName(state));
+  });
+  cls.def("error", [](PyAgent& self) -> py::object {
+    auto agent = self.Get();
+    absl::Status error;
+    {
+      py::gil_scoped_release release;
+      error = agent->error();
+    }
+    return error.ok() ? py::none() : MakeException(error);
+  });
+  cls.def("incarnation", [](PyAgent& self) { return self.Get()->incarnation(); });
+  cls.def("task", [](PyAgent& self) { return TaskString(self.Get()->task()); });
+
+  Both(cls, "connect", [](PyAgent& self, bool async) {
+    return self.Call<proto::RegisterTaskResponse>(async, &None, nullptr, caf::connect_atom::value);
+  });
+  Both(cls, "wait_for_all_tasks", [](PyAgent& self, bool async, const py::bytes& devices) {
+    proto::WaitForAllTasksRequest request;
+    if (!request.mutable_local_device_info()->ParseFromString(std::string(devices))) {
+      throw py::value_error("local_devices is not a serialized CoordinationServiceDeviceInfo");
+    }
+    return self.Call<proto::WaitForAllTasksResponse>(
+        async,
+        [](const proto::WaitForAllTasksResponse& r) -> py::object {
+          return py::bytes(r.cluster_device_info().SerializeAsString());
+        },
+        nullptr, request);
+  });
+  Both(cls, "get_task_state",
+       [](PyAgent& self, bool async, const std::vector<std::pair<std::string, int>>& tasks) {
+         proto::GetTaskStateRequest request;
+         for (const auto& task : tasks) *request.add_source_task() = TaskOf(task);
+         return self.Call<proto::GetTaskStateResponse>(
+             async,
+             [](const proto::GetTaskStateResponse& r) -> py::object {
+               py::list states;
+               for (const auto& info : r.task_state()) states.append(TaskStateDict(info));
+               return states;
+             },
+             nullptr, request);
+       });
+  Both(cls, "report_error", [](PyAgent& self, bool async, int code, const std::string& message) {
+    proto::ReportErrorToServiceRequest request;
+    request.set_error_code(code);
+    request.set_error_message(message);
+    return self.Call<proto::ReportErrorToServiceResponse>(async, &None, nullptr, request);
+  });
+  Both(cls, "reset", [](PyAgent& self, bool async) {
+    return self.Call<proto::ResetTaskResponse>(async, &None, nullptr, proto::ResetTaskRequest{});
+  });
+  Both(cls, "shutdown", [](PyAgent& self, bool async) {
+    return self.Call<proto::ShutdownTaskResponse>(async, &None, nullptr,
+                                                  proto::ShutdownTaskRequest{});
+  });
+
+  Both(cls, "get_key_value",
+       [](PyAgent& self, bool async, const std::string& key, std::optional<double> timeout) {
+         proto::GetKeyValueRequest request;
+         request.set_key(key);
+         request.set_timeout_in_ms(TimeoutMs(timeout));
+         std::shared_ptr<Agent> agent = self.Get();
+         return self.Call<proto::GetKeyValueResponse>(
+             async,
+             [](const proto::GetKeyValueResponse& r) -> py::object {
+               return py::bytes(r.kv().value());
+             },
+             [agent, key] { agent->CancelGetKeyValue(key); }, request);
+       });
+  Both(cls, "try_get_key_value", [](PyAgent& self, bool async, const std::string& key) {
+    proto::TryGetKeyValueRequest request;
+    request.set_key(key);
+    return self.Call<proto::TryGetKeyValueResponse>(
+        async,
+        [](const proto::TryGetKeyValueResponse& r) -> py::object {
+          return py::bytes(r.kv().value());
+        },
+        nullptr, request);
+  });
+  Both(cls, "get_key_value_dir", [](PyAgent& self, bool async, const std::string& directory) {
+    proto::GetKeyValueDirRequest request;
+    request.set_directory_key(directory);
+    return self.Call<proto::GetKeyValueDirResponse>(
+        async,
+        [](const proto::GetKeyValueDirResponse& r) -> py::object {
+          py::list entries;
+          for (const auto& kv : r.kv()) {
+            entries.append(py::make_tuple(py::str(kv.key()), py::bytes(kv.value())));
+          }
+          return entries;
+        },
+        nullptr, request);
+  });
+  Both(cls, "insert_key_value",
+       [](PyAgent& self, bool async, const std::string& key, const py::bytes& value,
+          bool allow_overwrite) {
+         proto::InsertKeyValueRequest request;
+         request.mutable_kv()->set_key(key);
+         request.mutable_kv()->set_value(std::string(value));
+         request.set_allow_overwrite(allow_overwrite);
+         return self.Call<proto::InsertKeyValueResponse>(async, &None, nullptr, request);
+       });
+  Both(cls, "update_key_value",
+       [](PyAgent& self, bool async, const std::string& key, const py::bytes& value) {
+         proto::UpdateKeyValueRequest request;
+         request.mutable_kv()->set_key(key);
+         request.mutable_kv()->set_value(std::string(value));
+         return self.Call<proto::UpdateKeyValueResponse>(async, &None, nullptr, request);
+       });
+  Both(cls, "delete_key_value", [](PyAgent& self, bool async, const std::string& key) {
+    proto::DeleteKeyValueRequest request;
+    request.set_key(key);
+    request.set_is_directory(true);
+    return self.Call<proto::DeleteKeyValueResponse>(async, &None, nullptr, request);
+  });
+  Both(cls, "increment_key_value",
+       [](PyAgent& self, bool async, const std::string& key, int64_t delta) {
+         proto::IncrementKeyValueRequest request;
+         request.set_key(key);
+         request.set_increment(delta);
+         return self.Call<proto::IncrementKeyValueResponse>(
+             async,
+             [](const proto::IncrementKeyValueResponse& r) -> py::object {
+               int64_t value = 0;
+               if (!absl::SimpleAtoi(r.kv().value(), &value)) {
+                 throw StatusError(
+                     absl::InternalError(absl::StrCat("not a counter: ", r.kv().value())));
+               }
+               return py::int_(value);
+             },
+             nullptr, request);
+       });
+  Both(cls, "compare_and_swap",
+       [](PyAgent& self, bool async, const std::string& key, std::optional<py::bytes> expected,
+          const py::bytes& desired) {
+         proto::CompareAndSwapRequest request;
+         request.set_key(key);
+         request.set_expect_absent(!expected.has_value());
+         if (expected) request.set_expected(std::string(*expected));
+         request.set_desired(std::string(desired));
+         return self.Call<proto::CompareAndSwapResponse>(
+             async,
+             [](const proto::CompareAndSwapResponse& r) -> py::object {
+               py::object current = py::none();
+               if (r.exists()) current = py::bytes(r.current());
+               return py::make_tuple(r.succeeded(), current);
+             },
+             nullptr, request);
+       });
+  cls.def("start_watch_key", [](PyAgent& self, const std::string& key, py::object callback) {
+    PyHandle handle(std::move(callback));
+    auto on_change = [handle](const proto::KeyValueChangeEvent& event) {
+      Dispatcher::Get().Post([handle, event] {
+        py::object value = event.kind() == proto::KeyValueChangeEvent::DELETED
+                               ? py::object(py::none())
+                               : py::object(py::bytes(event.value()));
+        handle.get()(proto::KeyValueChangeEvent::Kind_Name(event.kind()), event.key(), value,
+                     event.revision());
+      });
+    };
+    std::shared_ptr<Agent> agent = self.Get();
+    absl::Status status;
+    {
+      py::gil_scoped_release release;
+      status = agent->StartWatchKeyEvents(key, on_change);
+    }
+    ThrowIfError(status);
+  });
+  cls.def("stop_watch_key", [](PyAgent& self, const std::string& key) {
+    std::shared_ptr<Agent> agent = self.Get();
+    absl::Status status;
+    {
+      py::gil_scoped_release release;
+      status = agent->StopWatchKey(key);
+    }
+    ThrowIfError(status);
+  });
+
+  Both(cls, "wait_at_barrier",
+       [](PyAgent& self, bool async, const std::string& id, std::optional<double> timeout,
+          const std::vector<std::pair<std::string, int>>& tasks) {
+         std::shared_ptr<Agent> agent = self.Get();
+         return self.Call<proto::BarrierResponse>(
+             async, &None, [agent, id] { agent->CancelBarrier(id).IgnoreError(); },
+             Barrier(id, timeout, tasks));
+       });
+  Both(cls, "cancel_barrier", [](PyAgent& self, bool async, const std::string& id) {
+    proto::CancelBarrierRequest request;
+    request.set_barrier_id(id);
+    return self.Call<proto::CancelBarrierResponse>(async, &None, nullptr, request);
+  });
+  Both(cls, "get_alive_tasks",
+       [](PyAgent& self, bool async, const std::vector<std::pair<std::string, int>>& tasks) {
+         proto::GetAliveTasksRequest request;
+         for (const auto& task : TasksOf(tasks)) *request.add_tasks() = task;
+         return self.Call<proto::GetAliveTasksResponse>(
+             async,
+             [](const proto::GetAliveTasksResponse& r) -> py::object {
+               py::list alive;
+               for (int i = 0; i < r.alive_tasks_size(); ++i) {
+                 uint64_t incarnation = i < r.incarnations_size() ? r.incarnations(i) : 0;
+                 alive.append(py::make_tuple(TaskString(r.alive_tasks(i)), incarnation));
+               }
+               return alive;
+             },
+             nullptr, request);
+       });
+  Both(cls, "watch_job_state",
+       [](PyAgent& self, bool async, const std::string& job, std::optional<int64_t> version) {
+         proto::WatchJobStateRequest request;
+         request.set_job_name(job);
+         request.set_version_number(version.value_or(-1));  // -1: answer at once
+         return self.Call<proto::WatchJobStateResponse>(
+             async,
+             [](const proto::WatchJobStateResponse& r) -> py::object {
+               py::list states;
+               for (const auto& info : r.task_state()) states.append(TaskStateDict(info));
+               return py::make_tuple(r.version_number(), states);
+             },
+             nullptr, request);
+       });
+}
+
+}  // namespace muster::python

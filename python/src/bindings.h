@@ -1,0 +1,11 @@
+// The classes of the muster._muster extension module, one Bind function per file.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace muster::python {
+
+void BindAgent(pybind11::module_& m);   // agent_binding.cc
+void BindLeader(pybind11::module_& m);  // leader_binding.cc
+
+}  // namespace muster::python

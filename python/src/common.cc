@@ -1,0 +1,88 @@
+#include "common.h"
+
+#include <cmath>
+
+#include <absl/strings/str_cat.h>
+
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+
+namespace muster::python {
+
+std::string TaskString(const proto::CoordinatedTask& task) { return TaskName(task); }
+
+py::object MakeException(const absl::Status& status) {
+  py::object source = py::none();
+  if (auto payload = GetCoordinationError(status);
+      payload.has_value() && payload->has_source_task()) {
+    source = py::str(TaskString(payload->source_task()));
+  }
+  return py::module_::import("muster._errors")
+      .attr("from_status")(static_cast<int>(status.code()), std::string(status.message()), source);
+}
+
+void RegisterStatusErrors(py::module_& m) {
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const StatusError& e) {
+      py::object exception = MakeException(e.status());
+      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exception.ptr())), exception.ptr());
+    }
+  });
+  (void)m;
+}
+
+absl::Duration ToDuration(const std::optional<double>& seconds) {
+  if (!seconds.has_value()) return absl::InfiniteDuration();
+  if (std::isnan(*seconds) || *seconds < 0) {
+    throw py::value_error(
+        absl::StrCat("a timeout must be a number of seconds >= 0 (or None: no "
+                     "limit); got ",
+                     *seconds));
+  }
+  if (std::isinf(*seconds) || *seconds > 1e9) return absl::InfiniteDuration();
+  return absl::Seconds(*seconds);
+}
+
+Dispatcher& Dispatcher::Get() {
+  static auto* dispatcher = new Dispatcher();  // never destroyed: posted to at any time
+  return *dispatcher;
+}
+
+void Dispatcher::Post(std::function<void()> work) {
+  absl::MutexLock lock(&mutex_);
+  if (stopped_) return;
+  queue_.push_back(std::move(work));
+}
+
+void Dispatcher::Run() {
+  while (true) {
+    std::deque<std::function<void()>> batch;
+    {
+      py::gil_scoped_release release;
+      absl::MutexLock lock(&mutex_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+        return stopped_ || !queue_.empty();
+      };
+      mutex_.Await(absl::Condition(&ready));
+      if (stopped_) return;
+      batch.swap(queue_);
+    }
+    for (auto& work : batch) {
+      try {
+        work();
+      } catch (py::error_already_set& error) {
+        error.discard_as_unraisable("a muster callback");
+      }
+    }
+  }
+}
+
+void Dispatcher::Stop() {
+  absl::MutexLock lock(&mutex_);
+  stopped_ = true;
+  queue_.clear();
+}
+
+}  // namespace muster::python

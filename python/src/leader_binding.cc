@@ -1,0 +1,148 @@
+// muster._muster.Leader: a coordinator hosted by this Python process (muster::Leader), in the
+// process's leader actor system. muster/_leader.py wraps it.
+#include <pybind11/stl.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <absl/strings/str_cat.h>
+
+#include "bindings.h"
+#include "common.h"
+#include "muster/actors/supervision/supervision_policy.h"
+#include "muster/net/leader.h"
+#include "runtime.h"
+
+namespace muster::python {
+namespace {
+
+class PyLeader : public Closable {
+ public:
+  explicit PyLeader(std::unique_ptr<Leader> leader)
+      : address_(leader->address()),
+        port_(leader->port()),
+        incarnation_(leader->incarnation()),
+        leader_(std::move(leader)) {
+    Runtime::Get().Register(this);
+  }
+  ~PyLeader() override {
+    Runtime::Get().Unregister(this);
+    if (PyGILState_Check()) {
+      py::gil_scoped_release release;
+      Close();
+    } else {
+      Close();
+    }
+  }
+  int close_rank() const override { return 1; }
+
+  void Close() override {
+    std::unique_ptr<Leader> leader;
+    {
+      absl::MutexLock lock(&mutex_);
+      leader = std::move(leader_);
+    }
+    if (leader) leader->Stop();
+  }
+  bool running() {
+    absl::MutexLock lock(&mutex_);
+    return leader_ != nullptr;
+  }
+
+  const std::string address_;
+  const uint16_t port_;
+  const uint64_t incarnation_;
+
+ private:
+  absl::Mutex mutex_;
+  std::unique_ptr<Leader> leader_ ABSL_GUARDED_BY(mutex_);
+};
+
+int64_t Millis(std::optional<double> seconds) {
+  absl::Duration d = ToDuration(seconds);
+  return d == absl::InfiniteDuration() ? 0 : absl::ToInt64Milliseconds(d);
+}
+
+std::shared_ptr<SupervisionPolicy> PolicyOf(const std::string& policy,
+                                            const std::vector<std::string>& recoverable) {
+  std::string name =
+      policy.empty() ? (recoverable.empty() ? "fate-sharing" : "recoverable") : policy;
+  if (name == "recoverable") {
+    if (recoverable.empty()) {
+      throw StatusError(absl::InvalidArgumentError(
+          "policy \"recoverable\" needs the jobs to tolerate: give recoverable_jobs"));
+    }
+    return std::make_shared<RecoverableJobs>(recoverable);
+  }
+  if (!recoverable.empty()) {
+    throw StatusError(absl::InvalidArgumentError(
+        absl::StrCat("recoverable_jobs needs policy \"recoverable\" (its default); \"", name,
+                     "\" does not tolerate failures")));
+  }
+  if (name == "fate-sharing") return std::make_shared<FateSharing>();
+  if (name == "job-scoped") return std::make_shared<JobScoped>();
+  throw StatusError(absl::InvalidArgumentError(absl::StrCat(
+      "unknown policy \"", name, "\"; expected fate-sharing, job-scoped or recoverable")));
+}
+
+std::unique_ptr<PyLeader> MakeLeader(const std::map<std::string, int>& jobs,
+                                     const std::string& host, int port, double heartbeat_timeout,
+                                     std::optional<double> register_timeout,
+                                     std::optional<double> shutdown_barrier_timeout,
+                                     const std::vector<std::string>& recoverable_jobs,
+                                     const std::string& policy, const std::string& token) {
+  if (jobs.empty())
+    throw StatusError(absl::InvalidArgumentError("jobs is empty: e.g. {\"worker\": 4}"));
+  if (port < 0 || port > 65535) throw py::value_error("port must be 0 to 65535");
+  if (heartbeat_timeout <= 0) throw py::value_error("heartbeat_timeout must be > 0 seconds");
+  CoordinatorOptions options;
+  for (const auto& [name, tasks] : jobs) {
+    if (name.empty() || tasks < 1) {
+      throw StatusError(absl::InvalidArgumentError(absl::StrCat(
+          "job \"", name, "\" with ", tasks, " tasks: a job needs a name and >= 1 task")));
+    }
+    auto* job = options.config.add_coordinated_job_list();
+    job->set_name(name);
+    job->set_num_tasks(tasks);
+  }
+  for (const auto& name : recoverable_jobs) {
+    if (!jobs.contains(name)) {
+      throw StatusError(absl::InvalidArgumentError(
+          absl::StrCat("recoverable job \"", name, "\" is not one of the jobs")));
+    }
+    options.config.add_recoverable_jobs(name);
+  }
+  options.config.set_heartbeat_timeout_in_ms(
+      std::max<int64_t>(1, static_cast<int64_t>(heartbeat_timeout * 1000)));
+  options.config.set_cluster_register_timeout_in_ms(Millis(register_timeout));
+  options.config.set_shutdown_barrier_timeout_in_ms(Millis(shutdown_barrier_timeout));
+  options.policy = PolicyOf(policy, recoverable_jobs);
+  caf::actor_system* system = ValueOrThrow(Runtime::Get().LeaderSystem());
+  absl::StatusOr<std::unique_ptr<Leader>> leader;
+  {
+    py::gil_scoped_release release;
+    leader = Leader::Start(*system, std::move(options),
+                           {.host = host, .port = static_cast<uint16_t>(port), .token = token});
+  }
+  return std::make_unique<PyLeader>(ValueOrThrow(std::move(leader)));
+}
+
+}  // namespace
+
+void BindLeader(py::module_& m) {
+  py::class_<PyLeader>(m, "Leader")
+      .def(py::init(&MakeLeader), py::arg("jobs"), py::arg("host"), py::arg("port"),
+           py::arg("heartbeat_timeout"), py::arg("register_timeout"),
+           py::arg("shutdown_barrier_timeout"), py::arg("recoverable_jobs"), py::arg("policy"),
+           py::arg("token"))
+      .def("stop", &PyLeader::Close, py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("running", &PyLeader::running)
+      .def_readonly("address", &PyLeader::address_)
+      .def_readonly("port", &PyLeader::port_)
+      .def_readonly("incarnation", &PyLeader::incarnation_);
+}
+
+}  // namespace muster::python

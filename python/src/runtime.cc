@@ -1,0 +1,70 @@
+#include "runtime.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "muster/net/agent.h"
+
+namespace muster::python {
+namespace {
+
+absl::Status AfterShutdown() {
+  return absl::FailedPreconditionError(
+      "muster is shut down: the interpreter is exiting (no new agents or leaders)");
+}
+
+}  // namespace
+
+Runtime& Runtime::Get() {
+  static auto* runtime = new Runtime();  // outlives every Python object that may use it
+  return *runtime;
+}
+
+absl::StatusOr<caf::actor_system*> Runtime::WorkerSystem(absl::Duration heartbeat_timeout) {
+  absl::MutexLock lock(&mutex_);
+  if (shut_down_) return AfterShutdown();
+  if (!workers_) workers_ = std::make_unique<Node>(WorkerNodeOptions(heartbeat_timeout));
+  return &workers_->system;
+}
+
+absl::StatusOr<caf::actor_system*> Runtime::LeaderSystem() {
+  absl::MutexLock lock(&mutex_);
+  if (shut_down_) return AfterShutdown();
+  if (!leaders_) leaders_ = std::make_unique<Node>(NodeOptions{});
+  return &leaders_->system;
+}
+
+void Runtime::Register(Closable* object) {
+  absl::MutexLock lock(&mutex_);
+  objects_.insert(object);
+}
+
+void Runtime::Unregister(Closable* object) {
+  absl::MutexLock lock(&mutex_);
+  objects_.erase(object);
+}
+
+void Runtime::Shutdown() {
+  std::vector<Closable*> objects;
+  {
+    absl::MutexLock lock(&mutex_);
+    if (shut_down_) return;
+    shut_down_ = true;
+    objects.assign(objects_.begin(), objects_.end());
+  }
+  // Agents first (they may still talk to a leader of this process), then leaders.
+  std::stable_sort(objects.begin(), objects.end(),
+                   [](Closable* a, Closable* b) { return a->close_rank() < b->close_rank(); });
+  for (Closable* object : objects) object->Close();
+  std::unique_ptr<Node> workers, leaders;
+  {
+    absl::MutexLock lock(&mutex_);
+    objects_.clear();
+    workers = std::move(workers_);
+    leaders = std::move(leaders_);
+  }
+  workers.reset();
+  leaders.reset();
+}
+
+}  // namespace muster::python

@@ -1,0 +1,175 @@
+"""muster.Agent and muster.Leader against a leader in this process: key-value calls, errors,
+timeouts, futures, watches, barriers, failure callbacks and closing."""
+
+import datetime
+import gc
+import threading
+import time
+
+import pytest
+
+import muster
+from muster import _errors
+
+
+def test_leader_properties_and_bad_arguments():
+    with muster.Leader({"worker": 1}, port=0) as leader:
+        host, port = leader.address.rsplit(":", 1)
+        assert host == "127.0.0.1" and int(port) == leader.port > 0
+        assert leader.running and leader.incarnation != 0
+    assert not leader.running
+    with pytest.raises(muster.InvalidArgumentError, match="jobs is empty"):
+        muster.Leader({})
+    with pytest.raises(muster.InvalidArgumentError, match="unknown policy"):
+        muster.Leader({"worker": 1}, policy="chaos")
+    with pytest.raises(muster.InvalidArgumentError, match="not one of the jobs"):
+        muster.Leader({"worker": 1}, recoverable_jobs=["ps"])
+
+
+def test_key_values_before_connect_str_and_bytes(agents):
+    a, b = agents
+    assert a.state == "DISCONNECTED"
+    a.insert_key_value("config/lr", "0.01")
+    a.insert_key_value("config/blob", b"\x00\xff")
+    assert b.try_get_key_value("config/lr") == b"0.01"
+    assert b.get_key_value("config/blob", timeout=1) == b"\x00\xff"
+    assert b.get_key_value_dir("config") == [("config/blob", b"\x00\xff"), ("config/lr", b"0.01")]
+    with pytest.raises(muster.AlreadyExistsError):
+        a.insert_key_value("config/lr", "0.02")
+    a.insert_key_value("config/lr", "0.02", allow_overwrite=True)
+    a.update_key_value("config/lr", "0.03")
+    assert b.try_get_key_value("config/lr") == b"0.03"
+    assert a.increment_key_value("counter", 5) == 5
+    assert b.increment_key_value("counter", -2) == 3
+    assert a.compare_and_swap("cas", None, "first") == (True, b"first")
+    assert a.compare_and_swap("cas", "wrong", "second") == (False, b"first")
+    assert a.compare_and_swap("cas", b"first", "second") == (True, b"second")
+    a.delete_key_value("config")
+    with pytest.raises(muster.NotFoundError) as missing:
+        b.try_get_key_value("config/lr")
+    assert isinstance(missing.value, KeyError)
+    assert missing.value.code == "NOT_FOUND" and "config/lr" in missing.value.message
+    assert a.state == "DISCONNECTED"
+
+
+def test_timeouts_and_bad_values(agents):
+    a, _ = agents
+    start = time.monotonic()
+    with pytest.raises(muster.DeadlineExceededError) as late:
+        a.get_key_value("never", timeout=datetime.timedelta(milliseconds=300))
+    assert 0.25 <= time.monotonic() - start < 3
+    assert isinstance(late.value, TimeoutError)
+    with pytest.raises(ValueError, match="timeout"):
+        a.get_key_value("never", timeout=-1)
+    with pytest.raises(TypeError):
+        a.insert_key_value("k", 3)
+    with pytest.raises(muster.InvalidArgumentError):
+        a.insert_key_value("", "empty key")
+
+
+def test_futures(agents):
+    a, b = agents
+    pending = b.get_key_value_async("later", timeout=5)
+    assert not pending.done()
+    a.insert_key_value_async("later", "now").result(timeout=5)
+    assert pending.result(timeout=5) == b"now"
+    failed = a.try_get_key_value_async("absent")
+    with pytest.raises(muster.NotFoundError):
+        failed.result(timeout=5)
+
+
+def test_watch_reports_every_change_in_order(agents):
+    a, b = agents
+    events = []
+    done = threading.Event()
+
+    def on_change(kind, key, value, revision):
+        events.append((kind, key, value))
+        if kind == "DELETED":
+            done.set()
+
+    b.start_watch_key("watched", on_change)
+    a.insert_key_value("watched/x", "1")
+    a.update_key_value("watched/x", "2")
+    a.delete_key_value("watched/x")
+    assert done.wait(5)
+    assert events == [("INSERTED", "watched/x", b"1"), ("UPDATED", "watched/x", b"2"),
+                      ("DELETED", "watched/x", None)]
+    b.stop_watch_key("watched")
+
+
+def test_barrier_and_its_timeout_naming_the_missing_task(agents):
+    a, b = agents
+    a.connect()
+    b.connect()
+    other = threading.Thread(target=lambda: b.wait_at_barrier("step", 5))
+    other.start()
+    a.wait_at_barrier("step", 5)
+    other.join(5)
+    with pytest.raises(muster.DeadlineExceededError, match="worker/1"):
+        a.wait_at_barrier("alone", 0.3)
+
+
+def test_peer_error_reaches_on_error_with_its_source_task(leader):
+    errors = []
+    got = threading.Event()
+
+    def on_error(error):
+        errors.append(error)
+        got.set()
+
+    a = muster.Agent(leader.address, "worker", 0)
+    b = muster.Agent(leader.address, "worker", 1, on_error=on_error)
+    try:
+        a.connect()
+        b.connect()
+        a.report_error("disk full", "RESOURCE_EXHAUSTED")
+        assert got.wait(5)
+        assert isinstance(errors[0], muster.ResourceExhaustedError)
+        assert errors[0].source_task == "/job:worker/task:0"
+        assert "disk full" in errors[0].message
+        assert b.state == "ERROR" and isinstance(b.error, muster.ResourceExhaustedError)
+        with pytest.raises(muster.FailedPreconditionError):
+            b.connect()
+    finally:
+        a.close()
+        b.close()
+
+
+def test_connect_errors(leader):
+    with muster.Agent(leader.address, "worker", 7, register_timeout=2) as unknown:
+        with pytest.raises(muster.InvalidArgumentError, match="task:7"):
+            unknown.connect()
+    with muster.Agent("127.0.0.1:1", "worker", 0, register_timeout=0.3) as nobody:
+        with pytest.raises(muster.DeadlineExceededError):
+            nobody.connect()
+
+
+def test_closed_agent_and_garbage_collection_with_pending_calls(leader):
+    agent = muster.Agent(leader.address, "worker", 0)
+    agent.connect()
+    pending = agent.get_key_value_async("never")
+    agent.close()
+    with pytest.raises(muster.Error):
+        pending.result(timeout=10)
+    with pytest.raises(muster.FailedPreconditionError, match="closed"):
+        agent.try_get_key_value("x")
+    other = muster.Agent(leader.address, "worker", 1)
+    other.connect()
+    waiting = other.get_key_value_async("never")
+    del other
+    gc.collect()
+    with pytest.raises(muster.Error):
+        waiting.result(timeout=10)
+
+
+def test_every_status_code_has_its_class():
+    assert len(_errors.CODES) == 16
+    for name, number in _errors.CODES.items():
+        error = _errors.from_status(number, "message", None)
+        assert isinstance(error, muster.Error)
+        assert error.code == name and error.code_number == number
+        assert str(error) == f"{name}: message"
+    assert isinstance(_errors.from_status(99, "?"), muster.UnknownError)
+    assert issubclass(muster.UnavailableError, ConnectionError)
+    assert issubclass(muster.InvalidArgumentError, ValueError)

@@ -103,10 +103,10 @@ def test_four_ranks_all_reduce_and_leave_cleanly_with_a_late_leader():
         ranks.kill_all()
 
 
-@pytest.mark.parametrize("how", ["kill", "stop"])
+@pytest.mark.parametrize("how", ["kill", "stop", "crash"])
 def test_a_dead_or_hung_rank_ends_the_others_naming_it(how):
     url = f"muster://127.0.0.1:{free_port()}?heartbeat_timeout=2"
-    roles = ["blocked", "blocked", "victim", "blocked"]
+    roles = ["blocked", "blocked", "crash" if how == "crash" else "victim", "blocked"]
     ranks = Ranks(url, roles)
     try:
         for rank in range(4):
@@ -114,8 +114,10 @@ def test_a_dead_or_hung_rank_ends_the_others_naming_it(how):
         time.sleep(0.5)  # the others are inside the all_reduce by now
         victim = ranks.procs[2]
         start = time.monotonic()
-        victim.send_signal(signal.SIGKILL if how == "kill" else signal.SIGSTOP)
-        bound = 2.0 if how == "kill" else 2.0 + 2.0  # heartbeat timeout + 2 s
+        if how != "crash":
+            victim.send_signal(signal.SIGKILL if how == "kill" else signal.SIGSTOP)
+        # kill: at once; stop: heartbeat timeout + 2 s; crash: its 1 s (less the 0.5) + 2 s
+        bound = {"kill": 2.0, "stop": 2.0 + 2.0, "crash": 0.5 + 2.0}[how]
         for rank in (0, 1, 3):
             code = ranks.wait(rank, 60)
             elapsed = time.monotonic() - start

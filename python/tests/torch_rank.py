@@ -1,5 +1,5 @@
 """One rank of the multi-process PyTorch tests: joins through muster://, checks an all_reduce,
-then plays its part: "ok" (leave), "victim" (stay until killed or stopped), "blocked" (wait in
+then plays its part: "ok" (leave), "victim" (stay until killed or stopped), "crash" (an unhandled exception after 1 s), "blocked" (wait in
 an all_reduce that needs the victim)."""
 
 import sys
@@ -25,6 +25,10 @@ if role == "ok":
 if role == "victim":
     print(f"rank {rank} ready", flush=True)
     time.sleep(600)
+if role == "crash":
+    print(f"rank {rank} ready", flush=True)
+    time.sleep(1.0)
+    raise RuntimeError("simulated bug in rank code")
 if role == "blocked":
     print(f"rank {rank} ready", flush=True)
     dist.all_reduce(tensor)  # needs the victim: only muster ends this

@@ -54,7 +54,7 @@ void PropagateToAll(CoordinatorPointer self, const absl::Status& status,
 
 absl::Status ShutdownFailed(const absl::Status& barrier) {
   return MakeCoordinationError(absl::InternalError(absl::StrCat(
-      "Shutdown barrier has failed.\nBarrier result: '", barrier.ToString(),
+      "Shutdown barrier has failed.\nBarrier result: '", StatusText(barrier),
       "'. Every task is set to ERROR so that restarted tasks cannot silently rejoin.")));
 }
 
@@ -69,7 +69,7 @@ absl::Status ShutdownFailedFor(CoordinatorPointer self, const absl::Status& barr
   return MakeCoordinationError(
       absl::InternalError(absl::StrCat(
           "Shutdown barrier has failed: ", missing.size(), " task(s) did not reach it (",
-          SummarizeTasks(missing), ").\nBarrier result: '", barrier.ToString(),
+          SummarizeTasks(missing), ").\nBarrier result: '", StatusText(barrier),
           "'. Every task is set to ERROR so that restarted tasks cannot silently rejoin.")),
       missing.front());
 }
@@ -165,7 +165,7 @@ void OnBarrierDone(CoordinatorPointer self, const std::string& id, int64_t count
   if (actor) self->send_exit(actor, caf::exit_reason::user_shutdown);
   if (id == st.register_barrier_id && !status.ok()) {
     SetAllTasksError(self, MakeCoordinationError(absl::InternalError(absl::StrCat(
-                               "Cluster registration failed with error: ", status.ToString()))));
+                               "Cluster registration failed with error: ", StatusText(status)))));
   } else if (id == st.shutdown_barrier_id) {
     if (status.ok()) {
       for (const auto& task : ShutdownParticipants(self)) {

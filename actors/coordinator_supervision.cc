@@ -68,7 +68,7 @@ absl::Status FailureStatus(const caf::down_msg& down, const proto::CoordinatedTa
   if (GetCoordinationError(status)) return status;
   return MakeCoordinationError(
       absl::InternalError(absl::StrCat("the task actor of ", TaskName(task),
-                                       " stopped unexpectedly: ", status.ToString())),
+                                       " stopped unexpectedly: ", StatusText(status))),
       task);
 }
 

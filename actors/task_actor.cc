@@ -131,7 +131,7 @@ caf::result<proto::RegisterTaskResponse> Register(TaskPointer self,
                   Name(self),
                   " unexpectedly tried to connect while it is already in error. ResetTask() "
                   "should be called before a subsequent connect attempt. Existing error: ",
-                  st.error.ToString()))));
+                  StatusText(st.error)))));
   }
   Connect(self, request.incarnation(), agent);
   return RegisterOk(self);
@@ -182,7 +182,7 @@ caf::result<proto::RegisterTaskResponse> FinishRegistration(TaskPointer self,
     return ToError(
         ServiceError(self, absl::AbortedError(absl::StrCat(
                                Name(self), " failed while it waited for the register barrier: ",
-                               st.error.ToString(), ". Reset it and register again."))));
+                               StatusText(st.error), ". Reset it and register again."))));
   }
   return ToError(ServiceError(
       self, absl::AlreadyExistsError("Aborted connect attempt as there is a request from a "
@@ -218,7 +218,7 @@ caf::result<proto::HeartbeatResponse> Heartbeat(TaskPointer self,
       return ToError(ServiceError(
           self, absl::AbortedError(absl::StrCat(
                     "Unexpected heartbeat request from an already-in-error task: ", Name(self),
-                    " with existing error: ", st.error.ToString(),
+                    " with existing error: ", StatusText(st.error),
                     ". Reset the task and register again."))));
     case proto::TASKSTATE_CONNECTED:
       // The heartbeat monitor answers the beats of the connected incarnation; one that reaches

@@ -24,6 +24,7 @@
 #include <absl/time/clock.h>
 #include <caf/actor_system.hpp>
 
+#include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent.h"
 
@@ -48,7 +49,7 @@ void Say(const std::string& text) {
 }
 
 int Fail(absl::string_view step, const absl::Status& status) {
-  Say(absl::StrCat(step, " failed: ", status.ToString()));
+  Say(absl::StrCat(step, " failed: ", muster::StatusText(status)));
   return 1;
 }
 
@@ -107,21 +108,20 @@ int main(int argc, char** argv) {
   caf::actor_system system{cfg};
 
   absl::Notification failed;
-  auto agent = muster::Agent::Create(
-      system,
-      {.leader = absl::GetFlag(FLAGS_leader),
-       .job_name = absl::GetFlag(FLAGS_job),
-       .task_id = task,
-       .recoverable = absl::GetFlag(FLAGS_recoverable),
-       .heartbeat_timeout = heartbeat,
-       .register_timeout = absl::GetFlag(FLAGS_connect_timeout)},
-      [&failed](const absl::Status& error) {
-        // Runs on the agent's thread: record and return, never block
-        // here.
-        Say(absl::StrCat("error callback: ", absl::StatusCodeToString(error.code()), ": ",
-                         error.message()));
-        if (!failed.HasBeenNotified()) failed.Notify();
-      });
+  auto agent =
+      muster::Agent::Create(system,
+                            {.leader = absl::GetFlag(FLAGS_leader),
+                             .job_name = absl::GetFlag(FLAGS_job),
+                             .task_id = task,
+                             .recoverable = absl::GetFlag(FLAGS_recoverable),
+                             .heartbeat_timeout = heartbeat,
+                             .register_timeout = absl::GetFlag(FLAGS_connect_timeout)},
+                            [&failed](const absl::Status& error) {
+                              // Runs on the agent's thread: record and return, never block
+                              // here.
+                              Say(absl::StrCat("error callback: ", muster::StatusText(error)));
+                              if (!failed.HasBeenNotified()) failed.Notify();
+                            });
   if (!agent.ok()) return Fail("create agent", agent.status());
 
   if (int code = RunJob(**agent, task); code != 0) return code;
@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     absl::Status shutdown = (*agent)->Shutdown();  // in ERROR: FailedPrecondition, as documented
-    Say(absl::StrCat("left the failed job: ", shutdown.ToString()));
+    Say(absl::StrCat("left the failed job: ", muster::StatusText(shutdown)));
     return 2;
   }
   absl::Status shutdown = (*agent)->Shutdown();

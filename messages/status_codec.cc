@@ -7,6 +7,8 @@
 #include <caf/message.hpp>
 #include <caf/sec.hpp>
 
+#include "muster/messages/task_name.h"
+
 namespace muster {
 namespace {
 
@@ -112,6 +114,16 @@ absl::Status MakeStatus(int code, absl::string_view message,
     status.SetPayload(kCoordinationErrorUrl, absl::Cord(payload->SerializeAsString()));
   }
   return status;
+}
+
+std::string StatusText(const absl::Status& status) {
+  if (status.ok()) return "OK";
+  std::string text = absl::StrCat(absl::StatusCodeToString(status.code()), ": ", status.message());
+  if (auto payload = GetCoordinationError(status); payload && payload->has_source_task()) {
+    absl::StrAppend(&text, " [source task ", TaskNameForMessage(payload->source_task()),
+                    payload->is_reported_error() ? ", reported by it" : "", "]");
+  }
+  return text;
 }
 
 std::optional<proto::CoordinationServiceError> GetCoordinationError(const absl::Status& status) {

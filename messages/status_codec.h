@@ -46,6 +46,11 @@ absl::Status MakeCoordinationError(absl::Status status);
 absl::Status MakeCoordinationError(absl::Status status, const proto::CoordinatedTask& source_task,
                                    bool is_reported_error = false);
 
+// "CODE: message" for logs and error texts, with the task a coordination payload names shown as
+// " [source task /job:worker/task:1]" instead of the payload's raw bytes that
+// absl::Status::ToString() appends. "OK" for OK.
+std::string StatusText(const absl::Status& status);
+
 // Returns the coordination payload of `status`, if it has one.
 std::optional<proto::CoordinationServiceError> GetCoordinationError(const absl::Status& status);
 

@@ -84,7 +84,7 @@ void RetryConnect(AgentPointer self, const absl::Status& status) {
     FinishConnect(self, Retryable(status) ? absl::DeadlineExceededError(absl::StrCat(
                                                 "Connect() of ", TaskName(st.config.task),
                                                 " to the leader at ", LeaderAddress(self),
-                                                " timed out; last error: ", status.ToString()))
+                                                " timed out; last error: ", StatusText(status)))
                                           : status);
     return;
   }
@@ -253,7 +253,7 @@ absl::Status WrongState(AgentPointer self, absl::string_view call) {
       call, " of ", TaskName(self->state.config.task),
       ": the agent must be RUNNING; it is currently ", AgentStateName(self->state.state),
       self->state.state == AgentState::kError
-          ? absl::StrCat(" (", self->state.error.ToString(), "); call Reset() first")
+          ? absl::StrCat(" (", StatusText(self->state.error), "); call Reset() first")
           : ""));
 }
 
@@ -326,7 +326,7 @@ absl::Status FinishShutdown(AgentPointer self, const absl::Status& rpc) {
     result = absl::FailedPreconditionError(absl::StrCat(
         "Shutdown() was called while the agent is in ERROR state, implying that distributed "
         "execution failed: ",
-        st.error.ToString()));
+        StatusText(st.error)));
   }
   st.state = AgentState::kDisconnected;
   st.registered = false;

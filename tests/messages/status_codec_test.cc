@@ -89,5 +89,15 @@ TEST(StatusCodecTest, OutOfRangeCode_BecomesUnknown) {
   EXPECT_THAT(ToStatus(error), StatusIs(absl::StatusCode::kUnknown));
 }
 
+TEST(StatusCodecTest, StatusText_NamesTheSourceTaskInsteadOfPayloadBytes) {
+  absl::Status status = MakeCoordinationError(absl::UnavailableError("heartbeat timeout"),
+                                              MakeTask("worker", 1), /*is_reported_error=*/true);
+  EXPECT_EQ(StatusText(status),
+            "UNAVAILABLE: heartbeat timeout [source task /job:worker/task:1, reported by it]");
+  EXPECT_THAT(status.ToString(), ::testing::HasSubstr("type.googleapis.com"));
+  EXPECT_EQ(StatusText(absl::NotFoundError("no key")), "NOT_FOUND: no key");
+  EXPECT_EQ(StatusText(absl::OkStatus()), "OK");
+}
+
 }  // namespace
 }  // namespace muster

@@ -8,6 +8,7 @@ namespace {
 // BASP operations (caf/io/basp/message_type.hpp).
 constexpr uint8_t kServerHandshake = 0x00;
 constexpr uint8_t kClientHandshake = 0x01;
+constexpr uint8_t kRoutedMessage = 0x03;
 constexpr uint8_t kLastOperation = 0x06;  // heartbeat
 
 uint32_t PayloadLength(absl::Span<const char> header) {
@@ -35,6 +36,15 @@ absl::Status FrameGuard::CheckHeader(absl::Span<const char> header) {
   if (operation > kLastOperation) {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown frame operation ", static_cast<int>(operation)));
+  }
+  // A routed message names its source node in its payload, and CAF takes that node at its word
+  // (a source on this node is looked up in the local registry): a peer could send as any actor.
+  // Muster's nodes talk to each other directly, so a peer that connected to us may only send
+  // as itself (direct messages, whose source node is the connection's).
+  if (inbound_ && operation == kRoutedMessage) {
+    return absl::PermissionDeniedError(
+        "a routed message (a sender on another node than the peer's): a peer may only send as "
+        "itself");
   }
   const bool handshake = operation == kServerHandshake || operation == kClientHandshake;
   if (handshake && length == 0) {

@@ -1,6 +1,7 @@
 // Checks the frames of CAF's network protocol (BASP) on a connection before CAF sees them: a
 // header that announces a payload over the limit, a connection whose first frame is not the
-// handshake, or a handshake without payload is refused before anything is allocated for it.
+// handshake, a handshake without payload, or (from a peer that connected to us) a routed message
+// that could claim any sender is refused before anything is allocated for it.
 // Pure logic; GuardedMultiplexer applies it to every connection.
 //
 // A BASP frame is a 32-byte header (operation at byte 0, payload length big-endian at bytes

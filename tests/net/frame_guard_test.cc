@@ -19,6 +19,7 @@ using Code = absl::StatusCode;
 constexpr uint8_t kServerHandshake = 0;
 constexpr uint8_t kClientHandshake = 1;
 constexpr uint8_t kDirectMessage = 2;
+constexpr uint8_t kRoutedMessage = 3;
 constexpr uint8_t kHeartbeat = 6;
 
 std::string Header(uint8_t operation, uint32_t length) {
@@ -44,6 +45,21 @@ TEST(FrameGuardTest, Inbound_HandshakeThenMessages_Pass) {
   EXPECT_THAT(guard.Check(Bytes(std::string(1000, 'y'))), IsOk());
   EXPECT_THAT(guard.Check(Bytes(Header(kHeartbeat, 0))), IsOk());
   EXPECT_THAT(guard.Check(Bytes(Header(kDirectMessage, 1))), IsOk());
+}
+
+TEST(FrameGuardTest, Inbound_RoutedMessage_PermissionDenied) {
+  FrameGuard guard(Limits(), /*inbound=*/true);
+  EXPECT_THAT(guard.Check(Bytes(Header(kClientHandshake, 50))), IsOk());
+  EXPECT_THAT(guard.Check(Bytes(std::string(50, 'x'))), IsOk());
+  EXPECT_THAT(guard.Check(Bytes(Header(kRoutedMessage, 100))),
+              StatusIs(Code::kPermissionDenied, HasSubstr("may only send as itself")));
+}
+
+TEST(FrameGuardTest, Outbound_RoutedMessageFromTheLeader_Passes) {
+  FrameGuard guard(Limits(), /*inbound=*/false);
+  EXPECT_THAT(guard.Check(Bytes(Header(kServerHandshake, 50))), IsOk());
+  EXPECT_THAT(guard.Check(Bytes(std::string(50, 'x'))), IsOk());
+  EXPECT_THAT(guard.Check(Bytes(Header(kRoutedMessage, 100))), IsOk());
 }
 
 TEST(FrameGuardTest, Inbound_HugeHandshake_ResourceExhaustedBeforePayload) {

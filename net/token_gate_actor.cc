@@ -22,7 +22,7 @@ struct GateState {
   std::string token;
   // Admitted nodes, and how many of their actors authenticated (each is monitored).
   absl::flat_hash_map<caf::node_id, int> admitted;
-  std::chrono::steady_clock::time_point last_log{};
+  caf::actor_clock::time_point last_log{};
 };
 
 using GatePointer = caf::stateful_actor<GateState>*;
@@ -35,7 +35,7 @@ absl::Status NotAdmitted(const caf::node_id& node) {
 }
 
 void LogRefusal(GatePointer self, const std::string& what) {
-  auto now = std::chrono::steady_clock::now();
+  auto now = self->clock().now();  // the actor clock: simulated in tests
   if (now - self->state.last_log < std::chrono::seconds(1)) return;
   self->state.last_log = now;
   std::fprintf(stderr, "muster: %s\n", what.c_str());

@@ -134,6 +134,33 @@ caf::result<Response> ToTask(CoordinatorPointer self, absl::string_view what,
   return promise;
 }
 
+// A registration may not take over a live task silently: its agent must be the sender's own
+// actor, and a task connected from one node cannot be registered with the same incarnation from
+// another (a restarted task brings a new incarnation, which the reference's rules handle).
+absl::Status MayTakeOver(CoordinatorPointer self, const proto::RegisterTaskRequest& request,
+                         const AgentActor& agent) {
+  const caf::strong_actor_ptr& sender = self->current_sender();
+  if (!sender || sender->node() == self->node()) return absl::OkStatus();  // in this process
+  const std::string name = TaskName(request.source_task());
+  if (agent && agent.node() != sender->node()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "RegisterTask of ", name, " names an agent on node ", caf::to_string(agent.node()),
+        " but came from node ", caf::to_string(sender->node()),
+        "; a node registers only its own agents"));
+  }
+  const TaskSlot& slot = self->state.tasks.at(name);
+  const auto* info = self->state.view.Find(request.source_task());
+  if (info->state() == proto::TASKSTATE_CONNECTED && slot.agent_node != sender->node() &&
+      info->incarnation() == request.incarnation()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "Task ", name, " is connected from node ", caf::to_string(slot.agent_node),
+        "; a registration from node ", caf::to_string(sender->node()),
+        " with its incarnation cannot take it over. A restarted task registers with a new "
+        "incarnation."));
+  }
+  return absl::OkStatus();
+}
+
 caf::result<proto::RegisterTaskResponse> RegisterTask(CoordinatorPointer self,
                                                       const proto::RegisterTaskRequest& request,
                                                       const AgentActor& agent) {
@@ -141,6 +168,7 @@ caf::result<proto::RegisterTaskResponse> RegisterTask(CoordinatorPointer self,
   if (request.source_task().recoverable()) st.view.SetRecoverable(request.source_task(), true);
   auto actor = Route(self, "Unexpected task registered with task=", request.source_task());
   if (!actor.ok()) return ToError(actor.status());
+  if (absl::Status own = MayTakeOver(self, request, agent); !own.ok()) return ToError(own);
   if (st.register_barrier_id.empty()) return self->delegate(*actor, request, agent);
   return RegisterThroughBarrier(self, *actor, request, agent);
 }

@@ -1,6 +1,7 @@
 // A task acts only as itself, over real TCP: requests naming a task connected from another node
 // (heartbeat, report error, shutdown, reset, barrier, WaitForAllTasks, GetAliveTasks) are
-// PermissionDenied and change nothing; the task's own node is served.
+// PermissionDenied and change nothing; the task's own node is served. Registering a connected
+// task with its own incarnation from another node cannot take it over.
 #include <chrono>
 #include <memory>
 #include <string>
@@ -104,6 +105,27 @@ TEST_F(ActsAsItselfTest, RequestsNamingAnotherNodesTask_PermissionDeniedNothingC
   ASSERT_THAT(states.status(), IsOk());
   EXPECT_EQ((*states)[0].state(), proto::TASKSTATE_CONNECTED);
   EXPECT_THAT(victim_->WaitAtBarrier("own", absl::Seconds(5), {Victim()}), IsOk());
+}
+
+TEST_F(ActsAsItselfTest, RegisteringAConnectedTaskWithItsIncarnationFromAnotherNode_Denied) {
+  AgentActor impostor = intruder_system_.spawn([]() -> AgentActor::behavior_type {
+    return {[](const proto::ReportErrorToTaskRequest&) {}};
+  });
+  proto::RegisterTaskRequest request;
+  *request.mutable_source_task() = Victim();
+  request.set_incarnation(victim_->incarnation());
+  absl::Status status = absl::InternalError("no reply");
+  {
+    caf::scoped_actor self{intruder_system_};
+    self->request(intruder_leader_, std::chrono::seconds(5), request, impostor)
+        .receive([&](proto::RegisterTaskResponse&) { status = absl::OkStatus(); },
+                 [&](caf::error& e) { status = ToStatus(e); });
+  }
+  EXPECT_THAT(status, StatusIs(Code::kPermissionDenied, HasSubstr("cannot take it over")));
+  caf::anon_send_exit(impostor, caf::exit_reason::user_shutdown);
+  // Task 0 still belongs to its own node: its calls work and nobody was told of a failure.
+  EXPECT_THAT(victim_->WaitAtBarrier("still-mine", absl::Seconds(5), {Victim()}), IsOk());
+  EXPECT_TRUE(errors_.empty());
 }
 
 TEST_F(ActsAsItselfTest, TaskThatNeverConnected_MayBeRegisteredFromAnyNode) {

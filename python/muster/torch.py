@@ -23,6 +23,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import _thread
 from concurrent.futures import wait as _wait_futures
 from typing import Callable, List, Optional, Sequence, Union
@@ -262,6 +263,7 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
                   register_timeout=timeout, shutdown_barrier_timeout=timeout, on_error=on_error,
                   _exit_code_on_error=exit_code, _exit_prefix=f"muster.torch: rank {rank}")
     made["agent"] = agent
+    made["exit_on_peer_failure"] = policy == "exit"
     agent.connect()
     # Kept here: c10d holds the store from C++ only, and a Python store whose Python object is
     # gone cannot be called any more.
@@ -272,10 +274,30 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
     raise RuntimeError("muster:// cannot rendezvous again in the same process")
 
 
+# How long an unhandled exception waits for news of a failed peer before this rank reports
+# itself as the cause (Muster learns of a killed rank within milliseconds).
+_PEER_FAILURE_GRACE = 0.5
+
+
 def _excepthook(kind, value, traceback):
     global _crashed
     _crashed = True
     _previous_excepthook(kind, value, traceback)
+    _await_peer_failure()
+
+
+def _await_peer_failure() -> None:
+    """A collective that fails because a peer died (gloo's "Connection closed by peer") raises
+    here a moment before Muster's notice of that peer's failure may arrive. The notice is given
+    _PEER_FAILURE_GRACE to come: with on_peer_failure="exit" it then ends this process naming
+    the rank that failed, instead of this rank reporting itself as the cause of the job's end."""
+    with _lock:
+        agents = [made["agent"] for made in _jobs if made.get("exit_on_peer_failure")]
+    deadline = time.monotonic() + _PEER_FAILURE_GRACE
+    while agents and time.monotonic() < deadline:
+        if any(agent.state != "RUNNING" for agent in agents):
+            return
+        time.sleep(0.01)
 
 
 def _leave() -> None:

@@ -225,6 +225,11 @@ BarrierActor BarrierRegistry::Finish(const std::string& id, int64_t counter, abs
   return actor;
 }
 
+bool BarrierRegistry::IsLive(const std::string& id, int64_t counter) const {
+  auto it = entries_.find(id);
+  return it != entries_.end() && it->second.live && it->second.counter == counter;
+}
+
 std::vector<BarrierActor> BarrierRegistry::LiveActors() const {
   std::vector<BarrierActor> actors;
   for (const std::string& id : live_ids_) {

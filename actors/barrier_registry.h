@@ -72,6 +72,9 @@ class BarrierRegistry {
   // handle when the instance is not live.
   BarrierActor Finish(const std::string& id, int64_t counter, absl::Status result);
 
+  // True while instance `counter` of `id` is live (a done message of an instance that is not is
+  // stale: it belongs to a registry that was replaced).
+  bool IsLive(const std::string& id, int64_t counter) const;
   // The actors of every live instance (for shutdown and inspection).
   std::vector<BarrierActor> LiveActors() const;
   // The actors of the live instances that `task` participates in (for task state pushes).

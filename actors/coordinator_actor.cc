@@ -143,10 +143,10 @@ absl::Status MayTakeOver(CoordinatorPointer self, const proto::RegisterTaskReque
   if (!sender || sender->node() == self->node()) return absl::OkStatus();  // in this process
   const std::string name = TaskName(request.source_task());
   if (agent && agent.node() != sender->node()) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "RegisterTask of ", name, " names an agent on node ", caf::to_string(agent.node()),
-        " but came from node ", caf::to_string(sender->node()),
-        "; a node registers only its own agents"));
+    return absl::PermissionDeniedError(
+        absl::StrCat("RegisterTask of ", name, " names an agent on node ",
+                     caf::to_string(agent.node()), " but came from node ",
+                     caf::to_string(sender->node()), "; a node registers only its own agents"));
   }
   const TaskSlot& slot = self->state.tasks.at(name);
   const auto* info = self->state.view.Find(request.source_task());
@@ -254,11 +254,7 @@ void Init(CoordinatorPointer self, CoordinatorOptions options) {
     st.shutdown_barrier_timeout =
         std::chrono::milliseconds(config.shutdown_barrier_timeout_in_ms());
   }
-  absl::flat_hash_set<std::string> one_time;
-  for (const auto& id : {st.register_barrier_id, st.shutdown_barrier_id}) {
-    if (!id.empty()) one_time.insert(id);
-  }
-  st.barriers = BarrierRegistry(std::move(one_time));
+  st.barriers = NewBarrierRegistry(st);
   st.devices.emplace(options.device_aggregator, options.incarnation);
   st.options = std::move(options);
   st.heartbeats = SpawnHeartbeatMonitor(self, st.options.incarnation, st.heartbeat_timeout);
@@ -277,7 +273,9 @@ void Init(CoordinatorPointer self, CoordinatorOptions options) {
   self->set_down_handler([=](caf::down_msg& down) {
     auto& children = *self->state.children;  // a dead child needs no stopping at shutdown
     children.erase(std::remove(children.begin(), children.end(), down.source), children.end());
-    if (!self->state.kv.Forget(down.source)) OnChildDown(self, down);
+    if (!self->state.kv.Forget(down.source) && !ForgetLauncher(self, down.source)) {
+      OnChildDown(self, down);
+    }
   });
   self->attach_functor([children = st.children](const caf::error&) {
     for (auto& child : *children) caf::anon_send_exit(child, caf::exit_reason::user_shutdown);
@@ -344,6 +342,11 @@ CoordinatorActor::behavior_type CoordinatorBehavior(CoordinatorPointer self,
       [=](const proto::GetBarriersRequest&) {
         return CollectBarriers(self, self->state.barriers.LiveActors());
       },
+      [=](const proto::RegisterLauncherRequest& request, const LauncherActor& launcher) {
+        return RegisterLauncher(self, request, launcher);
+      },
+      [=](const proto::TaskExitedRequest& request) { return TaskExited(self, request); },
+      [=](const proto::LauncherStatusRequest&) { return LauncherStatus(self); },
       [=](barrier_done_atom, const std::string& id, int64_t counter, const caf::error& result) {
         OnBarrierDone(self, id, counter, result);
       },

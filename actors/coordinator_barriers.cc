@@ -160,6 +160,8 @@ caf::result<proto::CancelBarrierResponse> RouteCancelBarrier(
 void OnBarrierDone(CoordinatorPointer self, const std::string& id, int64_t counter,
                    const caf::error& result) {
   auto& st = self->state;
+  // An instance of an earlier round (its registry was replaced when every task restarted).
+  if (!st.barriers.IsLive(id, counter)) return;
   absl::Status status = ToStatus(result);
   BarrierActor actor = st.barriers.Finish(id, counter, status);
   if (actor) self->send_exit(actor, caf::exit_reason::user_shutdown);

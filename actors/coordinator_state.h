@@ -38,6 +38,10 @@ struct TaskSlot {
   // The node of the agent that last connected the task (kept after it disconnects): requests
   // that act as this task must come from there.
   caf::node_id agent_node;
+  // The launcher that runs the task's process, if any, and the generation of that process:
+  // every restart of the task starts a new generation.
+  LauncherActor launcher;
+  int64_t generation = 0;
 };
 
 struct CoordinatorState {
@@ -64,6 +68,9 @@ struct CoordinatorState {
   std::shared_ptr<std::vector<caf::actor>> children = std::make_shared<std::vector<caf::actor>>();
   // The last error propagated to the whole cluster: agents that connect later learn it too.
   std::optional<absl::Status> cluster_error;
+  // Every registered launcher (monitored), and how often every task was restarted together.
+  std::vector<LauncherActor> launchers;
+  int64_t round = 0;
 };
 
 using CoordinatorPointer = CoordinatorActor::stateful_pointer<CoordinatorState>;
@@ -102,6 +109,23 @@ caf::result<proto::RegisterTaskResponse> RegisterThroughBarrier(
 // ShutdownTask through the shutdown barrier (shutdown_barrier_timeout > 0).
 caf::result<proto::ShutdownTaskResponse> ShutdownThroughBarrier(
     CoordinatorPointer self, const proto::ShutdownTaskRequest& request);
+
+// Launchers (coordinator_launchers.cc).
+caf::result<proto::RegisterLauncherResponse> RegisterLauncher(
+    CoordinatorPointer self, const proto::RegisterLauncherRequest& request,
+    const LauncherActor& launcher);
+caf::result<proto::TaskExitedResponse> TaskExited(CoordinatorPointer self,
+                                                  const proto::TaskExitedRequest& request);
+proto::LauncherStatusResponse LauncherStatus(CoordinatorPointer self);
+// Carries out the restart a supervision decision asks for and tells every launcher what was
+// decided about the failure of `failed`.
+void RestartAndNotify(CoordinatorPointer self, const proto::CoordinatedTask& failed,
+                      const FailureDecision& decision);
+// Forgets a launcher that went away (its tasks have none now); false for other actors.
+bool ForgetLauncher(CoordinatorPointer self, const caf::actor_addr& actor);
+// The barrier registry of a new coordinator or round: the register and shutdown barriers are
+// one-time barriers.
+BarrierRegistry NewBarrierRegistry(const CoordinatorState& state);
 
 // Answers a job-state watch with the current states of its job.
 proto::WatchJobStateResponse JobState(CoordinatorPointer self, const std::string& job);

@@ -51,16 +51,19 @@ void ApplyPolicy(CoordinatorPointer self, const proto::CoordinatedTask& task,
   FailureDecision decision = st.options.policy->OnTaskFailure(task, error, Now(self));
   switch (decision.action) {
     case FailureAction::kTolerate:
-      return;
+      break;
     case FailureAction::kPropagateToJob:
-      return Propagate(self, decision.status, task, task.job_name());
+      Propagate(self, decision.status, task, task.job_name());
+      break;
     case FailureAction::kFailJob:
       FailJob(self, decision.status, task);
       [[fallthrough]];
     case FailureAction::kPropagateToCluster:
       st.cluster_error = decision.status;
-      return Propagate(self, decision.status, task, "");
+      Propagate(self, decision.status, task, "");
+      break;
   }
+  RestartAndNotify(self, task, decision);
 }
 
 absl::Status FailureStatus(const caf::down_msg& down, const proto::CoordinatedTask& task) {

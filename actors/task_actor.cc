@@ -354,6 +354,13 @@ TaskActor::behavior_type TaskBehavior(TaskPointer self, TaskSpec spec) {
         return DisconnectRequest<proto::ResetTaskResponse>(self);
       },
       [=](const proto::ReportErrorToServiceRequest& request) { return ReportError(self, request); },
+      [=](exited_atom, const caf::error& error) -> caf::result<bool> {
+        if (self->state.info.state() == proto::TASKSTATE_ERROR) return false;
+        auto promise = self->make_response_promise<bool>();
+        promise.deliver(true);
+        self->quit(error);
+        return promise;
+      },
       [=](set_error_atom, const caf::error& error) { SetError(self, error); },
       [=](disconnect_atom) {
         if (self->state.info.state() != proto::TASKSTATE_DISCONNECTED) Disconnect(self);

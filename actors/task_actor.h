@@ -17,6 +17,8 @@
 //                        (pending incarnation;          |  new incarnation | ReportError
 //                         a newer join replaces it)     v  --> dies; restarted in ERROR
 //   DISCONNECTED <--Reset/Shutdown-- ERROR <--set_error (imposed by the coordinator)
+//   DISCONNECTED | CONNECTED --exited (its launcher saw the process exit)--> dies
+//   any --disconnect (shutdown barrier passed; a restart ordered by the policy)--> DISCONNECTED
 #pragma once
 
 #include <cstdint>
@@ -52,6 +54,9 @@ using TaskActor = caf::typed_actor<
     caf::replies_to<proto::ResetTaskRequest>::with<proto::ResetTaskResponse>,
     // Possible errors: FailedPrecondition (not connected, or already in ERROR).
     caf::replies_to<proto::ReportErrorToServiceRequest>::with<proto::ReportErrorToServiceResponse>,
+    // The task's process exited on its own: the task fails with `error` (true), unless it is
+    // in ERROR already (false).
+    caf::replies_to<exited_atom, caf::error>::with<bool>,
     caf::reacts_to<set_error_atom, caf::error>, caf::reacts_to<disconnect_atom>,
     caf::reacts_to<agent_lost_atom, caf::actor_addr>,
     // The heartbeat monitor saw this incarnation's deadline pass: the task fails (Unavailable).

@@ -16,6 +16,10 @@ namespace muster {
 // The agent side of a task, as the leader sees it: the leader pushes errors to it.
 using AgentActor = caf::typed_actor<caf::reacts_to<proto::ReportErrorToTaskRequest>>;
 
+// A launcher (`muster run`), as the leader sees it: the coordinator tells it what the supervision
+// policy decided after each task failure (restart some of its tasks, or stop: the job failed).
+using LauncherActor = caf::typed_actor<caf::reacts_to<proto::SupervisionEvent>>;
+
 // A key-value watcher: receives the changes of the keys it watches, in the order they happened.
 using KvWatcherActor = caf::typed_actor<caf::reacts_to<proto::KeyValueChangeEvent>>;
 
@@ -83,6 +87,17 @@ using CoordinatorActor = caf::typed_actor<
     caf::replies_to<proto::CancelBarrierRequest>::with<proto::CancelBarrierResponse>,
     // Every open barrier with the tasks it still waits for.
     caf::replies_to<proto::GetBarriersRequest>::with<proto::GetBarriersResponse>,
+    // Registers the launcher that runs the processes of some tasks; it receives a
+    // SupervisionEvent after every task failure. Possible errors: InvalidArgument (unknown
+    // task, no tasks, duplicates), AlreadyExists (a task has a live launcher already),
+    // PermissionDenied (the launcher actor is not the sender's own).
+    caf::replies_to<proto::RegisterLauncherRequest,
+                    LauncherActor>::with<proto::RegisterLauncherResponse>,
+    // A launcher's process of a task exited on its own. Possible errors: InvalidArgument
+    // (unknown task), PermissionDenied (the sender is not the task's launcher).
+    caf::replies_to<proto::TaskExitedRequest>::with<proto::TaskExitedResponse>,
+    // How many launchers are registered and tasks connected (a hosting launcher's last wait).
+    caf::replies_to<proto::LauncherStatusRequest>::with<proto::LauncherStatusResponse>,
     // Internal: a barrier instance finished.
     caf::reacts_to<barrier_done_atom, std::string, int64_t, caf::error>,
     // Internal: a task actor reports its new state.

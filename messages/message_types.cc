@@ -47,11 +47,16 @@ void AddMessageTypes(caf::actor_system_config& cfg) {
       proto::BarrierGroupResponse, proto::BarrierGroupFailure, proto::CancelBarrierRequest,
       proto::CancelBarrierResponse, proto::GetBarriersRequest, proto::GetBarriersResponse,
       proto::BarrierInfo,
+      // Launchers.
+      proto::RegisterLauncherRequest, proto::RegisterLauncherResponse, proto::TaskExitedRequest,
+      proto::TaskExitedResponse, proto::TaskRestart, proto::SupervisionEvent,
+      proto::LauncherStatusRequest, proto::LauncherStatusResponse,
       // Task states pushed by the coordinator to the barriers that wait for them.
       proto::CoordinatedTaskStateInfo>(cfg);
   cfg.add_message_type<AgentActor>("muster::AgentActor");
   cfg.add_message_type<CoordinatorActor>("muster::CoordinatorActor");
   cfg.add_message_type<KvWatcherActor>("muster::KvWatcherActor");
+  cfg.add_message_type<LauncherActor>("muster::LauncherActor");
   cfg.add_error_category(kStatusCategory, RenderStatusError);
 }
 

@@ -1,6 +1,7 @@
 #include "muster/actors/supervision/supervision_policy.h"
 
 #include <algorithm>
+#include <map>
 
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_join.h>
@@ -41,20 +42,29 @@ RestartIntensity::RestartIntensity(std::unique_ptr<SupervisionPolicy> inner, int
 
 FailureDecision RestartIntensity::OnTaskFailure(const proto::CoordinatedTask& task,
                                                 const absl::Status& error, absl::Time now) {
-  std::vector<absl::Time>& times = failures_[task.job_name()];
-  times.erase(
-      std::remove_if(times.begin(), times.end(), [&](absl::Time t) { return now - t >= period_; }),
-      times.end());
-  times.push_back(now);
-  if (static_cast<int>(times.size()) <= max_failures_) {
+  std::vector<Failure>& failures = failures_[task.job_name()];
+  failures.erase(std::remove_if(failures.begin(), failures.end(),
+                                [&](const Failure& f) { return now - f.time >= period_; }),
+                 failures.end());
+  failures.push_back({now, task.task_id()});
+  if (static_cast<int>(failures.size()) <= max_failures_) {
     return inner_->OnTaskFailure(task, error, now);
   }
-  return {FailureAction::kFailJob,
-          absl::Status(error.code(),
-                       absl::StrCat("job ", task.job_name(), " failed: ", times.size(),
-                                    " task failures within ", absl::FormatDuration(period_),
-                                    " exceed the restart intensity of ", max_failures_,
-                                    "; last failure: ", error.message()))};
+  // Which tasks failed how often, by task id.
+  std::map<int32_t, int> counts;
+  for (const Failure& f : failures) ++counts[f.task_id];
+  std::vector<std::string> parts;
+  for (const auto& [id, count] : counts) {
+    parts.push_back(absl::StrCat("/job:", task.job_name(), "/task:", id, " ", count,
+                                 count == 1 ? " time" : " times"));
+  }
+  return {
+      FailureAction::kFailJob,
+      absl::Status(error.code(),
+                   absl::StrCat("job ", task.job_name(), " failed: ", failures.size(),
+                                " task failures within ", absl::FormatDuration(period_),
+                                " exceed the restart intensity of ", max_failures_, " (",
+                                absl::StrJoin(parts, ", "), "); last failure: ", error.message()))};
 }
 
 bool RestartIntensity::IsRecoverable(const proto::CoordinatedTask& task) const {
@@ -64,6 +74,16 @@ bool RestartIntensity::IsRecoverable(const proto::CoordinatedTask& task) const {
 std::string RestartIntensity::Describe() const {
   return absl::StrCat(inner_->Describe(), ", at most ", max_failures_, " failures per job in ",
                       absl::FormatDuration(period_));
+}
+
+FailureDecision OneForOne::OnTaskFailure(const proto::CoordinatedTask&, const absl::Status& error,
+                                         absl::Time) {
+  return {FailureAction::kTolerate, error, RestartScope::kTask};
+}
+
+FailureDecision OneForAll::OnTaskFailure(const proto::CoordinatedTask&, const absl::Status& error,
+                                         absl::Time) {
+  return {FailureAction::kPropagateToCluster, error, RestartScope::kAll};
 }
 
 std::unique_ptr<SupervisionPolicy> DefaultPolicy(const std::vector<std::string>& recoverable_jobs) {

@@ -8,6 +8,12 @@
 //                        and register again; other failures share fate
 //   RestartIntensity     wraps a policy: more than N failures of one job within T fail that job
 //                        as a whole (OTP's restart intensity)
+//   OneForOne            restarts the failed task alone (its launcher starts it again); the
+//                        other tasks are not told
+//   OneForAll            tells every task, then restarts them all as a new round
+//
+// Restarts reach the tasks whose processes a launcher (`muster run`) runs: the coordinator sends
+// each launcher the decision, and the launcher stops and starts the processes.
 #pragma once
 
 #include <memory>
@@ -30,10 +36,18 @@ enum class FailureAction {
   kFailJob,             // set every task of the job to ERROR and tell the whole cluster
 };
 
+// Which tasks are started again after a failure, by the launchers that run them.
+enum class RestartScope {
+  kNone,  // nothing is restarted
+  kTask,  // the failed task: a new process, registering as a new incarnation
+  kAll,   // every task: a new round, with an empty key-value store and no barriers
+};
+
 struct FailureDecision {
   FailureAction action = FailureAction::kPropagateToCluster;
   // The status that is propagated (and, for kFailJob, set on every task of the job).
   absl::Status status;
+  RestartScope restart = RestartScope::kNone;
 };
 
 class SupervisionPolicy {
@@ -87,10 +101,31 @@ class RestartIntensity : public SupervisionPolicy {
   std::string Describe() const override;
 
  private:
+  struct Failure {
+    absl::Time time;
+    int32_t task_id;
+  };
   std::unique_ptr<SupervisionPolicy> inner_;
   int max_failures_;
   absl::Duration period_;
-  absl::flat_hash_map<std::string, std::vector<absl::Time>> failures_;  // by job
+  absl::flat_hash_map<std::string, std::vector<Failure>> failures_;  // by job
+};
+
+class OneForOne : public SupervisionPolicy {
+ public:
+  FailureDecision OnTaskFailure(const proto::CoordinatedTask& task, const absl::Status& error,
+                                absl::Time now) override;
+  // Every task: a restarted one rejoins while the others go on (barriers wait for it).
+  bool IsRecoverable(const proto::CoordinatedTask&) const override { return true; }
+  std::string Describe() const override { return "one-for-one restarts"; }
+};
+
+class OneForAll : public SupervisionPolicy {
+ public:
+  FailureDecision OnTaskFailure(const proto::CoordinatedTask& task, const absl::Status& error,
+                                absl::Time now) override;
+  bool IsRecoverable(const proto::CoordinatedTask&) const override { return false; }
+  std::string Describe() const override { return "one-for-all restarts"; }
 };
 
 // The default policy for a configuration: RecoverableJobs when it names recoverable jobs,

@@ -63,6 +63,40 @@ TEST(SupervisionPolicyTest, RestartIntensity_OldFailuresLeaveTheWindow) {
             FailureAction::kFailJob);
 }
 
+TEST(SupervisionPolicyTest, RestartIntensity_NamesWhichTasksFailedHowOften) {
+  RestartIntensity policy(std::make_unique<OneForOne>(), 2, absl::Seconds(60));
+  EXPECT_EQ(policy.OnTaskFailure(MakeTask("worker", 1), kLost, kT0).restart, RestartScope::kTask);
+  EXPECT_EQ(policy.OnTaskFailure(MakeTask("worker", 3), kLost, kT0).restart, RestartScope::kTask);
+  auto third = policy.OnTaskFailure(MakeTask("worker", 1), kLost, kT0 + absl::Seconds(1));
+  EXPECT_EQ(third.action, FailureAction::kFailJob);
+  EXPECT_EQ(third.restart, RestartScope::kNone);
+  EXPECT_THAT(std::string(third.status.message()),
+              HasSubstr("(/job:worker/task:1 2 times, /job:worker/task:3 1 time)"));
+}
+
+TEST(SupervisionPolicyTest, OneForOne_RestartsTheTaskAloneAndTellsNobody) {
+  OneForOne policy;
+  auto decision = policy.OnTaskFailure(MakeTask("worker", 2), kLost, kT0);
+  EXPECT_EQ(decision.action, FailureAction::kTolerate);
+  EXPECT_EQ(decision.restart, RestartScope::kTask);
+  EXPECT_TRUE(policy.IsRecoverable(MakeTask("worker", 0)));
+}
+
+TEST(SupervisionPolicyTest, OneForAll_TellsEveryTaskAndRestartsThemAll) {
+  OneForAll policy;
+  auto decision = policy.OnTaskFailure(MakeTask("worker", 2), kLost, kT0);
+  EXPECT_EQ(decision.action, FailureAction::kPropagateToCluster);
+  EXPECT_EQ(decision.restart, RestartScope::kAll);
+  EXPECT_EQ(decision.status, kLost);
+  EXPECT_FALSE(policy.IsRecoverable(MakeTask("worker", 0)));
+}
+
+TEST(SupervisionPolicyTest, BuiltInPolicies_RestartNothing) {
+  EXPECT_EQ(FateSharing().OnTaskFailure(MakeTask("w", 0), kLost, kT0).restart, RestartScope::kNone);
+  EXPECT_EQ(RecoverableJobs({"w"}).OnTaskFailure(MakeTask("w", 0), kLost, kT0).restart,
+            RestartScope::kNone);
+}
+
 TEST(SupervisionPolicyTest, DefaultPolicy_FollowsRecoverableJobs) {
   EXPECT_EQ(DefaultPolicy({})->Describe(), "fate-sharing");
   EXPECT_EQ(DefaultPolicy({"ps", "a"})->Describe(), "recoverable jobs: a,ps");

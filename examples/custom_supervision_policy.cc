@@ -1,8 +1,11 @@
-// A user-defined supervision policy: tolerate up to two failed workers, then fail the job.
+// A user-defined supervision policy that decides restarts: a failed worker is restarted alone
+// (the others are not told) twice; the third failure restarts every task as a new round; after
+// that the job fails. Failures of other jobs are propagated to everyone and restart nothing.
 //
 // Run:   ./build/examples/custom_supervision_policy --jobs=worker=4 --port=7400
-// Then start workers (./build/examples/worker ...) and kill some: the first two failures are
-// tolerated; the third fails every worker and is reported to the whole cluster.
+// Then:  ./build/tools/muster run --leader 127.0.0.1:7400 --tasks 0-3 -- ./build/examples/worker
+// --hold and kill workers (the launcher prints each pid): the launcher restarts what the policy
+// says.
 #include <cstdio>
 #include <string>
 
@@ -22,36 +25,42 @@
 
 ABSL_FLAG(std::string, jobs, "worker=4", "Jobs as name=tasks, comma separated");
 ABSL_FLAG(int, port, 7400, "TCP port (0: any free port)");
-ABSL_FLAG(int, tolerated, 2, "Failed workers tolerated before the job fails");
+ABSL_FLAG(int, alone, 2, "Worker failures restarted alone before every task is restarted");
 
-// Tolerates `tolerated` failed tasks of the "worker" job; the next failure fails the job.
-class TolerateSomeWorkers : public muster::SupervisionPolicy {
+// Restarts a failed worker alone `alone` times, then every task once, then fails the job.
+class RestartWorkers : public muster::SupervisionPolicy {
  public:
-  explicit TolerateSomeWorkers(int tolerated) : tolerated_(tolerated) {}
+  explicit RestartWorkers(int alone) : alone_(alone) {}
 
   muster::FailureDecision OnTaskFailure(const muster::proto::CoordinatedTask& task,
                                         const absl::Status& error, absl::Time) override {
     if (task.job_name() != "worker") {
       return {muster::FailureAction::kPropagateToCluster, error};
     }
-    if (++failed_ <= tolerated_) {
-      std::printf("tolerating failure %d/%d of %s\n", failed_, tolerated_,
-                  muster::TaskName(task).c_str());
-      return {muster::FailureAction::kTolerate, error};
+    ++failed_;
+    std::printf("failure %d of %s: %s\n", failed_, muster::TaskName(task).c_str(),
+                std::string(error.message()).c_str());
+    std::fflush(stdout);
+    if (failed_ <= alone_) {  // tell nobody; its launcher starts it again
+      return {muster::FailureAction::kTolerate, error, muster::RestartScope::kTask};
+    }
+    if (failed_ == alone_ + 1) {  // tell everyone; every task starts again, as a new round
+      return {muster::FailureAction::kPropagateToCluster, error, muster::RestartScope::kAll};
     }
     return {muster::FailureAction::kFailJob,
-            absl::Status(error.code(), absl::StrCat("more than ", tolerated_,
-                                                    " workers failed; last: ", error.message()))};
+            absl::Status(error.code(),
+                         absl::StrCat(failed_, " worker failures; last: ", error.message()))};
   }
+  // While failures are restarted alone, barriers wait for the restarted worker.
   bool IsRecoverable(const muster::proto::CoordinatedTask& task) const override {
-    return task.job_name() == "worker" && failed_ < tolerated_;
+    return task.job_name() == "worker";
   }
   std::string Describe() const override {
-    return absl::StrCat("tolerate ", tolerated_, " failed workers");
+    return absl::StrCat("restart a worker alone ", alone_, " times, then every task once");
   }
 
  private:
-  int tolerated_;
+  int alone_;
   int failed_ = 0;
 };
 
@@ -63,7 +72,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--jobs: %s\n", std::string(jobs.message()).c_str());
     return 2;
   }
-  options.policy = std::make_shared<TolerateSomeWorkers>(absl::GetFlag(FLAGS_tolerated));
+  options.policy = std::make_shared<RestartWorkers>(absl::GetFlag(FLAGS_alone));
 
   muster::BlockShutdownSignals();
   muster::NodeConfig cfg;

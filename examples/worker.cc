@@ -6,6 +6,10 @@
 // Run:   ./build/tools/muster serve --job worker=2 --port 7400      (or ./build/examples/leader)
 // Then:  ./build/examples/worker --leader=127.0.0.1:7400 --task=0
 //        ./build/examples/worker --leader=127.0.0.1:7400 --task=1
+// Or all of it, restarting what fails:
+//        ./build/tools/muster run --job worker=4 --restart one-for-all -- ./build/examples/worker
+// (flags that are not given come from the launcher's environment: MUSTER_LEADER, MUSTER_JOB,
+// MUSTER_TASK)
 //
 // --hold=true keeps a worker waiting after the barrier until an error arrives (used by the demo
 // to show failure detection).
@@ -27,10 +31,13 @@
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent.h"
+#include "muster/net/launch_environment.h"
 
-ABSL_FLAG(std::string, leader, "127.0.0.1:7400", "Leader address HOST:PORT");
-ABSL_FLAG(std::string, job, "worker", "Job name of this task");
-ABSL_FLAG(int, task, 0, "Task id of this task");
+ABSL_FLAG(std::string, leader, "",
+          "Leader address HOST:PORT (default: $MUSTER_LEADER under muster run, else "
+          "127.0.0.1:7400)");
+ABSL_FLAG(std::string, job, "", "Job name of this task (default: $MUSTER_JOB, else worker)");
+ABSL_FLAG(int, task, -1, "Task id of this task (default: $MUSTER_TASK, else 0)");
 ABSL_FLAG(int, devices, 2, "Local devices this task reports");
 ABSL_FLAG(absl::Duration, heartbeat_timeout, absl::Seconds(10), "The leader's heartbeat timeout");
 ABSL_FLAG(absl::Duration, connect_timeout, absl::Seconds(30), "Give up connecting after this");
@@ -97,12 +104,29 @@ int RunJob(muster::Agent& agent, int task) {
   return 0;
 }
 
+// --leader, --job and --task; what is not given comes from a launcher's environment, if any.
+absl::StatusOr<muster::LaunchIdentity> Identity() {
+  auto launched = muster::LaunchIdentityFromEnvironment();
+  if (!launched.ok()) return launched.status();
+  muster::LaunchIdentity identity = launched->value_or(
+      muster::LaunchIdentity{.leader = "127.0.0.1:7400", .job = "worker", .task_id = 0});
+  if (!absl::GetFlag(FLAGS_leader).empty()) identity.leader = absl::GetFlag(FLAGS_leader);
+  if (!absl::GetFlag(FLAGS_job).empty()) identity.job = absl::GetFlag(FLAGS_job);
+  if (absl::GetFlag(FLAGS_task) >= 0) identity.task_id = absl::GetFlag(FLAGS_task);
+  return identity;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  const int task = absl::GetFlag(FLAGS_task);
-  self_name = muster::TaskName(muster::MakeTask(absl::GetFlag(FLAGS_job), task));
+  auto identity = Identity();
+  if (!identity.ok()) {
+    std::fprintf(stderr, "worker: %s\n", std::string(identity.status().message()).c_str());
+    return 1;
+  }
+  const int task = identity->task_id;
+  self_name = muster::TaskName(muster::MakeTask(identity->job, task));
   const absl::Duration heartbeat = absl::GetFlag(FLAGS_heartbeat_timeout);
   muster::NodeConfig cfg(muster::WorkerNodeOptions(heartbeat));
   caf::actor_system system{cfg};
@@ -110,8 +134,8 @@ int main(int argc, char** argv) {
   absl::Notification failed;
   auto agent =
       muster::Agent::Create(system,
-                            {.leader = absl::GetFlag(FLAGS_leader),
-                             .job_name = absl::GetFlag(FLAGS_job),
+                            {.leader = identity->leader,
+                             .job_name = identity->job,
                              .task_id = task,
                              .recoverable = absl::GetFlag(FLAGS_recoverable),
                              .heartbeat_timeout = heartbeat,

@@ -1,6 +1,7 @@
 // The muster command: runs a leader (serve) and inspects one (status, kv).
 //
 //   muster serve --job worker=4 [--job ps=2] [--port 7400]
+//   muster run --job worker=4 [--restart one-for-all] -- CMD ARGS...
 //   muster status --leader 127.0.0.1:7400 [--watch] [--json]
 //   muster kv get|put|ls|rm|watch --leader 127.0.0.1:7400 KEY [VALUE]
 //   muster tls init DIR [--names leader,worker]
@@ -12,6 +13,7 @@
 
 #include "muster/tools/command_line.h"
 #include "muster/tools/kv_command.h"
+#include "muster/tools/run_command.h"
 #include "muster/tools/serve_command.h"
 #include "muster/tools/status_command.h"
 #include "muster/tools/tls_init_command.h"
@@ -22,6 +24,7 @@ constexpr char kUsage[] =
     "usage: muster <command> [flags] [args]\n\n"
     "commands:\n"
     "  serve    run a leader: muster serve --job worker=4 [--job ps=2] [--port 7400]\n"
+    "  run      run a job's processes and restart what fails: muster run --job worker=4 -- CMD\n"
     "  status   show tasks, barriers and key-value directories of a running leader\n"
     "  kv       get|put|ls|rm|watch keys of a running leader\n"
     "  tls      init DIR: a CA and node certificates for mutual TLS\n\n"
@@ -39,6 +42,7 @@ int main(int argc, char** argv) {
   std::string command = args.front();
   args.erase(args.begin());
   if (command == "serve") return muster::cli::RunServe(args);
+  if (command == "run") return muster::cli::RunRun(args);
   if (command == "status") return muster::cli::RunStatus(args);
   if (command == "kv") return muster::cli::RunKv(args);
   if (command == "tls") return muster::cli::RunTls(args);

@@ -201,6 +201,28 @@ absl::StatusOr<CoordinatorOptions> ServeOptionsFromFlags() {
   return options;
 }
 
+absl::StatusOr<NodeOptions> NodeOptionsFromFlags() {
+  NodeOptions node;
+  int64_t frame = absl::GetFlag(FLAGS_max_frame_size);
+  if (frame < 0 || frame > int64_t{1} << 31) {
+    return absl::InvalidArgumentError("--max-frame-size must be from 0 (no limit) to 2 GiB");
+  }
+  if (frame != 0 && frame < 64 * 1024) {
+    return absl::InvalidArgumentError(
+        "--max-frame-size below 64 KiB would refuse ordinary requests; use at least 65536");
+  }
+  node.wire_limits.max_frame_bytes = static_cast<uint32_t>(frame);
+  absl::Duration handshake = absl::GetFlag(FLAGS_handshake_timeout);
+  if (handshake < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--handshake-timeout may not be negative");
+  }
+  node.wire_limits.handshake_timeout_ms = absl::ToInt64Milliseconds(handshake);
+  auto tls = TlsFromFlags();
+  if (!tls.ok()) return tls.status();
+  node.tls = *std::move(tls);
+  return node;
+}
+
 namespace {
 
 std::string Stamp() {
@@ -256,28 +278,6 @@ int LogTaskEvents(caf::scoped_actor& self, const CoordinatorActor& coordinator) 
       });
   caf::anon_send_exit(watch, caf::exit_reason::user_shutdown);
   return code;
-}
-
-absl::StatusOr<NodeOptions> NodeOptionsFromFlags() {
-  NodeOptions node;
-  int64_t frame = absl::GetFlag(FLAGS_max_frame_size);
-  if (frame < 0 || frame > int64_t{1} << 31) {
-    return absl::InvalidArgumentError("--max-frame-size must be from 0 (no limit) to 2 GiB");
-  }
-  if (frame != 0 && frame < 64 * 1024) {
-    return absl::InvalidArgumentError(
-        "--max-frame-size below 64 KiB would refuse ordinary requests; use at least 65536");
-  }
-  node.wire_limits.max_frame_bytes = static_cast<uint32_t>(frame);
-  absl::Duration handshake = absl::GetFlag(FLAGS_handshake_timeout);
-  if (handshake < absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("--handshake-timeout may not be negative");
-  }
-  node.wire_limits.handshake_timeout_ms = absl::ToInt64Milliseconds(handshake);
-  auto tls = TlsFromFlags();
-  if (!tls.ok()) return tls.status();
-  node.tls = *std::move(tls);
-  return node;
 }
 
 bool IsLoopback(const std::string& host) {

@@ -9,6 +9,7 @@
 #include <absl/status/statusor.h>
 
 #include "muster/actors/coordinator_actor.h"
+#include "muster/net/node_config.h"
 #include "muster/tools/command_line.h"
 
 namespace muster::cli {
@@ -20,6 +21,10 @@ const CommandSpec& ServeSpec();
 // Possible errors: InvalidArgument (bad or missing --job, unknown or conflicting --policy and
 // --recoverable-job, negative durations, --register-timeout without --register-with-barrier).
 absl::StatusOr<CoordinatorOptions> ServeOptionsFromFlags();
+
+// The node options the serve flags describe: frame limit, handshake deadline, TLS files.
+// Possible errors: InvalidArgument (out of range), NotFound (a TLS file).
+absl::StatusOr<NodeOptions> NodeOptionsFromFlags();
 
 // Runs `muster serve` with the arguments that follow "serve"; returns the exit code.
 int RunServe(const std::vector<std::string>& argv);

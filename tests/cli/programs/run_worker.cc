@@ -1,0 +1,88 @@
+// A task program for the `muster run` tests. It takes its identity from the launcher's
+// environment, prints "READY task=T generation=G round=R pid=P incarnation=I", waits for the key
+// "go" (a process of a later generation writes it, so the job completes once something was
+// restarted), meets every task at the barrier "done", shuts down and exits 0. An error pushed by
+// the leader prints "ERROR CALLBACK" and ends the process with exit status 2 at once.
+// --crash_task=N --crash_below_generation=G: task N exits 3 after connecting while its
+// generation is below G (a crash loop).
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <absl/flags/flag.h>
+#include <absl/flags/parse.h>
+#include <absl/strings/str_cat.h>
+#include <absl/time/time.h>
+#include <caf/actor_system.hpp>
+
+#include "muster/messages/status_codec.h"
+#include "muster/net/agent.h"
+#include "muster/net/launch_environment.h"
+#include "muster/net/node_config.h"
+
+ABSL_FLAG(int, crash_task, -1, "This task id exits 3 after connecting ...");
+ABSL_FLAG(int64_t, crash_below_generation, 0, "... while its generation is below this");
+ABSL_FLAG(absl::Duration, heartbeat_timeout, absl::Seconds(2), "The leader's heartbeat timeout");
+
+namespace {
+
+void Say(const std::string& line) {
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+int Fail(const std::string& step, const absl::Status& status) {
+  Say(absl::StrCat("FAILED ", step, ": ", muster::StatusText(status)));
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  auto identity = muster::LaunchIdentityFromEnvironment();
+  if (!identity.ok() || !identity->has_value()) {
+    Say("FAILED no launcher identity in the environment");
+    return 1;
+  }
+  const muster::LaunchIdentity& me = **identity;
+  muster::NodeConfig config;
+  caf::actor_system system{config};
+  auto agent =
+      muster::Agent::Create(system,
+                            {.leader = me.leader,
+                             .job_name = me.job,
+                             .task_id = me.task_id,
+                             .heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout),
+                             .register_timeout = absl::Seconds(20)},
+                            [](const absl::Status& error) {
+                              Say(absl::StrCat("ERROR CALLBACK ", muster::StatusText(error)));
+                              std::_Exit(2);
+                            });
+  if (!agent.ok()) return Fail("create", agent.status());
+  if (absl::Status s = (*agent)->Connect(); !s.ok()) return Fail("connect", s);
+  Say(absl::StrCat("READY task=", me.task_id, " generation=", me.generation, " round=", me.round,
+                   " pid=", getpid(), " incarnation=", (*agent)->incarnation()));
+  if (me.task_id == absl::GetFlag(FLAGS_crash_task) &&
+      me.generation < absl::GetFlag(FLAGS_crash_below_generation)) {
+    Say("CRASHING");
+    std::_Exit(3);
+  }
+  if (me.generation > 0) {
+    if (absl::Status s = (*agent)->InsertKeyValue("go", "1", /*allow_overwrite=*/true); !s.ok()) {
+      return Fail("insert go", s);
+    }
+  }
+  if (auto go = (*agent)->GetKeyValue("go", absl::Seconds(60)); !go.ok()) {
+    return Fail("get go", go.status());
+  }
+  if (absl::Status s = (*agent)->WaitAtBarrier("done", absl::Seconds(60), {}); !s.ok()) {
+    return Fail("barrier", s);
+  }
+  if (absl::Status s = (*agent)->Shutdown(); !s.ok()) return Fail("shutdown", s);
+  Say(absl::StrCat("DONE task=", me.task_id, " generation=", me.generation));
+  agent->reset();
+  return 0;
+}

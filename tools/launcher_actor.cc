@@ -1,0 +1,381 @@
+#include "muster/tools/launcher_actor.h"
+
+#include <signal.h>
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+#include "muster/net/launch_environment.h"
+
+namespace muster::cli {
+namespace {
+
+constexpr auto kTick = std::chrono::milliseconds(20);
+
+enum class Phase { kIdle, kRunning, kReported, kStopping, kFinished };
+
+struct TaskEntry {
+  proto::CoordinatedTask task;
+  std::string label;  // "worker/0": the prefix of its output lines
+  int rank = 0;
+  int local_rank = 0;
+  int64_t generation = 0;
+  std::unique_ptr<TaskProcess> process;
+  Phase phase = Phase::kIdle;
+  std::optional<int64_t> restart_to;     // the generation to start once the process is gone
+  caf::actor_clock::time_point kill_at;  // while stopping: SIGKILL then
+  std::optional<ProcessExit> last_exit;
+  std::optional<std::string> failure;  // why the task failed for good
+};
+
+struct LauncherState {
+  static inline const char* name = "muster.launcher";
+  LauncherConfig config;
+  LauncherListener listener;
+  std::vector<TaskEntry> tasks;
+  int world_size = 0;
+  int64_t round = 0;
+  bool registered = false;
+  bool stopping = false;  // no restarts any more: a stop signal, a lost leader, a failed job
+  int stop_signal = 0;
+  std::optional<std::string> job_error;                          // what ended the job
+  std::optional<caf::actor_clock::time_point> job_end_deadline;  // then SIGTERM what still runs
+  int pending_reports = 0;
+  bool asking_cluster = false;
+  bool done = false;
+};
+
+using LauncherPointer = LauncherControlActor::stateful_pointer<LauncherState>;
+
+void Say(const std::string& line) {
+  std::fprintf(stderr, "muster run: %s\n", line.c_str());
+  std::fflush(stderr);
+}
+
+TaskEntry* Find(LauncherPointer self, const proto::CoordinatedTask& task) {
+  for (TaskEntry& entry : self->state.tasks) {
+    if (SameTask(entry.task, task)) return &entry;
+  }
+  return nullptr;
+}
+
+TaskProcess::Environment EnvironmentOf(LauncherPointer self, const TaskEntry& entry) {
+  const auto& st = self->state;
+  const std::string& address = st.config.leader_address;
+  size_t colon = address.rfind(':');
+  TaskProcess::Environment env = st.config.environment;
+  env.insert(env.end(), {{kLeaderEnv, address},
+                         {kJobEnv, entry.task.job_name()},
+                         {kTaskEnv, absl::StrCat(entry.task.task_id())},
+                         {kGenerationEnv, absl::StrCat(entry.generation)},
+                         {kRoundEnv, absl::StrCat(st.round)},
+                         {"RANK", absl::StrCat(entry.rank)},
+                         {"WORLD_SIZE", absl::StrCat(st.world_size)},
+                         {"LOCAL_RANK", absl::StrCat(entry.local_rank)},
+                         {"LOCAL_WORLD_SIZE", absl::StrCat(st.tasks.size())},
+                         {"MASTER_ADDR", address.substr(0, colon)},
+                         {"MASTER_PORT", address.substr(colon + 1)}});
+  return env;
+}
+
+void StopAll(LauncherPointer self, int signal);
+void EndJob(LauncherPointer self, const std::string& why);
+
+void Finish(LauncherPointer self, int code, const std::string& message) {
+  if (self->state.done) return;
+  self->state.done = true;
+  self->send(self->state.listener, launcher_done_atom::value, code, message);
+  self->quit();
+}
+
+void Start(LauncherPointer self, TaskEntry& entry, int64_t generation) {
+  entry.generation = generation;
+  entry.restart_to.reset();
+  entry.failure.reset();
+  entry.last_exit.reset();
+  auto process = TaskProcess::Start(self->state.config.command, EnvironmentOf(self, entry));
+  if (!process.ok()) {
+    entry.phase = Phase::kFinished;
+    entry.failure =
+        absl::StrCat(TaskName(entry.task), " could not be started: ", process.status().message());
+    Say(*entry.failure);
+    // The other tasks would wait for it forever: the job ends.
+    EndJob(self, *entry.failure);
+    StopAll(self, SIGTERM);
+    return;
+  }
+  entry.process = *std::move(process);
+  entry.phase = Phase::kRunning;
+  Say(absl::StrCat("started ", TaskName(entry.task), " (pid ", entry.process->pid(),
+                   ", generation ", generation, ")"));
+}
+
+// Asks the process to leave: `signal` now, SIGKILL after the stop timeout.
+void StopProcess(LauncherPointer self, TaskEntry& entry, int signal) {
+  if (!entry.process || entry.phase == Phase::kStopping) return;
+  entry.process->Signal(signal);
+  entry.phase = Phase::kStopping;
+  entry.kill_at = self->clock().now() + self->state.config.stop_timeout;
+}
+
+void StopAll(LauncherPointer self, int signal) {
+  for (TaskEntry& entry : self->state.tasks) {
+    entry.restart_to.reset();
+    StopProcess(self, entry, signal);
+  }
+}
+
+void EndJob(LauncherPointer self, const std::string& why) {
+  auto& st = self->state;
+  if (!st.job_error) st.job_error = why;
+  st.stopping = true;
+  for (TaskEntry& entry : st.tasks) entry.restart_to.reset();
+}
+
+void Report(LauncherPointer self, TaskEntry& entry, const ProcessExit& exit) {
+  proto::TaskExitedRequest request;
+  *request.mutable_task() = entry.task;
+  request.set_generation(entry.generation);
+  request.set_exit_code(exit.exit_code);
+  request.set_signal(exit.signal);
+  entry.phase = Phase::kReported;
+  ++self->state.pending_reports;
+  proto::CoordinatedTask task = entry.task;
+  int64_t generation = entry.generation;
+  std::string text = absl::StrCat(TaskName(task), " ", exit.ToString());
+  auto settle = [self, task, generation, text](bool recorded) {
+    --self->state.pending_reports;
+    TaskEntry* e = Find(self, task);
+    // Not a failure in the policy's eyes (or no answer): this exit is the task's end.
+    if (e && !recorded && e->phase == Phase::kReported && e->generation == generation) {
+      e->phase = Phase::kFinished;
+      e->failure = text;
+    }
+  };
+  self->request(self->state.config.leader, caf::infinite, request)
+      .then([settle](const proto::TaskExitedResponse& r) { settle(r.failure_recorded()); },
+            [settle](const caf::error& error) {
+              Say(absl::StrCat("reporting an exit failed: ", StatusText(ToStatus(error))));
+              settle(false);
+            });
+}
+
+void OnExit(LauncherPointer self, TaskEntry& entry, const ProcessExit& exit) {
+  auto& st = self->state;
+  Say(absl::StrCat(TaskName(entry.task), " (pid ", entry.process->pid(), ", generation ",
+                   entry.generation, ") ", exit.ToString()));
+  entry.process.reset();
+  entry.last_exit = exit;
+  const bool was_stopping = entry.phase == Phase::kStopping;
+  if (entry.restart_to && !st.stopping) {
+    Start(self, entry, *entry.restart_to);
+  } else if (was_stopping || exit.ok() || st.stopping) {
+    entry.phase = Phase::kFinished;
+  } else {
+    Report(self, entry, exit);
+  }
+}
+
+// Writes the task output gathered so far, before any line of the launcher's own.
+void Flush(std::string& out, std::string& err) {
+  if (!out.empty()) std::fwrite(out.data(), 1, out.size(), stdout);
+  if (!err.empty()) std::fwrite(err.data(), 1, err.size(), stderr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  out.clear();
+  err.clear();
+}
+
+// Prints what every process wrote, reaps those that exited, enforces stop deadlines.
+void Poll(LauncherPointer self) {
+  auto& st = self->state;
+  std::string out;
+  std::string err;
+  auto now = self->clock().now();
+  for (TaskEntry& entry : st.tasks) {
+    if (!entry.process) continue;
+    auto print = [&](absl::string_view line, bool is_stderr) {
+      absl::StrAppend(is_stderr ? &err : &out, "[", entry.label, "] ", line, "\n");
+    };
+    entry.process->DrainOutput(print);
+    if (auto exit = entry.process->Poll()) {
+      entry.process->DrainOutput(print);
+      Flush(out, err);
+      OnExit(self, entry, *exit);
+    } else if (entry.phase == Phase::kStopping && now >= entry.kill_at) {
+      entry.process->Signal(SIGKILL);
+    }
+  }
+  Flush(out, err);
+  if (st.job_end_deadline && now >= *st.job_end_deadline) {
+    st.job_end_deadline.reset();
+    StopAll(self, SIGTERM);
+  }
+}
+
+std::string FailureSummary(LauncherPointer self) {
+  std::vector<std::string> failures;
+  for (const TaskEntry& entry : self->state.tasks) {
+    if (entry.failure) failures.push_back(*entry.failure);
+  }
+  return absl::StrJoin(failures, "; ");
+}
+
+void CheckFinished(LauncherPointer self) {
+  auto& st = self->state;
+  if (!st.registered || st.pending_reports > 0) return;
+  for (const TaskEntry& entry : st.tasks) {
+    if (entry.process || entry.phase == Phase::kReported) return;
+  }
+  if (st.stop_signal != 0) {
+    Finish(self, 128 + st.stop_signal,
+           absl::StrCat("stopped by signal ", st.stop_signal, "; every task process is gone"));
+  } else if (st.job_error) {
+    Finish(self, 1, absl::StrCat("the job failed: ", *st.job_error));
+  } else if (std::string failures = FailureSummary(self); !failures.empty()) {
+    Finish(self, 1, absl::StrCat("the job failed: ", failures));
+  } else if (!st.config.hosting) {
+    Finish(self, 0, "every task finished");
+  } else if (!st.asking_cluster) {
+    // The leader lives in this process: it stays until the other launchers' tasks are done.
+    st.asking_cluster = true;
+    self->request(st.config.leader, std::chrono::seconds(5), proto::LauncherStatusRequest())
+        .then(
+            [self](const proto::LauncherStatusResponse& r) {
+              self->state.asking_cluster = false;
+              if (r.launchers() <= 1 && r.connected_tasks() == 0) {
+                Finish(self, 0, "every task finished");
+              }
+            },
+            [self](const caf::error&) { self->state.asking_cluster = false; });
+  }
+}
+
+std::string Decision(const proto::SupervisionEvent& event) {
+  switch (event.restart()) {
+    case proto::RESTART_TASK:
+      return "restarting it";
+    case proto::RESTART_ALL:
+      return absl::StrCat("restarting every task (round ", event.round(), ")");
+    default:
+      return event.job_failed() ? "the job failed" : "not restarted";
+  }
+}
+
+void OnEvent(LauncherPointer self, const proto::SupervisionEvent& event) {
+  auto& st = self->state;
+  absl::Status status = StatusFromFields(event);
+  std::string what = absl::StrCat(TaskName(event.failed_task()), " failed: ", StatusText(status));
+  Say(absl::StrCat(what, "; ", Decision(event)));
+  st.round = event.round();
+  if (st.stopping) return;
+  for (const proto::TaskRestart& restart : event.restarts()) {
+    TaskEntry* entry = Find(self, restart.task());
+    if (entry == nullptr) continue;
+    entry->restart_to = restart.generation();
+    entry->failure.reset();
+    if (entry->process) {
+      StopProcess(self, *entry, SIGTERM);
+    } else {
+      Start(self, *entry, restart.generation());
+    }
+  }
+  if (event.job_failed()) {
+    EndJob(self, what);
+    // The tasks were told; they get the stop timeout to leave by themselves.
+    st.job_end_deadline = self->clock().now() + st.config.stop_timeout;
+    for (TaskEntry& entry : st.tasks) {
+      if (entry.phase == Phase::kReported) entry.phase = Phase::kFinished;
+    }
+  } else if (event.restart() == proto::RESTART_NONE) {
+    if (TaskEntry* entry = Find(self, event.failed_task())) {
+      entry->failure = what;
+      StopProcess(self, *entry, SIGTERM);
+      if (!entry->process) entry->phase = Phase::kFinished;
+    }
+  }
+}
+
+void OnRegistered(LauncherPointer self, const proto::RegisterLauncherResponse& response) {
+  auto& st = self->state;
+  st.registered = true;
+  st.round = response.round();
+  st.world_size = response.cluster_size();
+  for (int i = 0; i < static_cast<int>(st.tasks.size()); ++i) {
+    TaskEntry& entry = st.tasks[i];
+    entry.local_rank = i;
+    for (int rank = 0; rank < response.cluster_size(); ++rank) {
+      if (SameTask(response.cluster(rank), entry.task)) entry.rank = rank;
+    }
+  }
+  for (int i = 0; i < static_cast<int>(st.tasks.size()); ++i) {
+    Start(self, st.tasks[i], i < response.generations_size() ? response.generations(i) : 0);
+  }
+}
+
+LauncherControlActor::behavior_type LauncherBehavior(LauncherPointer self, LauncherConfig config,
+                                                     LauncherListener listener) {
+  auto& st = self->state;
+  st.config = std::move(config);
+  st.listener = std::move(listener);
+  for (const auto& task : st.config.tasks) {
+    TaskEntry entry;
+    entry.task = task;
+    entry.label = absl::StrCat(task.job_name(), "/", task.task_id());
+    st.tasks.push_back(std::move(entry));
+  }
+  self->monitor(st.config.leader);
+  self->set_down_handler([self](caf::down_msg& down) {
+    if (down.source != self->state.config.leader.address()) return;
+    Say("lost the leader; stopping every task");
+    EndJob(self, "the leader went away");
+    StopAll(self, SIGTERM);
+  });
+  proto::RegisterLauncherRequest request;
+  request.set_host(st.config.host);
+  for (const auto& task : st.config.tasks) *request.add_tasks() = task;
+  self->request(st.config.leader, std::chrono::seconds(30), request,
+                caf::actor_cast<LauncherActor>(self))
+      .then([self](const proto::RegisterLauncherResponse& r) { OnRegistered(self, r); },
+            [self](const caf::error& error) {
+              Finish(
+                  self, 1,
+                  absl::StrCat("the leader refused this launcher: ", StatusText(ToStatus(error))));
+            });
+  self->send(self, tick_atom::value);
+  return {
+      [self](const proto::SupervisionEvent& event) { OnEvent(self, event); },
+      [self](shutdown_atom, int signal) {
+        auto& st = self->state;
+        if (st.stop_signal == 0) {
+          st.stop_signal = signal;
+          Say(absl::StrCat("signal ", signal, ": stopping every task"));
+        }
+        st.stopping = true;
+        StopAll(self, signal);
+        if (!st.registered) Finish(self, 128 + signal, "stopped before the leader answered");
+      },
+      [self](tick_atom) {
+        Poll(self);
+        CheckFinished(self);
+        if (!self->state.done) self->delayed_send(self, kTick, tick_atom::value);
+      },
+  };
+}
+
+}  // namespace
+
+LauncherControlActor SpawnLauncher(caf::actor_system& system, LauncherConfig config,
+                                   LauncherListener listener) {
+  return system.spawn(LauncherBehavior, std::move(config), std::move(listener));
+}
+
+}  // namespace muster::cli

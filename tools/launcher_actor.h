@@ -1,0 +1,64 @@
+// The launcher actor of `muster run`: it registers this host's tasks with the coordinator as
+// their launcher, runs one process per task (tools/task_process.h) with the task's identity in
+// its environment, prints their output line by line behind the task's name, and carries out what
+// the coordinator sends after each task failure: restart some tasks (the old process is stopped
+// with SIGTERM, SIGKILL after the stop timeout, then the next generation starts), or stop (the job
+// failed for good: the processes get the stop timeout to leave by themselves, then SIGTERM). A
+// process that exits non-zero on its own is reported to the coordinator (TaskExited), so that
+// the supervision policy decides about it as about any other failure. Processes are read and
+// reaped on a 20 ms timer of the actor clock: nothing blocks.
+//
+//   REGISTERING --registered--> RUNNING --every process finished--> DONE
+//        |                         |  (hosting the leader: DONE once no other launcher is
+//        |                         |   registered and no task is connected)
+//        +--refused--> DONE(1)     +--stop signal | leader lost | job failed--> STOPPING --> DONE
+//
+// One task's process:
+//   RUNNING --exited non-zero--> REPORTED --restart--> RUNNING (next generation)
+//      |  \--exited 0--> FINISHED    \--not recorded as a failure | failed for good--> FINISHED
+//      +--restart | failed for good | stop--> STOPPING --exited--> RUNNING (restart) | FINISHED
+//
+// At DONE it sends its listener (launcher_done_atom, exit code, message): 0 when every process
+// exited 0 and the job did not fail; 1 naming the task and error that ended the job; 128+N after
+// signal N.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "muster/messages/interfaces.h"
+#include "muster/net/shutdown_signals.h"
+#include "muster/tools/task_process.h"
+
+namespace muster::cli {
+
+using launcher_done_atom = caf::atom_constant<caf::atom("l_done")>;
+using tick_atom = caf::atom_constant<caf::atom("l_tick")>;
+
+using LauncherListener = caf::typed_actor<caf::reacts_to<launcher_done_atom, int, std::string>>;
+
+// The coordinator's view (SupervisionEvent), a stop request (shutdown_atom, signal: the signal
+// is forwarded to every process), and the actor's own timer.
+using LauncherControlActor =
+    LauncherActor::extend<caf::reacts_to<shutdown_atom, int>, caf::reacts_to<tick_atom>>;
+
+struct LauncherConfig {
+  CoordinatorActor leader;
+  std::string leader_address;  // HOST:PORT, as the tasks reach the leader
+  std::string host;            // this host's name, for the coordinator's messages
+  std::vector<proto::CoordinatedTask> tasks;
+  std::vector<std::string> command;
+  TaskProcess::Environment environment;  // added for every task (token and TLS files)
+  caf::timespan stop_timeout = std::chrono::seconds(10);
+  // This process hosts the leader: stopping the launcher stops the leader, so it waits for the
+  // tasks of the other launchers too.
+  bool hosting = false;
+};
+
+LauncherControlActor SpawnLauncher(caf::actor_system& system, LauncherConfig config,
+                                   LauncherListener listener);
+
+}  // namespace muster::cli

@@ -1,0 +1,274 @@
+#include "muster/tools/run_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include <absl/flags/declare.h>
+#include <absl/flags/flag.h>
+#include <absl/strings/numbers.h>
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_split.h>
+#include <absl/strings/strip.h>
+#include <caf/scoped_actor.hpp>
+
+#include "muster/actors/supervision/supervision_policy.h"
+#include "muster/net/leader.h"
+#include "muster/net/shutdown_signals.h"
+#include "muster/tools/cli_common.h"
+#include "muster/tools/launcher_actor.h"
+#include "muster/tools/serve_command.h"
+
+ABSL_DECLARE_FLAG(std::string, host);
+ABSL_DECLARE_FLAG(int32_t, port);
+ABSL_DECLARE_FLAG(std::string, token_file);
+ABSL_DECLARE_FLAG(std::string, tls_cert);
+ABSL_DECLARE_FLAG(std::string, tls_key);
+ABSL_DECLARE_FLAG(std::string, tls_ca);
+
+ABSL_FLAG(std::string, tasks, "",
+          "run: the tasks whose processes this launcher runs, as task ids and ranges of the "
+          "first --job (\"0-3,6\") or behind a job name (\"ps:0-1\"). Default with a hosted "
+          "leader: every task; required with --leader");
+ABSL_FLAG(std::string, restart, "none",
+          "run: what a task failure restarts: one-for-all (every task, as a new round with an "
+          "empty key-value store), one-for-one (the failed task; the others are not told), or "
+          "none (the job fails). For the leader that muster run hosts");
+ABSL_FLAG(int32_t, max_restarts, 3,
+          "run: more task failures than this within --restart-window fail the job for good");
+ABSL_FLAG(absl::Duration, restart_window, absl::Seconds(60), "run: the window of --max-restarts");
+ABSL_FLAG(absl::Duration, stop_timeout, absl::Seconds(10),
+          "run: how long a task process has to leave after SIGTERM (or SIGINT) before SIGKILL; "
+          "also how long the tasks of a failed job have to leave by themselves");
+
+namespace muster::cli {
+namespace {
+
+constexpr char kCommand[] = "run";
+
+absl::StatusOr<std::shared_ptr<SupervisionPolicy>> RestartPolicyFromFlags() {
+  std::string restart = absl::GetFlag(FLAGS_restart);
+  int32_t max = absl::GetFlag(FLAGS_max_restarts);
+  absl::Duration window = absl::GetFlag(FLAGS_restart_window);
+  if (max < 0) return absl::InvalidArgumentError("--max-restarts may not be negative");
+  if (window <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--restart-window must be positive");
+  }
+  if (restart == "none") return std::make_shared<FateSharing>();
+  if (restart == "one-for-one") {
+    return std::make_shared<RestartIntensity>(std::make_unique<OneForOne>(), max, window);
+  }
+  if (restart == "one-for-all") {
+    return std::make_shared<RestartIntensity>(std::make_unique<OneForAll>(), max, window);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown --restart \"", restart,
+                                                 "\"; expected one-for-all, one-for-one or none"));
+}
+
+std::vector<proto::CoordinatedTask> AllTasks(const proto::CoordinationServiceConfig& config) {
+  std::vector<proto::CoordinatedTask> tasks;
+  for (const auto& job : config.coordinated_job_list()) {
+    for (int i = 0; i < job.num_tasks(); ++i) {
+      proto::CoordinatedTask task;
+      task.set_job_name(job.name());
+      task.set_task_id(i);
+      tasks.push_back(std::move(task));
+    }
+  }
+  return tasks;
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+std::string Absolute(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  char cwd[PATH_MAX];
+  if (getcwd(cwd, sizeof cwd) == nullptr) return path;
+  return absl::StrCat(cwd, "/", path);
+}
+
+// The token and TLS files given on the command line, for the task processes too.
+TaskProcess::Environment FileEnvironment() {
+  TaskProcess::Environment env;
+  for (auto [flag, name] : {std::pair{absl::GetFlag(FLAGS_token_file), "MUSTER_TOKEN_FILE"},
+                            {absl::GetFlag(FLAGS_tls_cert), "MUSTER_TLS_CERT"},
+                            {absl::GetFlag(FLAGS_tls_key), "MUSTER_TLS_KEY"},
+                            {absl::GetFlag(FLAGS_tls_ca), "MUSTER_TLS_CA"}}) {
+    if (!flag.empty()) env.emplace_back(name, Absolute(flag));
+  }
+  return env;
+}
+
+// Runs the launcher until it is done; signals are forwarded to it. Returns the exit code.
+int Launch(caf::actor_system& system, caf::scoped_actor& self, LauncherConfig config) {
+  // Lives until the launcher is done: a second signal ends a stop that hangs.
+  ShutdownSignalForwarder forwarder{caf::actor_cast<caf::actor>(self)};
+  auto launcher = SpawnLauncher(system, std::move(config), caf::actor_cast<LauncherListener>(self));
+  int code = kExitFailed;
+  bool running = true;
+  self->receive_while(running)(
+      [&](launcher_done_atom, int exit_code, const std::string& message) {
+        std::fprintf(stderr, "muster run: %s\n", message.c_str());
+        code = exit_code;
+        running = false;
+      },
+      [&](shutdown_atom, int signal) { self->send(launcher, shutdown_atom::value, signal); });
+  return code;
+}
+
+int Host(LauncherConfig config, const std::string& tasks) {
+  auto options = ServeOptionsFromFlags();
+  if (!options.ok()) return ReportUsageError(kCommand, options.status());
+  auto policy = RestartPolicyFromFlags();
+  if (!policy.ok()) return ReportUsageError(kCommand, policy.status());
+  options->policy = *std::move(policy);
+  auto node = NodeOptionsFromFlags();
+  if (!node.ok()) return ReportUsageError(kCommand, node.status());
+  auto token = TokenFromFlags();
+  if (!token.ok()) return ReportUsageError(kCommand, token.status());
+  if (tasks.empty()) {
+    config.tasks = AllTasks(options->config);
+  } else {
+    auto parsed = ParseTaskList(tasks, options->config.coordinated_job_list(0).name());
+    if (!parsed.ok()) return ReportUsageError(kCommand, parsed.status());
+    config.tasks = *std::move(parsed);
+  }
+  BlockShutdownSignals();
+  NodeConfig node_config(*node);
+  caf::actor_system system{node_config};
+  auto leader = Leader::Start(system, *options,
+                              {.host = absl::GetFlag(FLAGS_host),
+                               .port = static_cast<uint16_t>(absl::GetFlag(FLAGS_port)),
+                               .token = *std::move(token)});
+  if (!leader.ok()) return ReportFailure(kCommand, leader.status());
+  std::fprintf(stderr, "muster run: leader ready at %s (%s), %zu task(s) here\n",
+               (*leader)->address().c_str(), options->policy->Describe().c_str(),
+               config.tasks.size());
+  config.leader = (*leader)->coordinator();
+  config.leader_address = (*leader)->address();
+  config.hosting = true;
+  int code = kExitFailed;
+  {
+    caf::scoped_actor self{system};
+    code = Launch(system, self, std::move(config));
+  }
+  (*leader)->Stop();
+  return code;
+}
+
+int Join(LauncherConfig config, const std::string& tasks) {
+  if (tasks.empty()) {
+    return ReportUsageError(
+        kCommand, absl::InvalidArgumentError("--leader needs --tasks: the tasks this host runs"));
+  }
+  if (absl::GetFlag(FLAGS_restart) != "none") {
+    return ReportUsageError(
+        kCommand, absl::InvalidArgumentError("--restart is for the leader that muster run hosts; "
+                                             "with --leader, that leader's policy decides"));
+  }
+  auto address = LeaderFlag();
+  if (!address.ok()) return ReportUsageError(kCommand, address.status());
+  auto timeout = TimeoutFlag(absl::Seconds(30));
+  if (!timeout.ok()) return ReportUsageError(kCommand, timeout.status());
+  auto parsed = ParseTaskList(tasks, "worker");
+  if (!parsed.ok()) return ReportUsageError(kCommand, parsed.status());
+  config.tasks = *std::move(parsed);
+  BlockShutdownSignals();
+  auto session = LeaderSession::Connect(*address, *timeout);
+  if (!session.ok()) return ReportFailure(kCommand, session.status());
+  config.leader = (*session)->leader();
+  config.leader_address = address->ToString();
+  return Launch((*session)->system(), (*session)->self(), std::move(config));
+}
+
+}  // namespace
+
+const CommandSpec& RunSpec() {
+  static const CommandSpec spec{
+      .name = "run",
+      .synopsis =
+          "--job NAME=TASKS [--restart one-for-all|one-for-one|none] [flags] -- CMD ARGS..."
+          "\n       muster run --leader HOST:PORT --tasks 4-7 [flags] -- CMD ARGS...",
+      .summary =
+          "Runs one process of CMD per task and restarts what fails. Hosts the leader in this\n"
+          "process (or joins one with --leader, as a further host of the job). Each process\n"
+          "gets its identity in the environment: MUSTER_LEADER, MUSTER_JOB, MUSTER_TASK,\n"
+          "MUSTER_GENERATION, MUSTER_ROUND, and RANK, WORLD_SIZE, LOCAL_RANK,\n"
+          "LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT for PyTorch. Output lines are prefixed\n"
+          "with the task's name. Exits 0 when every process exited 0 and the job did not fail;\n"
+          "1 naming the task and error that ended it; 128+N after signal N (forwarded to the\n"
+          "tasks, SIGKILL after --stop-timeout).",
+      .flags = {"job", "host", "port", "leader", "tasks", "restart", "max_restarts",
+                "restart_window", "stop_timeout", "heartbeat_timeout", "connection_loss_grace",
+                "shutdown_barrier_timeout", "timeout", "token_file", "tls_cert", "tls_key",
+                "tls_ca", "max_frame_size", "handshake_timeout"},
+      .repeated = {"job"},
+      .min_args = 1,
+      .max_args = INT_MAX,
+  };
+  return spec;
+}
+
+absl::StatusOr<std::vector<proto::CoordinatedTask>> ParseTaskList(const std::string& text,
+                                                                  const std::string& default_job) {
+  std::vector<proto::CoordinatedTask> tasks;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    part = absl::StripAsciiWhitespace(part);
+    std::string job = default_job;
+    absl::string_view range = part;
+    if (size_t colon = part.find(':'); colon != absl::string_view::npos) {
+      job = std::string(part.substr(0, colon));
+      range = part.substr(colon + 1);
+    }
+    std::vector<absl::string_view> ends = absl::StrSplit(range, '-');
+    int32_t first = 0;
+    int32_t last = 0;
+    bool ok = !job.empty() && ends.size() <= 2 && absl::SimpleAtoi(ends[0], &first) &&
+              absl::SimpleAtoi(ends.back(), &last) && first >= 0 && first <= last &&
+              last - first < 100'000;
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--tasks: \"", part, "\" is not a task id or range such as 3, 0-3 or ps:0-1"));
+    }
+    for (int32_t id = first; id <= last; ++id) {
+      proto::CoordinatedTask task;
+      task.set_job_name(job);
+      task.set_task_id(id);
+      tasks.push_back(std::move(task));
+    }
+  }
+  if (tasks.empty()) return absl::InvalidArgumentError("--tasks names no task");
+  return tasks;
+}
+
+int RunRun(const std::vector<std::string>& argv) {
+  ParsedCommand parsed;
+  if (auto done = ParseOrExit(RunSpec(), argv, &parsed)) return *done;
+  if (std::find(argv.begin(), argv.end(), "--") == argv.end()) {
+    return ReportUsageError(kCommand, absl::InvalidArgumentError(
+                                          "put the command after --: muster run [flags] -- CMD"));
+  }
+  absl::Duration stop = absl::GetFlag(FLAGS_stop_timeout);
+  if (stop <= absl::ZeroDuration()) {
+    return ReportUsageError(kCommand,
+                            absl::InvalidArgumentError("--stop-timeout must be positive"));
+  }
+  LauncherConfig config;
+  config.host = HostName();
+  config.command = parsed.args;
+  config.environment = FileEnvironment();
+  config.stop_timeout = ToTimespan(stop);
+  const std::string tasks = absl::GetFlag(FLAGS_tasks);
+  if (absl::GetFlag(FLAGS_leader).empty()) return Host(std::move(config), tasks);
+  return Join(std::move(config), tasks);
+}
+
+}  // namespace muster::cli

@@ -9,6 +9,12 @@ or one process per rank, on any machines (rank 0 hosts the Muster leader at HOST
     MASTER_ADDR=HOST MASTER_PORT=29500 RANK=r WORLD_SIZE=n \\
         /usr/bin/python3 examples/torch_train.py --rank-from-env
 
+or under `muster run`, which hosts the leader, starts the ranks and restarts what fails (each
+rank finds its identity and the leader in the environment the launcher sets):
+
+    PYTHONPATH=build/python build/tools/muster run --job worker=4 --restart one-for-all -- \\
+        /usr/bin/python3 examples/torch_train.py
+
 Every rank is a Muster task: if one dies or hangs, the others print which one and exit with
 code 1 at once instead of waiting in a collective until gloo's timeout.
 """
@@ -22,6 +28,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
+import muster
 import muster.torch  # noqa: F401  (registers the muster:// rendezvous)
 
 
@@ -63,7 +70,7 @@ def main() -> None:
     parser.add_argument("--rank-from-env", action="store_true",
                         help="one rank per process: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT")
     args = parser.parse_args()
-    if args.rank_from_env:
+    if args.rank_from_env or muster.launch_identity() is not None:
         train(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), "muster://", args.steps)
         return
     url = f"muster://127.0.0.1:{free_port()}"

@@ -14,7 +14,7 @@ import atexit as _atexit
 import threading as _threading
 
 from . import _muster
-from ._agent import Agent
+from ._agent import Agent, launch_identity
 from ._errors import (AbortedError, AlreadyExistsError, CancelledError, DataLossError,
                       DeadlineExceededError, Error, FailedPreconditionError, InternalError,
                       InvalidArgumentError, NotFoundError, OutOfRangeError,
@@ -23,11 +23,11 @@ from ._errors import (AbortedError, AlreadyExistsError, CancelledError, DataLoss
 from ._leader import Leader
 
 __all__ = [
-    "Agent", "Leader", "Error", "AbortedError", "AlreadyExistsError", "CancelledError",
-    "DataLossError", "DeadlineExceededError", "FailedPreconditionError", "InternalError",
-    "InvalidArgumentError", "NotFoundError", "OutOfRangeError", "PermissionDeniedError",
-    "ResourceExhaustedError", "UnauthenticatedError", "UnavailableError", "UnimplementedError",
-    "UnknownError",
+    "Agent", "Leader", "launch_identity", "Error", "AbortedError", "AlreadyExistsError",
+    "CancelledError", "DataLossError", "DeadlineExceededError", "FailedPreconditionError",
+    "InternalError", "InvalidArgumentError", "NotFoundError", "OutOfRangeError",
+    "PermissionDeniedError", "ResourceExhaustedError", "UnauthenticatedError",
+    "UnavailableError", "UnimplementedError", "UnknownError",
 ]
 
 # Callbacks and futures run here, never on Muster's own threads.

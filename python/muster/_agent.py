@@ -46,6 +46,20 @@ def _read_token(token: Optional[str]) -> str:
             f"cannot read the job token file {path} (MUSTER_TOKEN_FILE): {e.strerror}") from None
 
 
+def launch_identity() -> Optional[Tuple[str, str, int]]:
+    """(leader, job, task) from the environment `muster run` gives each task process, or None
+    when this process was not started by a launcher."""
+    leader = os.environ.get("MUSTER_LEADER")
+    job = os.environ.get("MUSTER_JOB")
+    task = os.environ.get("MUSTER_TASK")
+    if not leader or not job or task is None:
+        return None
+    try:
+        return leader, job, int(task)
+    except ValueError:
+        raise _errors.InvalidArgumentError(f"MUSTER_TASK={task!r} is not a task id") from None
+
+
 class Agent:
     """A task of a Muster job: registers with the leader, heartbeats, and makes every call of
     the coordination service. Methods block (Ctrl-C interrupts them) unless named *_async,
@@ -87,6 +101,19 @@ class Agent:
             recoverable=recoverable, incarnation=int(incarnation), token=_read_token(token),
             shutdown_on_destruction=shutdown_on_destruction, on_error=on_error,
             exit_code_on_error=int(_exit_code_on_error), exit_prefix=_exit_prefix)
+
+    @classmethod
+    def from_environment(cls, **kwargs) -> "Agent":
+        """The agent of the task a launcher (`muster run`) started this process as: leader, job
+        and task come from MUSTER_LEADER, MUSTER_JOB and MUSTER_TASK; keyword arguments are
+        those of Agent(). Raises InvalidArgumentError when they are not set."""
+        identity = launch_identity()
+        if identity is None:
+            raise _errors.InvalidArgumentError(
+                "MUSTER_LEADER, MUSTER_JOB and MUSTER_TASK are not set: this process was not "
+                "started by muster run")
+        leader, job, task = identity
+        return cls(leader, job, task, **kwargs)
 
     # Lifecycle ---------------------------------------------------------------------------
 

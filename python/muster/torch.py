@@ -13,6 +13,10 @@ URL parameters (MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE fill what the URL 
                        hosts it in its process, like TCPStore's master
     on_peer_failure    exit (default) | raise: what a rank does when another fails
 
+Under `muster run` (docs/operations.md) the launcher's environment names the leader, which
+already runs, and this rank's task (MUSTER_LEADER, MUSTER_JOB, MUSTER_TASK): "muster://" alone
+joins it.
+
 On a peer's failure (killed, hung past the heartbeat timeout, reported error), by default every
 other rank prints one line naming the failed rank and why, and ends with exit code 1 at once,
 even while blocked inside a collective. set_peer_failure_handler() changes that.
@@ -32,7 +36,7 @@ from urllib.parse import parse_qs, quote, unquote, urlparse
 import torch.distributed as dist
 
 from . import _errors
-from ._agent import Agent, Duration, seconds, to_bytes
+from ._agent import Agent, Duration, launch_identity, seconds, to_bytes
 from ._leader import Leader
 
 __all__ = ["Store", "StoreTimeoutError", "set_peer_failure_handler"]
@@ -224,9 +228,14 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
     def error(msg: str) -> ValueError:
         return ValueError(f"muster:// rendezvous: {msg} (url {url})")
 
+    # Started by `muster run`: its leader is already up, and MUSTER_* name this task.
+    launched = launch_identity()
     host = parsed.hostname or os.environ.get("MASTER_ADDR")
     port = parsed.port or (int(os.environ["MASTER_PORT"]) if os.environ.get("MASTER_PORT")
                            else None)
+    if launched and not parsed.hostname:
+        host, _, port_text = launched[0].rpartition(":")
+        port = int(port_text)
     rank_text = _param(query, "rank", "RANK")
     world_text = _param(query, "world_size", "WORLD_SIZE")
     if not host or port is None:
@@ -236,9 +245,11 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
     rank, world_size = int(rank_text), int(world_text)
     if world_size < 1 or not 0 <= rank < world_size:
         raise error(f"rank {rank} is not within world_size {world_size}")
-    job = _param(query, "job") or "worker"
+    job = _param(query, "job") or (launched[1] if launched else "worker")
+    task = launched[2] if launched and job == launched[1] else rank
     heartbeat_timeout = float(_param(query, "heartbeat_timeout") or 10.0)
-    external = (_param(query, "external_leader") or "0").lower() in ("1", "true", "yes")
+    external = (_param(query, "external_leader") or ("1" if launched else "0")).lower() in (
+        "1", "true", "yes")
     policy = _param(query, "on_peer_failure") or _peer_failure
     if isinstance(policy, str) and policy not in ("exit", "raise"):
         raise error(f"on_peer_failure={policy!r}: expected exit or raise")
@@ -259,7 +270,7 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
         on_error = _raise_in_main
     else:
         on_error = policy
-    agent = Agent(f"{host}:{port}", job, rank, heartbeat_timeout=heartbeat_timeout,
+    agent = Agent(f"{host}:{port}", job, task, heartbeat_timeout=heartbeat_timeout,
                   register_timeout=timeout, shutdown_barrier_timeout=timeout, on_error=on_error,
                   _exit_code_on_error=exit_code, _exit_prefix=f"muster.torch: rank {rank}")
     made["agent"] = agent

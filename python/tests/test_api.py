@@ -173,3 +173,24 @@ def test_every_status_code_has_its_class():
     assert isinstance(_errors.from_status(99, "?"), muster.UnknownError)
     assert issubclass(muster.UnavailableError, ConnectionError)
     assert issubclass(muster.InvalidArgumentError, ValueError)
+
+
+def test_identity_from_a_launchers_environment(monkeypatch):
+    for name in ("MUSTER_LEADER", "MUSTER_JOB", "MUSTER_TASK"):
+        monkeypatch.delenv(name, raising=False)
+    assert muster.launch_identity() is None
+    with pytest.raises(muster.InvalidArgumentError, match="not started by muster run"):
+        muster.Agent.from_environment()
+    with muster.Leader({"worker": 2}, port=0) as leader:
+        monkeypatch.setenv("MUSTER_LEADER", leader.address)
+        monkeypatch.setenv("MUSTER_JOB", "worker")
+        monkeypatch.setenv("MUSTER_TASK", "1")
+        assert muster.launch_identity() == (leader.address, "worker", 1)
+        agent = muster.Agent.from_environment(heartbeat_timeout=5)
+        agent.connect()
+        states = agent.get_task_state([("worker", 1)])
+        assert states[0]["state"] == "TASKSTATE_CONNECTED"
+        agent.close()
+    monkeypatch.setenv("MUSTER_TASK", "one")
+    with pytest.raises(muster.InvalidArgumentError, match="MUSTER_TASK='one'"):
+        muster.launch_identity()

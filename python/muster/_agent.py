@@ -125,6 +125,8 @@ class Agent:
         self._core.connect()
 
     def connect_async(self) -> Future:
+        """connect() without blocking: a concurrent.futures.Future of its result (a
+        muster.Error subclass as its exception)."""
         return self._core.connect_async()
 
     def wait_for_all_tasks(self, local_devices: bytes = b"") -> bytes:
@@ -133,6 +135,8 @@ class Agent:
         return self._core.wait_for_all_tasks(to_bytes(local_devices))
 
     def wait_for_all_tasks_async(self, local_devices: bytes = b"") -> Future:
+        """wait_for_all_tasks() without blocking: a concurrent.futures.Future of its result (a
+        muster.Error subclass as its exception)."""
         return self._core.wait_for_all_tasks_async(to_bytes(local_devices))
 
     def report_error(self, message: str, code: Union[int, str] = "INTERNAL") -> None:
@@ -143,6 +147,8 @@ class Agent:
         self._core.report_error(number, message)
 
     def report_error_async(self, message: str, code: Union[int, str] = "INTERNAL") -> Future:
+        """report_error() without blocking: a concurrent.futures.Future of its result (a
+        muster.Error subclass as its exception)."""
         number = _errors.CODES.get(code) if isinstance(code, str) else int(code)
         if number is None:
             raise ValueError(f"unknown status code {code!r}")
@@ -153,6 +159,8 @@ class Agent:
         self._core.reset()
 
     def reset_async(self) -> Future:
+        """reset() without blocking: a concurrent.futures.Future of its result (a
+        muster.Error subclass as its exception)."""
         return self._core.reset_async()
 
     def shutdown(self) -> None:
@@ -161,6 +169,8 @@ class Agent:
         self._core.shutdown()
 
     def shutdown_async(self) -> Future:
+        """shutdown() without blocking: a concurrent.futures.Future of its result (a
+        muster.Error subclass as its exception)."""
         return self._core.shutdown_async()
 
     def close(self) -> None:
@@ -186,6 +196,8 @@ class Agent:
 
     @property
     def incarnation(self) -> int:
+        """This process's incarnation id: random per Agent unless given, sent with every
+        registration and heartbeat (a new one tells the leader the task restarted)."""
         return self._core.incarnation()
 
     @property
@@ -206,6 +218,8 @@ class Agent:
         return self._core.get_task_state(self._tasks(tasks))
 
     def get_task_state_async(self, tasks: Iterable[Task]) -> Future:
+        """get_task_state() without blocking: a concurrent.futures.Future of its result (a
+        muster.Error subclass as its exception)."""
         return self._core.get_task_state_async(self._tasks(tasks))
 
     def get_alive_tasks(self, tasks: Iterable[Task]) -> List[Tuple[str, int]]:
@@ -214,6 +228,8 @@ class Agent:
         return self._core.get_alive_tasks(self._tasks(tasks))
 
     def get_alive_tasks_async(self, tasks: Iterable[Task]) -> Future:
+        """get_alive_tasks() without blocking: a concurrent.futures.Future of its result (a
+        muster.Error subclass as its exception)."""
         return self._core.get_alive_tasks_async(self._tasks(tasks))
 
     def watch_job_state(self, job: str = "", version: Optional[int] = None):
@@ -221,6 +237,8 @@ class Agent:
         return self._core.watch_job_state(job, version)
 
     def watch_job_state_async(self, job: str = "", version: Optional[int] = None) -> Future:
+        """watch_job_state() without blocking: a concurrent.futures.Future of its result (a
+        muster.Error subclass as its exception)."""
         return self._core.watch_job_state_async(job, version)
 
     # Key-value store -----------------------------------------------------------------------
@@ -232,6 +250,8 @@ class Agent:
         return self._core.get_key_value(key, seconds(timeout))
 
     def get_key_value_async(self, key: str, timeout: Duration = None) -> Future:
+        """get_key_value() without blocking: a concurrent.futures.Future of its result (a
+        muster.Error subclass as its exception)."""
         return self._core.get_key_value_async(key, seconds(timeout))
 
     def try_get_key_value(self, key: str) -> bytes:
@@ -239,6 +259,8 @@ class Agent:
         return self._core.try_get_key_value(key)
 
     def try_get_key_value_async(self, key: str) -> Future:
+        """try_get_key_value() without blocking: a concurrent.futures.Future of its result (a
+        muster.Error subclass as its exception)."""
         return self._core.try_get_key_value_async(key)
 
     def get_key_value_dir(self, directory: str) -> List[Tuple[str, bytes]]:
@@ -246,6 +268,8 @@ class Agent:
         return self._core.get_key_value_dir(directory)
 
     def get_key_value_dir_async(self, directory: str) -> Future:
+        """get_key_value_dir() without blocking: a concurrent.futures.Future of its result (a
+        muster.Error subclass as its exception)."""
         return self._core.get_key_value_dir_async(directory)
 
     def insert_key_value(self, key: str, value: Value, allow_overwrite: bool = False) -> None:
@@ -254,6 +278,8 @@ class Agent:
 
     def insert_key_value_async(self, key: str, value: Value,
                                allow_overwrite: bool = False) -> Future:
+        """insert_key_value() without blocking: a concurrent.futures.Future of its result (a
+        muster.Error subclass as its exception)."""
         return self._core.insert_key_value_async(key, to_bytes(value), allow_overwrite)
 
     def update_key_value(self, key: str, value: Value) -> None:
@@ -261,6 +287,8 @@ class Agent:
         self._core.update_key_value(key, to_bytes(value))
 
     def update_key_value_async(self, key: str, value: Value) -> Future:
+        """update_key_value() without blocking: a concurrent.futures.Future of its result (a
+        muster.Error subclass as its exception)."""
         return self._core.update_key_value_async(key, to_bytes(value))
 
     def delete_key_value(self, key: str) -> None:
@@ -268,6 +296,8 @@ class Agent:
         self._core.delete_key_value(key)
 
     def delete_key_value_async(self, key: str) -> Future:
+        """delete_key_value() without blocking: a concurrent.futures.Future of its result (a
+        muster.Error subclass as its exception)."""
         return self._core.delete_key_value_async(key)
 
     def increment_key_value(self, key: str, delta: int = 1) -> int:
@@ -275,6 +305,8 @@ class Agent:
         return self._core.increment_key_value(key, int(delta))
 
     def increment_key_value_async(self, key: str, delta: int = 1) -> Future:
+        """increment_key_value() without blocking: a concurrent.futures.Future of its result (a
+        muster.Error subclass as its exception)."""
         return self._core.increment_key_value_async(key, int(delta))
 
     def compare_and_swap(self, key: str, expected: Optional[Value],
@@ -286,6 +318,8 @@ class Agent:
 
     def compare_and_swap_async(self, key: str, expected: Optional[Value],
                                desired: Value) -> Future:
+        """compare_and_swap() without blocking: a concurrent.futures.Future of its result (a
+        muster.Error subclass as its exception)."""
         return self._core.compare_and_swap_async(
             key, None if expected is None else to_bytes(expected), to_bytes(desired))
 
@@ -298,6 +332,8 @@ class Agent:
         self._core.start_watch_key(key, callback)
 
     def stop_watch_key(self, key: str) -> None:
+        """Stops the watch of `key` that start_watch_key began; its callback is not called
+        again."""
         self._core.stop_watch_key(key)
 
     # Barriers ------------------------------------------------------------------------------
@@ -311,6 +347,8 @@ class Agent:
 
     def wait_at_barrier_async(self, barrier_id: str, timeout: Duration,
                               tasks: Optional[Sequence[Task]] = None) -> Future:
+        """wait_at_barrier() without blocking: a concurrent.futures.Future of its result (a
+        muster.Error subclass as its exception)."""
         return self._core.wait_at_barrier_async(barrier_id, seconds(timeout),
                                                 self._tasks(tasks))
 
@@ -319,4 +357,6 @@ class Agent:
         self._core.cancel_barrier(barrier_id)
 
     def cancel_barrier_async(self, barrier_id: str) -> Future:
+        """cancel_barrier() without blocking: a concurrent.futures.Future of its result (a
+        muster.Error subclass as its exception)."""
         return self._core.cancel_barrier_async(barrier_id)

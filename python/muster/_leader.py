@@ -42,14 +42,17 @@ class Leader:
 
     @property
     def port(self) -> int:
+        """The TCP port the leader listens on (the one picked when created with port=0)."""
         return self._core.port
 
     @property
     def incarnation(self) -> int:
+        """The leader's incarnation id, returned to every task that registers."""
         return self._core.incarnation
 
     @property
     def running(self) -> bool:
+        """False once stop() was called (or the context was left)."""
         return self._core.running
 
     def stop(self) -> None:

@@ -93,9 +93,12 @@ class Store(dist.Store):
             f"muster store {self._prefix!r}; raise the store timeout or check the writer")
 
     def set(self, key: str, value: Union[str, bytes]) -> None:
+        """Sets `key` to `value` (overwriting), waking every get and wait of it."""
         self._agent.insert_key_value(self._key(key), _value(value), allow_overwrite=True)
 
     def get(self, key: str) -> bytes:
+        """The value of `key`, waiting for it up to the store timeout (then an error whose text
+        contains "timeout", as TCPStore's)."""
         timeout = self._timeout_seconds()
         try:
             return self._agent.get_key_value(self._key(key), timeout)
@@ -103,10 +106,14 @@ class Store(dist.Store):
             raise self._timed_out([key], timeout) from None
 
     def add(self, key: str, amount: int) -> int:
+        """Adds `amount` to the integer at `key` (a missing key counts from 0); the new value."""
         return self._agent.increment_key_value(self._key(key), int(amount))
 
     def compare_set(self, key: str, expected_value: Union[str, bytes],
                     desired_value: Union[str, bytes]) -> bytes:
+        """TCPStore's compare_set: sets `desired_value` if `key` holds `expected_value` (or is
+        missing and `expected_value` is empty); returns the value the key holds afterwards, or
+        `expected_value` when a missing key was not created."""
         # From C++ (c10d's PrefixStore) the values arrive as lists of byte values.
         expected, desired = _value(expected_value), _value(desired_value)
         if expected == b"":
@@ -118,6 +125,7 @@ class Store(dist.Store):
         return expected if current is None else current
 
     def delete_key(self, key: str) -> bool:
+        """Deletes `key`; True when it existed."""
         try:
             self._agent.try_get_key_value(self._key(key))
         except _errors.NotFoundError:
@@ -126,6 +134,7 @@ class Store(dist.Store):
         return True
 
     def num_keys(self) -> int:
+        """How many keys this store (its prefix) holds."""
         return len(self._agent.get_key_value_dir(self._prefix.rstrip("/")))
 
     def check(self, keys: List[str]) -> bool:
@@ -141,6 +150,7 @@ class Store(dist.Store):
 
     def wait(self, keys: List[str],
              timeout: Optional[Union[datetime.timedelta, float]] = None) -> None:
+        """Waits until every key exists, up to `timeout` (default: the store timeout)."""
         seconds_left = self._timeout_seconds(None if timeout is None else _timedelta(timeout))
         futures = [self._agent.get_key_value_async(self._key(k), seconds_left) for k in keys]
         missing = []
@@ -153,6 +163,7 @@ class Store(dist.Store):
             raise self._timed_out(missing, seconds_left)
 
     def set_timeout(self, timeout: Union[datetime.timedelta, float]) -> None:
+        """The timeout of get, wait and multi_get from now on (seconds or a timedelta)."""
         self._timeout = _timedelta(timeout)
         super().set_timeout(self._timeout)
 
@@ -170,6 +181,7 @@ class Store(dist.Store):
         return values
 
     def multi_set(self, keys: List[str], values: List[Union[str, bytes]]) -> None:
+        """Sets every key to its value; the requests are sent together."""
         if len(keys) != len(values):
             raise ValueError(f"multi_set: {len(keys)} keys but {len(values)} values")
         futures = [self._agent.insert_key_value_async(self._key(k), to_bytes(v), True)
@@ -179,6 +191,7 @@ class Store(dist.Store):
 
     @property
     def agent(self) -> Agent:
+        """The muster.Agent whose key-value calls this store makes."""
         return self._agent
 
 

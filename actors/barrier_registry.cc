@@ -12,7 +12,6 @@ namespace muster {
 namespace {
 
 // Longer timeouts are cut to ten years, which keeps deadlines far from clock overflow.
-constexpr int64_t kMaxBarrierTimeoutMs = int64_t{10} * 365 * 24 * 60 * 60 * 1000;
 
 BarrierRoute Reply(absl::StatusOr<proto::BarrierResponse> reply) {
   BarrierRoute route;
@@ -67,8 +66,9 @@ absl::Status TasksInError(const BarrierSpec& spec,
 
 }  // namespace
 
-BarrierRegistry::BarrierRegistry(absl::flat_hash_set<std::string> unrepeatable_ids)
-    : unrepeatable_(std::move(unrepeatable_ids)) {}
+BarrierRegistry::BarrierRegistry(absl::flat_hash_set<std::string> unrepeatable_ids,
+                                 BarrierLimits limits)
+    : unrepeatable_(std::move(unrepeatable_ids)), limits_(limits) {}
 
 void BarrierRegistry::AddUnrepeatable(const std::string& id) { unrepeatable_.insert(id); }
 
@@ -76,11 +76,12 @@ BarrierRoute BarrierRegistry::RouteBarrier(proto::BarrierRequest* request, const
                                            BarrierClock::time_point now) {
   const std::string& id = request->barrier_id();
   if (id.empty()) return Reply(BarrierEmptyIdError(request->source_task()));
-  if (absl::Status limits =
-          CheckBarrierIdLimits(id, entries_.contains(id), entries_.size(), request->source_task());
+  if (absl::Status limits = CheckBarrierIdLimits(id, entries_.contains(id), entries_.size(),
+                                                 request->source_task(), limits_);
       !limits.ok()) {
     return Reply(limits);
   }
+  if (absl::Status timeout = CheckBarrierTimeout(*request); !timeout.ok()) return Reply(timeout);
   const bool rejoin = request->counter() == 0 && view.IsRecoverable(request->source_task());
   auto it = entries_.find(id);
   if (it == entries_.end()) {
@@ -151,7 +152,7 @@ BarrierRoute BarrierRegistry::Start(proto::BarrierRequest* request, int64_t coun
   }
   spec.first_task = MakeTask(request->source_task().job_name(), request->source_task().task_id());
   spec.timeout = std::chrono::milliseconds(
-      std::clamp(request->barrier_timeout_in_ms(), int64_t{0}, kMaxBarrierTimeoutMs));
+      std::max(request->barrier_timeout_in_ms(), int64_t{0}));  // CheckBarrierTimeout bounds it
   spec.deadline = now + spec.timeout;
   spec.unrepeatable = unrepeatable_.contains(id);
   entries_[id] =
@@ -182,8 +183,8 @@ CancelBarrierRoute BarrierRegistry::RouteCancel(const proto::CancelBarrierReques
   const std::string& id = request.barrier_id();
   const int64_t counter = request.counter();
   if (id.empty()) return ReplyCancel(BarrierEmptyIdError(request.source_task()));
-  if (id.size() > kMaxBarrierIdBytes) {
-    return ReplyCancel(CheckBarrierIdLimits(id, true, 0, request.source_task()));
+  if (id.size() > limits_.max_id_bytes) {
+    return ReplyCancel(CheckBarrierIdLimits(id, true, 0, request.source_task(), limits_));
   }
   auto it = entries_.find(id);
   if (it == entries_.end()) {

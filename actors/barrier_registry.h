@@ -49,7 +49,8 @@ class BarrierRegistry {
  public:
   // `unrepeatable_ids` are one-time barriers of the service (register, shutdown): they run once
   // and are never restarted with a later counter.
-  explicit BarrierRegistry(absl::flat_hash_set<std::string> unrepeatable_ids = {});
+  explicit BarrierRegistry(absl::flat_hash_set<std::string> unrepeatable_ids = {},
+                           BarrierLimits limits = {});
 
   // Marks `id` as a one-time barrier (before its first call).
   void AddUnrepeatable(const std::string& id);
@@ -109,6 +110,7 @@ class BarrierRegistry {
   absl::flat_hash_map<std::string, Entry> entries_;
   absl::flat_hash_set<std::string> live_ids_;
   absl::flat_hash_set<std::string> unrepeatable_;
+  BarrierLimits limits_;
 };
 
 }  // namespace muster

@@ -360,26 +360,37 @@ absl::Status ValidateBarrierCall(absl::string_view id, int64_t counter,
 }
 
 absl::Status CheckBarrierIdLimits(absl::string_view id, bool known, size_t ids_kept,
-                                  const proto::CoordinatedTask& task) {
-  if (id.size() > kMaxBarrierIdBytes) {
+                                  const proto::CoordinatedTask& task, const BarrierLimits& limits) {
+  if (id.size() > limits.max_id_bytes) {
     return MakeBarrierError(
-        absl::InvalidArgumentError(
-            absl::StrCat("A barrier call from task ", TaskName(task), " has a barrier_id of ",
-                         id.size(), " bytes (\"", absl::CHexEscape(id.substr(0, 32)),
-                         "...\"); ids are at most ", kMaxBarrierIdBytes, " bytes.")),
+        absl::InvalidArgumentError(absl::StrCat(
+            "A barrier call from task ", TaskName(task), " has a barrier_id of ", id.size(),
+            " bytes (\"", absl::CHexEscape(id.substr(0, 32)), "...\"); ids are at most ",
+            limits.max_id_bytes, " bytes (--max-barrier-id-size).")),
         "", -1);
   }
-  if (!known && ids_kept >= kMaxBarrierIds) {
+  if (!known && ids_kept >= limits.max_ids) {
     return MakeBarrierError(
         absl::ResourceExhaustedError(absl::StrCat("Barrier ", id, " from task ", TaskName(task),
                                                   " would be a new barrier id; the leader "
                                                   "keeps at most ",
-                                                  kMaxBarrierIds,
-                                                  " ids. Reuse ids: their counters make every id "
-                                                  "reusable.")),
+                                                  limits.max_ids,
+                                                  " ids (--max-barrier-ids). Reuse ids: their "
+                                                  "counters make every id reusable.")),
         id, -1);
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckBarrierTimeout(const proto::BarrierRequest& request) {
+  const int64_t timeout = request.barrier_timeout_in_ms();
+  if (timeout <= kMaxBarrierTimeoutMs) return absl::OkStatus();
+  return MakeBarrierError(
+      absl::InvalidArgumentError(absl::StrCat(
+          "Barrier ", request.barrier_id(), " from task ", TaskName(request.source_task()),
+          " has a timeout of ", timeout, " ms; the most is ", kMaxBarrierTimeoutMs,
+          " ms (about 34 years, what agents send for no deadline).")),
+      request.barrier_id(), -1);
 }
 
 absl::Status BarrierEmptyIdError(const proto::CoordinatedTask& task) {

@@ -183,13 +183,24 @@ absl::Status BarrierOneTimeError(absl::string_view id, int64_t request_counter,
                                  int64_t service_counter, const absl::Status& result);
 // InvalidArgument: the request has no barrier id.
 absl::Status BarrierEmptyIdError(const proto::CoordinatedTask& task);
-// The longest barrier id and the most distinct ids the leader keeps.
+// The longest barrier id and the most distinct ids the leader keeps (configurable:
+// max_barrier_id_bytes, max_barrier_ids).
 inline constexpr size_t kMaxBarrierIdBytes = 1024;
 inline constexpr size_t kMaxBarrierIds = 100'000;
-// InvalidArgument (id over kMaxBarrierIdBytes) or ResourceExhausted (a new id while
-// kMaxBarrierIds are kept); OK otherwise. `known`: the id has an entry already.
+// The longest barrier timeout: about 34 years, what agents send for "no deadline".
+inline constexpr int64_t kMaxBarrierTimeoutMs = int64_t{1} << 40;
+struct BarrierLimits {
+  size_t max_id_bytes = kMaxBarrierIdBytes;
+  size_t max_ids = kMaxBarrierIds;
+};
+// InvalidArgument (id over the limit's bytes) or ResourceExhausted (a new id while the limit's
+// ids are kept); OK otherwise. `known`: the id has an entry already.
 absl::Status CheckBarrierIdLimits(absl::string_view id, bool known, size_t ids_kept,
-                                  const proto::CoordinatedTask& task);
+                                  const proto::CoordinatedTask& task,
+                                  const BarrierLimits& limits = {});
+// InvalidArgument for a timeout over kMaxBarrierTimeoutMs; OK otherwise. (A zero or negative
+// timeout is the reference's: the instance's deadline has passed, DeadlineExceeded at once.)
+absl::Status CheckBarrierTimeout(const proto::BarrierRequest& request);
 
 // InvalidArgument when a call does not fit the instance: no task list while the instance is not
 // the whole cluster, another task list, or a caller that does not participate. Live and

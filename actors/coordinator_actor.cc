@@ -254,9 +254,9 @@ void Init(CoordinatorPointer self, CoordinatorOptions options) {
     st.shutdown_barrier_timeout =
         std::chrono::milliseconds(config.shutdown_barrier_timeout_in_ms());
   }
-  st.barriers = NewBarrierRegistry(st);
   st.devices.emplace(options.device_aggregator, options.incarnation);
   st.options = std::move(options);
+  st.barriers = NewBarrierRegistry(st);  // after the options: it reads their limits
   st.heartbeats = SpawnHeartbeatMonitor(self, st.options.incarnation, st.heartbeat_timeout);
   st.children->push_back(caf::actor_cast<caf::actor>(st.heartbeats));
   for (const auto& task : st.view.tasks()) {

@@ -15,9 +15,6 @@
 namespace muster {
 namespace {
 
-// Longer GetKeyValue timeouts wait without a deadline (and cannot overflow the clock).
-constexpr int64_t kMaxGetTimeoutMs = int64_t{365} * 24 * 3600 * 1000;
-
 struct KvDirectoryState {
   static inline const char* name = "muster.kv_directory";
   KvStore store{"", KvLimits()};
@@ -103,6 +100,7 @@ caf::result<proto::GetKeyValueResponse> ParkGetter(KvDirectoryPointer self,
                      " came without a sender to answer; send it as a request")));
   }
   int64_t timeout_ms = request.timeout_in_ms();
+  // The router refuses these; a directory used without it still never overflows the clock.
   if (timeout_ms < 0 || timeout_ms > kMaxGetTimeoutMs) timeout_ms = 0;
   // Monitor first: making the promise takes the sender out of the current message.
   if (!self->state.subscribers.Knows(requester)) self->monitor(self->current_sender());

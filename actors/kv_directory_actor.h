@@ -20,6 +20,10 @@
 
 namespace muster {
 
+// The longest GetKeyValue timeout: a year (0: no deadline). Longer or negative ones are
+// refused with InvalidArgument before they reach a directory.
+inline constexpr int64_t kMaxGetTimeoutMs = int64_t{365} * 24 * 3600 * 1000;
+
 // Asks a directory for its counters: keys, parked gets, watches, monitored peers.
 using kv_stats_atom = caf::atom_constant<caf::atom("kv_stats")>;
 

@@ -18,6 +18,7 @@ KvLimits KvLimits::FromConfig(const proto::CoordinationServiceConfig& config) {
   limits.max_value_bytes = OrDefault(config.max_value_bytes(), kDefaultMaxValueBytes);
   limits.max_keys_per_directory =
       OrDefault(config.max_keys_per_directory(), kDefaultMaxKeysPerDirectory);
+  limits.max_directories = OrDefault(config.max_directories(), kDefaultMaxDirectories);
   limits.budget =
       std::make_shared<KvBudget>(OrDefault(config.max_store_bytes(), kDefaultMaxStoreBytes));
   return limits;

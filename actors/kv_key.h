@@ -38,10 +38,13 @@ struct KvLimits {
   static constexpr int64_t kDefaultMaxValueBytes = 4 << 20;
   static constexpr int64_t kDefaultMaxKeysPerDirectory = 1'000'000;
   static constexpr int64_t kDefaultMaxStoreBytes = int64_t{1} << 30;
+  static constexpr int64_t kDefaultMaxDirectories = 100'000;
 
   int64_t max_key_bytes = kDefaultMaxKeyBytes;
   int64_t max_value_bytes = kDefaultMaxValueBytes;
   int64_t max_keys_per_directory = kDefaultMaxKeysPerDirectory;
+  // Top-level directories, each an actor spawned on first use (reads and watches included).
+  int64_t max_directories = kDefaultMaxDirectories;
   // Shared by every directory of the store; null: no total limit.
   std::shared_ptr<KvBudget> budget;
 

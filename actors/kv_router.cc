@@ -3,6 +3,7 @@
 #include <utility>
 
 #include <absl/status/status.h>
+#include <absl/strings/str_cat.h>
 
 #include "muster/messages/status_macros.h"
 
@@ -19,6 +20,12 @@ absl::StatusOr<KvDirectoryActor> KvRouter::Route(proto::UpdateKeyValueRequest& r
 }
 
 absl::StatusOr<KvDirectoryActor> KvRouter::Route(proto::GetKeyValueRequest& request) {
+  if (request.timeout_in_ms() < 0 || request.timeout_in_ms() > kMaxGetTimeoutMs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GetKeyValue of key ", KeyForMessage(request.key()), " has a timeout of ",
+                     request.timeout_in_ms(), " ms; give 1 to ", kMaxGetTimeoutMs,
+                     " ms (a year), or 0 to wait without a deadline"));
+  }
   return RouteKey(*request.mutable_key());
 }
 
@@ -122,8 +129,15 @@ absl::StatusOr<KvDirectoryActor> KvRouter::RouteWatch(std::string& key) {
   return RouteKey(key);
 }
 
-KvDirectoryActor KvRouter::FindOrSpawn(const std::string& directory) {
+absl::StatusOr<KvDirectoryActor> KvRouter::FindOrSpawn(const std::string& directory) {
   if (auto it = directories_.find(directory); it != directories_.end()) return it->second;
+  if (static_cast<int64_t>(directories_.size()) >= limits_.max_directories) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "key-value directory ", KeyForMessage(directory), " would be one more than the ",
+        limits_.max_directories,
+        " top-level directories the leader keeps (--max-directories); put keys under existing "
+        "directories"));
+  }
   KvDirectoryActor actor = spawn_(directory, limits_);
   directories_.emplace(directory, actor);
   names_.emplace(actor.address(), directory);

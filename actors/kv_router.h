@@ -71,7 +71,8 @@ class KvRouter {
   absl::StatusOr<KvDirectoryActor> RouteKey(std::string& key);
   absl::StatusOr<KvDirectoryActor> RouteEntry(proto::KeyValueEntry& kv);
   absl::StatusOr<KvDirectoryActor> RouteWatch(std::string& key);
-  KvDirectoryActor FindOrSpawn(const std::string& directory);
+  // ResourceExhausted when a new directory would exceed limits_.max_directories.
+  absl::StatusOr<KvDirectoryActor> FindOrSpawn(const std::string& directory);
 
   KvLimits limits_;
   SpawnFn spawn_;

@@ -58,6 +58,13 @@ ABSL_FLAG(int64_t, max_keys_per_directory, 0,
 ABSL_FLAG(int64_t, max_store_size, 0,
           "The bytes of every key and value together (0: 1 GiB); writes over it are refused "
           "with RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, max_directories, 0,
+          "The most top-level key-value directories (0: 100,000); a key in a new directory "
+          "beyond them is refused with RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, max_barrier_id_size, 0, "The longest barrier id, in bytes (0: 1 KiB)");
+ABSL_FLAG(int64_t, max_barrier_ids, 0,
+          "The most distinct barrier ids the leader keeps (0: 100,000); a new id beyond them is "
+          "refused with RESOURCE_EXHAUSTED");
 ABSL_FLAG(std::string, policy, "",
           "What a task failure does: fate-sharing (tell every task), job-scoped (tell the "
           "task's job), recoverable (tolerate failures of the --recoverable-job jobs). Default: "
@@ -164,7 +171,10 @@ const CommandSpec& ServeSpec() {
                 "max_value_size",
                 "max_key_size",
                 "max_keys_per_directory",
-                "max_store_size"},
+                "max_store_size",
+                "max_directories",
+                "max_barrier_id_size",
+                "max_barrier_ids"},
       .repeated = {"job", "recoverable_job"},
   };
   return spec;
@@ -187,13 +197,19 @@ absl::StatusOr<CoordinatorOptions> ServeOptionsFromFlags() {
        {std::pair{"--max-value-size", absl::GetFlag(FLAGS_max_value_size)},
         {"--max-key-size", absl::GetFlag(FLAGS_max_key_size)},
         {"--max-keys-per-directory", absl::GetFlag(FLAGS_max_keys_per_directory)},
-        {"--max-store-size", absl::GetFlag(FLAGS_max_store_size)}}) {
+        {"--max-store-size", absl::GetFlag(FLAGS_max_store_size)},
+        {"--max-directories", absl::GetFlag(FLAGS_max_directories)},
+        {"--max-barrier-id-size", absl::GetFlag(FLAGS_max_barrier_id_size)},
+        {"--max-barrier-ids", absl::GetFlag(FLAGS_max_barrier_ids)}}) {
     if (value < 0) return absl::InvalidArgumentError(absl::StrCat(flag, " may not be negative"));
   }
   options.config.set_max_value_bytes(absl::GetFlag(FLAGS_max_value_size));
   options.config.set_max_key_bytes(absl::GetFlag(FLAGS_max_key_size));
   options.config.set_max_keys_per_directory(absl::GetFlag(FLAGS_max_keys_per_directory));
   options.config.set_max_store_bytes(absl::GetFlag(FLAGS_max_store_size));
+  options.config.set_max_directories(absl::GetFlag(FLAGS_max_directories));
+  options.config.set_max_barrier_id_bytes(absl::GetFlag(FLAGS_max_barrier_id_size));
+  options.config.set_max_barrier_ids(absl::GetFlag(FLAGS_max_barrier_ids));
   int32_t port = absl::GetFlag(FLAGS_port);
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError("--port must be from 0 to 65535 (0: any free port)");

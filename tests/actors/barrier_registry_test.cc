@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <absl/strings/str_cat.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -107,6 +108,33 @@ TEST_F(BarrierRegistryTest, RouteBarrier_IdOverLimit_InvalidArgumentNothingKept)
                        AllOf(HasSubstr("barrier_id of 1025 bytes"), HasSubstr("at most 1024"))));
   EXPECT_EQ(registry.live_count() + registry.finished_count(), 0u);
   proto::BarrierRequest longest = Barrier(std::string(kMaxBarrierIdBytes, 'b'), Worker(0));
+  EXPECT_EQ(registry.RouteBarrier(&longest, view, kNow).action, Action::kStart);
+}
+
+TEST_F(BarrierRegistryTest, RouteBarrier_ConfiguredIdLimits_Apply) {
+  ClusterView view(Cluster(2));
+  BarrierRegistry registry({}, BarrierLimits{.max_id_bytes = 8, .max_ids = 1});
+  proto::BarrierRequest long_id = Barrier("123456789", Worker(0));
+  EXPECT_THAT(registry.RouteBarrier(&long_id, view, kNow).reply,
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at most 8 bytes")));
+  proto::BarrierRequest first = Barrier("a", Worker(0));
+  EXPECT_EQ(registry.RouteBarrier(&first, view, kNow).action, Action::kStart);
+  proto::BarrierRequest second = Barrier("b", Worker(0));
+  EXPECT_THAT(registry.RouteBarrier(&second, view, kNow).reply,
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("at most 1 ids")));
+}
+
+TEST_F(BarrierRegistryTest, RouteBarrier_TimeoutOverTheMost_InvalidArgumentNothingKept) {
+  ClusterView view(Cluster(2));
+  BarrierRegistry registry;
+  proto::BarrierRequest huge = Barrier("b", Worker(0));
+  huge.set_barrier_timeout_in_ms(kMaxBarrierTimeoutMs + 1);
+  EXPECT_THAT(registry.RouteBarrier(&huge, view, kNow).reply,
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr(absl::StrCat("a timeout of ", kMaxBarrierTimeoutMs + 1, " ms"))));
+  EXPECT_EQ(registry.live_count() + registry.finished_count(), 0u);
+  proto::BarrierRequest longest = Barrier("b", Worker(0));
+  longest.set_barrier_timeout_in_ms(kMaxBarrierTimeoutMs);
   EXPECT_EQ(registry.RouteBarrier(&longest, view, kNow).action, Action::kStart);
 }
 

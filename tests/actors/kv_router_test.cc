@@ -100,6 +100,39 @@ class KvRouterTest : public DeterministicTest {
   std::vector<KvDirectoryActor> directories_;
 };
 
+TEST_F(KvRouterTest, Route_GetWithNegativeOrHugeTimeout_InvalidArgumentNothingSpawned) {
+  KvRouter router(KvLimits(), Spawner());
+  for (int64_t timeout : {int64_t{-1}, kMaxGetTimeoutMs + 1}) {
+    proto::GetKeyValueRequest get = GetRequest("nccl/id");
+    get.set_timeout_in_ms(timeout);
+    EXPECT_THAT(router.Route(get).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr(absl::StrCat("a timeout of ", timeout, " ms"))));
+  }
+  EXPECT_THAT(spawned_, IsEmpty());
+  for (int64_t timeout : {int64_t{0}, kMaxGetTimeoutMs}) {
+    proto::GetKeyValueRequest get = GetRequest("nccl/id");
+    get.set_timeout_in_ms(timeout);
+    EXPECT_THAT(router.Route(get).status(), IsOk());
+  }
+}
+
+TEST_F(KvRouterTest, Route_OneDirectoryMoreThanTheLimit_ResourceExhaustedOthersServed) {
+  KvLimits limits;
+  limits.max_directories = 2;
+  KvRouter router(limits, Spawner());
+  proto::InsertKeyValueRequest a = InsertRequest("a/x", "v");
+  proto::InsertKeyValueRequest b = InsertRequest("b/x", "v");
+  proto::TryGetKeyValueRequest c = TryGetRequest("c/x");
+  proto::TryGetKeyValueRequest a2 = TryGetRequest("a/y");
+  ASSERT_THAT(router.Route(a).status(), IsOk());
+  ASSERT_THAT(router.Route(b).status(), IsOk());
+  EXPECT_THAT(router.Route(c).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("--max-directories")));
+  EXPECT_THAT(router.Route(a2).status(), IsOk());
+  EXPECT_THAT(spawned_, ElementsAre("a", "b"));
+}
+
 TEST_F(KvRouterTest, Route_SameFirstSegment_SameDirectorySpawnedOnce) {
   KvRouter router(KvLimits(), Spawner());
   proto::InsertKeyValueRequest nested = InsertRequest("nccl/id/3", "v");

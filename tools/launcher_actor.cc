@@ -88,6 +88,7 @@ TaskProcess::Environment EnvironmentOf(LauncherPointer self, const TaskEntry& en
 
 void StopAll(LauncherPointer self, int signal);
 void EndJob(LauncherPointer self, const std::string& why);
+void Report(LauncherPointer self, TaskEntry& entry, const ProcessExit& exit);
 
 void Finish(LauncherPointer self, int code, const std::string& message) {
   if (self->state.done) return;
@@ -101,15 +102,16 @@ void Start(LauncherPointer self, TaskEntry& entry, int64_t generation) {
   entry.restart_to.reset();
   entry.failure.reset();
   entry.last_exit.reset();
+  if (self->state.stopping) {
+    entry.phase = Phase::kFinished;
+    return;
+  }
   auto process = TaskProcess::Start(self->state.config.command, EnvironmentOf(self, entry));
   if (!process.ok()) {
-    entry.phase = Phase::kFinished;
-    entry.failure =
-        absl::StrCat(TaskName(entry.task), " could not be started: ", process.status().message());
-    Say(*entry.failure);
-    // The other tasks would wait for it forever: the job ends.
-    EndJob(self, *entry.failure);
-    StopAll(self, SIGTERM);
+    Say(absl::StrCat(TaskName(entry.task), " could not be started: ", process.status().message()));
+    // As a process that exited with 127 (as a shell says "not found"): the policy decides, and
+    // every launcher hears of it, so that no task waits for this one forever.
+    Report(self, entry, ProcessExit{.exit_code = 127});
     return;
   }
   entry.process = *std::move(process);
@@ -133,11 +135,19 @@ void StopAll(LauncherPointer self, int signal) {
   }
 }
 
-void EndJob(LauncherPointer self, const std::string& why) {
+// No restarts from now on; exits that wait for the policy's decision are final.
+void StopRestarting(LauncherPointer self) {
   auto& st = self->state;
-  if (!st.job_error) st.job_error = why;
   st.stopping = true;
-  for (TaskEntry& entry : st.tasks) entry.restart_to.reset();
+  for (TaskEntry& entry : st.tasks) {
+    entry.restart_to.reset();
+    if (entry.phase == Phase::kReported) entry.phase = Phase::kFinished;
+  }
+}
+
+void EndJob(LauncherPointer self, const std::string& why) {
+  if (!self->state.job_error) self->state.job_error = why;
+  StopRestarting(self);
 }
 
 void Report(LauncherPointer self, TaskEntry& entry, const ProcessExit& exit) {
@@ -155,12 +165,14 @@ void Report(LauncherPointer self, TaskEntry& entry, const ProcessExit& exit) {
     --self->state.pending_reports;
     TaskEntry* e = Find(self, task);
     // Not a failure in the policy's eyes (or no answer): this exit is the task's end.
-    if (e && !recorded && e->phase == Phase::kReported && e->generation == generation) {
+    if (e && !recorded && e->generation == generation &&
+        (e->phase == Phase::kReported || e->phase == Phase::kFinished)) {
       e->phase = Phase::kFinished;
       e->failure = text;
     }
   };
-  self->request(self->state.config.leader, caf::infinite, request)
+  // Bounded: a leader that went away after the request left never answers it.
+  self->request(self->state.config.leader, std::chrono::seconds(10), request)
       .then([settle](const proto::TaskExitedResponse& r) { settle(r.failure_recorded()); },
             [settle](const caf::error& error) {
               Say(absl::StrCat("reporting an exit failed: ", StatusText(ToStatus(error))));
@@ -229,12 +241,19 @@ std::string FailureSummary(LauncherPointer self) {
   return absl::StrJoin(failures, "; ");
 }
 
+// Every process of this launcher is gone and no exit waits for the policy's decision.
+bool LocalDone(LauncherPointer self) {
+  const auto& st = self->state;
+  if (!st.registered || st.pending_reports > 0) return false;
+  for (const TaskEntry& entry : st.tasks) {
+    if (entry.process || entry.phase == Phase::kReported) return false;
+  }
+  return true;
+}
+
 void CheckFinished(LauncherPointer self) {
   auto& st = self->state;
-  if (!st.registered || st.pending_reports > 0) return;
-  for (const TaskEntry& entry : st.tasks) {
-    if (entry.process || entry.phase == Phase::kReported) return;
-  }
+  if (!LocalDone(self)) return;
   if (st.stop_signal != 0) {
     Finish(self, 128 + st.stop_signal,
            absl::StrCat("stopped by signal ", st.stop_signal, "; every task process is gone"));
@@ -242,16 +261,19 @@ void CheckFinished(LauncherPointer self) {
     Finish(self, 1, absl::StrCat("the job failed: ", *st.job_error));
   } else if (std::string failures = FailureSummary(self); !failures.empty()) {
     Finish(self, 1, absl::StrCat("the job failed: ", failures));
-  } else if (!st.config.hosting) {
-    Finish(self, 0, "every task finished");
   } else if (!st.asking_cluster) {
-    // The leader lives in this process: it stays until the other launchers' tasks are done.
+    // This host's tasks finished, but a failure elsewhere may still restart them (one-for-all):
+    // a launcher stays until no task of the job is connected, and the one that hosts the leader
+    // also until no other launcher is registered.
     st.asking_cluster = true;
     self->request(st.config.leader, std::chrono::seconds(5), proto::LauncherStatusRequest())
         .then(
             [self](const proto::LauncherStatusResponse& r) {
-              self->state.asking_cluster = false;
-              if (r.launchers() <= 1 && r.connected_tasks() == 0) {
+              auto& st = self->state;
+              st.asking_cluster = false;
+              // Checked again: a restart may have come in before this answer.
+              if (LocalDone(self) && !st.stopping && !st.job_error && r.connected_tasks() == 0 &&
+                  (!st.config.hosting || r.launchers() <= 1)) {
                 Finish(self, 0, "every task finished");
               }
             },
@@ -292,14 +314,13 @@ void OnEvent(LauncherPointer self, const proto::SupervisionEvent& event) {
     EndJob(self, what);
     // The tasks were told; they get the stop timeout to leave by themselves.
     st.job_end_deadline = self->clock().now() + st.config.stop_timeout;
-    for (TaskEntry& entry : st.tasks) {
-      if (entry.phase == Phase::kReported) entry.phase = Phase::kFinished;
-    }
   } else if (event.restart() == proto::RESTART_NONE) {
-    if (TaskEntry* entry = Find(self, event.failed_task())) {
+    // Tolerated or told to its job only: a process that still runs may reset and rejoin; one
+    // that exited has ended for good.
+    TaskEntry* entry = Find(self, event.failed_task());
+    if (entry && !entry->process) {
       entry->failure = what;
-      StopProcess(self, *entry, SIGTERM);
-      if (!entry->process) entry->phase = Phase::kFinished;
+      entry->phase = Phase::kFinished;
     }
   }
 }
@@ -359,7 +380,7 @@ LauncherControlActor::behavior_type LauncherBehavior(LauncherPointer self, Launc
           st.stop_signal = signal;
           Say(absl::StrCat("signal ", signal, ": stopping every task"));
         }
-        st.stopping = true;
+        StopRestarting(self);
         StopAll(self, signal);
         if (!st.registered) Finish(self, 128 + signal, "stopped before the leader answered");
       },

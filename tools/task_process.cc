@@ -67,7 +67,8 @@ std::vector<char*> Pointers(std::vector<std::string>& strings) {
 }
 
 // In the child, between fork and exec: async-signal-safe calls only.
-[[noreturn]] void Exec(pid_t parent, int out, int err, const char* path, char** argv, char** env) {
+[[noreturn]] void Exec(pid_t parent, int in, int out, int err, const char* path, char** argv,
+                       char** env) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(127);  // the launcher died before prctl
   setpgid(0, 0);
@@ -78,8 +79,14 @@ std::vector<char*> Pointers(std::vector<std::string>& strings) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);  // the launcher blocks SIGINT and SIGTERM
+  // Standard input is /dev/null: a task in a background process group that read the terminal
+  // would be stopped (SIGTTIN) for good.
+  dup2(in, STDIN_FILENO);
   dup2(out, STDOUT_FILENO);
   dup2(err, STDERR_FILENO);
+  // No descriptor of the launcher (its sockets to the leader included) reaches the task, even
+  // one that another thread opened without O_CLOEXEC a moment ago.
+  close_range(3, ~0U, 0);
   execve(path, argv, env);
   static const char kFailed[] = "muster run: exec failed\n";
   (void)!write(STDERR_FILENO, kFailed, sizeof kFailed - 1);
@@ -115,10 +122,17 @@ absl::StatusOr<std::unique_ptr<TaskProcess>> TaskProcess::Start(
     close(out[1]);
     return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
   }
+  int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null < 0) {
+    for (int fd : {out[0], out[1], err[0], err[1]}) close(fd);
+    return absl::InternalError(absl::StrCat("/dev/null: ", strerror(errno)));
+  }
   pid_t parent = getpid();
   pid_t pid = fork();
-  if (pid == 0)
-    Exec(parent, out[1], err[1], path->c_str(), arg_pointers.data(), env_pointers.data());
+  if (pid == 0) {
+    Exec(parent, null, out[1], err[1], path->c_str(), arg_pointers.data(), env_pointers.data());
+  }
+  close(null);
   close(out[1]);
   close(err[1]);
   if (pid < 0) {
@@ -193,6 +207,9 @@ std::optional<ProcessExit> TaskProcess::Poll() {
     exit.exit_code = WEXITSTATUS(status);
   }
   exit_ = exit;
+  // What the task started itself (a shell's children, data loader workers) goes with it: its
+  // process group is this task's alone, and the group id is not reused while members live.
+  kill(-pid_, SIGKILL);
   return exit_;
 }
 

@@ -210,6 +210,14 @@ TEST(MusterRunTest, BadCommandLines_UsageErrors) {
   EXPECT_EQ(RunMuster({"run", "--job=worker=2", "--tasks=3-1", "--", "true"}).code, kExitUsage);
 }
 
+TEST(MusterRunTest, TaskReadingStandardInput_GetsEndOfFileInsteadOfStopping) {
+  Result result = RunMuster({"run", "--port=0", "--job=worker=1", "--", "/bin/sh", "-c",
+                             "read line; echo read-status=$?"},
+                            kRunBound);
+  EXPECT_EQ(result.code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("[worker/0] read-status=1"));
+}
+
 TEST(MusterRunTest, ProgramNotFound_TheJobFailsAtOnce) {
   Result result =
       RunMuster({"run", "--port=0", "--job=worker=2", "--", "/nonexistent/program"}, kRunBound);

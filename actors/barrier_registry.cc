@@ -226,9 +226,11 @@ BarrierActor BarrierRegistry::Finish(const std::string& id, int64_t counter, abs
   return actor;
 }
 
-bool BarrierRegistry::IsLive(const std::string& id, int64_t counter) const {
+bool BarrierRegistry::IsLive(const std::string& id, int64_t counter,
+                             const caf::actor_addr& actor) const {
   auto it = entries_.find(id);
-  return it != entries_.end() && it->second.live && it->second.counter == counter;
+  if (it == entries_.end() || !it->second.live || it->second.counter != counter) return false;
+  return !actor || !it->second.actor || it->second.actor.address() == actor;
 }
 
 std::vector<BarrierActor> BarrierRegistry::LiveActors() const {

@@ -75,7 +75,9 @@ class BarrierRegistry {
 
   // True while instance `counter` of `id` is live (a done message of an instance that is not is
   // stale: it belongs to a registry that was replaced).
-  bool IsLive(const std::string& id, int64_t counter) const;
+  // With `actor`: and that actor is the instance's (a done message of an earlier round's
+  // instance with the same id and counter is not).
+  bool IsLive(const std::string& id, int64_t counter, const caf::actor_addr& actor = {}) const;
   // The actors of every live instance (for shutdown and inspection).
   std::vector<BarrierActor> LiveActors() const;
   // The actors of the live instances that `task` participates in (for task state pushes).

@@ -161,7 +161,8 @@ void OnBarrierDone(CoordinatorPointer self, const std::string& id, int64_t count
                    const caf::error& result) {
   auto& st = self->state;
   // An instance of an earlier round (its registry was replaced when every task restarted).
-  if (!st.barriers.IsLive(id, counter)) return;
+  const caf::strong_actor_ptr& sender = self->current_sender();
+  if (!st.barriers.IsLive(id, counter, sender ? sender->address() : caf::actor_addr{})) return;
   absl::Status status = ToStatus(result);
   BarrierActor actor = st.barriers.Finish(id, counter, status);
   if (actor) self->send_exit(actor, caf::exit_reason::user_shutdown);

@@ -51,7 +51,14 @@ absl::Status CheckLauncherTasks(CoordinatorPointer self,
       return absl::InvalidArgumentError(
           absl::StrCat("RegisterLauncher names ", name, " twice; name each task once"));
     }
-    const LauncherActor& other = st.tasks.at(name).launcher;
+    const TaskSlot& slot = st.tasks.at(name);
+    if (slot.agent && slot.launcher != launcher) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(name,
+                       " is connected already, from a process no launcher started; a launcher "
+                       "registers the tasks whose processes it is about to start"));
+    }
+    const LauncherActor& other = slot.launcher;
     if (other && other != launcher) {
       return absl::AlreadyExistsError(
           absl::StrCat(name, " is run by another launcher (on node ", caf::to_string(other.node()),
@@ -93,6 +100,10 @@ void StartNewRound(CoordinatorPointer self) {
   }
   st.barriers = NewBarrierRegistry(st);
   st.shutdown_arrived.clear();
+  if (st.devices) {
+    st.devices->Abort(MakeCoordinationError(absl::AbortedError(
+        "every task is restarted (a new round): this WaitForAllTasks belongs to the last one")));
+  }
   st.devices.emplace(st.options.device_aggregator, st.options.incarnation);
 }
 

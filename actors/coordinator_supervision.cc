@@ -59,7 +59,9 @@ void ApplyPolicy(CoordinatorPointer self, const proto::CoordinatedTask& task,
       FailJob(self, decision.status, task);
       [[fallthrough]];
     case FailureAction::kPropagateToCluster:
-      st.cluster_error = decision.status;
+      // Tasks that register later learn it too, unless the failed tasks are restarted (they
+      // register again, and must not be handed the error they are restarted after).
+      if (decision.restart == RestartScope::kNone) st.cluster_error = decision.status;
       Propagate(self, decision.status, task, "");
       break;
   }

@@ -107,6 +107,11 @@ void DeviceExchange::OnTaskState(const proto::CoordinatedTaskStateInfo& info) {
                                info.task()));
 }
 
+void DeviceExchange::Abort(const absl::Status& status) {
+  for (auto& promise : waiting_) promise.deliver(ToError(status));
+  waiting_.clear();
+}
+
 void DeviceExchange::Finish(absl::StatusOr<proto::WaitForAllTasksResponse> result) {
   result_ = std::move(result);
   for (auto& promise : waiting_) {

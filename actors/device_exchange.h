@@ -41,6 +41,8 @@ class DeviceExchange {
   void Join(const ClusterView& view, const proto::WaitForAllTasksRequest& request, Promise promise);
   // Fails the exchange for everyone when a task that has to take part fails before it is done.
   void OnTaskState(const proto::CoordinatedTaskStateInfo& info);
+  // Answers every waiting call with `status` (the exchange is being replaced).
+  void Abort(const absl::Status& status);
 
  private:
   void Finish(absl::StatusOr<proto::WaitForAllTasksResponse> result);

@@ -92,6 +92,18 @@ TEST_F(LauncherTest, Register_NoUnknownDuplicateOrTakenTasks_RefusedNothingRecor
   EXPECT_EQ(status->launchers(), 1);
 }
 
+TEST_F(LauncherTest, Register_ATaskConnectedWithoutIt_FailedPrecondition) {
+  Spawn(Config(2));
+  Reports reports;
+  ASSERT_THAT(Register("worker", 1, 11, Agent(&reports)), IsOk());
+  Events events;
+  EXPECT_THAT(RegisterLauncher(Launcher(&events), Workers(2)),
+              StatusIs(Code::kFailedPrecondition, HasSubstr("/job:worker/task:1 is connected")));
+  auto status = Call<proto::LauncherStatusResponse>(leader_, proto::LauncherStatusRequest());
+  ASSERT_THAT(status, IsOk());
+  EXPECT_EQ(status->launchers(), 0);  // nothing was recorded
+}
+
 TEST_F(LauncherTest, LauncherGone_ItsTasksMayBeTakenByAnother) {
   Spawn(Config(2));
   Events events;

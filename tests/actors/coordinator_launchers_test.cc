@@ -53,6 +53,13 @@ class LauncherTest : public LeaderTest {
     ASSERT_THAT(Call<proto::ReportErrorToServiceResponse>(leader_, report), IsOk());
   }
 
+  // One launcher runs worker/0 and worker/1, which connect (incarnations 10 and 11).
+  void LaunchAndConnectTwoWorkers(Events* events, Reports* r0, Reports* r1) {
+    ASSERT_THAT(RegisterLauncher(Launcher(events), Workers(2)), IsOk());
+    ASSERT_THAT(Register("worker", 0, 10, Agent(r0)), IsOk());
+    ASSERT_THAT(Register("worker", 1, 11, Agent(r1)), IsOk());
+  }
+
   static std::vector<proto::CoordinatedTask> Workers(int n) {
     std::vector<proto::CoordinatedTask> tasks;
     for (int i = 0; i < n; ++i) tasks.push_back(MakeTask("worker", i));
@@ -118,10 +125,8 @@ TEST_F(LauncherTest, LauncherGone_ItsTasksMayBeTakenByAnother) {
 TEST_F(LauncherTest, OneForOne_TaskFails_OnlyItRestartsInTheNextGenerationNobodyTold) {
   Spawn(Config(2), std::make_shared<OneForOne>());
   Events events;
-  ASSERT_THAT(RegisterLauncher(Launcher(&events), Workers(2)), IsOk());
   Reports r0, r1;
-  ASSERT_THAT(Register("worker", 0, 10, Agent(&r0)), IsOk());
-  ASSERT_THAT(Register("worker", 1, 11, Agent(&r1)), IsOk());
+  ASSERT_NO_FATAL_FAILURE(LaunchAndConnectTwoWorkers(&events, &r0, &r1));
   ReportError(1);
   ASSERT_EQ(events->size(), 1u);
   const proto::SupervisionEvent& event = (*events)[0];
@@ -143,10 +148,8 @@ TEST_F(LauncherTest, OneForOne_TaskFails_OnlyItRestartsInTheNextGenerationNobody
 TEST_F(LauncherTest, OneForAll_TaskFails_NewRoundEveryTaskDisconnectedStoreAndBarriersEmpty) {
   Spawn(Config(2), std::make_shared<OneForAll>());
   Events events;
-  ASSERT_THAT(RegisterLauncher(Launcher(&events), Workers(2)), IsOk());
   Reports r0, r1;
-  ASSERT_THAT(Register("worker", 0, 10, Agent(&r0)), IsOk());
-  ASSERT_THAT(Register("worker", 1, 11, Agent(&r1)), IsOk());
+  ASSERT_NO_FATAL_FAILURE(LaunchAndConnectTwoWorkers(&events, &r0, &r1));
   proto::InsertKeyValueRequest insert;
   insert.mutable_kv()->set_key("nccl/id");
   insert.mutable_kv()->set_value("round-0");
@@ -216,10 +219,8 @@ TEST_F(LauncherTest, TaskExited_CurrentGenerationNonZero_IsTheTasksFailure) {
 TEST_F(LauncherTest, FateSharing_JobFailedForGood_LaterExitsAreItsConsequence) {
   Spawn(Config(2));
   Events events;
-  ASSERT_THAT(RegisterLauncher(Launcher(&events), Workers(2)), IsOk());
   Reports r0, r1;
-  ASSERT_THAT(Register("worker", 0, 10, Agent(&r0)), IsOk());
-  ASSERT_THAT(Register("worker", 1, 11, Agent(&r1)), IsOk());
+  ASSERT_NO_FATAL_FAILURE(LaunchAndConnectTwoWorkers(&events, &r0, &r1));
   ReportError(1);
   ASSERT_EQ(events->size(), 1u);
   EXPECT_TRUE((*events)[0].job_failed());

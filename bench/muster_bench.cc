@@ -18,12 +18,12 @@
 #include <absl/strings/str_split.h>
 #include <caf/scoped_actor.hpp>
 
-#include "muster/actors/coordinator_actor.h"
+#include "muster/actors/coordinator/coordinator_actor.h"
 #include "muster/bench/harness.h"
 #include "muster/messages/status_codec.h"
-#include "muster/net/leader_connector_actor.h"
-#include "muster/net/leader_endpoint.h"
-#include "muster/net/node_config.h"
+#include "muster/net/agent/leader_connector_actor.h"
+#include "muster/net/leader/leader_endpoint.h"
+#include "muster/net/transport/node_config.h"
 
 namespace muster::bench {
 

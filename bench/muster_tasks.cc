@@ -15,8 +15,8 @@
 #include "muster/messages/incarnation.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
-#include "muster/net/barrier_combiner_actor.h"
-#include "muster/net/heartbeat_batcher_actor.h"
+#include "muster/net/agent/barrier_combiner_actor.h"
+#include "muster/net/agent/heartbeat_batcher_actor.h"
 
 namespace muster::bench {
 namespace {

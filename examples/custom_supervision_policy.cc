@@ -15,13 +15,13 @@
 #include <caf/actor_system.hpp>
 #include <caf/io/middleman.hpp>
 
-#include "muster/actors/coordinator_actor.h"
+#include "muster/actors/coordinator/coordinator_actor.h"
 #include "muster/actors/supervision/supervision_policy.h"
 #include "muster/messages/task_name.h"
-#include "muster/net/job_spec.h"
-#include "muster/net/leader.h"
-#include "muster/net/node_config.h"
-#include "muster/net/shutdown_signals.h"
+#include "muster/net/leader/job_spec.h"
+#include "muster/net/leader/leader.h"
+#include "muster/net/process/shutdown_signals.h"
+#include "muster/net/transport/node_config.h"
 
 ABSL_FLAG(std::string, jobs, "worker=4", "Jobs as name=tasks, comma separated");
 ABSL_FLAG(int, port, 7400, "TCP port (0: any free port)");

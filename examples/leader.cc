@@ -13,10 +13,10 @@
 #include <absl/flags/parse.h>
 #include <caf/actor_system.hpp>
 
-#include "muster/net/job_spec.h"
-#include "muster/net/leader.h"
-#include "muster/net/node_config.h"
-#include "muster/net/shutdown_signals.h"
+#include "muster/net/leader/job_spec.h"
+#include "muster/net/leader/leader.h"
+#include "muster/net/process/shutdown_signals.h"
+#include "muster/net/transport/node_config.h"
 
 ABSL_FLAG(std::vector<std::string>, jobs, {"worker=1"}, "Jobs as name=tasks, comma separated");
 ABSL_FLAG(std::string, host, "127.0.0.1", "Address to listen on (0.0.0.0: every interface)");

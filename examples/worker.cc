@@ -30,8 +30,8 @@
 
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
-#include "muster/net/agent.h"
-#include "muster/net/launch_environment.h"
+#include "muster/net/agent/agent.h"
+#include "muster/net/process/launch_environment.h"
 
 ABSL_FLAG(std::string, leader, "",
           "Leader address HOST:PORT (default: $MUSTER_LEADER under muster run, else "

@@ -9,8 +9,8 @@
 #include <absl/strings/strip.h>
 #include <caf/send.hpp>
 
-#include "muster/net/job_token.h"
-#include "muster/net/leader_connector_actor.h"
+#include "muster/net/agent/leader_connector_actor.h"
+#include "muster/net/leader/job_token.h"
 
 ABSL_FLAG(std::string, leader, "", "The leader's address, HOST:PORT (as printed by muster serve)");
 ABSL_FLAG(std::string, token_file, "",

@@ -20,7 +20,7 @@
 
 #include "muster/messages/interfaces.h"
 #include "muster/messages/status_codec.h"
-#include "muster/net/node_config.h"
+#include "muster/net/transport/node_config.h"
 #include "muster/tools/command_line.h"
 #include "muster/tools/leader_call_actor.h"
 

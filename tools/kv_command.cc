@@ -8,7 +8,7 @@
 #include <absl/strings/str_cat.h>
 #include <caf/send.hpp>
 
-#include "muster/net/shutdown_signals.h"
+#include "muster/net/process/shutdown_signals.h"
 #include "muster/tools/cli_common.h"
 #include "muster/tools/kv_watcher_actor.h"
 

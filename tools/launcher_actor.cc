@@ -13,7 +13,7 @@
 
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
-#include "muster/net/launch_environment.h"
+#include "muster/net/process/launch_environment.h"
 
 namespace muster::cli {
 namespace {

@@ -30,7 +30,7 @@
 #include <caf/typed_actor.hpp>
 
 #include "muster/messages/interfaces.h"
-#include "muster/net/shutdown_signals.h"
+#include "muster/net/process/shutdown_signals.h"
 #include "muster/tools/task_process.h"
 
 namespace muster::cli {

@@ -17,8 +17,8 @@
 #include <caf/scoped_actor.hpp>
 
 #include "muster/actors/supervision/supervision_policy.h"
-#include "muster/net/leader.h"
-#include "muster/net/shutdown_signals.h"
+#include "muster/net/leader/leader.h"
+#include "muster/net/process/shutdown_signals.h"
 #include "muster/tools/cli_common.h"
 #include "muster/tools/launcher_actor.h"
 #include "muster/tools/serve_command.h"

@@ -8,8 +8,8 @@
 
 #include <absl/status/statusor.h>
 
-#include "muster/actors/coordinator_actor.h"
-#include "muster/net/node_config.h"
+#include "muster/actors/coordinator/coordinator_actor.h"
+#include "muster/net/transport/node_config.h"
 #include "muster/tools/command_line.h"
 
 namespace muster::cli {

@@ -9,7 +9,7 @@
 #include <absl/time/clock.h>
 #include <caf/send.hpp>
 
-#include "muster/net/shutdown_signals.h"
+#include "muster/net/process/shutdown_signals.h"
 #include "muster/tools/cli_common.h"
 #include "muster/tools/job_watch_actor.h"
 #include "muster/tools/status_report.h"

@@ -7,7 +7,7 @@
 #include <absl/flags/flag.h>
 #include <absl/strings/str_join.h>
 
-#include "muster/net/job_certificates.h"
+#include "muster/net/transport/job_certificates.h"
 #include "muster/tools/cli_common.h"
 #include "muster/tools/command_line.h"
 

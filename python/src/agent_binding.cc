@@ -23,7 +23,7 @@
 #include "common.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
-#include "muster/net/agent.h"
+#include "muster/net/agent/agent.h"
 #include "runtime.h"
 
 namespace muster::python {

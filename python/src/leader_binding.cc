@@ -13,7 +13,7 @@
 #include "bindings.h"
 #include "common.h"
 #include "muster/actors/supervision/supervision_policy.h"
-#include "muster/net/leader.h"
+#include "muster/net/leader/leader.h"
 #include "runtime.h"
 
 namespace muster::python {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "muster/net/agent.h"
+#include "muster/net/agent/agent.h"
 
 namespace muster::python {
 namespace {

@@ -13,7 +13,7 @@
 #include <absl/time/time.h>
 #include <caf/actor_system.hpp>
 
-#include "muster/net/node_config.h"
+#include "muster/net/transport/node_config.h"
 
 namespace muster::python {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "muster/actors/coordinator_actor.h"
+#include "muster/actors/coordinator/coordinator_actor.h"
 #include "muster/messages/task_name.h"
 #include "tests/testing/deterministic_fixture.h"
 

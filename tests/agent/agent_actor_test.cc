@@ -1,7 +1,7 @@
 // The agent actor against a coordinator in the same actor system, on simulated time: state
 // machine, heartbeats, error callback once per episode, barrier counters, shutdown and a lost
 // leader.
-#include "muster/net/agent_actor.h"
+#include "muster/net/agent/agent_actor.h"
 
 #include <memory>
 #include <vector>
@@ -9,7 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "muster/actors/coordinator_actor.h"
+#include "muster/actors/coordinator/coordinator_actor.h"
 #include "muster/messages/task_name.h"
 #include "tests/testing/deterministic_fixture.h"
 #include "tests/testing/status_matchers.h"

@@ -1,7 +1,7 @@
 // The barrier combiner against a coordinator in the same actor system, on simulated time: calls
 // read in one mailbox turn become one group, every call gets its own answer, a refused call
 // gets its own error with the barrier's counter.
-#include "muster/net/barrier_combiner_actor.h"
+#include "muster/net/agent/barrier_combiner_actor.h"
 
 #include <memory>
 #include <vector>
@@ -9,7 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "muster/actors/coordinator_actor.h"
+#include "muster/actors/coordinator/coordinator_actor.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "tests/testing/deterministic_fixture.h"

@@ -1,6 +1,6 @@
 // The heartbeat batcher on simulated time: beats of one window become one batch per leader,
 // every beat gets its own result, and a failed batch fails every beat in it.
-#include "muster/net/heartbeat_batcher_actor.h"
+#include "muster/net/agent/heartbeat_batcher_actor.h"
 
 #include <memory>
 

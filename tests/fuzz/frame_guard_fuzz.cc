@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "muster/net/frame_guard.h"
+#include "muster/net/transport/frame_guard.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;

@@ -18,9 +18,9 @@
 
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
-#include "muster/net/agent.h"
-#include "muster/net/leader.h"
-#include "muster/net/node_config.h"
+#include "muster/net/agent/agent.h"
+#include "muster/net/leader/leader.h"
+#include "muster/net/transport/node_config.h"
 #include "tests/net/two_nodes_fixture.h"
 #include "tests/testing/status_matchers.h"
 

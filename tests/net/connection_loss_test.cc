@@ -10,10 +10,10 @@
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "muster/actors/coordinator_actor.h"
+#include "muster/actors/coordinator/coordinator_actor.h"
 #include "muster/messages/task_name.h"
-#include "muster/net/leader.h"
-#include "muster/net/node_config.h"
+#include "muster/net/leader/leader.h"
+#include "muster/net/transport/node_config.h"
 
 namespace muster {
 namespace {

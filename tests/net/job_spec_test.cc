@@ -1,5 +1,5 @@
 // Job specifications: "name=tasks" entries, comma lists, and the errors that name the entry.
-#include "muster/net/job_spec.h"
+#include "muster/net/leader/job_spec.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -8,12 +8,12 @@
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "muster/actors/coordinator_actor.h"
+#include "muster/actors/coordinator/coordinator_actor.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
-#include "muster/net/leader.h"
-#include "muster/net/leader_connector_actor.h"
-#include "muster/net/node_config.h"
+#include "muster/net/agent/leader_connector_actor.h"
+#include "muster/net/leader/leader.h"
+#include "muster/net/transport/node_config.h"
 #include "tests/testing/status_matchers.h"
 
 namespace muster {

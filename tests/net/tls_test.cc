@@ -15,12 +15,12 @@
 #include <gtest/gtest.h>
 #include <caf/actor_system.hpp>
 
-#include "muster/net/agent.h"
-#include "muster/net/guarded_multiplexer.h"
-#include "muster/net/job_certificates.h"
-#include "muster/net/leader.h"
-#include "muster/net/node_config.h"
-#include "muster/net/tls_context.h"
+#include "muster/net/agent/agent.h"
+#include "muster/net/leader/leader.h"
+#include "muster/net/transport/guarded_multiplexer.h"
+#include "muster/net/transport/job_certificates.h"
+#include "muster/net/transport/node_config.h"
+#include "muster/net/transport/tls_context.h"
 #include "tests/testing/status_matchers.h"
 
 namespace muster {

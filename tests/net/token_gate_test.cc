@@ -12,10 +12,10 @@
 #include <caf/scoped_actor.hpp>
 
 #include "muster/messages/status_codec.h"
-#include "muster/net/agent.h"
-#include "muster/net/leader.h"
-#include "muster/net/node_config.h"
-#include "muster/net/token_gate_actor.h"
+#include "muster/net/agent/agent.h"
+#include "muster/net/leader/leader.h"
+#include "muster/net/leader/token_gate_actor.h"
+#include "muster/net/transport/node_config.h"
 #include "tests/net/two_nodes_fixture.h"
 #include "tests/testing/status_matchers.h"
 

@@ -7,9 +7,9 @@
 #include <gtest/gtest.h>
 #include <caf/actor_system.hpp>
 
-#include "muster/net/agent.h"
-#include "muster/net/leader.h"
-#include "muster/net/node_config.h"
+#include "muster/net/agent/agent.h"
+#include "muster/net/leader/leader.h"
+#include "muster/net/transport/node_config.h"
 
 namespace muster::testing {
 

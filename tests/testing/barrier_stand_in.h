@@ -14,9 +14,9 @@
 #include <caf/exit_reason.hpp>
 #include <caf/system_messages.hpp>
 
-#include "muster/actors/barrier_actor.h"
-#include "muster/actors/barrier_registry.h"
-#include "muster/actors/cluster_view.h"
+#include "muster/actors/barriers/barrier_actor.h"
+#include "muster/actors/barriers/barrier_registry.h"
+#include "muster/actors/coordinator/cluster_view.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/proto/coordination_config.pb.h"

@@ -18,9 +18,9 @@
 #include <caf/actor_system.hpp>
 
 #include "muster/messages/status_codec.h"
-#include "muster/net/agent.h"
-#include "muster/net/launch_environment.h"
-#include "muster/net/node_config.h"
+#include "muster/net/agent/agent.h"
+#include "muster/net/process/launch_environment.h"
+#include "muster/net/transport/node_config.h"
 
 ABSL_FLAG(int, crash_task, -1, "This task id exits 3 after connecting ...");
 ABSL_FLAG(int64_t, crash_below_generation, 0, "... while its generation is below this");

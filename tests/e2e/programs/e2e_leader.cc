@@ -11,8 +11,8 @@
 #include <absl/strings/str_split.h>
 #include <caf/actor_system.hpp>
 
-#include "muster/net/leader.h"
-#include "muster/net/node_config.h"
+#include "muster/net/leader/leader.h"
+#include "muster/net/transport/node_config.h"
 
 ABSL_FLAG(std::vector<std::string>, jobs, {"worker=1"}, "name=tasks, comma separated");
 ABSL_FLAG(int, port, 0, "TCP port");

@@ -19,9 +19,9 @@
 
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
-#include "muster/net/agent.h"
-#include "muster/net/distributed_runtime_client.h"
-#include "muster/net/job_token.h"
+#include "muster/net/agent/agent.h"
+#include "muster/net/agent/distributed_runtime_client.h"
+#include "muster/net/leader/job_token.h"
 
 ABSL_FLAG(std::string, leader, "127.0.0.1:7400", "leader HOST:PORT");
 ABSL_FLAG(std::string, job, "worker", "job name");

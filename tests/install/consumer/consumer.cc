@@ -4,9 +4,9 @@
 
 #include <caf/actor_system.hpp>
 
-#include "muster/actors/coordinator_actor.h"
+#include "muster/actors/coordinator/coordinator_actor.h"
 #include "muster/messages/task_name.h"
-#include "muster/net/node_config.h"
+#include "muster/net/transport/node_config.h"
 #include "muster/proto/coordination_service.pb.h"
 
 int main() {

@@ -1,0 +1,365 @@
+#include "muster/actors/coordinator/coordinator_actor.h"
+
+#include <algorithm>
+
+#include <absl/strings/str_cat.h>
+
+#include "muster/actors/barriers/barrier_actor.h"
+#include "muster/actors/coordinator/coordinator_state.h"
+#include "muster/messages/incarnation.h"
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+
+namespace muster {
+namespace {
+
+constexpr int64_t kDefaultHeartbeatTimeoutMs = 10'000;
+
+// The task actor of `task`, or an InvalidArgument error naming it.
+absl::StatusOr<TaskActor> Route(CoordinatorPointer self, absl::string_view what,
+                                const proto::CoordinatedTask& task) {
+  auto it = self->state.tasks.find(TaskName(task));
+  if (it == self->state.tasks.end()) return UnknownTaskError(what, task);
+  return it->second.actor;
+}
+
+caf::result<proto::GetTaskStateResponse> GetTaskState(CoordinatorPointer self,
+                                                      const proto::GetTaskStateRequest& request) {
+  auto& st = self->state;
+  proto::GetTaskStateResponse response;
+  auto now = self->clock().now();
+  for (const auto& task : request.source_task()) {
+    const auto* info = st.view.Find(task);
+    if (info == nullptr) return ToError(UnknownTaskError("GetTaskState for unknown task ", task));
+    auto* out = response.add_task_state();
+    *out = *info;
+    const auto& beat = st.tasks.at(TaskName(task)).last_heartbeat;
+    out->set_last_heartbeat_age_ms(
+        beat ? std::chrono::duration_cast<std::chrono::milliseconds>(now - *beat).count() : -1);
+  }
+  return response;
+}
+
+caf::result<proto::WatchJobStateResponse> WatchJobState(
+    CoordinatorPointer self, const proto::WatchJobStateRequest& request) {
+  auto& st = self->state;
+  int64_t version = request.version_number();
+  if (!request.job_name().empty() && !st.view.HasJob(request.job_name())) {
+    return ToError(MakeCoordinationError(absl::InvalidArgumentError(absl::StrCat(
+        "WatchJobState for unknown job '", JobNameForMessage(request.job_name()),
+        "': it is not in the cluster configuration. Watch a configured job, or \"\" for all."))));
+  }
+  if (version > st.version) {
+    return ToError(MakeCoordinationError(absl::InvalidArgumentError(absl::StrCat(
+        "WatchJobState version ", version, " is ahead of the service (current version ", st.version,
+        "); the leader has probably restarted: call again with -1."))));
+  }
+  if (version < st.version) return JobState(self, request.job_name());
+  auto promise = self->make_response_promise<proto::WatchJobStateResponse>();
+  st.watches.push_back({request.job_name(), promise});
+  return promise;
+}
+
+caf::result<proto::GetAliveTasksResponse> GetAliveTasks(
+    CoordinatorPointer self, const proto::GetAliveTasksRequest& request) {
+  auto& st = self->state;
+  if (absl::Status own = ActsAsItself(self, request.requesting_task()); !own.ok()) {
+    return ToError(own);
+  }
+  bool listed = false;
+  for (const auto& task : request.tasks()) {
+    if (!st.view.IsKnown(task))
+      return ToError(UnknownTaskError("GetAliveTasks for unknown task ", task));
+    listed |= SameTask(task, request.requesting_task());
+  }
+  if (!listed) {
+    return ToError(MakeCoordinationError(absl::InvalidArgumentError(
+        absl::StrCat("Requesting task ", TaskName(request.requesting_task()),
+                     " is not one of the tasks specified in a GetAliveTasks request."))));
+  }
+  auto promise = self->make_response_promise<proto::GetAliveTasksResponse>();
+  st.alive.Join(st.view, {request.tasks().begin(), request.tasks().end()},
+                request.requesting_task(), promise);
+  return promise;
+}
+
+caf::result<proto::WaitForAllTasksResponse> WaitForAllTasks(
+    CoordinatorPointer self, const proto::WaitForAllTasksRequest& request) {
+  auto& st = self->state;
+  const auto* info = st.view.Find(request.source_task());
+  if (info == nullptr) {
+    return ToError(UnknownTaskError("WaitForAllTasks from unknown task ", request.source_task()));
+  }
+  if (absl::Status own = ActsAsItself(self, request.source_task()); !own.ok()) {
+    return ToError(own);
+  }
+  if (info->state() != proto::TASKSTATE_CONNECTED) {
+    return ToError(MakeCoordinationError(absl::FailedPreconditionError(
+        absl::StrCat("WaitForAllTasks from ", TaskName(request.source_task()),
+                     ", which is not connected; register it first."))));
+  }
+  auto promise = self->make_response_promise<proto::WaitForAllTasksResponse>();
+  st.devices->Join(st.view, request, promise);
+  return promise;
+}
+
+// Forwards a request about one task to its task actor.
+template <class Response, class Request, class... Extra>
+caf::result<Response> ToTask(CoordinatorPointer self, absl::string_view what,
+                             const proto::CoordinatedTask& task, const Request& request,
+                             const Extra&... extra) {
+  auto actor = Route(self, what, task);
+  if (!actor.ok()) return ToError(actor.status());
+  if (absl::Status own = ActsAsItself(self, task); !own.ok()) return ToError(own);
+  // A task actor that failed a moment ago (e.g. after its ReportError) may still be in the slot
+  // until its exit is handled: a request it can no longer take is routed once more, to the
+  // task actor that replaced it.
+  auto promise = self->make_response_promise<Response>();
+  auto first = *actor;
+  std::string name(what);
+  self->request(first, caf::infinite, request, extra...)
+      .then([promise](Response& response) mutable { promise.deliver(std::move(response)); },
+            [=](caf::error& error) mutable {
+              auto again = error == caf::sec::request_receiver_down
+                               ? Route(self, name, task)
+                               : absl::StatusOr<decltype(first)>(absl::UnknownError(""));
+              if (!again.ok() || *again == first) {
+                promise.deliver(error);
+                return;
+              }
+              self->request(*again, caf::infinite, request, extra...)
+                  .then([promise](Response& r) mutable { promise.deliver(std::move(r)); },
+                        [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
+            });
+  return promise;
+}
+
+// A registration may not take over a live task silently: its agent must be the sender's own
+// actor, and a task connected from one node cannot be registered with the same incarnation from
+// another (a restarted task brings a new incarnation, which the reference's rules handle).
+absl::Status MayTakeOver(CoordinatorPointer self, const proto::RegisterTaskRequest& request,
+                         const AgentActor& agent) {
+  const caf::strong_actor_ptr& sender = self->current_sender();
+  if (!sender || sender->node() == self->node()) return absl::OkStatus();  // in this process
+  const std::string name = TaskName(request.source_task());
+  if (agent && agent.node() != sender->node()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("RegisterTask of ", name, " names an agent on node ",
+                     caf::to_string(agent.node()), " but came from node ",
+                     caf::to_string(sender->node()), "; a node registers only its own agents"));
+  }
+  const TaskSlot& slot = self->state.tasks.at(name);
+  const auto* info = self->state.view.Find(request.source_task());
+  if (info->state() == proto::TASKSTATE_CONNECTED && slot.agent_node != sender->node() &&
+      info->incarnation() == request.incarnation()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "Task ", name, " is connected from node ", caf::to_string(slot.agent_node),
+        "; a registration from node ", caf::to_string(sender->node()),
+        " with its incarnation cannot take it over. A restarted task registers with a new "
+        "incarnation."));
+  }
+  return absl::OkStatus();
+}
+
+caf::result<proto::RegisterTaskResponse> RegisterTask(CoordinatorPointer self,
+                                                      const proto::RegisterTaskRequest& request,
+                                                      const AgentActor& agent) {
+  auto& st = self->state;
+  if (request.source_task().recoverable()) st.view.SetRecoverable(request.source_task(), true);
+  auto actor = Route(self, "Unexpected task registered with task=", request.source_task());
+  if (!actor.ok()) return ToError(actor.status());
+  if (absl::Status own = MayTakeOver(self, request, agent); !own.ok()) return ToError(own);
+  if (st.register_barrier_id.empty()) return self->delegate(*actor, request, agent);
+  return RegisterThroughBarrier(self, *actor, request, agent);
+}
+
+// Routes a heartbeat to the heartbeat monitor with its task's actor.
+caf::result<proto::HeartbeatResponse> Heartbeat(CoordinatorPointer self,
+                                                const proto::HeartbeatRequest& request) {
+  auto& st = self->state;
+  auto it = st.tasks.find(TaskName(request.source_task()));
+  if (it == st.tasks.end()) {
+    return ToError(
+        UnknownTaskError("Unexpected heartbeat request from task: ", request.source_task()));
+  }
+  if (absl::Status own = ActsAsItself(self, request.source_task()); !own.ok()) {
+    return ToError(own);
+  }
+  it->second.last_heartbeat = self->clock().now();
+  return self->delegate(st.heartbeats, request, it->second.index, it->second.actor);
+}
+
+caf::result<proto::HeartbeatBatchResponse> HeartbeatBatch(CoordinatorPointer self,
+                                                          proto::HeartbeatBatchRequest& request) {
+  auto& st = self->state;
+  auto now = self->clock().now();
+  std::vector<uint32_t> slots;
+  std::vector<TaskActor> actors;
+  slots.reserve(request.beats_size());
+  actors.reserve(request.beats_size());
+  // A batch comes from one process: one beat acting as another node's task refuses the batch.
+  for (const auto& beat : request.beats()) {
+    if (absl::Status own = ActsAsItself(self, beat.source_task()); !own.ok()) return ToError(own);
+  }
+  for (const auto& beat : request.beats()) {
+    auto it = st.tasks.find(TaskName(beat.source_task()));
+    if (it == st.tasks.end()) {
+      slots.push_back(kNoTaskSlot);
+      actors.emplace_back();
+      continue;
+    }
+    it->second.last_heartbeat = now;
+    slots.push_back(it->second.index);
+    actors.push_back(it->second.actor);
+  }
+  return self->delegate(st.heartbeats, std::move(request), std::move(slots), std::move(actors));
+}
+
+caf::result<proto::ShutdownTaskResponse> ShutdownTask(CoordinatorPointer self,
+                                                      const proto::ShutdownTaskRequest& request) {
+  auto& st = self->state;
+  auto actor = Route(self, "Unexpected disconnect request with task=", request.source_task());
+  if (!actor.ok()) return ToError(actor.status());
+  if (absl::Status own = ActsAsItself(self, request.source_task()); !own.ok()) {
+    return ToError(own);
+  }
+  if (st.shutdown_barrier_id.empty() || st.view.IsRecoverable(request.source_task())) {
+    return self->delegate(*actor, request);
+  }
+  return ShutdownThroughBarrier(self, request);
+}
+
+void Init(CoordinatorPointer self, CoordinatorOptions options) {
+  auto& st = self->state;
+  if (options.incarnation == 0) options.incarnation = NewIncarnation();
+  if (!options.policy) {
+    const auto& jobs = options.config.recoverable_jobs();
+    options.policy = DefaultPolicy({jobs.begin(), jobs.end()});
+  }
+  int64_t beat_ms = options.config.heartbeat_timeout_in_ms();
+  st.heartbeat_timeout =
+      std::chrono::milliseconds(beat_ms > 0 ? beat_ms : kDefaultHeartbeatTimeoutMs);
+  st.connection_loss_grace = std::chrono::milliseconds(
+      std::max<int64_t>(0, options.config.connection_loss_grace_period_in_ms()));
+  st.view = ClusterView(options.config);
+  const auto& config = options.config;
+  if (config.cluster_register_with_barrier()) {
+    st.register_barrier_id = "[Init]Wait_for_all_tasks_to_register";
+    int64_t ms = config.cluster_register_timeout_in_ms();
+    st.register_timeout = ms > 0 ? caf::timespan{std::chrono::milliseconds(ms)}
+                                 : caf::timespan{std::chrono::hours(1)};
+  }
+  if (config.shutdown_barrier_timeout_in_ms() > 0) {
+    st.shutdown_barrier_id = absl::StrCat("Shutdown::", options.incarnation);
+    st.shutdown_barrier_timeout =
+        std::chrono::milliseconds(config.shutdown_barrier_timeout_in_ms());
+  }
+  st.devices.emplace(options.device_aggregator, options.incarnation);
+  st.options = std::move(options);
+  st.barriers = NewBarrierRegistry(st);  // after the options: it reads their limits
+  st.heartbeats = SpawnHeartbeatMonitor(self, st.options.incarnation, st.heartbeat_timeout);
+  st.children->push_back(caf::actor_cast<caf::actor>(st.heartbeats));
+  for (const auto& task : st.view.tasks()) {
+    if (st.options.policy->IsRecoverable(task)) st.view.SetRecoverable(task, true);
+    SpawnTask(self, task, *st.view.Find(task));
+  }
+  st.kv = KvRouter(KvLimits::FromConfig(st.options.config),
+                   [self](const std::string& directory, const KvLimits& limits) {
+                     KvDirectoryActor actor = SpawnKvDirectory(self->system(), directory, limits);
+                     self->monitor(actor);
+                     self->state.children->push_back(caf::actor_cast<caf::actor>(actor));
+                     return actor;
+                   });
+  self->set_down_handler([=](caf::down_msg& down) {
+    auto& children = *self->state.children;  // a dead child needs no stopping at shutdown
+    children.erase(std::remove(children.begin(), children.end(), down.source), children.end());
+    if (!self->state.kv.Forget(down.source) && !ForgetLauncher(self, down.source)) {
+      OnChildDown(self, down);
+    }
+  });
+  self->attach_functor([children = st.children](const caf::error&) {
+    for (auto& child : *children) caf::anon_send_exit(child, caf::exit_reason::user_shutdown);
+  });
+}
+
+CoordinatorActor::behavior_type CoordinatorBehavior(CoordinatorPointer self,
+                                                    CoordinatorOptions options) {
+  Init(self, std::move(options));
+  return {
+      // A token is checked by the gate in front of a published coordinator (net/); whoever
+      // reaches the coordinator itself is in this process or already admitted.
+      [=](const proto::AuthenticateRequest&) { return proto::AuthenticateResponse(); },
+      [=](const proto::RegisterTaskRequest& request, const AgentActor& agent) {
+        return RegisterTask(self, request, agent);
+      },
+      [=](const proto::HeartbeatRequest& request) { return Heartbeat(self, request); },
+      [=](proto::HeartbeatBatchRequest& request) { return HeartbeatBatch(self, request); },
+      [=](const proto::WaitForAllTasksRequest& request) { return WaitForAllTasks(self, request); },
+      [=](const proto::ShutdownTaskRequest& request) { return ShutdownTask(self, request); },
+      [=](const proto::ResetTaskRequest& request) {
+        return ToTask<proto::ResetTaskResponse>(
+            self, "Unexpected reset request with task=", request.source_task(), request);
+      },
+      [=](const proto::ReportErrorToServiceRequest& request) {
+        return ToTask<proto::ReportErrorToServiceResponse>(self, "Unexpected request from task ",
+                                                           request.error_origin(), request);
+      },
+      [=](const proto::GetTaskStateRequest& request) { return GetTaskState(self, request); },
+      [=](const proto::WatchJobStateRequest& request) { return WatchJobState(self, request); },
+      [=](const proto::GetAliveTasksRequest& request) { return GetAliveTasks(self, request); },
+      [=](const proto::InsertKeyValueRequest& r) {
+        return RouteKvRequest(self, self->state.kv, r);
+      },
+      [=](const proto::UpdateKeyValueRequest& r) {
+        return RouteKvRequest(self, self->state.kv, r);
+      },
+      [=](const proto::GetKeyValueRequest& r) { return RouteKvRequest(self, self->state.kv, r); },
+      [=](const proto::TryGetKeyValueRequest& r) {
+        return RouteKvRequest(self, self->state.kv, r);
+      },
+      [=](const proto::IncrementKeyValueRequest& r) {
+        return RouteKvRequest(self, self->state.kv, r);
+      },
+      [=](const proto::GetKeyValueDirRequest& r) {
+        return RouteKvRequest(self, self->state.kv, r);
+      },
+      [=](const proto::DeleteKeyValueRequest& r) {
+        return RouteKvRequest(self, self->state.kv, r);
+      },
+      [=](const proto::CompareAndSwapRequest& r) {
+        return RouteKvRequest(self, self->state.kv, r);
+      },
+      [=](const proto::WatchKeyRequest& r, const KvWatcherActor& watcher) {
+        return RouteKvRequest(self, self->state.kv, r, watcher);
+      },
+      [=](const proto::StopWatchKeyRequest& r, const KvWatcherActor& watcher) {
+        return RouteKvRequest(self, self->state.kv, r, watcher);
+      },
+      [=](cancel_atom, const std::string& key) { RouteKvCancel(self, self->state.kv, key); },
+      [=](proto::BarrierRequest& request) { return RouteBarrier(self, std::move(request)); },
+      [=](const proto::BarrierGroupRequest& group) { return RouteBarrierGroup(self, group); },
+      [=](const proto::CancelBarrierRequest& request) { return RouteCancelBarrier(self, request); },
+      [=](const proto::GetBarriersRequest&) {
+        return CollectBarriers(self, self->state.barriers.LiveActors());
+      },
+      [=](const proto::RegisterLauncherRequest& request, const LauncherActor& launcher) {
+        return RegisterLauncher(self, request, launcher);
+      },
+      [=](const proto::TaskExitedRequest& request) { return TaskExited(self, request); },
+      [=](const proto::LauncherStatusRequest&) { return LauncherStatus(self); },
+      [=](barrier_done_atom, const std::string& id, int64_t counter, const caf::error& result) {
+        OnBarrierDone(self, id, counter, result);
+      },
+      [=](task_state_atom, const proto::CoordinatedTaskStateInfo& info, const AgentActor& agent) {
+        OnTaskState(self, info, agent);
+      },
+  };
+}
+
+}  // namespace
+
+CoordinatorActor SpawnCoordinator(caf::actor_system& system, CoordinatorOptions options) {
+  return system.spawn(CoordinatorBehavior, std::move(options));
+}
+
+}  // namespace muster

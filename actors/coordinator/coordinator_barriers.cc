@@ -1,0 +1,256 @@
+// The coordinator's barrier routing, and the two service barriers built on it: the register
+// barrier (every task registers before any registration returns) and the shutdown barrier
+// (every non-recoverable task reaches shutdown before any disconnects).
+#include <absl/strings/str_cat.h>
+
+#include "muster/actors/barriers/barrier_actor.h"
+#include "muster/actors/coordinator/coordinator_state.h"
+#include "muster/messages/group_reply.h"
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+
+namespace muster {
+namespace {
+
+int64_t Millis(caf::timespan duration) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(duration).count();
+}
+
+proto::BarrierRequest ServiceBarrier(const std::string& id, caf::timespan timeout,
+                                     const proto::CoordinatedTask& source,
+                                     const std::vector<proto::CoordinatedTask>& tasks) {
+  proto::BarrierRequest request;
+  request.set_barrier_id(id);
+  request.set_barrier_timeout_in_ms(Millis(timeout));
+  *request.mutable_source_task() = source;
+  for (const auto& task : tasks) *request.add_tasks() = task;
+  return request;
+}
+
+// The shutdown barrier's participants: every task that is not recoverable.
+std::vector<proto::CoordinatedTask> ShutdownParticipants(CoordinatorPointer self) {
+  std::vector<proto::CoordinatedTask> tasks;
+  for (const auto& task : self->state.view.tasks()) {
+    if (!self->state.view.IsRecoverable(task)) tasks.push_back(task);
+  }
+  return tasks;
+}
+
+void SetAllTasksError(CoordinatorPointer self, const absl::Status& status) {
+  caf::error error = ToError(status);
+  for (const auto& [name, slot] : self->state.tasks)
+    self->send(slot.actor, set_error_atom::value, error);
+}
+
+// Pushes `status` to every connected agent except those of `skip`.
+void PropagateToAll(CoordinatorPointer self, const absl::Status& status,
+                    const absl::flat_hash_set<std::string>& skip) {
+  proto::ReportErrorToTaskRequest report;
+  SetStatusFields(status, &report);
+  for (const auto& [name, slot] : self->state.tasks) {
+    if (slot.agent && !skip.contains(name)) self->send(slot.agent, report);
+  }
+}
+
+absl::Status ShutdownFailed(const absl::Status& barrier) {
+  return MakeCoordinationError(absl::InternalError(absl::StrCat(
+      "Shutdown barrier has failed.\nBarrier result: '", StatusText(barrier),
+      "'. Every task is set to ERROR so that restarted tasks cannot silently rejoin.")));
+}
+
+// The shutdown barrier's failure as the other tasks learn it: its source is the first task
+// that did not reach the barrier, and the message lists all of them.
+absl::Status ShutdownFailedFor(CoordinatorPointer self, const absl::Status& barrier) {
+  std::vector<proto::CoordinatedTask> missing;
+  for (const auto& task : ShutdownParticipants(self)) {
+    if (!self->state.shutdown_arrived.contains(TaskName(task))) missing.push_back(task);
+  }
+  if (missing.empty()) return ShutdownFailed(barrier);
+  return MakeCoordinationError(
+      absl::InternalError(absl::StrCat(
+          "Shutdown barrier has failed: ", missing.size(), " task(s) did not reach it (",
+          SummarizeTasks(missing), ").\nBarrier result: '", StatusText(barrier),
+          "'. Every task is set to ERROR so that restarted tasks cannot silently rejoin.")),
+      missing.front());
+}
+
+}  // namespace
+
+namespace {
+
+// Where a barrier call goes: the registry's immediate answer, or the instance's actor (spawned
+// when the call starts a new instance).
+BarrierRoute ResolveBarrier(CoordinatorPointer self, proto::BarrierRequest* request) {
+  auto& st = self->state;
+  BarrierRoute route = st.barriers.RouteBarrier(request, st.view, self->clock().now());
+  if (route.action == BarrierRoute::Action::kStart) {
+    route.actor = SpawnBarrier(self->system(), std::move(*route.spec),
+                               caf::actor_cast<BarrierParentActor>(self));
+    st.barriers.Started(request->barrier_id(), route.actor);
+  }
+  return route;
+}
+
+}  // namespace
+
+caf::result<proto::BarrierResponse> RouteBarrier(CoordinatorPointer self,
+                                                 proto::BarrierRequest request) {
+  if (absl::Status own = ActsAsItself(self, request.source_task()); !own.ok()) {
+    return BarrierReply(MakeBarrierError(own, request.barrier_id(), request.counter()));
+  }
+  BarrierRoute route = ResolveBarrier(self, &request);
+  if (route.action == BarrierRoute::Action::kReply) return BarrierReply(route.reply);
+  return self->delegate(route.actor, std::move(request));
+}
+
+caf::result<proto::BarrierGroupResponse> RouteBarrierGroup(
+    CoordinatorPointer self, const proto::BarrierGroupRequest& group) {
+  // Before the promise: making it takes the sender out of the current message.
+  std::vector<absl::Status> own(group.sources_size());
+  for (int i = 0; i < group.sources_size(); ++i) own[i] = ActsAsItself(self, group.sources(i));
+  auto promise = self->make_response_promise<proto::BarrierGroupResponse>();
+  auto reply = std::make_shared<GroupReply<proto::BarrierGroupResponse>>(promise);
+  reply->response().set_counter(group.request().counter());
+  auto fail = [reply](int i, const proto::CoordinatedTask& task, const absl::Status& status) {
+    reply->Fail(i, task, status).set_barrier_counter(GetBarrierCounter(status));
+  };
+  for (int i = 0; i < group.sources_size(); ++i) {
+    const proto::CoordinatedTask& task = group.sources(i);
+    proto::BarrierRequest request = group.request();
+    *request.mutable_source_task() = task;
+    if (!own[i].ok()) {
+      fail(i, task, MakeBarrierError(own[i], request.barrier_id(), request.counter()));
+      continue;
+    }
+    BarrierRoute route = ResolveBarrier(self, &request);
+    if (route.action == BarrierRoute::Action::kReply) {
+      if (route.reply.ok()) {
+        reply->response().set_counter(route.reply->counter());
+      } else {
+        fail(i, task, route.reply.status());
+      }
+      continue;
+    }
+    reply->Expect();
+    self->request(route.actor, caf::infinite, std::move(request))
+        .then(
+            [reply](const proto::BarrierResponse& response) {
+              reply->response().set_counter(response.counter());
+              reply->Done();
+            },
+            [fail, reply, i, task](caf::error& error) {
+              fail(i, task, ToStatus(error));
+              reply->Done();
+            });
+  }
+  reply->Done();
+  return promise;
+}
+
+caf::result<proto::CancelBarrierResponse> RouteCancelBarrier(
+    CoordinatorPointer self, const proto::CancelBarrierRequest& request) {
+  if (absl::Status own = ActsAsItself(self, request.source_task()); !own.ok()) {
+    return CancelBarrierReply(own);
+  }
+  CancelBarrierRoute route = self->state.barriers.RouteCancel(request);
+  if (route.action == CancelBarrierRoute::Action::kReply) return CancelBarrierReply(route.reply);
+  return self->delegate(route.actor, request);
+}
+
+void OnBarrierDone(CoordinatorPointer self, const std::string& id, int64_t counter,
+                   const caf::error& result) {
+  auto& st = self->state;
+  // An instance of an earlier round (its registry was replaced when every task restarted).
+  const caf::strong_actor_ptr& sender = self->current_sender();
+  if (!st.barriers.IsLive(id, counter, sender ? sender->address() : caf::actor_addr{})) return;
+  absl::Status status = ToStatus(result);
+  BarrierActor actor = st.barriers.Finish(id, counter, status);
+  if (actor) self->send_exit(actor, caf::exit_reason::user_shutdown);
+  if (id == st.register_barrier_id && !status.ok()) {
+    SetAllTasksError(self, MakeCoordinationError(absl::InternalError(absl::StrCat(
+                               "Cluster registration failed with error: ", StatusText(status)))));
+  } else if (id == st.shutdown_barrier_id) {
+    if (status.ok()) {
+      for (const auto& task : ShutdownParticipants(self)) {
+        self->send(st.tasks.at(TaskName(task)).actor, disconnect_atom::value);
+      }
+    } else {
+      // The tasks waiting in the barrier learn the failure from their ShutdownTask reply.
+      absl::Status failed = ShutdownFailedFor(self, status);
+      PropagateToAll(self, failed, st.shutdown_arrived);
+      SetAllTasksError(self, failed);
+    }
+    st.shutdown_arrived.clear();
+  }
+}
+
+caf::result<proto::RegisterTaskResponse> RegisterThroughBarrier(
+    CoordinatorPointer self, const TaskActor& task, const proto::RegisterTaskRequest& request,
+    const AgentActor& agent) {
+  // After the register barrier failed, a late task learns why: the barrier's own error, which
+  // names every task that never registered.
+  if (auto failed = self->state.barriers.LastResult(self->state.register_barrier_id);
+      failed && !failed->ok()) {
+    return ToError(*failed);
+  }
+  // Join (the task stays DISCONNECTED with a pending incarnation), wait at the barrier, then
+  // connect. A newer join of the same task replaces this one: the barrier cancels this call's
+  // arrival and this caller gets AlreadyExists, as in the reference.
+  const std::string name = TaskName(request.source_task());
+  const uint64_t join = ++self->state.tasks.at(name).register_joins;
+  auto promise = self->make_response_promise<proto::RegisterTaskResponse>();
+  auto fail = [promise](caf::error& error) mutable { promise.deliver(std::move(error)); };
+  self->request(task, caf::infinite, reg_join_atom::value, request, agent)
+      .then(
+          [=](const proto::RegisterTaskResponse&) mutable {
+            auto& st = self->state;
+            proto::BarrierRequest barrier = ServiceBarrier(
+                st.register_barrier_id, st.register_timeout, request.source_task(), {});
+            self->request(caf::actor_cast<CoordinatorActor>(self), caf::infinite,
+                          std::move(barrier))
+                .then(
+                    [=](const proto::BarrierResponse&) mutable {
+                      // The current task actor: it may have been restarted meanwhile.
+                      self->request(self->state.tasks.at(name).actor, caf::infinite,
+                                    reg_done_atom::value, request.incarnation())
+                          .then(
+                              [=](const proto::RegisterTaskResponse& registered) mutable {
+                                promise.deliver(registered);
+                              },
+                              fail);
+                    },
+                    [=](caf::error& error) mutable {
+                      if (self->state.tasks.at(name).register_joins != join) {
+                        promise.deliver(ToError(MakeCoordinationError(
+                            absl::AlreadyExistsError("Aborted connect attempt as there is a "
+                                                     "request from a newer incarnation."),
+                            request.source_task())));
+                        return;
+                      }
+                      promise.deliver(std::move(error));
+                    });
+          },
+          fail);
+  return promise;
+}
+
+caf::result<proto::ShutdownTaskResponse> ShutdownThroughBarrier(
+    CoordinatorPointer self, const proto::ShutdownTaskRequest& request) {
+  auto& st = self->state;
+  proto::BarrierRequest barrier =
+      ServiceBarrier(st.shutdown_barrier_id, st.shutdown_barrier_timeout, request.source_task(),
+                     ShutdownParticipants(self));
+  st.shutdown_arrived.insert(TaskName(request.source_task()));
+  auto promise = self->make_response_promise<proto::ShutdownTaskResponse>();
+  self->request(caf::actor_cast<CoordinatorActor>(self), caf::infinite, std::move(barrier))
+      .then(
+          [=](const proto::BarrierResponse&) mutable {
+            promise.deliver(proto::ShutdownTaskResponse{});
+          },
+          [=](caf::error& error) mutable {
+            promise.deliver(ToError(ShutdownFailed(ToStatus(error))));
+          });
+  return promise;
+}
+
+}  // namespace muster

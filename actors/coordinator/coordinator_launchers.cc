@@ -1,0 +1,242 @@
+// The coordinator and its launchers: a launcher (`muster run`) registers the tasks whose
+// processes it runs, reports processes that exited on their own, and is told after every task
+// failure what the supervision policy decided. The coordinator carries out the restart side of
+// a decision itself: the restarted tasks are disconnected (their next process registers as a new
+// incarnation) and start a new generation; a restart of every task also starts a new round.
+#include <string.h>
+
+#include <algorithm>
+
+#include <absl/container/flat_hash_set.h>
+#include <absl/strings/str_cat.h>
+
+#include "muster/actors/coordinator/coordinator_state.h"
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+
+namespace muster {
+namespace {
+
+// OK when the current message comes from this process or from the node of `slot`'s launcher.
+absl::Status FromLauncherOf(CoordinatorPointer self, const TaskSlot& slot,
+                            const proto::CoordinatedTask& task) {
+  const caf::strong_actor_ptr& sender = self->current_sender();
+  if (sender && (sender->node() == self->node() ||
+                 (slot.launcher && sender->node() == slot.launcher.node()))) {
+    return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      "TaskExited of ", TaskName(task), " came from ",
+      sender ? absl::StrCat("node ", caf::to_string(sender->node())) : "an anonymous sender",
+      ", which does not run its process; a launcher reports only the processes of its own tasks"));
+}
+
+absl::Status CheckLauncherTasks(CoordinatorPointer self,
+                                const proto::RegisterLauncherRequest& request,
+                                const LauncherActor& launcher) {
+  const auto& st = self->state;
+  if (request.tasks().empty()) {
+    return absl::InvalidArgumentError("RegisterLauncher names no tasks; name the tasks it runs");
+  }
+  if (request.tasks_size() > static_cast<int>(st.view.tasks().size())) {
+    return absl::InvalidArgumentError(absl::StrCat("RegisterLauncher names ", request.tasks_size(),
+                                                   " tasks; the cluster has ",
+                                                   st.view.tasks().size()));
+  }
+  absl::flat_hash_set<std::string> seen;
+  for (const auto& task : request.tasks()) {
+    if (!st.view.IsKnown(task)) return UnknownTaskError("RegisterLauncher for unknown task ", task);
+    std::string name = TaskName(task);
+    if (!seen.insert(name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("RegisterLauncher names ", name, " twice; name each task once"));
+    }
+    const TaskSlot& slot = st.tasks.at(name);
+    if (slot.agent && slot.launcher != launcher) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(name,
+                       " is connected already, from a process no launcher started; a launcher "
+                       "registers the tasks whose processes it is about to start"));
+    }
+    const LauncherActor& other = slot.launcher;
+    if (other && other != launcher) {
+      return absl::AlreadyExistsError(
+          absl::StrCat(name, " is run by another launcher (on node ", caf::to_string(other.node()),
+                       "); a task has one launcher: stop that one first, or name other tasks"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string ExitText(const proto::TaskExitedRequest& request) {
+  if (request.signal() > 0) {
+    const char* name = sigabbrev_np(request.signal());
+    return absl::StrCat("was killed by signal ", request.signal(),
+                        name ? absl::StrCat(" (SIG", name, ")") : "");
+  }
+  return absl::StrCat("exited with status ", request.exit_code());
+}
+
+// Every task starts again: disconnected (the next process registers as a new incarnation), in
+// a new generation, with an empty store, no barriers and a fresh device exchange. The deletes
+// and the barrier stops are sent from here, before any request of the new round can arrive.
+void StartNewRound(CoordinatorPointer self) {
+  auto& st = self->state;
+  ++st.round;
+  st.cluster_error.reset();
+  for (auto& [name, slot] : st.tasks) {
+    ++slot.generation;
+    self->send(slot.actor, disconnect_atom::value);
+  }
+  proto::DeleteKeyValueRequest everything;
+  everything.set_is_directory(true);
+  everything.set_delete_root(true);
+  for (const KvDirectoryActor& directory : st.kv.Directories()) {
+    self->request(directory, caf::infinite, everything)
+        .then([](const proto::DeleteKeyValueResponse&) {}, [](const caf::error&) {});
+  }
+  for (const BarrierActor& barrier : st.barriers.LiveActors()) {
+    self->send_exit(barrier, caf::exit_reason::user_shutdown);
+  }
+  st.barriers = NewBarrierRegistry(st);
+  st.shutdown_arrived.clear();
+  if (st.devices) {
+    st.devices->Abort(MakeCoordinationError(absl::AbortedError(
+        "every task is restarted (a new round): this WaitForAllTasks belongs to the last one")));
+  }
+  st.devices.emplace(st.options.device_aggregator, st.options.incarnation);
+}
+
+}  // namespace
+
+BarrierRegistry NewBarrierRegistry(const CoordinatorState& state) {
+  absl::flat_hash_set<std::string> one_time;
+  for (const auto& id : {state.register_barrier_id, state.shutdown_barrier_id}) {
+    if (!id.empty()) one_time.insert(id);
+  }
+  const auto& config = state.options.config;
+  BarrierLimits limits;
+  if (config.max_barrier_id_bytes() > 0) limits.max_id_bytes = config.max_barrier_id_bytes();
+  if (config.max_barrier_ids() > 0) limits.max_ids = config.max_barrier_ids();
+  return BarrierRegistry(std::move(one_time), limits);
+}
+
+caf::result<proto::RegisterLauncherResponse> RegisterLauncher(
+    CoordinatorPointer self, const proto::RegisterLauncherRequest& request,
+    const LauncherActor& launcher) {
+  auto& st = self->state;
+  const caf::strong_actor_ptr& sender = self->current_sender();
+  if (!launcher || !sender || launcher.node() != sender->node()) {
+    return ToError(absl::PermissionDeniedError(
+        "RegisterLauncher must name the sender's own launcher actor; a node registers only "
+        "itself"));
+  }
+  if (absl::Status ok = CheckLauncherTasks(self, request, launcher); !ok.ok()) return ToError(ok);
+  if (std::find(st.launchers.begin(), st.launchers.end(), launcher) == st.launchers.end()) {
+    st.launchers.push_back(launcher);
+    self->monitor(launcher);
+  }
+  proto::RegisterLauncherResponse response;
+  response.set_leader_incarnation(st.options.incarnation);
+  response.set_round(st.round);
+  for (const auto& task : request.tasks()) {
+    TaskSlot& slot = st.tasks.at(TaskName(task));
+    slot.launcher = launcher;
+    response.add_generations(slot.generation);
+  }
+  for (const auto& task : st.view.tasks()) *response.add_cluster() = task;
+  return response;
+}
+
+caf::result<proto::TaskExitedResponse> TaskExited(CoordinatorPointer self,
+                                                  const proto::TaskExitedRequest& request) {
+  auto& st = self->state;
+  auto it = st.tasks.find(TaskName(request.task()));
+  if (it == st.tasks.end())
+    return ToError(UnknownTaskError("TaskExited of unknown task ", request.task()));
+  TaskSlot& slot = it->second;
+  if (absl::Status own = FromLauncherOf(self, slot, request.task()); !own.ok()) return ToError(own);
+  proto::TaskExitedResponse ignored;
+  // An earlier generation's process (its task was restarted already), a process that exited
+  // cleanly (leaving is its agent's business), or the consequence of a job that failed already.
+  if (request.generation() != slot.generation) return ignored;
+  if (request.exit_code() == 0 && request.signal() == 0) return ignored;
+  if (st.cluster_error && !st.view.IsRecoverable(request.task())) return ignored;
+  absl::Status failure = MakeCoordinationError(
+      absl::UnavailableError(absl::StrCat(
+          "The process of ", TaskName(request.task()), " ", ExitText(request),
+          " (reported by its launcher). Its launcher restarts it if the supervision policy "
+          "says so.")),
+      request.task());
+  auto promise = self->make_response_promise<proto::TaskExitedResponse>();
+  self->request(slot.actor, caf::infinite, exited_atom::value, ToError(failure))
+      .then(
+          [promise](bool recorded) mutable {
+            proto::TaskExitedResponse response;
+            response.set_failure_recorded(recorded);
+            promise.deliver(std::move(response));
+          },
+          // The task actor died a moment ago of another failure: that one is recorded.
+          [promise](const caf::error&) mutable { promise.deliver(proto::TaskExitedResponse()); });
+  return promise;
+}
+
+proto::LauncherStatusResponse LauncherStatus(CoordinatorPointer self) {
+  proto::LauncherStatusResponse response;
+  response.set_launchers(static_cast<int32_t>(self->state.launchers.size()));
+  int32_t connected = 0;
+  for (const auto& [name, slot] : self->state.tasks) connected += slot.agent ? 1 : 0;
+  response.set_connected_tasks(connected);
+  return response;
+}
+
+void RestartAndNotify(CoordinatorPointer self, const proto::CoordinatedTask& failed,
+                      const FailureDecision& decision) {
+  auto& st = self->state;
+  if (decision.restart == RestartScope::kTask) {
+    TaskSlot& slot = st.tasks.at(TaskName(failed));
+    ++slot.generation;
+    self->send(slot.actor, disconnect_atom::value);
+  } else if (decision.restart == RestartScope::kAll) {
+    StartNewRound(self);
+  }
+  if (st.launchers.empty()) return;
+  proto::SupervisionEvent event;
+  *event.mutable_failed_task() = failed;
+  SetStatusFields(decision.status, &event);
+  event.set_restart(decision.restart == RestartScope::kTask  ? proto::RESTART_TASK
+                    : decision.restart == RestartScope::kAll ? proto::RESTART_ALL
+                                                             : proto::RESTART_NONE);
+  event.set_job_failed(decision.restart == RestartScope::kNone &&
+                       (decision.action == FailureAction::kPropagateToCluster ||
+                        decision.action == FailureAction::kFailJob));
+  event.set_round(st.round);
+  for (const LauncherActor& launcher : st.launchers) {
+    proto::SupervisionEvent own = event;
+    for (const auto& task : st.view.tasks()) {
+      if (decision.restart == RestartScope::kNone) break;
+      if (decision.restart == RestartScope::kTask && !SameTask(task, failed)) continue;
+      const TaskSlot& slot = st.tasks.at(TaskName(task));
+      if (slot.launcher != launcher) continue;
+      auto* restart = own.add_restarts();
+      *restart->mutable_task() = task;
+      restart->set_generation(slot.generation);
+    }
+    self->send(launcher, std::move(own));
+  }
+}
+
+bool ForgetLauncher(CoordinatorPointer self, const caf::actor_addr& actor) {
+  auto& st = self->state;
+  auto it =
+      std::find_if(st.launchers.begin(), st.launchers.end(),
+                   [&](const LauncherActor& launcher) { return launcher.address() == actor; });
+  if (it == st.launchers.end()) return false;
+  for (auto& [name, slot] : st.tasks) {
+    if (slot.launcher == *it) slot.launcher = nullptr;
+  }
+  st.launchers.erase(it);
+  return true;
+}
+
+}  // namespace muster

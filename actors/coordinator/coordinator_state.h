@@ -1,0 +1,133 @@
+// The coordinator's state and the functions its handlers share (internal to actors/).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
+#include <absl/status/status.h>
+#include <caf/actor_addr.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include "muster/actors/barriers/barrier_registry.h"
+#include "muster/actors/coordinator/alive_tasks.h"
+#include "muster/actors/coordinator/cluster_view.h"
+#include "muster/actors/coordinator/coordinator_actor.h"
+#include "muster/actors/coordinator/device_exchange.h"
+#include "muster/actors/kv/kv_router.h"
+#include "muster/actors/tasks/heartbeat_monitor_actor.h"
+#include "muster/actors/tasks/task_actor.h"
+
+namespace muster {
+
+struct JobStateWatch {
+  std::string job;  // empty: every job
+  caf::typed_response_promise<proto::WatchJobStateResponse> promise;
+};
+
+// A configured task as the coordinator routes to it.
+struct TaskSlot {
+  TaskActor actor;     // the current task actor (replaced when it is restarted)
+  AgentActor agent;    // while the task is connected
+  uint32_t index = 0;  // its position in ClusterView::tasks(); its heartbeat monitor slot
+  std::optional<caf::actor_clock::time_point> last_heartbeat;
+  uint64_t register_joins = 0;  // registrations through the register barrier so far
+  // The node of the agent that last connected the task (kept after it disconnects): requests
+  // that act as this task must come from there.
+  caf::node_id agent_node;
+  // The launcher that runs the task's process, if any, and the generation of that process:
+  // every restart of the task starts a new generation.
+  LauncherActor launcher;
+  int64_t generation = 0;
+};
+
+struct CoordinatorState {
+  static inline const char* name = "muster.coordinator";
+  CoordinatorOptions options;
+  caf::timespan heartbeat_timeout{0};
+  caf::timespan connection_loss_grace{0};
+  ClusterView view;
+  absl::flat_hash_map<std::string, TaskSlot> tasks;       // by task name
+  absl::flat_hash_map<caf::actor_addr, uint32_t> owners;  // task actor -> TaskSlot::index
+  HeartbeatMonitorActor heartbeats;  // linked; holds the deadlines of connected tasks
+  int64_t version = 0;               // bumped on every task state change
+  std::vector<JobStateWatch> watches;
+  AliveTasks alive;
+  std::optional<DeviceExchange> devices;
+  KvRouter kv;
+  BarrierRegistry barriers;
+  std::string register_barrier_id;  // empty: registration does not wait for the cluster
+  std::string shutdown_barrier_id;  // empty: tasks shut down alone
+  absl::flat_hash_set<std::string> shutdown_arrived;  // tasks waiting in the shutdown barrier
+  caf::timespan register_timeout{0};
+  caf::timespan shutdown_barrier_timeout{0};
+  // Every child spawned; all of them are stopped when the coordinator stops.
+  std::shared_ptr<std::vector<caf::actor>> children = std::make_shared<std::vector<caf::actor>>();
+  // The last error propagated to the whole cluster: agents that connect later learn it too.
+  std::optional<absl::Status> cluster_error;
+  // Every registered launcher (monitored), and how often every task was restarted together.
+  std::vector<LauncherActor> launchers;
+  int64_t round = 0;
+};
+
+using CoordinatorPointer = CoordinatorActor::stateful_pointer<CoordinatorState>;
+
+// Spawns (or restarts) the task actor of `task`, starting in `initial`, and supervises it.
+void SpawnTask(CoordinatorPointer self, const proto::CoordinatedTask& task,
+               const proto::CoordinatedTaskStateInfo& initial);
+
+// Records a task's new state and tells everything that depends on task states.
+void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo& info,
+                 const AgentActor& agent);
+
+// Handles the death of a child: a task actor that died with an error is a task failure.
+void OnChildDown(CoordinatorPointer self, const caf::down_msg& down);
+
+// PermissionDenied unless the current message comes from the node on which `task` last
+// connected (or from this coordinator, or `task` never connected). A task acts only as itself.
+absl::Status ActsAsItself(CoordinatorPointer self, const proto::CoordinatedTask& task);
+
+// Routes a barrier request to its instance (starting one when needed) or answers it at once.
+caf::result<proto::BarrierResponse> RouteBarrier(CoordinatorPointer self,
+                                                 proto::BarrierRequest request);
+// Answers a group of arrivals: each source goes through RouteBarrier as a request of its own
+// (a local message); the group's one reply lists the sources that failed.
+caf::result<proto::BarrierGroupResponse> RouteBarrierGroup(CoordinatorPointer self,
+                                                           const proto::BarrierGroupRequest& group);
+caf::result<proto::CancelBarrierResponse> RouteCancelBarrier(
+    CoordinatorPointer self, const proto::CancelBarrierRequest& request);
+// Records a finished barrier instance; the register and shutdown barriers act on the cluster.
+void OnBarrierDone(CoordinatorPointer self, const std::string& id, int64_t counter,
+                   const caf::error& result);
+// RegisterTask through the register barrier (cluster_register_with_barrier).
+caf::result<proto::RegisterTaskResponse> RegisterThroughBarrier(
+    CoordinatorPointer self, const TaskActor& task, const proto::RegisterTaskRequest& request,
+    const AgentActor& agent);
+// ShutdownTask through the shutdown barrier (shutdown_barrier_timeout > 0).
+caf::result<proto::ShutdownTaskResponse> ShutdownThroughBarrier(
+    CoordinatorPointer self, const proto::ShutdownTaskRequest& request);
+
+// Launchers (coordinator_launchers.cc).
+caf::result<proto::RegisterLauncherResponse> RegisterLauncher(
+    CoordinatorPointer self, const proto::RegisterLauncherRequest& request,
+    const LauncherActor& launcher);
+caf::result<proto::TaskExitedResponse> TaskExited(CoordinatorPointer self,
+                                                  const proto::TaskExitedRequest& request);
+proto::LauncherStatusResponse LauncherStatus(CoordinatorPointer self);
+// Carries out the restart a supervision decision asks for and tells every launcher what was
+// decided about the failure of `failed`.
+void RestartAndNotify(CoordinatorPointer self, const proto::CoordinatedTask& failed,
+                      const FailureDecision& decision);
+// Forgets a launcher that went away (its tasks have none now); false for other actors.
+bool ForgetLauncher(CoordinatorPointer self, const caf::actor_addr& actor);
+// The barrier registry of a new coordinator or round: the register and shutdown barriers are
+// one-time barriers.
+BarrierRegistry NewBarrierRegistry(const CoordinatorState& state);
+
+// Answers a job-state watch with the current states of its job.
+proto::WatchJobStateResponse JobState(CoordinatorPointer self, const std::string& job);
+
+}  // namespace muster

@@ -1,0 +1,171 @@
+// The coordinator as supervisor: task state changes, task failures, error propagation.
+#include <absl/strings/str_cat.h>
+#include <absl/time/time.h>
+
+#include "muster/actors/barriers/barrier_actor.h"
+#include "muster/actors/coordinator/coordinator_state.h"
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+
+namespace muster {
+namespace {
+
+absl::Time Now(CoordinatorPointer self) {
+  return absl::FromUnixNanos(self->clock().now().time_since_epoch().count());
+}
+
+proto::ReportErrorToTaskRequest ErrorReport(const absl::Status& status,
+                                            const proto::CoordinatedTask& source) {
+  proto::ReportErrorToTaskRequest report;
+  SetStatusFields(status, &report);
+  if (!report.error_payload().has_source_task()) {
+    *report.mutable_error_payload()->mutable_source_task() = source;
+  }
+  return report;
+}
+
+// Pushes `status` to every connected agent (of `job` only, when not empty) except `source`'s.
+void Propagate(CoordinatorPointer self, const absl::Status& status,
+               const proto::CoordinatedTask& source, const std::string& job) {
+  proto::ReportErrorToTaskRequest report = ErrorReport(status, source);
+  const auto& tasks = self->state.view.tasks();
+  for (const auto& [name, slot] : self->state.tasks) {
+    if (!slot.agent || SameTask(tasks[slot.index], source)) continue;
+    if (!job.empty() && tasks[slot.index].job_name() != job) continue;
+    self->send(slot.agent, report);
+  }
+}
+
+void FailJob(CoordinatorPointer self, const absl::Status& status,
+             const proto::CoordinatedTask& failed) {
+  caf::error error = ToError(status);
+  for (const auto& task : self->state.view.tasks()) {
+    if (task.job_name() != failed.job_name() || SameTask(task, failed)) continue;
+    self->send(self->state.tasks.at(TaskName(task)).actor, set_error_atom::value, error);
+  }
+}
+
+void ApplyPolicy(CoordinatorPointer self, const proto::CoordinatedTask& task,
+                 const absl::Status& error) {
+  auto& st = self->state;
+  FailureDecision decision = st.options.policy->OnTaskFailure(task, error, Now(self));
+  switch (decision.action) {
+    case FailureAction::kTolerate:
+      break;
+    case FailureAction::kPropagateToJob:
+      Propagate(self, decision.status, task, task.job_name());
+      break;
+    case FailureAction::kFailJob:
+      FailJob(self, decision.status, task);
+      [[fallthrough]];
+    case FailureAction::kPropagateToCluster:
+      // Tasks that register later learn it too, unless the failed tasks are restarted (they
+      // register again, and must not be handed the error they are restarted after).
+      if (decision.restart == RestartScope::kNone) st.cluster_error = decision.status;
+      Propagate(self, decision.status, task, "");
+      break;
+  }
+  RestartAndNotify(self, task, decision);
+}
+
+absl::Status FailureStatus(const caf::down_msg& down, const proto::CoordinatedTask& task) {
+  absl::Status status = ToStatus(down.reason);
+  if (GetCoordinationError(status)) return status;
+  return MakeCoordinationError(
+      absl::InternalError(absl::StrCat("the task actor of ", TaskName(task),
+                                       " stopped unexpectedly: ", StatusText(status))),
+      task);
+}
+
+}  // namespace
+
+void SpawnTask(CoordinatorPointer self, const proto::CoordinatedTask& task,
+               const proto::CoordinatedTaskStateInfo& initial) {
+  auto& st = self->state;
+  TaskSpec spec{.task = task,
+                .leader_incarnation = st.options.incarnation,
+                .heartbeat_timeout = st.heartbeat_timeout,
+                .connection_loss_grace = st.connection_loss_grace,
+                .recoverable = st.view.IsRecoverable(task),
+                .initial = initial,
+                .parent = caf::actor_cast<TaskParentActor>(self)};
+  TaskActor actor = SpawnTaskActor(self->system(), std::move(spec));
+  self->monitor(actor);
+  st.children->push_back(caf::actor_cast<caf::actor>(actor));
+  auto [slot, added] = st.tasks.try_emplace(TaskName(task));
+  // Init spawns the tasks in the order of the view: the n-th new slot is the view's n-th task.
+  if (added) slot->second.index = static_cast<uint32_t>(st.tasks.size() - 1);
+  st.owners[actor.address()] = slot->second.index;
+  slot->second.actor = std::move(actor);
+}
+
+proto::WatchJobStateResponse JobState(CoordinatorPointer self, const std::string& job) {
+  proto::WatchJobStateResponse response;
+  response.set_version_number(self->state.version);
+  for (const auto& task : self->state.view.tasks()) {
+    if (job.empty() || task.job_name() == job) {
+      *response.add_task_state() = *self->state.view.Find(task);
+    }
+  }
+  return response;
+}
+
+void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo& info,
+                 const AgentActor& agent) {
+  auto& st = self->state;
+  if (!st.view.Update(info)) return;
+  std::string name = TaskName(info.task());
+  if (info.state() == proto::TASKSTATE_CONNECTED) {
+    TaskSlot& slot = st.tasks.at(name);
+    self->send(st.heartbeats, hb_watch_atom::value, slot.index, info.incarnation(), slot.actor);
+    slot.agent = agent;
+    if (agent) slot.agent_node = agent.node();
+    if (st.cluster_error && !st.view.IsRecoverable(info.task())) {
+      self->send(agent, ErrorReport(*st.cluster_error, info.task()));
+    }
+  } else {
+    TaskSlot& slot = st.tasks.at(name);
+    self->send(st.heartbeats, hb_unwatch_atom::value, slot.index);
+    slot.agent = nullptr;
+  }
+  ++st.version;
+  for (auto& watch : st.watches) watch.promise.deliver(JobState(self, watch.job));
+  st.watches.clear();
+  for (const BarrierActor& barrier : st.barriers.LiveActorsFor(info.task())) {
+    self->send(barrier, info);
+  }
+  st.alive.Refresh(st.view);
+  if (st.devices) st.devices->OnTaskState(info);
+}
+
+absl::Status ActsAsItself(CoordinatorPointer self, const proto::CoordinatedTask& task) {
+  auto it = self->state.tasks.find(TaskName(task));
+  if (it == self->state.tasks.end() || it->second.agent_node == caf::node_id{}) {
+    return absl::OkStatus();  // unknown tasks get their own error; a task never connected
+  }
+  const caf::strong_actor_ptr& sender = self->current_sender();
+  if (sender && (sender->node() == it->second.agent_node || sender == self->ctrl())) {
+    return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      "A request acting as task ", TaskName(task), " came from ",
+      sender ? absl::StrCat("node ", caf::to_string(sender->node())) : "an anonymous sender",
+      ", not from the node on which that task registered; a task may act only as itself"));
+}
+
+void OnChildDown(CoordinatorPointer self, const caf::down_msg& down) {
+  auto& st = self->state;
+  auto owner = st.owners.find(down.source);
+  if (owner == st.owners.end()) return;
+  proto::CoordinatedTask task = st.view.tasks()[owner->second];
+  st.owners.erase(owner);
+  absl::Status error = FailureStatus(down, task);
+  proto::CoordinatedTaskStateInfo info = *st.view.Find(task);
+  info.set_state(proto::TASKSTATE_ERROR);
+  SetStatusFields(error, &info);
+  SpawnTask(self, task, info);
+  OnTaskState(self, info, AgentActor{});
+  ApplyPolicy(self, task, error);
+}
+
+}  // namespace muster

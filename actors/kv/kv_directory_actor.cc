@@ -1,0 +1,297 @@
+#include "muster/actors/kv/kv_directory_actor.h"
+
+#include <chrono>
+#include <utility>
+#include <vector>
+
+#include <absl/strings/str_cat.h>
+#include <absl/time/time.h>
+#include <caf/result.hpp>
+
+#include "muster/actors/kv/kv_store.h"
+#include "muster/actors/kv/kv_subscribers.h"
+#include "muster/messages/status_codec.h"
+
+namespace muster {
+namespace {
+
+struct KvDirectoryState {
+  static inline const char* name = "muster.kv_directory";
+  KvStore store{"", KvLimits()};
+  KvSubscribers subscribers;
+};
+
+using KvDirectoryPointer = KvDirectoryActor::stateful_pointer<KvDirectoryState>;
+using Kind = proto::KeyValueChangeEvent;
+
+proto::KeyValueEntry Entry(const std::string& key, const std::string& value) {
+  proto::KeyValueEntry entry;
+  entry.set_key(key);
+  entry.set_value(value);
+  return entry;
+}
+
+// Drops the monitor of a peer that has no waiter and no watch left.
+void ReleasePeer(KvDirectoryPointer self, const caf::actor_addr& peer) {
+  if (!self->state.subscribers.Knows(peer)) self->demonitor(peer);
+}
+
+void AnswerGetters(KvDirectoryPointer self, const std::string& key, const std::string& value) {
+  for (KvWaiter& waiter : self->state.subscribers.TakeKey(key)) {
+    proto::GetKeyValueResponse response;
+    *response.mutable_kv() = Entry(key, value);
+    waiter.promise.deliver(std::move(response));
+    ReleasePeer(self, waiter.requester);
+  }
+}
+
+void NotifyWatchers(KvDirectoryPointer self, const proto::KeyValueChangeEvent& change) {
+  self->state.subscribers.ForEachWatcher(
+      change.key(), [&](absl::string_view watched, const KvWatcherActor& watcher) {
+        proto::KeyValueChangeEvent event = change;
+        event.set_watched_key(std::string(watched));
+        self->send(watcher, std::move(event));
+      });
+}
+
+// Tells watchers about each change, in order, and answers the getters of keys that appeared.
+void Publish(KvDirectoryPointer self, const KvStore::Changes& changes) {
+  for (const proto::KeyValueChangeEvent& change : changes) {
+    NotifyWatchers(self, change);
+    if (change.kind() != Kind::DELETED) AnswerGetters(self, change.key(), change.value());
+  }
+}
+
+// Answers `response` when `status` is OK, else the status as an error.
+template <class Response>
+caf::result<Response> Answer(const absl::Status& status, Response response = {}) {
+  if (!status.ok()) return ToKvError(status);
+  return response;
+}
+
+caf::result<proto::InsertKeyValueResponse> InsertKeyValue(
+    KvDirectoryPointer self, const proto::InsertKeyValueRequest& request) {
+  KvStore::Changes changes;
+  absl::Status status = self->state.store.Insert(request.kv(), request.allow_overwrite(), changes);
+  Publish(self, changes);
+  return Answer<proto::InsertKeyValueResponse>(status);
+}
+
+caf::result<proto::UpdateKeyValueResponse> UpdateKeyValue(
+    KvDirectoryPointer self, const proto::UpdateKeyValueRequest& request) {
+  KvStore::Changes changes;
+  absl::Status status = self->state.store.Update(request.kv(), changes);
+  Publish(self, changes);
+  return Answer<proto::UpdateKeyValueResponse>(status);
+}
+
+// Arms the deadline of parked call `id`, unless it waits without one.
+void ArmDeadline(KvDirectoryPointer self, uint64_t id, int64_t timeout_ms) {
+  if (timeout_ms <= 0) return;
+  self->delayed_send(self, std::chrono::milliseconds(timeout_ms), deadline_atom::value, id);
+}
+
+caf::result<proto::GetKeyValueResponse> ParkGetter(KvDirectoryPointer self,
+                                                   const proto::GetKeyValueRequest& request) {
+  auto requester = caf::actor_cast<caf::actor_addr>(self->current_sender());
+  if (!requester) {
+    return ToKvError(absl::InvalidArgumentError(
+        absl::StrCat("GetKeyValue for key ", KeyForMessage(request.key()),
+                     " came without a sender to answer; send it as a request")));
+  }
+  int64_t timeout_ms = request.timeout_in_ms();
+  // The router refuses these; a directory used without it still never overflows the clock.
+  if (timeout_ms < 0 || timeout_ms > kMaxGetTimeoutMs) timeout_ms = 0;
+  // Monitor first: making the promise takes the sender out of the current message.
+  if (!self->state.subscribers.Knows(requester)) self->monitor(self->current_sender());
+  auto promise = self->make_response_promise<proto::GetKeyValueResponse>();
+  uint64_t id =
+      self->state.subscribers.Park(KvWaiter{request.key(), requester, timeout_ms, promise});
+  ArmDeadline(self, id, timeout_ms);
+  return promise;
+}
+
+caf::result<proto::GetKeyValueResponse> GetKeyValue(KvDirectoryPointer self,
+                                                    const proto::GetKeyValueRequest& request) {
+  const KvStore& store = self->state.store;
+  if (absl::Status status = store.CheckKey(request.key()); !status.ok()) return ToKvError(status);
+  const std::string* value = store.Find(request.key());
+  if (value == nullptr) return ParkGetter(self, request);
+  proto::GetKeyValueResponse response;
+  *response.mutable_kv() = Entry(request.key(), *value);
+  return response;
+}
+
+caf::result<proto::TryGetKeyValueResponse> TryGetKeyValue(
+    KvDirectoryPointer self, const proto::TryGetKeyValueRequest& request) {
+  const KvStore& store = self->state.store;
+  if (absl::Status status = store.CheckKey(request.key()); !status.ok()) return ToKvError(status);
+  const std::string* value = store.Find(request.key());
+  if (value == nullptr) {
+    return ToKvError(absl::NotFoundError(
+        absl::StrCat("Config key ", KeyForMessage(request.key()), " not found.")));
+  }
+  proto::TryGetKeyValueResponse response;
+  *response.mutable_kv() = Entry(request.key(), *value);
+  return response;
+}
+
+caf::result<proto::IncrementKeyValueResponse> IncrementKeyValue(
+    KvDirectoryPointer self, const proto::IncrementKeyValueRequest& request) {
+  KvStore::Changes changes;
+  absl::StatusOr<int64_t> sum =
+      self->state.store.Increment(request.key(), request.increment(), changes);
+  Publish(self, changes);
+  if (!sum.ok()) return ToKvError(sum.status());
+  proto::IncrementKeyValueResponse response;
+  *response.mutable_kv() = Entry(request.key(), absl::StrCat(*sum));
+  return response;
+}
+
+caf::result<proto::GetKeyValueDirResponse> GetKeyValueDir(
+    KvDirectoryPointer self, const proto::GetKeyValueDirRequest& request) {
+  auto entries = self->state.store.List(request.directory_key());
+  if (!entries.ok()) return ToKvError(entries.status());
+  proto::GetKeyValueDirResponse response;
+  response.set_directory_key(request.directory_key());
+  for (proto::KeyValueEntry& entry : *entries) *response.add_kv() = std::move(entry);
+  return response;
+}
+
+caf::result<proto::DeleteKeyValueResponse> DeleteKeyValue(
+    KvDirectoryPointer self, const proto::DeleteKeyValueRequest& request) {
+  KvStore::Changes changes;
+  absl::Status status = self->state.store.Delete(request.key(), request.is_directory(), changes);
+  Publish(self, changes);
+  return Answer<proto::DeleteKeyValueResponse>(status);
+}
+
+caf::result<proto::CompareAndSwapResponse> CompareAndSwap(
+    KvDirectoryPointer self, const proto::CompareAndSwapRequest& request) {
+  KvStore::Changes changes;
+  auto response = self->state.store.CompareAndSwap(request, changes);
+  Publish(self, changes);
+  if (!response.ok()) return ToKvError(response.status());
+  return *std::move(response);
+}
+
+// Checks the key of a watch request: a key or a directory of this actor, never the root.
+absl::Status CheckWatch(KvDirectoryPointer self, const std::string& key,
+                        const KvWatcherActor& watcher) {
+  if (!watcher) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("watch of key ", KeyForMessage(key), " names no watcher actor"));
+  }
+  if (key.empty()) {
+    return absl::InvalidArgumentError("watch a key or a directory, not the root");
+  }
+  return self->state.store.CheckKey(key);
+}
+
+caf::result<proto::WatchKeyResponse> WatchKey(KvDirectoryPointer self,
+                                              const proto::WatchKeyRequest& request,
+                                              const KvWatcherActor& watcher) {
+  if (absl::Status status = CheckWatch(self, request.key(), watcher); !status.ok()) {
+    return ToKvError(status);
+  }
+  if (!self->state.subscribers.Knows(watcher.address())) self->monitor(watcher);
+  self->state.subscribers.Watch(request.key(), watcher);
+  proto::WatchKeyResponse response;
+  response.set_revision(self->state.store.revision());
+  return response;
+}
+
+caf::result<proto::StopWatchKeyResponse> StopWatchKey(KvDirectoryPointer self,
+                                                      const proto::StopWatchKeyRequest& request,
+                                                      const KvWatcherActor& watcher) {
+  if (absl::Status status = CheckWatch(self, request.key(), watcher); !status.ok()) {
+    return ToKvError(status);
+  }
+  if (self->state.subscribers.Unwatch(request.key(), watcher.address())) {
+    ReleasePeer(self, watcher.address());
+  }
+  return proto::StopWatchKeyResponse();
+}
+
+void CancelGets(KvDirectoryPointer self, const std::string& key) {
+  auto requester = caf::actor_cast<caf::actor_addr>(self->current_sender());
+  std::vector<KvWaiter> cancelled = self->state.subscribers.TakeRequesterKey(requester, key);
+  for (KvWaiter& waiter : cancelled) {
+    waiter.promise.deliver(ToKvError(absl::CancelledError(
+        absl::StrCat("GetKeyValue for key ", KeyForMessage(key), " was cancelled by its caller"))));
+  }
+  if (!cancelled.empty()) ReleasePeer(self, requester);
+}
+
+void ExpireGet(KvDirectoryPointer self, uint64_t waiter_id) {
+  if (self->current_sender().get() != self->ctrl()) return;  // only our own timers
+  std::optional<KvWaiter> waiter = self->state.subscribers.TakeId(waiter_id);
+  if (!waiter) return;  // answered or withdrawn before its deadline
+  waiter->promise.deliver(ToKvError(absl::DeadlineExceededError(absl::StrCat(
+      "GetKeyValue timed out with key: ", KeyForMessage(waiter->key),
+      " and duration: ", absl::FormatDuration(absl::Milliseconds(waiter->timeout_ms)),
+      "; nothing inserted the key in time: check its writer or raise timeout_in_ms"))));
+  ReleasePeer(self, waiter->requester);
+}
+
+// Fails every parked call when the directory stops.
+void CancelAllGets(KvDirectoryPointer self, const caf::error& reason) {
+  for (KvWaiter& waiter : self->state.subscribers.TakeAll()) {
+    waiter.promise.deliver(ToKvError(absl::CancelledError(
+        absl::StrCat("key-value directory ", self->state.store.directory(), " stopped (",
+                     caf::to_string(reason), ") while GetKeyValue waited for key ",
+                     KeyForMessage(waiter.key), "; retry once the service is back"))));
+  }
+}
+
+caf::result<int64_t, int64_t, int64_t, int64_t> Stats(KvDirectoryPointer self) {
+  const KvSubscribers& subscribers = self->state.subscribers;
+  return caf::make_result(self->state.store.size(), subscribers.num_waiters(),
+                          subscribers.num_watches(), subscribers.num_peers());
+}
+
+KvDirectoryActor::behavior_type KvDirectoryBehavior(KvDirectoryPointer self, std::string directory,
+                                                    KvLimits limits) {
+  self->state.store = KvStore(std::move(directory), limits);
+  self->set_down_handler(
+      [=](caf::down_msg& down) { self->state.subscribers.DropPeer(down.source); });
+  self->set_exit_handler([=](caf::exit_msg& exit) {
+    CancelAllGets(self, exit.reason);
+    self->quit(exit.reason);
+  });
+  return {
+      [=](const proto::InsertKeyValueRequest& request) { return InsertKeyValue(self, request); },
+      [=](const proto::UpdateKeyValueRequest& request) { return UpdateKeyValue(self, request); },
+      [=](const proto::GetKeyValueRequest& request) { return GetKeyValue(self, request); },
+      [=](const proto::TryGetKeyValueRequest& request) { return TryGetKeyValue(self, request); },
+      [=](const proto::IncrementKeyValueRequest& request) {
+        return IncrementKeyValue(self, request);
+      },
+      [=](const proto::GetKeyValueDirRequest& request) { return GetKeyValueDir(self, request); },
+      [=](const proto::DeleteKeyValueRequest& request) { return DeleteKeyValue(self, request); },
+      [=](const proto::CompareAndSwapRequest& request) { return CompareAndSwap(self, request); },
+      [=](const proto::WatchKeyRequest& request, const KvWatcherActor& watcher) {
+        return WatchKey(self, request, watcher);
+      },
+      [=](const proto::StopWatchKeyRequest& request, const KvWatcherActor& watcher) {
+        return StopWatchKey(self, request, watcher);
+      },
+      [=](cancel_atom, const std::string& key) { CancelGets(self, key); },
+      [=](deadline_atom, uint64_t waiter_id) { ExpireGet(self, waiter_id); },
+      [=](kv_stats_atom) { return Stats(self); },
+  };
+}
+
+}  // namespace
+
+KvDirectoryActor SpawnKvDirectory(caf::actor_system& system, std::string directory,
+                                  KvLimits limits) {
+  return system.spawn(KvDirectoryBehavior, std::move(directory), limits);
+}
+
+caf::error ToKvError(const absl::Status& status) {
+  if (status.code() == absl::StatusCode::kAlreadyExists) return ToError(status);
+  return ToError(MakeCoordinationError(status));
+}
+
+}  // namespace muster

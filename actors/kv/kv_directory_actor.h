@@ -1,0 +1,47 @@
+// A key-value directory actor owns every key whose first path segment is its directory name
+// ("nccl", "nccl/id/3"): the values (kv_store.h), the GetKeyValue calls parked until their key
+// appears, and the watches. The coordinator routes requests to it with normalised keys
+// (kv_router.h); it still checks every key. Each operation costs O(log n) in its size.
+//
+//   SERVING --(exit message)--> STOPPED   (parked GetKeyValue calls fail with Cancelled)
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <absl/status/status.h>
+#include <caf/actor_system.hpp>
+#include <caf/atom.hpp>
+#include <caf/error.hpp>
+
+#include "muster/actors/kv/kv_key.h"
+#include "muster/messages/atoms.h"
+#include "muster/messages/interfaces.h"
+
+namespace muster {
+
+// The longest GetKeyValue timeout: a year (0: no deadline). Longer or negative ones are
+// refused with InvalidArgument before they reach a directory.
+inline constexpr int64_t kMaxGetTimeoutMs = int64_t{365} * 24 * 3600 * 1000;
+
+// Asks a directory for its counters: keys, parked gets, watches, monitored peers.
+using kv_stats_atom = caf::atom_constant<caf::atom("kv_stats")>;
+
+// A directory actor answers the key-value requests (KvStoreActor, messages/interfaces.h) for
+// the keys of one top-level directory, with the reference's codes (AlreadyExists without the
+// coordination payload).
+using KvDirectoryActor = KvStoreActor::extend<
+    // Internal: the deadline of parked call `waiter_id` (accepted only from the actor itself).
+    caf::reacts_to<deadline_atom, uint64_t>,
+    // Counters for tests and operations: keys, parked gets, watches, monitored peers.
+    caf::replies_to<kv_stats_atom>::with<int64_t, int64_t, int64_t, int64_t>>;
+
+// Spawns the actor of `directory` (a first path segment) with the store limits `limits`.
+KvDirectoryActor SpawnKvDirectory(caf::actor_system& system, std::string directory,
+                                  KvLimits limits);
+
+// Converts a key-value status to a CAF error: with a coordination payload, except
+// AlreadyExists, which the reference returns bare.
+caf::error ToKvError(const absl::Status& status);
+
+}  // namespace muster

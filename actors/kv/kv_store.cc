@@ -1,0 +1,230 @@
+#include "muster/actors/kv/kv_store.h"
+
+#include <utility>
+
+#include <absl/strings/escaping.h>
+#include <absl/strings/numbers.h>
+#include <absl/strings/str_cat.h>
+
+namespace muster {
+namespace {
+
+using Kind = proto::KeyValueChangeEvent;
+
+// Values are shown escaped and at most this long in error messages.
+constexpr size_t kMaxValueInMessage = 64;
+
+std::string ValueForMessage(absl::string_view value) {
+  std::string shown = absl::CHexEscape(value.substr(0, kMaxValueInMessage));
+  if (value.size() > kMaxValueInMessage) absl::StrAppend(&shown, "... (", value.size(), " bytes)");
+  return shown;
+}
+
+// The first key after every key under "<directory>/": '0' follows '/' in byte order.
+std::string SubtreeEnd(absl::string_view directory) { return absl::StrCat(directory, "0"); }
+
+}  // namespace
+
+KvStore::KvStore(std::string directory, KvLimits limits)
+    : directory_(std::move(directory)), limits_(limits) {}
+
+absl::Status KvStore::CheckKey(absl::string_view key) const {
+  if (!IsNormalizedKey(key)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key \"", KeyForMessage(key), "\" is not normalised (expected \"",
+                     KeyForMessage(NormalizeKey(key)), "\"); send keys through the coordinator"));
+  }
+  if (absl::Status status = ValidateKey(key, key, limits_); !status.ok()) return status;
+  if (DirectoryOf(key) != directory_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key ", KeyForMessage(key), " does not belong to directory ", directory_,
+                     "; send keys through the coordinator, which routes them"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KvStore::Insert(const proto::KeyValueEntry& kv, bool allow_overwrite,
+                             Changes& changes) {
+  if (absl::Status status = CheckKey(kv.key()); !status.ok()) return status;
+  if (!allow_overwrite && data_.contains(kv.key())) {
+    return absl::AlreadyExistsError(absl::StrCat("key ", KeyForMessage(kv.key()),
+                                                 " already exists; pass allow_overwrite or use "
+                                                 "UpdateKeyValue"));
+  }
+  return Store(kv.key(), kv.value(), changes);
+}
+
+absl::Status KvStore::Update(const proto::KeyValueEntry& kv, Changes& changes) {
+  if (absl::Status status = CheckKey(kv.key()); !status.ok()) return status;
+  if (!data_.contains(kv.key())) {
+    return absl::NotFoundError(absl::StrCat("UpdateKeyValue: key ", KeyForMessage(kv.key()),
+                                            " not found; insert it with InsertKeyValue first"));
+  }
+  return Store(kv.key(), kv.value(), changes);
+}
+
+const std::string* KvStore::Find(absl::string_view key) const {
+  auto it = data_.find(key);
+  return it == data_.end() ? nullptr : &it->second;
+}
+
+absl::StatusOr<int64_t> KvStore::Increment(absl::string_view key, int64_t delta, Changes& changes) {
+  if (absl::Status status = CheckKey(key); !status.ok()) return status;
+  int64_t value = 0;
+  const std::string* current = Find(key);
+  if (current != nullptr && !absl::SimpleAtoi(*current, &value)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "IncrementKeyValue: key ", KeyForMessage(key), " holds \"", ValueForMessage(*current),
+        "\", which is not a 64-bit signed decimal integer; increment a numeric key"));
+  }
+  int64_t sum = 0;
+  if (__builtin_add_overflow(value, delta, &sum)) {
+    return absl::OutOfRangeError(absl::StrCat("IncrementKeyValue: key ", KeyForMessage(key),
+                                              " holds ", value, "; adding ", delta,
+                                              " overflows a 64-bit signed integer, the value "
+                                              "is unchanged"));
+  }
+  if (absl::Status status = Store(key, absl::StrCat(sum), changes); !status.ok()) return status;
+  return sum;
+}
+
+absl::StatusOr<proto::CompareAndSwapResponse> KvStore::CompareAndSwap(
+    const proto::CompareAndSwapRequest& request, Changes& changes) {
+  if (absl::Status status = CheckKey(request.key()); !status.ok()) return status;
+  if (absl::Status status = ValidateValue(request.key(), request.desired(), limits_);
+      !status.ok()) {
+    return status;
+  }
+  const std::string* current = Find(request.key());
+  bool matches = current == nullptr ? request.expect_absent()
+                                    : !request.expect_absent() && *current == request.expected();
+  proto::CompareAndSwapResponse response;
+  if (matches) {
+    if (absl::Status status = Store(request.key(), request.desired(), changes); !status.ok()) {
+      return status;
+    }
+    current = Find(request.key());
+  }
+  response.set_succeeded(matches);
+  response.set_exists(current != nullptr);
+  if (current != nullptr) response.set_current(*current);
+  return response;
+}
+
+absl::StatusOr<std::vector<proto::KeyValueEntry>> KvStore::List(absl::string_view directory) const {
+  if (!directory.empty()) {
+    if (absl::Status status = CheckKey(directory); !status.ok()) return status;
+  }
+  auto [first, last] = Subtree(directory);
+  std::vector<proto::KeyValueEntry> entries;
+  for (auto it = first; it != last; ++it) {
+    proto::KeyValueEntry& entry = entries.emplace_back();
+    entry.set_key(it->first);
+    entry.set_value(it->second);
+  }
+  return entries;
+}
+
+absl::Status KvStore::Delete(absl::string_view key, bool is_directory, Changes& changes) {
+  if (key.empty() && is_directory) {
+    Erase(data_.begin(), data_.end(), changes);
+    return absl::OkStatus();
+  }
+  if (absl::Status status = CheckKey(key); !status.ok()) return status;
+  if (auto it = data_.find(key); it != data_.end()) Erase(it, std::next(it), changes);
+  if (is_directory) {
+    std::string prefix = absl::StrCat(key, "/");
+    Erase(data_.lower_bound(prefix), data_.lower_bound(SubtreeEnd(key)), changes);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KvStore::Reserve(absl::string_view key, int64_t growth) {
+  if (growth <= 0 || !limits_.budget || limits_.budget->Reserve(growth)) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "Storing ", KeyForMessage(key), " would take the key-value store over its limit of ",
+      limits_.budget->limit(), " bytes (", limits_.budget->used(),
+      " in use); delete keys you no longer need, or raise --max-store-size"));
+}
+
+absl::Status KvStore::Store(absl::string_view key, std::string value, Changes& changes) {
+  if (absl::Status status = ValidateValue(key, value, limits_); !status.ok()) return status;
+  auto it = data_.find(key);
+  if (it != data_.end()) {
+    int64_t growth = static_cast<int64_t>(value.size()) - static_cast<int64_t>(it->second.size());
+    if (absl::Status status = Reserve(key, growth); !status.ok()) return status;
+    if (growth < 0 && limits_.budget) limits_.budget->Release(-growth);
+    it->second = std::move(value);
+    Record(Kind::UPDATED, key, it->second, changes);
+    return absl::OkStatus();
+  }
+  if (absl::Status status = ValidateDirectoryCapacity(directory_, key, size(), limits_);
+      !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = Reserve(key, static_cast<int64_t>(key.size() + value.size()));
+      !status.ok()) {
+    return status;
+  }
+  it = data_.emplace(std::string(key), std::move(value)).first;
+  Record(Kind::INSERTED, key, it->second, changes);
+  return absl::OkStatus();
+}
+
+void KvStore::Erase(Map::iterator first, Map::iterator last, Changes& changes) {
+  int64_t freed = 0;
+  for (auto it = first; it != last; ++it) {
+    Record(Kind::DELETED, it->first, "", changes);
+    freed += static_cast<int64_t>(it->first.size() + it->second.size());
+  }
+  data_.erase(first, last);
+  if (limits_.budget) limits_.budget->Release(freed);
+}
+
+KvStore::~KvStore() { ReleaseAll(); }
+
+KvStore::KvStore(KvStore&& other) noexcept
+    : directory_(std::move(other.directory_)),
+      limits_(std::move(other.limits_)),
+      data_(std::move(other.data_)),
+      revision_(other.revision_) {
+  other.data_.clear();
+  other.limits_.budget.reset();
+}
+
+KvStore& KvStore::operator=(KvStore&& other) noexcept {
+  if (this == &other) return *this;
+  ReleaseAll();
+  directory_ = std::move(other.directory_);
+  limits_ = std::move(other.limits_);
+  data_ = std::move(other.data_);
+  revision_ = other.revision_;
+  other.data_.clear();
+  other.limits_.budget.reset();
+  return *this;
+}
+
+void KvStore::ReleaseAll() {
+  if (!limits_.budget) return;
+  int64_t held = 0;
+  for (const auto& [key, value] : data_) held += static_cast<int64_t>(key.size() + value.size());
+  limits_.budget->Release(held);
+}
+
+void KvStore::Record(proto::KeyValueChangeEvent::Kind kind, absl::string_view key,
+                     absl::string_view value, Changes& changes) {
+  proto::KeyValueChangeEvent& change = changes.emplace_back();
+  change.set_kind(kind);
+  change.set_key(std::string(key));
+  change.set_value(std::string(value));
+  change.set_revision(++revision_);
+}
+
+std::pair<KvStore::Map::const_iterator, KvStore::Map::const_iterator> KvStore::Subtree(
+    absl::string_view directory) const {
+  if (directory.empty()) return {data_.begin(), data_.end()};
+  return {data_.lower_bound(absl::StrCat(directory, "/")),
+          data_.lower_bound(SubtreeEnd(directory))};
+}
+
+}  // namespace muster

@@ -1,0 +1,379 @@
+#include "muster/actors/tasks/task_actor.h"
+
+#include <chrono>
+#include <optional>
+
+#include <absl/strings/str_cat.h>
+
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+
+namespace muster {
+namespace {
+
+// TaskSpec without the task and initial state, which live in TaskState::info.
+struct TaskSettings {
+  uint64_t leader_incarnation = 0;
+  caf::timespan heartbeat_timeout{0};
+  caf::timespan connection_loss_grace{0};
+  bool recoverable = false;
+  TaskParentActor parent;
+};
+
+struct TaskState {
+  static inline const char* name = "muster.task";
+  TaskSettings spec;
+  proto::CoordinatedTaskStateInfo info;  // the task's state, as reported to the coordinator
+  absl::Status error;                    // the sticky error while in ERROR
+  AgentActor agent;
+  bool agent_down = false;
+  bool ever_connected = false;
+  // While DISCONNECTED, heartbeats of the last incarnation are accepted until then.
+  caf::actor_clock::time_point grace_deadline;
+  // A registration waiting in the register barrier (JOINING).
+  struct Joining {
+    uint64_t incarnation = 0;
+    AgentActor agent;
+    bool agent_down = false;
+  };
+  std::optional<Joining> joining;
+};
+
+using TaskPointer = TaskActor::stateful_pointer<TaskState>;
+
+std::string Name(TaskPointer self) { return TaskName(self->state.info.task()); }
+
+absl::Status ServiceError(TaskPointer self, absl::Status status) {
+  return MakeCoordinationError(std::move(status), self->state.info.task());
+}
+
+void Notify(TaskPointer self) {
+  self->send(self->state.spec.parent, task_state_atom::value, self->state.info, self->state.agent);
+}
+
+void SetState(TaskPointer self, proto::CoordinatedTaskState state, const absl::Status& error) {
+  auto& info = self->state.info;
+  info.set_state(state);
+  SetStatusFields(error, &info);
+  self->state.error = error;
+  Notify(self);
+}
+
+void WatchAgent(TaskPointer self, const AgentActor& agent) {
+  auto& st = self->state;
+  if (st.agent && st.agent != agent) self->demonitor(st.agent.address());
+  st.agent = agent;
+  st.agent_down = false;
+  if (agent) self->monitor(agent);
+}
+
+void StopWatching(TaskPointer self) {
+  if (self->state.agent) self->demonitor(self->state.agent.address());
+}
+
+void Connect(TaskPointer self, uint64_t incarnation, const AgentActor& agent) {
+  auto& st = self->state;
+  st.info.set_incarnation(incarnation);
+  st.ever_connected = true;
+  WatchAgent(self, agent);
+  SetState(self, proto::TASKSTATE_CONNECTED, absl::OkStatus());
+}
+
+void Disconnect(TaskPointer self) {
+  StopWatching(self);
+  self->state.grace_deadline = self->clock().now() + self->state.spec.heartbeat_timeout;
+  SetState(self, proto::TASKSTATE_DISCONNECTED, absl::OkStatus());
+}
+
+// Answers the current request with `status`, then dies with it: the coordinator records the
+// failure, applies the supervision policy and restarts this task in ERROR.
+template <class Response>
+caf::result<Response> ReplyAndFail(TaskPointer self, const absl::Status& reply,
+                                   const absl::Status& failure) {
+  auto promise = self->make_response_promise<Response>();
+  if (reply.ok()) {
+    promise.deliver(Response{});
+  } else {
+    promise.deliver(ToError(reply));
+  }
+  self->quit(ToError(failure));
+  return promise;
+}
+
+proto::RegisterTaskResponse RegisterOk(TaskPointer self) {
+  proto::RegisterTaskResponse response;
+  response.set_leader_incarnation(self->state.spec.leader_incarnation);
+  return response;
+}
+
+bool MayRejoinFromError(TaskPointer self) {
+  const auto& st = self->state;
+  return st.spec.recoverable && st.error.code() == absl::StatusCode::kUnavailable &&
+         GetCoordinationError(st.error).has_value();
+}
+
+caf::result<proto::RegisterTaskResponse> Register(TaskPointer self,
+                                                  const proto::RegisterTaskRequest& request,
+                                                  const AgentActor& agent) {
+  auto& st = self->state;
+  bool same = request.incarnation() == st.info.incarnation();
+  if (st.info.state() == proto::TASKSTATE_CONNECTED && !same && !st.spec.recoverable) {
+    absl::Status aborted = ServiceError(
+        self, absl::AbortedError(absl::StrCat(
+                  Name(self), " unexpectedly tried to connect with a different incarnation (",
+                  request.incarnation(), ", registered: ", st.info.incarnation(),
+                  "). It has likely restarted; the cluster is told of the failure.")));
+    return ReplyAndFail<proto::RegisterTaskResponse>(self, aborted, aborted);
+  }
+  if (st.info.state() == proto::TASKSTATE_ERROR && !MayRejoinFromError(self)) {
+    return ToError(ServiceError(
+        self, absl::AbortedError(absl::StrCat(
+                  Name(self),
+                  " unexpectedly tried to connect while it is already in error. ResetTask() "
+                  "should be called before a subsequent connect attempt. Existing error: ",
+                  StatusText(st.error)))));
+  }
+  Connect(self, request.incarnation(), agent);
+  return RegisterOk(self);
+}
+
+void ForgetJoining(TaskPointer self) {
+  auto& joining = self->state.joining;
+  if (joining && joining->agent) self->demonitor(joining->agent.address());
+  joining.reset();
+}
+
+// The first step of a registration through the register barrier: the incarnation (and its
+// agent) become pending; a newer one replaces it. A connected task re-registers as usual.
+caf::result<proto::RegisterTaskResponse> JoinRegistration(TaskPointer self,
+                                                          const proto::RegisterTaskRequest& request,
+                                                          const AgentActor& agent) {
+  auto& st = self->state;
+  if (st.info.state() == proto::TASKSTATE_CONNECTED ||
+      (st.info.state() == proto::TASKSTATE_ERROR && !MayRejoinFromError(self))) {
+    return Register(self, request, agent);
+  }
+  ForgetJoining(self);
+  st.joining = TaskState::Joining{request.incarnation(), agent, false};
+  if (agent) self->monitor(agent);
+  return RegisterOk(self);
+}
+
+absl::Status ConnectionLost(TaskPointer self, const caf::error& reason);
+
+// The register barrier passed for `incarnation`: connect it if it is still the pending one.
+caf::result<proto::RegisterTaskResponse> FinishRegistration(TaskPointer self,
+                                                            uint64_t incarnation) {
+  auto& st = self->state;
+  if (st.joining && st.joining->incarnation == incarnation) {
+    TaskState::Joining joining = *st.joining;
+    ForgetJoining(self);
+    if (joining.agent_down) {
+      absl::Status lost = ConnectionLost(self, caf::exit_reason::remote_link_unreachable);
+      return ReplyAndFail<proto::RegisterTaskResponse>(self, lost, lost);
+    }
+    Connect(self, incarnation, joining.agent);
+    return RegisterOk(self);
+  }
+  if (st.info.state() == proto::TASKSTATE_CONNECTED && st.info.incarnation() == incarnation) {
+    return RegisterOk(self);
+  }
+  if (st.info.state() == proto::TASKSTATE_ERROR) {
+    return ToError(
+        ServiceError(self, absl::AbortedError(absl::StrCat(
+                               Name(self), " failed while it waited for the register barrier: ",
+                               StatusText(st.error), ". Reset it and register again."))));
+  }
+  return ToError(ServiceError(
+      self, absl::AlreadyExistsError("Aborted connect attempt as there is a request from a "
+                                     "newer incarnation.")));
+}
+
+caf::result<proto::HeartbeatResponse> NotRegistered(TaskPointer self) {
+  return ToError(ServiceError(
+      self, absl::InvalidArgumentError(absl::StrCat(
+                "Task with task=", Name(self),
+                " must be registered before sending heartbeat messages. "
+                "The service might have restarted, please restart / reset and register again."))));
+}
+
+caf::result<proto::HeartbeatResponse> HeartbeatMismatch(TaskPointer self, uint64_t incarnation) {
+  absl::Status aborted = ServiceError(
+      self,
+      absl::AbortedError(absl::StrCat(Name(self), " Heartbeat: Incarnation ID mismatch: expecting ",
+                                      self->state.info.incarnation(), " but got ", incarnation,
+                                      ". The task has restarted and likely crashed earlier; the "
+                                      "cluster is told of the failure.")));
+  return ReplyAndFail<proto::HeartbeatResponse>(self, aborted, aborted);
+}
+
+caf::result<proto::HeartbeatResponse> Heartbeat(TaskPointer self,
+                                                const proto::HeartbeatRequest& request) {
+  auto& st = self->state;
+  proto::HeartbeatResponse ok;
+  ok.set_leader_incarnation(st.spec.leader_incarnation);
+  bool same = request.incarnation() == st.info.incarnation();
+  switch (st.info.state()) {
+    case proto::TASKSTATE_ERROR:
+      return ToError(ServiceError(
+          self, absl::AbortedError(absl::StrCat(
+                    "Unexpected heartbeat request from an already-in-error task: ", Name(self),
+                    " with existing error: ", StatusText(st.error),
+                    ". Reset the task and register again."))));
+    case proto::TASKSTATE_CONNECTED:
+      // The heartbeat monitor answers the beats of the connected incarnation; one that reaches
+      // the task actor raced with the monitor learning of the registration.
+      if (same || st.spec.recoverable) return ok;
+      return HeartbeatMismatch(self, request.incarnation());
+    default:
+      if (!st.ever_connected || !same || self->clock().now() > st.grace_deadline) {
+        return NotRegistered(self);
+      }
+      return ok;
+  }
+}
+
+template <class Response>
+caf::result<Response> DisconnectRequest(TaskPointer self) {
+  if (self->state.info.state() == proto::TASKSTATE_DISCONNECTED) {
+    return ToError(ServiceError(self, absl::FailedPreconditionError(absl::StrCat(
+                                          "The task is already disconnected: ", Name(self)))));
+  }
+  Disconnect(self);
+  return Response{};
+}
+
+caf::result<proto::ReportErrorToServiceResponse> ReportError(
+    TaskPointer self, const proto::ReportErrorToServiceRequest& request) {
+  if (self->state.info.state() != proto::TASKSTATE_CONNECTED) {
+    return ToError(ServiceError(self, absl::FailedPreconditionError(absl::StrCat(
+                                          "The task ", Name(self),
+                                          " is not connected or already has an error; register it "
+                                          "before reporting errors."))));
+  }
+  int code = request.error_code();
+  if (code <= 0 || code > static_cast<int>(absl::StatusCode::kUnauthenticated)) {
+    code = static_cast<int>(absl::StatusCode::kUnknown);
+  }
+  absl::Status reported = MakeCoordinationError(
+      absl::Status(static_cast<absl::StatusCode>(code), request.error_message()),
+      self->state.info.task(), /*is_reported_error=*/true);
+  return ReplyAndFail<proto::ReportErrorToServiceResponse>(self, absl::OkStatus(), reported);
+}
+
+absl::Status HeartbeatTimeout(TaskPointer self) {
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(self->state.spec.heartbeat_timeout);
+  return ServiceError(
+      self, absl::UnavailableError(absl::StrCat(
+                "Task ", Name(self), " heartbeat timeout: no heartbeat for ", ms.count(),
+                " ms. This indicates that the task has failed, got preempted, is frozen, or lost "
+                "its network; restart it (or reset it if its job is recoverable).")));
+}
+
+// The heartbeat monitor saw the deadline of `incarnation` pass.
+void OnDeadline(TaskPointer self, uint64_t incarnation) {
+  const auto& info = self->state.info;
+  if (info.state() == proto::TASKSTATE_CONNECTED && info.incarnation() == incarnation) {
+    self->quit(ToError(HeartbeatTimeout(self)));
+  }
+}
+
+void SetError(TaskPointer self, const caf::error& error) {
+  if (self->state.info.state() == proto::TASKSTATE_ERROR) return;  // the first error sticks
+  ForgetJoining(self);
+  StopWatching(self);
+  SetState(self, proto::TASKSTATE_ERROR, ToStatus(error));
+}
+
+absl::Status ConnectionLost(TaskPointer self, const caf::error& reason) {
+  return ServiceError(
+      self,
+      absl::UnavailableError(absl::StrCat(
+          "Task ", Name(self), ": connection to worker lost (", ToStatus(reason).message(),
+          "). Its process exited or the network failed; restart it (or reset it if its job is "
+          "recoverable).")));
+}
+
+void OnAgentDown(TaskPointer self, const caf::down_msg& down) {
+  auto& st = self->state;
+  if (st.joining && st.joining->agent && down.source == st.joining->agent.address()) {
+    st.joining->agent_down = true;  // judged when the register barrier passes
+    return;
+  }
+  if (!st.agent || down.source != st.agent.address() ||
+      st.info.state() != proto::TASKSTATE_CONNECTED) {
+    return;
+  }
+  if (st.spec.connection_loss_grace <= caf::timespan{0}) {
+    self->quit(ToError(ConnectionLost(self, down.reason)));
+    return;
+  }
+  st.agent_down = true;
+  self->delayed_send(self, st.spec.connection_loss_grace, agent_lost_atom::value, down.source);
+}
+
+void OnAgentLost(TaskPointer self, const caf::actor_addr& agent) {
+  auto& st = self->state;
+  if (st.agent_down && st.agent && st.agent.address() == agent &&
+      st.info.state() == proto::TASKSTATE_CONNECTED) {
+    self->quit(ToError(ConnectionLost(self, caf::exit_reason::remote_link_unreachable)));
+  }
+}
+
+absl::Status StatusFromInfo(const proto::CoordinatedTaskStateInfo& info) {
+  if (info.state() != proto::TASKSTATE_ERROR) return absl::OkStatus();
+  return StatusFromFields(info);
+}
+
+TaskActor::behavior_type TaskBehavior(TaskPointer self, TaskSpec spec) {
+  auto& st = self->state;
+  st.spec = {.leader_incarnation = spec.leader_incarnation,
+             .heartbeat_timeout = spec.heartbeat_timeout,
+             .connection_loss_grace = spec.connection_loss_grace,
+             .recoverable = spec.recoverable,
+             .parent = std::move(spec.parent)};
+  st.info = std::move(spec.initial);
+  *st.info.mutable_task() = std::move(spec.task);  // one copy of the task and its state
+  st.error = StatusFromInfo(st.info);
+  st.ever_connected = st.info.incarnation() != 0;
+  self->set_down_handler([=](caf::down_msg& down) { OnAgentDown(self, down); });
+  return {
+      [=](const proto::RegisterTaskRequest& request, const AgentActor& agent) {
+        return Register(self, request, agent);
+      },
+      [=](reg_join_atom, const proto::RegisterTaskRequest& request, const AgentActor& agent) {
+        return JoinRegistration(self, request, agent);
+      },
+      [=](reg_done_atom, uint64_t incarnation) { return FinishRegistration(self, incarnation); },
+      [=](const proto::HeartbeatRequest& request) { return Heartbeat(self, request); },
+      [=](const proto::ShutdownTaskRequest&) {
+        return DisconnectRequest<proto::ShutdownTaskResponse>(self);
+      },
+      [=](const proto::ResetTaskRequest&) {
+        return DisconnectRequest<proto::ResetTaskResponse>(self);
+      },
+      [=](const proto::ReportErrorToServiceRequest& request) { return ReportError(self, request); },
+      [=](exited_atom, const caf::error& error) -> caf::result<bool> {
+        if (self->state.info.state() == proto::TASKSTATE_ERROR) return false;
+        auto promise = self->make_response_promise<bool>();
+        promise.deliver(true);
+        self->quit(error);
+        return promise;
+      },
+      [=](set_error_atom, const caf::error& error) { SetError(self, error); },
+      [=](disconnect_atom) {
+        if (self->state.info.state() != proto::TASKSTATE_DISCONNECTED) Disconnect(self);
+      },
+      [=](agent_lost_atom, const caf::actor_addr& agent) { OnAgentLost(self, agent); },
+      [=](deadline_atom, uint64_t incarnation) { OnDeadline(self, incarnation); },
+  };
+}
+
+}  // namespace
+
+TaskActor SpawnTaskActor(caf::actor_system& system, TaskSpec spec) {
+  return system.spawn(TaskBehavior, std::move(spec));
+}
+
+}  // namespace muster

@@ -1,0 +1,362 @@
+#include "muster/net/agent/agent.h"
+
+#include <algorithm>
+
+#include <absl/strings/numbers.h>
+#include <absl/strings/str_cat.h>
+#include <caf/event_based_actor.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "muster/messages/incarnation.h"
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+#include "muster/net/leader/job_token.h"
+#include "muster/net/process/thread_logger_guard.h"
+#include "muster/net/transport/guarded_multiplexer.h"
+
+namespace muster {
+namespace {
+
+caf::timespan ToSpan(absl::Duration duration) { return absl::ToChronoNanoseconds(duration); }
+
+int64_t ToMillis(absl::Duration duration) {
+  return duration == absl::InfiniteDuration() ? 0 : absl::ToInt64Milliseconds(duration);
+}
+
+absl::StatusOr<ConnectOptions> LeaderOptions(const AgentOptions& options) {
+  ConnectOptions leader;
+  size_t colon = options.leader.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(options.leader.substr(colon + 1), &port) || port <= 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid leader address \"", options.leader,
+                                                   "\"; expected HOST:PORT, e.g. 127.0.0.1:7400"));
+  }
+  leader.host = options.leader.substr(0, colon);
+  leader.port = static_cast<uint16_t>(port);
+  leader.timeout = ToSpan(options.register_timeout);
+  leader.attempt_timeout = ToSpan(options.connect_attempt_timeout);
+  leader.initial_backoff = ToSpan(options.initial_backoff);
+  leader.max_backoff = ToSpan(options.max_backoff);
+  return leader;
+}
+
+}  // namespace
+
+NodeOptions WorkerNodeOptions(absl::Duration heartbeat_timeout) {
+  NodeOptions options;
+  options.connection_timeout = ToSpan(std::max(heartbeat_timeout, absl::Seconds(2)));
+  return options;
+}
+
+absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(caf::actor_system& system,
+                                                     AgentOptions options, ErrorCallback on_error) {
+  ThreadLoggerGuard logger_guard;
+  if (options.job_name.empty() || options.task_id < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid task: job \"", options.job_name, "\", task id ", options.task_id));
+  }
+  if (absl::Status tls = CheckTlsFiles(TlsFilesOf(system.config())); !tls.ok()) return tls;
+  auto leader = options.local_leader ? ConnectOptions{} : LeaderOptions(options);
+  if (!leader.ok()) return leader.status();
+  leader->timeout = ToSpan(options.register_timeout);
+  AgentConfig config;
+  config.task = MakeTask(options.job_name, options.task_id);
+  config.task.set_recoverable(options.recoverable);
+  config.incarnation = options.incarnation != 0 ? options.incarnation : NewIncarnation();
+  config.leader = *leader;
+  config.local_leader = options.local_leader;
+  config.heartbeat_batcher = options.heartbeat_batcher;
+  config.barrier_combiner = options.barrier_combiner;
+  config.heartbeat_timeout = ToSpan(options.heartbeat_timeout);
+  config.shutdown_barrier_timeout = ToSpan(options.shutdown_barrier_timeout);
+  config.rpc_timeout = ToSpan(options.rpc_timeout);
+  config.max_request_bytes = options.max_request_bytes;
+  if (options.token.empty()) {
+    auto token = TokenFromEnvironment();
+    if (!token.ok()) return token.status();
+    options.token = *std::move(token);
+  }
+  config.token = std::move(options.token);
+  config.on_error = std::move(on_error);
+  proto::CoordinatedTask task = config.task;
+  uint64_t incarnation = config.incarnation;
+  AgentControlActor actor = SpawnAgentActor(system, std::move(config));
+  return std::unique_ptr<Agent>(new Agent(system, std::move(actor), std::move(task), incarnation,
+                                          options.shutdown_on_destruction));
+}
+
+Agent::Agent(caf::actor_system& system, AgentControlActor actor, proto::CoordinatedTask task,
+             uint64_t incarnation, bool shutdown_on_destruction)
+    : system_(system),
+      actor_(std::move(actor)),
+      task_(std::move(task)),
+      incarnation_(incarnation),
+      shutdown_on_destruction_(shutdown_on_destruction) {}
+
+Agent::~Agent() {
+  ThreadLoggerGuard logger_guard;
+  if (shutdown_on_destruction_ && state() == AgentState::kRunning) Shutdown().IgnoreError();
+  // Without a shutdown, the actor's exit is what the leader sees: its task actor monitors it.
+  caf::scoped_actor self{system_};
+  self->monitor(actor_);
+  caf::anon_send_exit(actor_, caf::exit_reason::user_shutdown);
+  bool down = false;
+  self->receive_while([&] { return !down; })(
+      [&](caf::down_msg& msg) { down = msg.source == actor_.address(); },
+      caf::after(std::chrono::seconds(10)) >> [&] { down = true; });
+}
+
+template <class Response, class... Args>
+absl::StatusOr<Response> Agent::Ask(Args&&... args) const {
+  ThreadLoggerGuard logger_guard;
+  caf::scoped_actor self{system_};
+  absl::StatusOr<Response> result = absl::InternalError("no answer from the agent actor");
+  self->request(actor_, caf::infinite, std::forward<Args>(args)...)
+      .receive([&](Response& response) { result = std::move(response); },
+               [&](caf::error& error) { result = ToStatus(error); });
+  return result;
+}
+
+absl::Status Agent::Connect() {
+  return Ask<proto::RegisterTaskResponse>(caf::connect_atom::value).status();
+}
+
+absl::StatusOr<proto::CoordinationServiceDeviceInfo> Agent::WaitForAllTasks(
+    const proto::CoordinationServiceDeviceInfo& local_devices) {
+  proto::WaitForAllTasksRequest request;
+  *request.mutable_local_device_info() = local_devices;
+  auto response = Ask<proto::WaitForAllTasksResponse>(request);
+  if (!response.ok()) return response.status();
+  absl::MutexLock lock(&devices_mutex_);
+  cluster_devices_ = response->cluster_device_info();
+  return cluster_devices_;
+}
+
+proto::CoordinationServiceDeviceInfo Agent::GetClusterDeviceInfo() const {
+  absl::MutexLock lock(&devices_mutex_);
+  return cluster_devices_;
+}
+
+absl::StatusOr<std::vector<proto::CoordinatedTaskStateInfo>> Agent::GetTaskState(
+    const std::vector<proto::CoordinatedTask>& tasks) {
+  proto::GetTaskStateRequest request;
+  for (const auto& task : tasks) *request.add_source_task() = task;
+  auto response = Ask<proto::GetTaskStateResponse>(request);
+  if (!response.ok()) return response.status();
+  return std::vector<proto::CoordinatedTaskStateInfo>(response->task_state().begin(),
+                                                      response->task_state().end());
+}
+
+absl::Status Agent::ReportError(const absl::Status& error) {
+  proto::ReportErrorToServiceRequest request;
+  request.set_error_code(static_cast<int32_t>(error.code()));
+  request.set_error_message(std::string(error.message()));
+  return Ask<proto::ReportErrorToServiceResponse>(request).status();
+}
+
+absl::Status Agent::Reset() {
+  return Ask<proto::ResetTaskResponse>(proto::ResetTaskRequest{}).status();
+}
+
+absl::Status Agent::Shutdown() {
+  return Ask<proto::ShutdownTaskResponse>(proto::ShutdownTaskRequest{}).status();
+}
+
+absl::StatusOr<std::string> Agent::GetKeyValue(const std::string& key) {
+  return GetKeyValue(key, absl::InfiniteDuration());
+}
+
+absl::StatusOr<std::string> Agent::GetKeyValue(const std::string& key, absl::Duration timeout) {
+  proto::GetKeyValueRequest request;
+  request.set_key(key);
+  request.set_timeout_in_ms(ToMillis(timeout));
+  auto response = Ask<proto::GetKeyValueResponse>(request);
+  if (!response.ok()) return response.status();
+  return response->kv().value();
+}
+
+void GetKeyValueHandle::Cancel() const {
+  if (caller_) caf::anon_send(caller_, cancel_atom::value);
+}
+
+GetKeyValueHandle Agent::GetKeyValueAsync(const std::string& key, StatusOrValueCallback done,
+                                          absl::Duration timeout) {
+  ThreadLoggerGuard logger_guard;
+  proto::GetKeyValueRequest request;
+  request.set_key(key);
+  request.set_timeout_in_ms(ToMillis(timeout));
+  AgentControlActor agent = actor_;
+  // The helper makes the call, so that its cancel reaches the agent actor after the call (one
+  // sender's messages arrive in order) and names exactly this call.
+  caf::actor caller = system_.spawn([=](caf::event_based_actor* self) -> caf::behavior {
+    self->request(agent, caf::infinite, request)
+        .then(
+            [=](proto::GetKeyValueResponse& response) {
+              done(response.kv().value());
+              self->quit();
+            },
+            [=](caf::error& error) {
+              done(ToStatus(error));
+              self->quit();
+            });
+    return {[=](cancel_atom) { self->send(agent, cancel_atom::value); }};
+  });
+  return GetKeyValueHandle(std::move(caller));
+}
+
+void Agent::CancelGetKeyValue(const std::string& key) {
+  ThreadLoggerGuard logger_guard;
+  caf::anon_send(actor_, cancel_atom::value, key);
+}
+
+absl::StatusOr<std::string> Agent::TryGetKeyValue(const std::string& key) {
+  proto::TryGetKeyValueRequest request;
+  request.set_key(key);
+  auto response = Ask<proto::TryGetKeyValueResponse>(request);
+  if (!response.ok()) return response.status();
+  return response->kv().value();
+}
+
+absl::StatusOr<std::vector<proto::KeyValueEntry>> Agent::GetKeyValueDir(
+    const std::string& directory) {
+  proto::GetKeyValueDirRequest request;
+  request.set_directory_key(directory);
+  auto response = Ask<proto::GetKeyValueDirResponse>(request);
+  if (!response.ok()) return response.status();
+  return std::vector<proto::KeyValueEntry>(response->kv().begin(), response->kv().end());
+}
+
+absl::Status Agent::InsertKeyValue(const std::string& key, const std::string& value,
+                                   bool allow_overwrite) {
+  proto::InsertKeyValueRequest request;
+  request.mutable_kv()->set_key(key);
+  request.mutable_kv()->set_value(value);
+  request.set_allow_overwrite(allow_overwrite);
+  return Ask<proto::InsertKeyValueResponse>(request).status();
+}
+
+absl::Status Agent::UpdateKeyValue(const std::string& key, const std::string& value) {
+  proto::UpdateKeyValueRequest request;
+  request.mutable_kv()->set_key(key);
+  request.mutable_kv()->set_value(value);
+  return Ask<proto::UpdateKeyValueResponse>(request).status();
+}
+
+absl::Status Agent::DeleteKeyValue(const std::string& key) {
+  proto::DeleteKeyValueRequest request;
+  request.set_key(key);
+  request.set_is_directory(true);
+  return Ask<proto::DeleteKeyValueResponse>(request).status();
+}
+
+absl::StatusOr<int64_t> Agent::IncrementKeyValue(const std::string& key, int64_t delta) {
+  proto::IncrementKeyValueRequest request;
+  request.set_key(key);
+  request.set_increment(delta);
+  auto response = Ask<proto::IncrementKeyValueResponse>(request);
+  if (!response.ok()) return response.status();
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(response->kv().value(), &value)) {
+    return absl::InternalError(
+        absl::StrCat("Failed to parse increment key value: ", response->kv().value()));
+  }
+  return value;
+}
+
+absl::StatusOr<Agent::CasResult> Agent::CompareAndSwap(const std::string& key,
+                                                       std::optional<std::string> expected,
+                                                       const std::string& desired) {
+  proto::CompareAndSwapRequest request;
+  request.set_key(key);
+  request.set_expect_absent(!expected.has_value());
+  if (expected) request.set_expected(*expected);
+  request.set_desired(desired);
+  auto response = Ask<proto::CompareAndSwapResponse>(request);
+  if (!response.ok()) return response.status();
+  CasResult result{.succeeded = response->succeeded()};
+  if (response->exists()) result.current = response->current();
+  return result;
+}
+
+absl::Status Agent::StartWatchKey(const std::string& key, ChangedKeyValuesCallback on_change) {
+  return StartWatchKeyEvents(key, [on_change](const proto::KeyValueChangeEvent& event) {
+    on_change({{event.key(), event.value()}});
+  });
+}
+
+absl::Status Agent::StartWatchKeyEvents(const std::string& key, ChangeEventCallback on_change) {
+  proto::WatchKeyRequest request;
+  request.set_key(key);
+  return Ask<proto::WatchKeyResponse>(request, WatchCallback{std::move(on_change)}).status();
+}
+
+absl::Status Agent::StopWatchKey(const std::string& key) {
+  proto::StopWatchKeyRequest request;
+  request.set_key(key);
+  return Ask<proto::StopWatchKeyResponse>(request).status();
+}
+
+namespace {
+
+proto::BarrierRequest MakeBarrier(const std::string& id, absl::Duration timeout,
+                                  const std::vector<proto::CoordinatedTask>& tasks) {
+  proto::BarrierRequest request;
+  request.set_barrier_id(id);
+  request.set_barrier_timeout_in_ms(
+      timeout == absl::InfiniteDuration() ? int64_t{1} << 40 : absl::ToInt64Milliseconds(timeout));
+  for (const auto& task : tasks) *request.add_tasks() = task;
+  return request;
+}
+
+}  // namespace
+
+absl::Status Agent::WaitAtBarrier(const std::string& id, absl::Duration timeout,
+                                  const std::vector<proto::CoordinatedTask>& tasks) {
+  return Ask<proto::BarrierResponse>(MakeBarrier(id, timeout, tasks)).status();
+}
+
+void Agent::WaitAtBarrierAsync(const std::string& id, absl::Duration timeout,
+                               const std::vector<proto::CoordinatedTask>& tasks,
+                               StatusCallback done) {
+  CallAsync<proto::BarrierResponse>(
+      [done](absl::StatusOr<proto::BarrierResponse> response) { done(response.status()); },
+      MakeBarrier(id, timeout, tasks));
+}
+
+absl::Status Agent::CancelBarrier(const std::string& id) {
+  proto::CancelBarrierRequest request;
+  request.set_barrier_id(id);
+  return Ask<proto::CancelBarrierResponse>(request).status();
+}
+
+absl::StatusOr<proto::GetAliveTasksResponse> Agent::GetAliveTasks(
+    const std::vector<proto::CoordinatedTask>& tasks) {
+  proto::GetAliveTasksRequest request;
+  for (const auto& task : tasks) *request.add_tasks() = task;
+  return Ask<proto::GetAliveTasksResponse>(request);
+}
+
+absl::StatusOr<proto::WatchJobStateResponse> Agent::WatchJobState(const std::string& job,
+                                                                  std::optional<int64_t> version) {
+  proto::WatchJobStateRequest request;
+  request.set_job_name(job);
+  request.set_version_number(version.value_or(-1));
+  return Ask<proto::WatchJobStateResponse>(request);
+}
+
+AgentStatus Agent::Status() const {
+  auto status = Ask<AgentStatus>(agent_state_atom::value);
+  if (status.ok()) return *std::move(status);
+  return AgentStatus{
+      .state = AgentState::kError,
+      .error = absl::UnavailableError(absl::StrCat(
+          "the agent of ", TaskName(task_),
+          " has stopped (its actor system is shutting down): ", status.status().message()))};
+}
+
+AgentState Agent::state() const { return Status().state; }
+
+absl::Status Agent::error() const { return Status().error; }
+
+}  // namespace muster

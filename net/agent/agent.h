@@ -1,0 +1,226 @@
+// The worker side of Muster: one Agent per task process. It registers the task with the leader,
+// sends heartbeats, shares data through the key-value store, meets other tasks at barriers and
+// learns of their failures through an error callback.
+//
+// Threads: every blocking method may be called from any thread EXCEPT from inside an actor (it
+// waits for the agent actor's answer). Async methods return at once; their callback runs on
+// one of the actor system's threads, never under the caller's locks. The error callback runs on
+// the agent actor's thread: keep it short and never call blocking Agent methods from it.
+//
+// State machine (the seed agent's): DISCONNECTED --Connect--> RUNNING --error--> ERROR,
+// Reset: ERROR --> DISCONNECTED, Shutdown: any --> DISCONNECTED. A call in the wrong state
+// returns FailedPrecondition naming the state. See docs/agent.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <absl/status/status.h>
+#include <absl/status/statusor.h>
+#include <absl/synchronization/mutex.h>
+#include <absl/time/time.h>
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+
+#include "muster/messages/status_codec.h"
+#include "muster/net/agent/agent_actor.h"
+#include "muster/net/agent/heartbeat_batcher_actor.h"
+#include "muster/net/process/thread_logger_guard.h"
+#include "muster/net/transport/frame_guard.h"
+#include "muster/net/transport/node_config.h"
+#include "muster/proto/coordination_service.pb.h"
+
+namespace muster {
+
+struct AgentOptions {
+  std::string leader = "127.0.0.1:7400";  // HOST:PORT of the leader
+  std::string job_name = "worker";
+  int task_id = 0;
+  // The task may fail and rejoin (its job must be recoverable at the leader too).
+  bool recoverable = false;
+  uint64_t incarnation = 0;  // 0: a fresh random one
+  // Heartbeats go out every heartbeat_timeout / 2; use the leader's value.
+  absl::Duration heartbeat_timeout = absl::Seconds(10);
+  // Connect() retries until this deadline (a leader that is not up yet is normal).
+  absl::Duration register_timeout = absl::Hours(1);
+  // Shutdown() waits this long (+5 s) for the leader's shutdown barrier.
+  absl::Duration shutdown_barrier_timeout = absl::Seconds(10);
+  // Timeout of calls that do not block at the leader.
+  absl::Duration rpc_timeout = absl::Seconds(30);
+  // Connect retry policy: each attempt is bounded; backoff is jittered and doubles.
+  absl::Duration connect_attempt_timeout = absl::Seconds(1);
+  absl::Duration initial_backoff = absl::Milliseconds(20);
+  absl::Duration max_backoff = absl::Seconds(1);
+  // Set to use a leader running in the same process instead of `leader` (e.g. task 0 hosting
+  // the coordinator).
+  CoordinatorActor local_leader;
+  // Set (to one SpawnHeartbeatBatcher per process) when a process hosts several tasks: their
+  // heartbeats then reach the leader as one message per batching window.
+  HeartbeatBatcherActor heartbeat_batcher;
+  // Set (to one SpawnBarrierCombiner per process) when a process hosts many tasks that meet at
+  // the same barriers: the leader then releases them with one message per process.
+  BarrierCombinerActor barrier_combiner;
+  // What destroying a connected Agent does. true: it leaves the job with Shutdown() (through
+  // the shutdown barrier when the leader has one). false (the reference's
+  // agent_destruction_without_shutdown): it only drops its connection, as a crashing process
+  // would; the leader handles that as a lost task under its policy (a recoverable task may
+  // then register again as a new incarnation).
+  bool shutdown_on_destruction = true;
+  // Requests larger than this are refused here with ResourceExhausted (a leader closes the
+  // connection of a peer whose frame is over its --max-frame-size). Match the leader's limit.
+  size_t max_request_bytes = WireLimits{}.max_frame_bytes - 4096;
+  // The job token of a leader started with one (muster serve --token-file). Empty: read the
+  // file named by $MUSTER_TOKEN_FILE if set, else present none. Never logged.
+  std::string token;
+};
+
+// The actor-system options a worker should use: Muster's message types, low-latency
+// scheduling, and CAF connection heartbeats with a connection timeout of `heartbeat_timeout`
+// (at least 2 s) so that a frozen leader is detected.
+NodeOptions WorkerNodeOptions(absl::Duration heartbeat_timeout = absl::Seconds(10));
+
+// The handle of one GetKeyValueAsync call.
+class GetKeyValueHandle {
+ public:
+  GetKeyValueHandle() = default;
+  // Completes this call with Cancelled (unless it has completed already) and withdraws its
+  // wait at the leader; other gets of the same key go on. Thread-safe, idempotent.
+  void Cancel() const;
+
+ private:
+  friend class Agent;
+  explicit GetKeyValueHandle(caf::actor caller) : caller_(std::move(caller)) {}
+  caf::actor caller_;
+};
+
+class Agent {
+ public:
+  using ErrorCallback = std::function<void(const absl::Status&)>;
+  using StatusCallback = std::function<void(const absl::Status&)>;
+  using StatusOrValueCallback = std::function<void(const absl::StatusOr<std::string>&)>;
+  using ChangedKeyValuesCallback = std::function<void(const std::map<std::string, std::string>&)>;
+  using ChangeEventCallback = std::function<void(const proto::KeyValueChangeEvent&)>;
+  struct CasResult {
+    bool succeeded = false;
+    std::optional<std::string> current;  // the value after the call; nullopt: absent
+  };
+
+  // Creates an agent in DISCONNECTED state. `system` must be configured with ConfigureNode
+  // (or NodeConfig) and outlive the agent.
+  // Possible errors: InvalidArgument (bad leader address, empty job name, negative task id).
+  static absl::StatusOr<std::unique_ptr<Agent>> Create(caf::actor_system& system,
+                                                       AgentOptions options,
+                                                       ErrorCallback on_error);
+  // Shuts down if still connected (unless options.shutdown_on_destruction is false: then it
+  // only drops the connection), stops the agent actor and waits until it has stopped: the
+  // error and watch callbacks never run after the destructor returns (the callback of a
+  // pending async call still runs once, with an error).
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Registers the task. Possible errors: FailedPrecondition (not DISCONNECTED), InvalidArgument
+  // (task unknown to the leader), Aborted (the task restarted or is in ERROR at the leader),
+  // AlreadyExists (a newer incarnation registered), DeadlineExceeded (no leader, or the
+  // register barrier timed out, naming the missing tasks).
+  absl::Status Connect();
+  // Contributes this task's devices and waits for every task; returns the cluster's devices.
+  absl::StatusOr<proto::CoordinationServiceDeviceInfo> WaitForAllTasks(
+      const proto::CoordinationServiceDeviceInfo& local_devices);
+  // A copy of the result of the last successful WaitForAllTasks (empty before).
+  proto::CoordinationServiceDeviceInfo GetClusterDeviceInfo() const;
+  absl::StatusOr<std::vector<proto::CoordinatedTaskStateInfo>> GetTaskState(
+      const std::vector<proto::CoordinatedTask>& tasks);
+  // Puts this task in ERROR at the leader (which tells the others) and locally.
+  absl::Status ReportError(const absl::Status& error);
+  // ERROR -> DISCONNECTED, so that Connect() may be called again.
+  absl::Status Reset();
+  // Leaves the job (through the shutdown barrier when the leader has one); cancels blocked
+  // gets and barriers with Cancelled. Harmless when already disconnected.
+  absl::Status Shutdown();
+
+  // Key-value store.
+  absl::StatusOr<std::string> GetKeyValue(const std::string& key);  // waits forever
+  absl::StatusOr<std::string> GetKeyValue(const std::string& key, absl::Duration timeout);
+  // Calls `done` exactly once: with the value, or the error (Cancelled after handle.Cancel()).
+  GetKeyValueHandle GetKeyValueAsync(const std::string& key, StatusOrValueCallback done,
+                                     absl::Duration timeout = absl::InfiniteDuration());
+  // Withdraws every blocked get of `key` by this agent: they complete with Cancelled.
+  void CancelGetKeyValue(const std::string& key);
+  absl::StatusOr<std::string> TryGetKeyValue(const std::string& key);
+  absl::StatusOr<std::vector<proto::KeyValueEntry>> GetKeyValueDir(const std::string& directory);
+  absl::Status InsertKeyValue(const std::string& key, const std::string& value,
+                              bool allow_overwrite = false);
+  absl::Status UpdateKeyValue(const std::string& key, const std::string& value);
+  absl::Status DeleteKeyValue(const std::string& key);  // the key and everything under it
+  absl::StatusOr<int64_t> IncrementKeyValue(const std::string& key, int64_t delta);
+  // Sets `desired` if the value is `expected` (nullopt: if the key is absent).
+  absl::StatusOr<CasResult> CompareAndSwap(const std::string& key,
+                                           std::optional<std::string> expected,
+                                           const std::string& desired);
+  // Calls `on_change` with {key: new value} ("" for deletions) for every change of `key` and
+  // of the keys under it, in order.
+  absl::Status StartWatchKey(const std::string& key, ChangedKeyValuesCallback on_change);
+  absl::Status StartWatchKeyEvents(const std::string& key, ChangeEventCallback on_change);
+  absl::Status StopWatchKey(const std::string& key);
+
+  // Barriers: `tasks` empty means every task of the cluster.
+  absl::Status WaitAtBarrier(const std::string& id, absl::Duration timeout,
+                             const std::vector<proto::CoordinatedTask>& tasks = {});
+  void WaitAtBarrierAsync(const std::string& id, absl::Duration timeout,
+                          const std::vector<proto::CoordinatedTask>& tasks, StatusCallback done);
+  absl::Status CancelBarrier(const std::string& id);
+
+  // The connected tasks among `tasks`, agreed by every caller of the same set.
+  absl::StatusOr<proto::GetAliveTasksResponse> GetAliveTasks(
+      const std::vector<proto::CoordinatedTask>& tasks);
+  // Task states of `job` (all jobs when empty); with a version, waits for a newer one.
+  absl::StatusOr<proto::WatchJobStateResponse> WatchJobState(
+      const std::string& job, std::optional<int64_t> version = std::nullopt);
+
+  // Any call of the agent's protocol, asynchronously: `request` is what the blocking method of
+  // the same name sends (a proto::*Request, or caf::connect_atom for Connect), `Response` its
+  // proto::*Response. `done` runs exactly once, on an actor-system thread, with the response or
+  // the error (the same errors as the blocking method). For bindings to other languages.
+  template <class Response, class... Request>
+  void CallAsync(std::function<void(absl::StatusOr<Response>)> done, Request... request) const {
+    ThreadLoggerGuard logger_guard;
+    AgentControlActor actor = actor_;
+    system_.spawn([=](caf::event_based_actor* self) {
+      self->request(actor, caf::infinite, request...)
+          .then([=](Response& response) { done(std::move(response)); },
+                [=](caf::error& error) { done(ToStatus(error)); });
+    });
+  }
+
+  // ERROR also when the agent actor has stopped (its actor system is shutting down).
+  AgentState state() const;
+  // The error that put the agent in ERROR; OK in the other states.
+  absl::Status error() const;
+  const proto::CoordinatedTask& task() const { return task_; }
+  // This agent's incarnation: AgentOptions::incarnation, or the random one drawn for it.
+  uint64_t incarnation() const { return incarnation_; }
+
+ private:
+  Agent(caf::actor_system& system, AgentControlActor actor, proto::CoordinatedTask task,
+        uint64_t incarnation, bool shutdown_on_destruction);
+  AgentStatus Status() const;
+  template <class Response, class... Args>
+  absl::StatusOr<Response> Ask(Args&&... args) const;
+
+  caf::actor_system& system_;
+  AgentControlActor actor_;
+  proto::CoordinatedTask task_;
+  uint64_t incarnation_;
+  bool shutdown_on_destruction_;
+  mutable absl::Mutex devices_mutex_;
+  proto::CoordinationServiceDeviceInfo cluster_devices_ ABSL_GUARDED_BY(devices_mutex_);
+};
+
+}  // namespace muster

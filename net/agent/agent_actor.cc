@@ -1,0 +1,435 @@
+// The agent actor's lifecycle: connect and register, heartbeats, errors, reset and shutdown.
+// Requests it only forwards are in agent_calls.cc.
+#include <algorithm>
+
+#include <absl/strings/str_cat.h>
+
+#include "muster/messages/incarnation.h"
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+#include "muster/net/agent/agent_state.h"
+
+namespace muster {
+
+const char* AgentStateName(AgentState state) {
+  switch (state) {
+    case AgentState::kDisconnected:
+      return "DISCONNECTED";
+    case AgentState::kRunning:
+      return "RUNNING";
+    case AgentState::kError:
+      return "ERROR";
+  }
+  return "UNKNOWN";
+}
+
+// Declared in agent_calls.cc.
+AgentControlActor::behavior_type AgentBehavior(AgentPointer self);
+
+namespace {
+
+constexpr caf::timespan kConnectMargin = std::chrono::seconds(5);
+
+std::string LeaderAddress(AgentPointer self) {
+  return absl::StrCat(self->state.config.leader.host, ":", self->state.config.leader.port);
+}
+
+caf::timespan TimeLeft(AgentPointer self) {
+  return std::chrono::duration_cast<caf::timespan>(self->state.connect_deadline -
+                                                   self->clock().now());
+}
+
+void StopHeartbeats(AgentPointer self) { ++self->state.beat_generation; }
+
+void ScheduleBeat(AgentPointer self) {
+  auto& st = self->state;
+  self->delayed_send(self, st.config.heartbeat_timeout / 2, beat_atom::value, st.beat_generation);
+}
+
+void FinishConnect(AgentPointer self, const absl::StatusOr<proto::RegisterTaskResponse>& result) {
+  auto& st = self->state;
+  auto promise = std::move(st.connecting);
+  st.connecting = {};
+  if (!result.ok()) {
+    SetError(self, result.status());
+    promise.deliver(ToError(result.status()));
+    return;
+  }
+  st.leader_incarnation = result->leader_incarnation();
+  st.registered = true;
+  st.state = AgentState::kRunning;
+  st.error = absl::OkStatus();
+  st.last_heartbeat_ok = self->clock().now();
+  StopHeartbeats(self);
+  ScheduleBeat(self);
+  promise.deliver(*result);
+}
+
+// Transport errors (no coordination payload) and Internal (leader stopping or not ready) are
+// retried until the connect deadline; every other answer of the leader is final.
+bool Retryable(const absl::Status& status) {
+  if (status.code() == absl::StatusCode::kUnauthenticated ||
+      status.code() == absl::StatusCode::kPermissionDenied) {
+    return false;  // the token gate's answer: retrying cannot change it
+  }
+  return !GetCoordinationError(status).has_value() || status.code() == absl::StatusCode::kInternal;
+}
+
+void Register(AgentPointer self);
+
+void RetryConnect(AgentPointer self, const absl::Status& status) {
+  auto& st = self->state;
+  caf::timespan left = TimeLeft(self);
+  if (!Retryable(status) || left <= caf::timespan{0}) {
+    FinishConnect(self, Retryable(status) ? absl::DeadlineExceededError(absl::StrCat(
+                                                "Connect() of ", TaskName(st.config.task),
+                                                " to the leader at ", LeaderAddress(self),
+                                                " timed out; last error: ", StatusText(status)))
+                                          : status);
+    return;
+  }
+  st.connect_backoff = std::min(st.connect_backoff * 2, st.config.leader.max_backoff);
+  self->delayed_send(self, std::min(st.connect_backoff, left), retry_atom::value);
+}
+
+void Register(AgentPointer self) {
+  auto& st = self->state;
+  if (!st.leader && st.config.local_leader) {
+    st.leader = st.config.local_leader;
+    self->monitor(st.leader);
+  }
+  if (!st.leader) {
+    ConnectOptions options = st.config.leader;
+    // Reaching the leader is bounded by the register timeout itself; the margin is for answers.
+    options.timeout =
+        std::max(TimeLeft(self) - kConnectMargin, caf::timespan{std::chrono::milliseconds(1)});
+    st.connector = SpawnLeaderConnector(self->system(), options);
+    self->request(st.connector, caf::infinite, caf::connect_atom::value)
+        .then(
+            [self](CoordinatorActor& leader) {
+              self->state.leader = std::move(leader);
+              self->monitor(self->state.leader);
+              Register(self);
+            },
+            [self](caf::error& error) { FinishConnect(self, ToStatus(error)); });
+    return;
+  }
+  if (!st.config.token.empty() && !st.authenticated && st.leader != st.config.local_leader) {
+    proto::AuthenticateRequest auth;
+    auth.set_token(st.config.token);
+    self->request(st.leader, std::max(TimeLeft(self), caf::timespan{1}), auth)
+        .then(
+            [self](proto::AuthenticateResponse&) {
+              self->state.authenticated = true;
+              Register(self);
+            },
+            [self](caf::error& error) { RetryConnect(self, ToStatus(error)); });
+    return;
+  }
+  proto::RegisterTaskRequest request;
+  *request.mutable_source_task() = st.config.task;
+  request.set_incarnation(st.config.incarnation);
+  self->request(st.leader, std::max(TimeLeft(self), caf::timespan{1}), request,
+                caf::actor_cast<AgentActor>(self))
+      .then([self](proto::RegisterTaskResponse& response) { FinishConnect(self, response); },
+            [self](caf::error& error) { RetryConnect(self, ToStatus(error)); });
+}
+
+void OnBeat(AgentPointer self, uint64_t generation) {
+  auto& st = self->state;
+  if (generation != st.beat_generation || st.state != AgentState::kRunning || !st.leader) return;
+  proto::HeartbeatRequest beat;
+  *beat.mutable_source_task() = st.config.task;
+  beat.set_incarnation(st.config.incarnation);
+  auto on_reply = [self](const proto::HeartbeatResponse& response) {
+    auto& st = self->state;
+    st.last_heartbeat_ok = self->clock().now();
+    if (response.leader_incarnation() != st.leader_incarnation) {
+      SetError(self, absl::AbortedError(
+                         absl::StrCat("Leader incarnation ID mismatch: the Muster leader at ",
+                                      LeaderAddress(self), " has restarted; restart this task.")));
+    }
+  };
+  auto on_error = [self](caf::error& error) {
+    absl::Status status = ToStatus(error);
+    auto silent = self->clock().now() - self->state.last_heartbeat_ok;
+    if (GetCoordinationError(status) || silent >= self->state.config.heartbeat_timeout) {
+      SetError(self, status);
+    }
+  };
+  auto timeout = st.config.heartbeat_timeout / 2;
+  if (st.config.heartbeat_batcher) {
+    self->request(st.config.heartbeat_batcher, timeout, beat, st.leader).then(on_reply, on_error);
+  } else {
+    self->request(st.leader, timeout, beat).then(on_reply, on_error);
+  }
+  ScheduleBeat(self);
+}
+
+void OnLeaderDown(AgentPointer self, const caf::down_msg& down) {
+  auto& st = self->state;
+  if (!st.leader || down.source != st.leader.address()) return;
+  st.leader = nullptr;
+  st.authenticated = false;  // a new connection proves the token again
+  absl::Status lost = absl::UnavailableError(
+      absl::StrCat("lost the connection to the Muster leader at ", LeaderAddress(self), " (",
+                   ToStatus(down.reason).message(), "); task ", TaskName(st.config.task),
+                   " cannot coordinate any more"));
+  FailPending(self, lost, /*blocking_only=*/false);
+  if (st.connecting.pending()) return RetryConnect(self, lost);
+  if (st.state == AgentState::kRunning) SetError(self, lost);
+}
+
+void OnPushedError(AgentPointer self, const proto::ReportErrorToTaskRequest& report) {
+  int code = report.error_code();
+  if (code <= 0 || code > static_cast<int>(absl::StatusCode::kUnauthenticated)) code = 2;
+  const auto& payload = report.error_payload();
+  absl::Status status(static_cast<absl::StatusCode>(code),
+                      absl::StrCat("Error reported from ", TaskName(payload.source_task()), ": ",
+                                   report.error_message()));
+  SetError(self, MakeCoordinationError(status, payload.source_task(), payload.is_reported_error()));
+}
+
+}  // namespace
+
+void SetError(AgentPointer self, const absl::Status& status) {
+  auto& st = self->state;
+  if (st.state == AgentState::kError) return;
+  st.state = AgentState::kError;
+  st.error = status;
+  StopHeartbeats(self);
+  if (st.config.on_error) st.config.on_error(status);
+}
+
+void FailPending(AgentPointer self, const absl::Status& status, bool blocking_only) {
+  auto& pending = self->state.pending;
+  std::vector<uint64_t> ids;
+  for (const auto& [id, call] : pending) {
+    if (!blocking_only || call.cancel_on_shutdown) ids.push_back(id);
+  }
+  caf::error error = ToError(status);
+  for (uint64_t id : ids) {
+    auto call = std::move(pending.at(id));
+    pending.erase(id);
+    if (!call.key.empty() && self->state.leader) {
+      self->send(self->state.leader, cancel_atom::value, call.key);
+    }
+    call.fail(error);
+  }
+}
+
+void CancelGetsOf(AgentPointer self, const caf::actor_addr& caller) {
+  auto& pending = self->state.pending;
+  std::vector<uint64_t> ids;
+  for (const auto& [id, call] : pending) {
+    if (call.caller && call.caller == caller) ids.push_back(id);
+  }
+  for (uint64_t id : ids) {
+    auto call = std::move(pending.at(id));
+    pending.erase(id);
+    bool still_waited = std::any_of(pending.begin(), pending.end(), [&](const auto& other) {
+      return other.second.key == call.key;
+    });
+    if (!still_waited && self->state.leader) {
+      self->send(self->state.leader, cancel_atom::value, call.key);
+    }
+    call.fail(ToError(absl::CancelledError(
+        absl::StrCat("GetKeyValue(", call.key, ") was cancelled by its caller"))));
+  }
+}
+
+absl::Status CheckRequestSize(AgentPointer self, const google::protobuf::Message& request) {
+  size_t size = request.ByteSizeLong();
+  size_t limit = self->state.config.max_request_bytes;
+  if (limit == 0 || size <= limit) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat(request.GetDescriptor()->name(), " of ", TaskName(self->state.config.task),
+                   " is ", size, " bytes; the leader accepts requests of at most ", limit,
+                   " bytes (its --max-frame-size): split or shrink the value"));
+}
+
+absl::Status WrongState(AgentPointer self, absl::string_view call) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      call, " of ", TaskName(self->state.config.task),
+      ": the agent must be RUNNING; it is currently ", AgentStateName(self->state.state),
+      self->state.state == AgentState::kError
+          ? absl::StrCat(" (", StatusText(self->state.error), "); call Reset() first")
+          : ""));
+}
+
+caf::result<proto::RegisterTaskResponse> Connect(AgentPointer self) {
+  auto& st = self->state;
+  if (st.state != AgentState::kDisconnected || st.connecting.pending()) {
+    return ToError(absl::FailedPreconditionError(absl::StrCat(
+        "Connect() of ", TaskName(st.config.task), ": the agent must be DISCONNECTED; it is ",
+        AgentStateName(st.state), st.connecting.pending() ? " and already connecting" : "")));
+  }
+  st.connecting = self->make_response_promise<proto::RegisterTaskResponse>();
+  // The margin lets the leader's own answer (e.g. the register barrier's DeadlineExceeded,
+  // naming the missing tasks) arrive before the agent gives up.
+  st.connect_deadline = self->clock().now() + st.config.leader.timeout + kConnectMargin;
+  st.connect_backoff = st.config.leader.initial_backoff;
+  Register(self);
+  return st.connecting;
+}
+
+absl::Status NoLeader(AgentPointer self) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the agent of ", TaskName(self->state.config.task), " has no connection to the leader (",
+      AgentStateName(self->state.state), "); call Connect() first"));
+}
+
+caf::result<proto::ResetTaskResponse> Reset(AgentPointer self) {
+  auto& st = self->state;
+  if (st.state != AgentState::kError) {
+    return ToError(absl::FailedPreconditionError(
+        absl::StrCat("Reset() failed: the agent of ", TaskName(st.config.task),
+                     " is not in ERROR state; it is ", AgentStateName(st.state), ".")));
+  }
+  if (!st.leader) {
+    st.state = AgentState::kDisconnected;
+    return proto::ResetTaskResponse{};
+  }
+  proto::ResetTaskRequest request;
+  *request.mutable_source_task() = st.config.task;
+  return Forward<proto::ResetTaskResponse>(
+      self, request, caf::duration{st.config.rpc_timeout}, {},
+      [self](const absl::StatusOr<proto::ResetTaskResponse>& result) {
+        if (result.ok() || result.status().code() == absl::StatusCode::kFailedPrecondition) {
+          self->state.state = AgentState::kDisconnected;
+          self->state.registered = false;
+        }
+      });
+}
+
+namespace {
+
+// Ends a shutdown: stops heartbeats, cancels blocking calls, and returns the final status.
+absl::Status FinishShutdown(AgentPointer self, const absl::Status& rpc) {
+  auto& st = self->state;
+  bool was_error = st.state == AgentState::kError;
+  StopHeartbeats(self);
+  FailPending(self,
+              absl::CancelledError(absl::StrCat("cancelled: the agent of ",
+                                                TaskName(st.config.task), " is shutting down")),
+              /*blocking_only=*/true);
+  absl::Status result = rpc;
+  if (!rpc.ok()) {  // the leader's answer (e.g. the shutdown barrier's failure) comes first
+    result = absl::Status(rpc.code(),
+                          absl::StrCat("Failed to disconnect from the leader: ", rpc.message(),
+                                       ". Proceeding with agent shutdown anyway."));
+    if (auto payload = GetCoordinationError(rpc)) {
+      result = MakeCoordinationError(result, payload->source_task(), payload->is_reported_error());
+    }
+    SetError(self, result);
+  } else if (was_error) {  // the job failed before this task left
+    result = absl::FailedPreconditionError(absl::StrCat(
+        "Shutdown() was called while the agent is in ERROR state, implying that distributed "
+        "execution failed: ",
+        StatusText(st.error)));
+  }
+  st.state = AgentState::kDisconnected;
+  st.registered = false;
+  return result;
+}
+
+}  // namespace
+
+caf::result<proto::ShutdownTaskResponse> Shutdown(AgentPointer self) {
+  auto& st = self->state;
+  // In ERROR the leader may still count the task as connected (the error came from another
+  // task): tell it the task leaves, so that it is disconnected rather than lost.
+  if (st.state == AgentState::kDisconnected || !st.leader || !st.registered) {
+    absl::Status status = FinishShutdown(self, absl::OkStatus());
+    if (!status.ok()) return ToError(status);
+    return proto::ShutdownTaskResponse{};
+  }
+  proto::ShutdownTaskRequest request;
+  *request.mutable_source_task() = st.config.task;
+  auto promise = self->make_response_promise<proto::ShutdownTaskResponse>();
+  CallLeader<proto::ShutdownTaskResponse>(
+      self, caf::duration{st.config.shutdown_barrier_timeout + std::chrono::seconds(5)}, {},
+      [self, promise](absl::StatusOr<proto::ShutdownTaskResponse> result) mutable {
+        absl::Status status = FinishShutdown(self, result.status());
+        if (status.ok()) {
+          promise.deliver(proto::ShutdownTaskResponse{});
+        } else {
+          promise.deliver(ToError(status));
+        }
+      },
+      request);
+  return promise;
+}
+
+void WithLeader(AgentPointer self, std::function<void(const absl::Status&)> then) {
+  auto& st = self->state;
+  if (!st.leader && st.config.local_leader) {
+    st.leader = st.config.local_leader;
+    self->monitor(st.leader);
+  }
+  if (st.leader &&
+      (st.authenticated || st.config.token.empty() || st.leader == st.config.local_leader)) {
+    return then(absl::OkStatus());
+  }
+  st.awaiting_leader.push_back(std::move(then));
+  if (st.awaiting_leader.size() > 1) return;  // a connection is under way
+  auto finish = [self](const absl::Status& status) {
+    auto waiting = std::move(self->state.awaiting_leader);
+    self->state.awaiting_leader.clear();
+    for (auto& run : waiting) run(status);
+  };
+  auto authenticate = [self, finish] {
+    auto& st = self->state;
+    if (st.config.token.empty() || st.authenticated) return finish(absl::OkStatus());
+    proto::AuthenticateRequest auth;
+    auth.set_token(st.config.token);
+    self->request(st.leader, st.config.rpc_timeout, auth)
+        .then(
+            [self, finish](proto::AuthenticateResponse&) {
+              self->state.authenticated = true;
+              finish(absl::OkStatus());
+            },
+            [finish](caf::error& error) { finish(ToStatus(error)); });
+  };
+  if (st.leader) return authenticate();
+  ConnectOptions options = st.config.leader;
+  options.timeout = st.config.rpc_timeout;
+  auto connector = SpawnLeaderConnector(self->system(), options);
+  self->request(connector, caf::infinite, caf::connect_atom::value)
+      .then(
+          [self, authenticate](CoordinatorActor& leader) {
+            auto& st = self->state;
+            if (!st.leader) {  // Connect() may have found it meanwhile
+              st.leader = std::move(leader);
+              self->monitor(st.leader);
+            }
+            authenticate();
+          },
+          [finish](caf::error& error) { finish(ToStatus(error)); });
+}
+
+void OnRetry(AgentPointer self) {
+  if (self->state.connecting.pending()) Register(self);
+}
+
+void InitAgent(AgentPointer self, AgentConfig config) {
+  if (config.incarnation == 0) config.incarnation = NewIncarnation();
+  self->state.config = std::move(config);
+  self->set_down_handler([self](caf::down_msg& down) { OnLeaderDown(self, down); });
+}
+
+void HandleBeat(AgentPointer self, uint64_t generation) { OnBeat(self, generation); }
+void HandlePushedError(AgentPointer self, const proto::ReportErrorToTaskRequest& report) {
+  OnPushedError(self, report);
+}
+
+AgentControlActor SpawnAgentActor(caf::actor_system& system, AgentConfig config) {
+  return system.spawn(
+      [](AgentPointer self, AgentConfig config) {
+        InitAgent(self, std::move(config));
+        return AgentBehavior(self);
+      },
+      std::move(config));
+}
+
+}  // namespace muster

@@ -1,0 +1,109 @@
+// The agent actor: a task's side of the coordination protocol, living in the worker's actor
+// system. It connects to the leader (registering the task), sends heartbeats from an actor
+// timer, forwards requests to the leader and keeps every call it forwarded, so that a lost
+// leader fails them at once (Unavailable) instead of leaving them hanging. Errors pushed by
+// the leader, a lost leader, failed heartbeats or a restarted leader put it in ERROR and call
+// the error callback exactly once per error episode.
+//
+//   DISCONNECTED --Connect--> RUNNING --error (pushed, leader lost, heartbeat)--> ERROR
+//        ^  ^                    |                                                 |
+//        |  +----Shutdown--------+                                                 |
+//        +------------------------------------- Reset ----------------------------+
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include <absl/status/status.h>
+#include <caf/actor_system.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "muster/messages/atoms.h"
+#include "muster/messages/interfaces.h"
+#include "muster/net/agent/barrier_combiner_actor.h"
+#include "muster/net/agent/heartbeat_batcher_actor.h"
+#include "muster/net/agent/leader_connector_actor.h"
+
+namespace muster {
+
+enum class AgentState : int32_t { kDisconnected = 0, kRunning = 1, kError = 2 };
+const char* AgentStateName(AgentState state);
+
+// A watch callback: local messages only, never sent to another node.
+struct WatchCallback {
+  std::function<void(const proto::KeyValueChangeEvent&)> on_change;
+};
+
+// The agent's state and the error that put it in ERROR (OK otherwise); local only.
+struct AgentStatus {
+  AgentState state = AgentState::kDisconnected;
+  absl::Status error;
+};
+
+struct AgentConfig {
+  proto::CoordinatedTask task;  // job name, task id, recoverable flag
+  uint64_t incarnation = 0;     // 0: a fresh random one
+  ConnectOptions leader;        // address, connect deadline, backoff
+  // A leader in the same process (address and connector unused when set).
+  CoordinatorActor local_leader;
+  caf::timespan heartbeat_timeout = std::chrono::seconds(10);
+  // When set, heartbeats go through this process's batcher instead of straight to the leader.
+  HeartbeatBatcherActor heartbeat_batcher;
+  // When set, barrier calls go through this process's combiner.
+  BarrierCombinerActor barrier_combiner;
+  caf::timespan shutdown_barrier_timeout = std::chrono::seconds(10);
+  // Timeout of requests that do not block at the leader.
+  caf::timespan rpc_timeout = std::chrono::seconds(30);
+  // The largest request sent to the leader (its frame limit, less room for the envelope).
+  size_t max_request_bytes = (8u << 20) - 4096;
+  // The job token presented before registering (empty: the leader has none).
+  std::string token;
+  std::function<void(const absl::Status&)> on_error;
+};
+
+}  // namespace muster
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(muster::WatchCallback)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(muster::AgentStatus)
+
+namespace muster {
+
+using AgentControlActor = caf::typed_actor<
+    // From the leader.
+    caf::reacts_to<proto::ReportErrorToTaskRequest>, caf::reacts_to<proto::KeyValueChangeEvent>,
+    // Lifecycle (source task and incarnation are filled in by the agent).
+    caf::replies_to<caf::connect_atom>::with<proto::RegisterTaskResponse>,
+    caf::replies_to<proto::ShutdownTaskRequest>::with<proto::ShutdownTaskResponse>,
+    caf::replies_to<proto::ResetTaskRequest>::with<proto::ResetTaskResponse>,
+    caf::replies_to<proto::ReportErrorToServiceRequest>::with<proto::ReportErrorToServiceResponse>,
+    caf::replies_to<proto::WaitForAllTasksRequest>::with<proto::WaitForAllTasksResponse>,
+    caf::replies_to<proto::GetTaskStateRequest>::with<proto::GetTaskStateResponse>,
+    caf::replies_to<proto::WatchJobStateRequest>::with<proto::WatchJobStateResponse>,
+    caf::replies_to<proto::GetAliveTasksRequest>::with<proto::GetAliveTasksResponse>,
+    // Key-value store.
+    caf::replies_to<proto::InsertKeyValueRequest>::with<proto::InsertKeyValueResponse>,
+    caf::replies_to<proto::UpdateKeyValueRequest>::with<proto::UpdateKeyValueResponse>,
+    caf::replies_to<proto::GetKeyValueRequest>::with<proto::GetKeyValueResponse>,
+    caf::replies_to<proto::TryGetKeyValueRequest>::with<proto::TryGetKeyValueResponse>,
+    caf::replies_to<proto::IncrementKeyValueRequest>::with<proto::IncrementKeyValueResponse>,
+    caf::replies_to<proto::GetKeyValueDirRequest>::with<proto::GetKeyValueDirResponse>,
+    caf::replies_to<proto::DeleteKeyValueRequest>::with<proto::DeleteKeyValueResponse>,
+    caf::replies_to<proto::CompareAndSwapRequest>::with<proto::CompareAndSwapResponse>,
+    caf::replies_to<proto::WatchKeyRequest, WatchCallback>::with<proto::WatchKeyResponse>,
+    caf::replies_to<proto::StopWatchKeyRequest>::with<proto::StopWatchKeyResponse>,
+    caf::reacts_to<cancel_atom, std::string>,
+    // Withdraws the blocked gets made by the sender (a GetKeyValueAsync's helper actor).
+    caf::reacts_to<cancel_atom>,
+    // Barriers (the agent keeps the counter of every barrier id).
+    caf::replies_to<proto::BarrierRequest>::with<proto::BarrierResponse>,
+    caf::replies_to<proto::CancelBarrierRequest>::with<proto::CancelBarrierResponse>,
+    // State and timers.
+    caf::replies_to<agent_state_atom>::with<AgentStatus>, caf::reacts_to<beat_atom, uint64_t>,
+    caf::reacts_to<retry_atom>>;
+
+AgentControlActor SpawnAgentActor(caf::actor_system& system, AgentConfig config);
+
+}  // namespace muster

@@ -1,0 +1,225 @@
+// The agent actor's behavior: requests it forwards to the leader (with the task's identity
+// filled in), barrier counters, and watches.
+#include <absl/strings/str_cat.h>
+
+#include "muster/actors/kv/kv_key.h"
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+#include "muster/net/agent/agent_state.h"
+
+namespace muster {
+namespace {
+
+constexpr caf::timespan kBlockingMargin = std::chrono::seconds(5);
+
+caf::duration BlockingTimeout(int64_t timeout_ms) {
+  if (timeout_ms <= 0) return caf::duration{caf::infinite};
+  return caf::duration{std::chrono::milliseconds(timeout_ms) + kBlockingMargin};
+}
+
+template <class Response, class Request>
+caf::result<Response> RunningOnly(AgentPointer self, const Request& request,
+                                  absl::string_view call) {
+  if (self->state.state != AgentState::kRunning) return ToError(WrongState(self, call));
+  return Forward<Response>(self, request, caf::duration{self->state.config.rpc_timeout});
+}
+
+// Reports the task's own error: the leader puts the task in ERROR and tells the others; the
+// agent goes to ERROR at once (its error callback fires).
+caf::result<proto::ReportErrorToServiceResponse> ReportError(
+    AgentPointer self, proto::ReportErrorToServiceRequest request) {
+  auto& st = self->state;
+  if (st.state != AgentState::kRunning) return ToError(WrongState(self, "ReportError()"));
+  *request.mutable_error_origin() = st.config.task;
+  auto result = Forward<proto::ReportErrorToServiceResponse>(self, request,
+                                                             caf::duration{st.config.rpc_timeout});
+  int code = request.error_code();
+  if (code <= 0 || code > static_cast<int>(absl::StatusCode::kUnauthenticated)) code = 2;
+  SetError(self, MakeCoordinationError(
+                     absl::Status(static_cast<absl::StatusCode>(code), request.error_message()),
+                     st.config.task, /*is_reported_error=*/true));
+  return result;
+}
+
+caf::result<proto::GetKeyValueResponse> GetKeyValue(AgentPointer self,
+                                                    const proto::GetKeyValueRequest& request) {
+  AgentActorState::Pending info;
+  info.cancel_on_shutdown = true;
+  info.key = request.key();
+  info.caller = caf::actor_cast<caf::actor_addr>(self->current_sender());
+  return Forward<proto::GetKeyValueResponse>(self, request,
+                                             BlockingTimeout(request.timeout_in_ms()), info);
+}
+
+void AfterBarrier(AgentPointer self, const std::string& id,
+                  const absl::StatusOr<proto::BarrierResponse>& result) {
+  auto& st = self->state;
+  st.barriers_in_flight.erase(id);
+  if (result.ok()) {
+    st.barrier_counters[id] = result->counter();
+  } else if (int64_t counter = GetBarrierCounter(result.status()); counter >= 0) {
+    st.barrier_counters[id] = counter;
+  }
+}
+
+caf::result<proto::BarrierResponse> Barrier(AgentPointer self, proto::BarrierRequest request) {
+  auto& st = self->state;
+  const std::string id = request.barrier_id();
+  if (st.state == AgentState::kError) return ToError(WrongState(self, "WaitAtBarrier()"));
+  if (st.barriers_in_flight.contains(id)) {
+    return ToError(absl::FailedPreconditionError(
+        absl::StrCat("Barrier ", id, " is already ongoing for ", TaskName(st.config.task),
+                     "; wait for it or cancel it first.")));
+  }
+  auto last = st.barrier_counters.find(id);
+  request.set_counter(last == st.barrier_counters.end() ? 0 : last->second + 1);
+  *request.mutable_source_task() = st.config.task;
+  AgentActorState::Pending info;
+  info.cancel_on_shutdown = true;
+  auto result = Forward<proto::BarrierResponse>(
+      self, request, BlockingTimeout(std::max<int64_t>(request.barrier_timeout_in_ms(), 1)), info,
+      [self, id](const absl::StatusOr<proto::BarrierResponse>& r) { AfterBarrier(self, id, r); },
+      st.config.barrier_combiner);
+  if (st.leader) st.barriers_in_flight[id] = request.counter();
+  return result;
+}
+
+caf::result<proto::CancelBarrierResponse> CancelBarrier(AgentPointer self,
+                                                        proto::CancelBarrierRequest request) {
+  auto& st = self->state;
+  const std::string& id = request.barrier_id();
+  auto in_flight = st.barriers_in_flight.find(id);
+  if (in_flight == st.barriers_in_flight.end()) {
+    return ToError(absl::FailedPreconditionError(
+        st.barrier_counters.contains(id)
+            ? absl::StrCat("Tried to cancel barrier ", id, " that is not ongoing.")
+            : absl::StrCat("Tried to cancel non-existent barrier ", id, ".")));
+  }
+  request.set_counter(in_flight->second);
+  *request.mutable_source_task() = st.config.task;
+  return Forward<proto::CancelBarrierResponse>(self, request, caf::duration{st.config.rpc_timeout});
+}
+
+caf::result<proto::WatchKeyResponse> WatchKey(AgentPointer self,
+                                              const proto::WatchKeyRequest& request,
+                                              const WatchCallback& callback) {
+  auto& st = self->state;
+  if (!st.leader) return ToError(NoLeader(self));
+  std::string key = NormalizeKey(request.key());
+  st.watches[key] = callback;
+  auto promise = self->make_response_promise<proto::WatchKeyResponse>();
+  CallLeader<proto::WatchKeyResponse>(
+      self, caf::duration{st.config.rpc_timeout}, {},
+      [self, key, promise](absl::StatusOr<proto::WatchKeyResponse> result) mutable {
+        if (result.ok()) {
+          promise.deliver(*std::move(result));
+          return;
+        }
+        self->state.watches.erase(key);
+        promise.deliver(ToError(result.status()));
+      },
+      request, caf::actor_cast<KvWatcherActor>(self));
+  return promise;
+}
+
+caf::result<proto::StopWatchKeyResponse> StopWatchKey(AgentPointer self,
+                                                      const proto::StopWatchKeyRequest& request) {
+  auto& st = self->state;
+  st.watches.erase(NormalizeKey(request.key()));
+  if (!st.leader) return proto::StopWatchKeyResponse{};
+  auto promise = self->make_response_promise<proto::StopWatchKeyResponse>();
+  self->request(st.leader, st.config.rpc_timeout, request, caf::actor_cast<KvWatcherActor>(self))
+      .then([promise](proto::StopWatchKeyResponse& r) mutable { promise.deliver(r); },
+            [promise](caf::error& e) mutable { promise.deliver(e); });
+  return promise;
+}
+
+void OnChange(AgentPointer self, const proto::KeyValueChangeEvent& event) {
+  auto it = self->state.watches.find(event.watched_key());
+  if (it != self->state.watches.end() && it->second.on_change) it->second.on_change(event);
+}
+
+}  // namespace
+
+AgentControlActor::behavior_type AgentBehavior(AgentPointer self) {
+  auto rpc = [self] { return caf::duration{self->state.config.rpc_timeout}; };
+  return {
+      [=](const proto::ReportErrorToTaskRequest& report) { HandlePushedError(self, report); },
+      [=](const proto::KeyValueChangeEvent& event) { OnChange(self, event); },
+      [=](caf::connect_atom) { return Connect(self); },
+      [=](const proto::ShutdownTaskRequest&) { return Shutdown(self); },
+      [=](const proto::ResetTaskRequest&) { return Reset(self); },
+      [=](proto::ReportErrorToServiceRequest request) { return ReportError(self, request); },
+      [=](proto::WaitForAllTasksRequest request) {
+        *request.mutable_source_task() = self->state.config.task;
+        return RunningOnly<proto::WaitForAllTasksResponse>(self, request, "WaitForAllTasks()");
+      },
+      [=](const proto::GetTaskStateRequest& r) {
+        return Forward<proto::GetTaskStateResponse>(self, r, rpc());
+      },
+      [=](const proto::WatchJobStateRequest& r) {
+        return Forward<proto::WatchJobStateResponse>(self, r, caf::duration{caf::infinite},
+                                                     {.cancel_on_shutdown = true});
+      },
+      [=](proto::GetAliveTasksRequest request) {
+        *request.mutable_requesting_task() = self->state.config.task;
+        return Forward<proto::GetAliveTasksResponse>(self, request, caf::duration{caf::infinite},
+                                                     {.cancel_on_shutdown = true});
+      },
+      [=](const proto::InsertKeyValueRequest& r) -> caf::result<proto::InsertKeyValueResponse> {
+        if (!self->state.leader) return AfterLeader<proto::InsertKeyValueResponse>(self, r);
+        return Forward<proto::InsertKeyValueResponse>(self, r, rpc());
+      },
+      [=](const proto::UpdateKeyValueRequest& r) -> caf::result<proto::UpdateKeyValueResponse> {
+        if (!self->state.leader) return AfterLeader<proto::UpdateKeyValueResponse>(self, r);
+        return Forward<proto::UpdateKeyValueResponse>(self, r, rpc());
+      },
+      [=](const proto::GetKeyValueRequest& r) -> caf::result<proto::GetKeyValueResponse> {
+        if (!self->state.leader) return AfterLeader<proto::GetKeyValueResponse>(self, r);
+        return GetKeyValue(self, r);
+      },
+      [=](const proto::TryGetKeyValueRequest& r) -> caf::result<proto::TryGetKeyValueResponse> {
+        if (!self->state.leader) return AfterLeader<proto::TryGetKeyValueResponse>(self, r);
+        return Forward<proto::TryGetKeyValueResponse>(self, r, rpc());
+      },
+      [=](const proto::IncrementKeyValueRequest& r)
+          -> caf::result<proto::IncrementKeyValueResponse> {
+        if (!self->state.leader) return AfterLeader<proto::IncrementKeyValueResponse>(self, r);
+        return Forward<proto::IncrementKeyValueResponse>(self, r, rpc());
+      },
+      [=](const proto::GetKeyValueDirRequest& r) -> caf::result<proto::GetKeyValueDirResponse> {
+        if (!self->state.leader) return AfterLeader<proto::GetKeyValueDirResponse>(self, r);
+        return Forward<proto::GetKeyValueDirResponse>(self, r, rpc());
+      },
+      [=](const proto::DeleteKeyValueRequest& r) -> caf::result<proto::DeleteKeyValueResponse> {
+        if (!self->state.leader) return AfterLeader<proto::DeleteKeyValueResponse>(self, r);
+        return Forward<proto::DeleteKeyValueResponse>(self, r, rpc());
+      },
+      [=](const proto::CompareAndSwapRequest& r) -> caf::result<proto::CompareAndSwapResponse> {
+        if (!self->state.leader) return AfterLeader<proto::CompareAndSwapResponse>(self, r);
+        return Forward<proto::CompareAndSwapResponse>(self, r, rpc());
+      },
+      [=](const proto::WatchKeyRequest& r,
+          const WatchCallback& callback) -> caf::result<proto::WatchKeyResponse> {
+        if (!self->state.leader) return AfterLeader<proto::WatchKeyResponse>(self, r, callback);
+        return WatchKey(self, r, callback);
+      },
+      [=](const proto::StopWatchKeyRequest& r) { return StopWatchKey(self, r); },
+      [=](cancel_atom, const std::string& key) {
+        if (self->state.leader) self->send(self->state.leader, cancel_atom::value, key);
+      },
+      [=](proto::BarrierRequest request) { return Barrier(self, std::move(request)); },
+      [=](proto::CancelBarrierRequest request) { return CancelBarrier(self, std::move(request)); },
+      [=](cancel_atom) {
+        CancelGetsOf(self, caf::actor_cast<caf::actor_addr>(self->current_sender()));
+      },
+      [=](agent_state_atom) {
+        const auto& st = self->state;
+        return AgentStatus{st.state, st.state == AgentState::kError ? st.error : absl::OkStatus()};
+      },
+      [=](beat_atom, uint64_t generation) { HandleBeat(self, generation); },
+      [=](retry_atom) { OnRetry(self); },
+  };
+}
+
+}  // namespace muster

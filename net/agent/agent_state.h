@@ -1,0 +1,171 @@
+// The agent actor's state and the functions its handlers share (internal to net/).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
+#include <absl/status/status.h>
+#include <absl/status/statusor.h>
+#include <google/protobuf/message.h>
+#include <caf/duration.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include <absl/strings/str_cat.h>
+
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+#include "muster/net/agent/agent_actor.h"
+
+namespace muster {
+
+struct AgentActorState {
+  static inline const char* name = "muster.agent";
+  AgentConfig config;
+  AgentState state = AgentState::kDisconnected;
+  absl::Status error;
+  CoordinatorActor leader;
+  uint64_t leader_incarnation = 0;
+  // The leader accepted this agent's registration, and it has not left since: only then does
+  // Shutdown() tell the leader (an agent whose Connect failed must not disconnect the task,
+  // which may belong to a newer incarnation by now).
+  bool registered = false;
+  // The leader accepted this agent's job token on the current connection.
+  bool authenticated = false;
+  LeaderConnectorActor connector;
+  caf::typed_response_promise<proto::RegisterTaskResponse> connecting;
+  caf::actor_clock::time_point connect_deadline;
+  caf::timespan connect_backoff{0};
+  uint64_t beat_generation = 0;  // a beat timer of an older generation is stale
+  caf::actor_clock::time_point last_heartbeat_ok;
+  // Calls forwarded to the leader and not answered yet: id -> how to fail them.
+  struct Pending {
+    std::function<void(const caf::error&)> fail;
+    bool cancel_on_shutdown = false;  // blocking calls: GetKeyValue, Barrier
+    std::string key;                  // GetKeyValue: the key to withdraw at the leader
+    caf::actor_addr caller;           // GetKeyValue: who may cancel it ((cancel_atom))
+  };
+  absl::flat_hash_map<uint64_t, Pending> pending;
+  uint64_t next_call = 0;
+  absl::flat_hash_map<std::string, int64_t> barrier_counters;    // last counter per barrier id
+  absl::flat_hash_map<std::string, int64_t> barriers_in_flight;  // id -> counter sent
+  absl::flat_hash_map<std::string, WatchCallback> watches;       // by normalised key
+  // Key-value calls made before Connect() (as the reference agent allows) wait here for a
+  // connection to the leader, made without registering the task (WithLeader).
+  std::vector<std::function<void(const absl::Status&)>> awaiting_leader;
+};
+
+using AgentPointer = AgentControlActor::stateful_pointer<AgentActorState>;
+
+// Puts the agent in ERROR with `status` and calls the error callback (once per episode).
+void SetError(AgentPointer self, const absl::Status& status);
+
+// Fails every forwarded call with `status` (all of them, or only the blocking ones).
+void FailPending(AgentPointer self, const absl::Status& status, bool blocking_only);
+
+// Fails the blocked gets made by `caller` with Cancelled and withdraws each key at the leader
+// once no other get of it is pending.
+void CancelGetsOf(AgentPointer self, const caf::actor_addr& caller);
+
+// ResourceExhausted for a request larger than the leader accepts (AgentConfig::
+// max_request_bytes): refused here, instead of the leader closing the connection.
+absl::Status CheckRequestSize(AgentPointer self, const google::protobuf::Message& request);
+
+// FailedPrecondition naming the agent's state, for calls made in the wrong state.
+absl::Status WrongState(AgentPointer self, absl::string_view call);
+
+// The FailedPrecondition of a call made while the agent has no connection to the leader.
+absl::Status NoLeader(AgentPointer self);
+
+// Makes a call to the leader with `send` (which returns the request's response handle) and
+// calls `on_result` exactly once: with the reply, the error, or Unavailable as soon as the
+// leader is lost (CAF never fails a request to a dead node).
+template <class Response, class Send>
+void CallThrough(AgentPointer self, AgentActorState::Pending info,
+                 std::function<void(absl::StatusOr<Response>)> on_result, Send send) {
+  auto& st = self->state;
+  if (!st.leader) return on_result(NoLeader(self));
+  uint64_t id = st.next_call++;
+  info.fail = [on_result](const caf::error& error) { on_result(ToStatus(error)); };
+  st.pending.emplace(id, std::move(info));
+  send().then(
+      [self, id, on_result](Response& response) {
+        if (self->state.pending.erase(id) == 1) on_result(std::move(response));
+      },
+      [self, id](caf::error& error) {
+        auto it = self->state.pending.find(id);
+        if (it == self->state.pending.end()) return;
+        auto fail = std::move(it->second.fail);
+        self->state.pending.erase(it);
+        fail(error);
+      });
+}
+
+// CallThrough with `request` sent straight to the leader.
+template <class Response, class... Request>
+void CallLeader(AgentPointer self, caf::duration timeout, AgentActorState::Pending info,
+                std::function<void(absl::StatusOr<Response>)> on_result,
+                const Request&... request) {
+  CallThrough<Response>(self, std::move(info), std::move(on_result),
+                        [&] { return self->request(self->state.leader, timeout, request...); });
+}
+
+// Forwards `request` to the leader and answers the caller with the outcome; `done` sees the
+// outcome first. With `via` (a local actor taking (request, leader)), the request goes there.
+template <class Response, class Request, class Via = caf::actor>
+caf::result<Response> Forward(AgentPointer self, const Request& request, caf::duration timeout,
+                              AgentActorState::Pending info = {},
+                              std::function<void(const absl::StatusOr<Response>&)> done = nullptr,
+                              const Via& via = {}) {
+  if (!self->state.leader) return ToError(NoLeader(self));
+  if (absl::Status size = CheckRequestSize(self, request); !size.ok()) return ToError(size);
+  auto promise = self->make_response_promise<Response>();
+  auto on_result = [promise, done](absl::StatusOr<Response> result) mutable {
+    if (done) done(result);
+    if (result.ok()) {
+      promise.deliver(*std::move(result));
+    } else {
+      promise.deliver(ToError(result.status()));
+    }
+  };
+  if (via) {
+    CallThrough<Response>(self, std::move(info), std::move(on_result),
+                          [&] { return self->request(via, timeout, request, self->state.leader); });
+  } else {
+    CallLeader<Response>(self, timeout, std::move(info), std::move(on_result), request);
+  }
+  return promise;
+}
+
+// Runs `then` once the agent has a leader to talk to: at once when it has one, else after
+// connecting (and presenting the job token) without registering the task; `then` gets the
+// connect error when that fails within the rpc timeout.
+void WithLeader(AgentPointer self, std::function<void(const absl::Status&)> then);
+
+// A key-value call that arrived before the agent had a leader: answered by sending the same
+// request to this actor again once WithLeader succeeded.
+template <class Response, class... Request>
+caf::result<Response> AfterLeader(AgentPointer self, const Request&... request) {
+  auto promise = self->make_response_promise<Response>();
+  WithLeader(self, [self, promise, request...](const absl::Status& status) mutable {
+    if (!status.ok()) {
+      promise.deliver(ToError(status));
+      return;
+    }
+    self->request(caf::actor_cast<AgentControlActor>(self), caf::infinite, request...)
+        .then([promise](Response& response) mutable { promise.deliver(std::move(response)); },
+              [promise](caf::error& error) mutable { promise.deliver(std::move(error)); });
+  });
+  return promise;
+}
+
+// Lifecycle handlers (agent_actor.cc).
+caf::result<proto::RegisterTaskResponse> Connect(AgentPointer self);
+caf::result<proto::ResetTaskResponse> Reset(AgentPointer self);
+caf::result<proto::ShutdownTaskResponse> Shutdown(AgentPointer self);
+void OnRetry(AgentPointer self);
+void HandleBeat(AgentPointer self, uint64_t generation);
+void HandlePushedError(AgentPointer self, const proto::ReportErrorToTaskRequest& report);
+
+}  // namespace muster

@@ -1,0 +1,78 @@
+// A leader in this process: the coordinator actor, published on a TCP port, stopped on
+// destruction. What `muster serve`, the examples and the tests run; embed it to host the
+// coordination service inside your own program:
+//
+//   muster::NodeConfig config;
+//   caf::actor_system system{config};
+//   auto leader = muster::Leader::Start(system, options, {.host = "0.0.0.0", .port = 7400});
+//   if (!leader.ok()) return Fail(leader.status());
+//   ... (*leader)->address() ...   // give it to the workers
+//   (*leader)->Stop();             // or let the destructor do it
+//
+// One actor system cannot host both the leader and workers that reach it over TCP (CAF
+// shortcuts a node's connection to itself): run workers in their own actor system (a second
+// caf::actor_system in the same process works), or give an in-process agent the coordinator
+// directly (AgentOptions::local_leader = leader->coordinator()).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <absl/status/statusor.h>
+#include <absl/time/time.h>
+#include <caf/actor_system.hpp>
+
+#include "muster/actors/coordinator/coordinator_actor.h"
+
+namespace muster {
+
+struct LeaderEndpoint {
+  // The address to listen on: "0.0.0.0" (or "") listens on every interface.
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;  // 0: any free port; port() says which
+  // Non-empty: the job token every other node must present before any request (a token gate
+  // is published in front of the coordinator; see net/leader/token_gate_actor.h). Never logged.
+  std::string token;
+};
+
+class Leader {
+ public:
+  // Spawns the coordinator in `system` (configured with NodeConfig / ConfigureNode) and
+  // publishes it. options.incarnation 0 draws a random one.
+  // Possible errors: Unavailable (the port cannot be opened, naming host, port and cause).
+  static absl::StatusOr<std::unique_ptr<Leader>> Start(caf::actor_system& system,
+                                                       CoordinatorOptions options,
+                                                       LeaderEndpoint endpoint = {});
+  // Stop().
+  ~Leader();
+  Leader(const Leader&) = delete;
+  Leader& operator=(const Leader&) = delete;
+
+  // Closes the port to new connections, stops the coordinator (calls waiting at barriers or
+  // for keys are answered with Aborted or Cancelled; connected agents learn at once that their
+  // leader is gone) and waits up to `timeout` until it has stopped. Idempotent.
+  void Stop(absl::Duration timeout = absl::Seconds(5));
+
+  const std::string& host() const { return host_; }
+  uint16_t port() const { return port_; }
+  // "HOST:PORT", for AgentOptions::leader (127.0.0.1 when listening on every interface).
+  std::string address() const;
+  uint64_t incarnation() const { return incarnation_; }
+  const CoordinatorActor& coordinator() const { return coordinator_; }
+  bool running() const { return running_; }
+
+ private:
+  Leader(caf::actor_system& system, CoordinatorActor coordinator, CoordinatorActor published,
+         std::string host, uint16_t port, uint64_t incarnation);
+
+  caf::actor_system& system_;
+  CoordinatorActor coordinator_;
+  CoordinatorActor published_;  // the coordinator, or its token gate
+  std::string host_;
+  uint16_t port_;
+  uint64_t incarnation_;
+  bool running_ = true;
+};
+
+}  // namespace muster

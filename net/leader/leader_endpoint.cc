@@ -1,0 +1,21 @@
+#include "muster/net/leader/leader_endpoint.h"
+
+#include <absl/strings/str_cat.h>
+#include <caf/io/middleman.hpp>
+
+namespace muster {
+
+absl::StatusOr<uint16_t> PublishCoordinator(caf::actor_system& system,
+                                            const CoordinatorActor& coordinator, uint16_t port,
+                                            const std::string& host) {
+  const char* in = host.empty() || host == "0.0.0.0" ? nullptr : host.c_str();
+  caf::expected<uint16_t> bound = system.middleman().publish(coordinator, port, in, true);
+  if (!bound) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", host.empty() ? "*" : host, ":",
+                                               port, ": ", system.render(bound.error()),
+                                               "; pick another --port or free this one"));
+  }
+  return *bound;
+}
+
+}  // namespace muster

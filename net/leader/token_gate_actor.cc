@@ -1,0 +1,129 @@
+#include "muster/net/leader/token_gate_actor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include <absl/container/flat_hash_map.h>
+#include <absl/strings/str_cat.h>
+#include <caf/event_based_actor.hpp>
+#include <caf/message_view.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include "muster/messages/atoms.h"
+#include "muster/messages/status_codec.h"
+
+namespace muster {
+namespace {
+
+struct GateState {
+  static inline const char* name = "muster.token_gate";
+  CoordinatorActor coordinator;
+  std::string token;
+  // Admitted nodes, and how many of their actors authenticated (each is monitored).
+  absl::flat_hash_map<caf::node_id, int> admitted;
+  caf::actor_clock::time_point last_log{};
+};
+
+using GatePointer = caf::stateful_actor<GateState>*;
+
+absl::Status NotAdmitted(const caf::node_id& node) {
+  return absl::UnauthenticatedError(absl::StrCat(
+      "the Muster leader requires the job token and node ", caf::to_string(node),
+      " has not presented it; give the worker or CLI the leader's token (AgentOptions::token, "
+      "--token-file, or MUSTER_TOKEN_FILE)"));
+}
+
+void LogRefusal(GatePointer self, const std::string& what) {
+  auto now = self->clock().now();  // the actor clock: simulated in tests
+  if (now - self->state.last_log < std::chrono::seconds(1)) return;
+  self->state.last_log = now;
+  std::fprintf(stderr, "muster: %s\n", what.c_str());
+}
+
+// Only requests cross the gate: the coordinator's internal atoms (barrier_done, task_state)
+// never come from another node. cancel_atom withdraws an agent's own gets.
+bool IsRequest(caf::message_view& view) {
+  const caf::type_erased_tuple& content = view.content();
+  if (content.size() == 0) return false;
+  if (content.type(0).first != caf::type_nr<caf::atom_value>::value) return true;
+  return content.get_as<caf::atom_value>(0) == cancel_atom::value;
+}
+
+caf::result<proto::AuthenticateResponse> Authenticate(GatePointer self,
+                                                      const proto::AuthenticateRequest& request) {
+  const caf::strong_actor_ptr& sender = self->current_sender();
+  if (!sender) return ToError(absl::UnauthenticatedError("an anonymous AuthenticateRequest"));
+  if (!TokensEqual(request.token(), self->state.token)) {
+    LogRefusal(self,
+               absl::StrCat("refused node ", caf::to_string(sender->node()), ": wrong job token"));
+    return ToError(absl::UnauthenticatedError(
+        "wrong job token: the Muster leader was started with another one"));
+  }
+  if (sender->node() != self->node()) {
+    ++self->state.admitted[sender->node()];
+    self->monitor(sender);
+  }
+  return proto::AuthenticateResponse();
+}
+
+caf::result<caf::message> Pass(GatePointer self, caf::message_view& view) {
+  const caf::strong_actor_ptr& sender = self->current_sender();
+  const bool local = sender && sender->node() == self->node();
+  if (!local) {
+    if (!sender || !self->state.admitted.contains(sender->node())) {
+      caf::node_id node = sender ? sender->node() : caf::node_id{};
+      LogRefusal(self, absl::StrCat("refused a request from node ", caf::to_string(node),
+                                    ": no job token presented"));
+      return ToError(NotAdmitted(node));
+    }
+    if (!IsRequest(view)) {
+      return ToError(absl::PermissionDeniedError(
+          "internal coordinator messages are not accepted from other nodes"));
+    }
+  }
+  auto promise = self->make_response_promise();
+  promise.delegate(caf::actor_cast<caf::actor>(self->state.coordinator),
+                   view.move_content_to_message());
+  return caf::delegated<caf::message>{};
+}
+
+caf::behavior GateBehavior(GatePointer self, CoordinatorActor coordinator, std::string token) {
+  self->state.coordinator = std::move(coordinator);
+  self->state.token = std::move(token);
+  self->link_to(self->state.coordinator);  // the gate lives and dies with its coordinator
+  self->set_down_handler([self](caf::down_msg& down) {
+    auto it = self->state.admitted.find(down.source.node());
+    if (it != self->state.admitted.end() && --it->second <= 0) self->state.admitted.erase(it);
+  });
+  self->set_default_handler(
+      [self](caf::scheduled_actor*, caf::message_view& view) { return Pass(self, view); });
+  return {
+      [self](const proto::AuthenticateRequest& request) { return Authenticate(self, request); },
+  };
+}
+
+}  // namespace
+
+bool TokensEqual(const std::string& presented, const std::string& expected) {
+  const size_t n = std::max(presented.size(), expected.size());
+  unsigned diff = presented.size() == expected.size() ? 0 : 1;
+  for (size_t i = 0; i < n; ++i) {
+    unsigned a = i < presented.size() ? static_cast<unsigned char>(presented[i]) : 0;
+    unsigned b = i < expected.size() ? static_cast<unsigned char>(expected[i]) : 0;
+    diff |= a ^ b;
+  }
+  return diff == 0 && !expected.empty();
+}
+
+CoordinatorActor SpawnTokenGate(caf::actor_system& system, CoordinatorActor coordinator,
+                                std::string token) {
+  caf::actor gate = system.spawn<caf::lazy_init>(
+      [](caf::stateful_actor<GateState>* self, CoordinatorActor c, std::string t) {
+        return GateBehavior(self, std::move(c), std::move(t));
+      },
+      std::move(coordinator), std::move(token));
+  return caf::actor_cast<CoordinatorActor>(gate);
+}
+
+}  // namespace muster

@@ -1,0 +1,85 @@
+// CAF's network backend with Muster's guards in front of the protocol (CAF 0.17 has no limits of
+// its own on what a peer may send):
+//  - every frame is checked by a FrameGuard before CAF reads it: a header that announces a
+//    payload over WireLimits::max_frame_bytes (or a handshake over max_handshake_bytes, or
+//    anything but a handshake first) closes the connection before its payload is allocated;
+//  - an accepted connection that has not completed its handshake within
+//    WireLimits::handshake_timeout_ms is closed (half a header, one byte a second, idle);
+//  - when the process is out of file descriptors, new connections are accepted and closed at
+//    once (a spare descriptor is kept for it) instead of spinning the network thread, and the
+//    existing ones keep being served.
+//  - with TLS files configured (NodeOptions::tls), every connection is mutual TLS (see
+//    net/transport/tls_context.h): the guards read the decrypted frames; a peer that fails the TLS
+//    handshake (plain TCP, a certificate of another CA, none) gets a closed connection.
+// Each refusal is logged to stderr, at most one line a second. ConfigureNode installs it; the
+// limits come from the configuration keys set there (see NodeOptions::wire_limits).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include <absl/base/thread_annotations.h>
+#include <absl/container/flat_hash_map.h>
+#include <absl/synchronization/mutex.h>
+#include <caf/actor_system.hpp>
+#include <caf/io/network/default_multiplexer.hpp>
+
+#include "muster/net/transport/frame_guard.h"
+#include "muster/net/transport/tls_context.h"
+#include "muster/net/transport/tls_session.h"
+
+namespace muster {
+
+class GuardedScribe;
+class HandshakeSweeper;
+
+// The TLS files of a node's connections, kept in its configuration (muster.tls-cert, -key,
+// -ca) between ConfigureNode and the multiplexer.
+void SetTlsFiles(caf::actor_system_config& cfg, const TlsFiles& files);
+TlsFiles TlsFilesOf(const caf::actor_system_config& cfg);
+
+class GuardedMultiplexer : public caf::io::network::default_multiplexer {
+ public:
+  explicit GuardedMultiplexer(caf::actor_system* system);
+  ~GuardedMultiplexer() override;
+
+  // Outgoing connections (this node dialed): frames are checked, without a size limit.
+  caf::io::scribe_ptr new_scribe(caf::io::network::native_socket fd) override;
+  caf::expected<caf::io::scribe_ptr> new_tcp_scribe(const std::string& host,
+                                                    uint16_t port) override;
+  // Listening sockets: connections they accept get the full guard.
+  caf::io::doorman_ptr new_doorman(caf::io::network::native_socket fd) override;
+  caf::expected<caf::io::doorman_ptr> new_tcp_doorman(uint16_t port, const char* in,
+                                                      bool reuse_addr) override;
+
+  const WireLimits& limits() const { return limits_; }
+  // A TLS session for a new connection on `fd`; null when this node does not use TLS.
+  std::unique_ptr<TlsSession> NewTlsSession(caf::io::network::native_socket fd,
+                                            TlsSession::Role role);
+
+  // Internal. WatchHandshake and SweepHandshakes run on the multiplexer's thread; a scribe may
+  // be destroyed on any thread, so it unregisters itself (Unwatch) under the lock. No
+  // reference is held: a watched connection never keeps its broker alive.
+  uint64_t WatchHandshake(GuardedScribe* scribe);
+  void Unwatch(uint64_t id);
+  void SweepHandshakes();
+  void Report(const std::string& what);
+
+ private:
+  WireLimits limits_;
+  std::unique_ptr<TlsContext> tls_;
+  absl::Mutex watch_mutex_;
+  absl::flat_hash_map<uint64_t, GuardedScribe*> watched_ ABSL_GUARDED_BY(watch_mutex_);
+  // Deadline order (every connection gets the same timeout); ids of settled ones are skipped.
+  std::deque<std::pair<std::chrono::steady_clock::time_point, uint64_t>> deadlines_;
+  uint64_t next_watch_id_ = 1;
+  std::unique_ptr<HandshakeSweeper> sweeper_;
+  absl::Mutex report_mutex_;
+  std::chrono::steady_clock::time_point last_report_ ABSL_GUARDED_BY(report_mutex_){};
+  int suppressed_reports_ ABSL_GUARDED_BY(report_mutex_) = 0;
+};
+
+}  // namespace muster

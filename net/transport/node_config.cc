@@ -1,0 +1,33 @@
+#include "muster/net/transport/node_config.h"
+
+#include <caf/atom.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/settings.hpp>
+
+#include "muster/messages/message_types.h"
+#include "muster/net/transport/guarded_multiplexer.h"
+
+namespace muster {
+
+void ConfigureNode(caf::actor_system_config& cfg, const NodeOptions& options) {
+  AddMessageTypes(cfg);
+  cfg.load<caf::io::middleman, GuardedMultiplexer>();
+  // Read by GuardedMultiplexer; not CAF options, so they go into the settings directly.
+  caf::put(cfg.content, "muster.max-frame-bytes", int64_t{options.wire_limits.max_frame_bytes});
+  caf::put(cfg.content, "muster.max-handshake-bytes",
+           int64_t{options.wire_limits.max_handshake_bytes});
+  caf::put(cfg.content, "muster.handshake-timeout-ms", options.wire_limits.handshake_timeout_ms);
+  SetTlsFiles(cfg, options.tls.enabled() ? options.tls : TlsFilesFromEnvironment());
+  cfg.set("middleman.heartbeat-interval", options.connection_heartbeat_interval);
+  cfg.set("middleman.connection-timeout", options.connection_timeout);
+  if (options.low_latency_scheduler) {
+    cfg.set("scheduler.policy", caf::atom("sharing"));
+    cfg.set("scheduler.max-threads", 2);
+    cfg.set("middleman.workers", 0);
+  }
+  cfg.set("logger.console", caf::atom("none"));
+}
+
+NodeConfig::NodeConfig(const NodeOptions& options) { ConfigureNode(*this, options); }
+
+}  // namespace muster

@@ -1,0 +1,42 @@
+// Configuration of an actor system that takes part in a Muster job (leader or worker):
+// message types, the network layer, low-latency scheduling and CAF's connection heartbeats.
+#pragma once
+
+#include <chrono>
+
+#include <caf/actor_system_config.hpp>
+#include <caf/timespan.hpp>
+
+#include "muster/net/transport/frame_guard.h"
+#include "muster/net/transport/tls_context.h"
+
+namespace muster {
+
+struct NodeOptions {
+  // How often CAF's network layer sends keep-alive frames on each connection. Every node of a
+  // job must send them, or its peers with a connection timeout declare it dead.
+  caf::timespan connection_heartbeat_interval = std::chrono::milliseconds(500);
+  // Closes a connection that carried nothing for this long (0: never). Workers set it to detect
+  // a frozen leader; the leader leaves it 0 and judges workers by their task heartbeats.
+  caf::timespan connection_timeout = caf::timespan{0};
+  // Condition-variable scheduling and no separate deserialization workers: the lowest
+  // round-trip latency for a control plane (see docs/performance.md).
+  bool low_latency_scheduler = true;
+  // What a peer may send before and after its handshake (see net/transport/guarded_multiplexer.h).
+  WireLimits wire_limits;
+  // Mutual TLS for every connection of the node (see net/transport/tls_context.h). Unset: the files
+  // of $MUSTER_TLS_CERT, $MUSTER_TLS_KEY and $MUSTER_TLS_CA, if those are set; else plain TCP.
+  // Leader::Start and Agent::Create refuse files that do not load (CheckTlsFiles).
+  TlsFiles tls;
+};
+
+// Applies `options` and Muster's message types to a user's configuration.
+void ConfigureNode(caf::actor_system_config& cfg, const NodeOptions& options = {});
+
+// A ready-made configuration for Muster processes.
+class NodeConfig : public caf::actor_system_config {
+ public:
+  explicit NodeConfig(const NodeOptions& options = {});
+};
+
+}  // namespace muster

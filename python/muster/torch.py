@@ -320,6 +320,10 @@ def _await_peer_failure() -> None:
     deadline = time.monotonic() + _PEER_FAILURE_GRACE
     while agents and time.monotonic() < deadline:
         if any(agent.state != "RUNNING" for agent in agents):
+            # Muster is ending this process, naming the failed peer (a rank that hosts the leader
+            # first lets it tell the others): wait for that here instead of tearing the job's
+            # leader down under the other ranks.
+            time.sleep(5.0)
             return
         time.sleep(0.01)
 

@@ -6,11 +6,13 @@
 #include <pybind11/stl.h>
 
 #include <unistd.h>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -50,6 +52,17 @@ void OnAgentError(const std::shared_ptr<ErrorSink>& sink, const absl::Status& st
     // No GIL, no Python: the main thread may be blocked inside a collective.
     ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
     (void)ignored;
+    if (Runtime::Get().HostsLeader()) {
+      // The leader in this process has just pushed the same failure to the other ranks: its
+      // network thread gets a moment to send it before the process, and the leader, end (they
+      // would learn of a lost leader instead of the rank that failed).
+      const int code = sink->exit_code;
+      std::thread([code] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        std::_Exit(code);
+      }).detach();
+      return;
+    }
     std::_Exit(sink->exit_code);
   }
   if (sink->callback) {

@@ -34,6 +34,11 @@ absl::StatusOr<caf::actor_system*> Runtime::LeaderSystem() {
   return &leaders_->system;
 }
 
+bool Runtime::HostsLeader() {
+  absl::MutexLock lock(&mutex_);
+  return leaders_ != nullptr;
+}
+
 void Runtime::Register(Closable* object) {
   absl::MutexLock lock(&mutex_);
   objects_.insert(object);

@@ -36,6 +36,8 @@ class Runtime {
   // Possible errors: FailedPrecondition (after Shutdown).
   absl::StatusOr<caf::actor_system*> WorkerSystem(absl::Duration heartbeat_timeout);
   absl::StatusOr<caf::actor_system*> LeaderSystem();
+  // True once this process has hosted a leader.
+  bool HostsLeader();
 
   void Register(Closable* object);
   void Unregister(Closable* object);

@@ -14,6 +14,8 @@
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_split.h>
 
+#include "muster/messages/process_exit.h"
+
 extern char** environ;
 
 namespace muster::cli {
@@ -95,14 +97,7 @@ std::vector<char*> Pointers(std::vector<std::string>& strings) {
 
 }  // namespace
 
-std::string ProcessExit::ToString() const {
-  if (signal > 0) {
-    const char* name = sigabbrev_np(signal);
-    return absl::StrCat("was killed by signal ", signal,
-                        name ? absl::StrCat(" (SIG", name, ")") : "");
-  }
-  return absl::StrCat("exited with status ", exit_code);
-}
+std::string ProcessExit::ToString() const { return ProcessExitText(exit_code, signal); }
 
 absl::StatusOr<std::unique_ptr<TaskProcess>> TaskProcess::Start(
     const std::vector<std::string>& argv, const Environment& environment) {

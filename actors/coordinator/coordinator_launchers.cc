@@ -3,14 +3,13 @@
 // failure what the supervision policy decided. The coordinator carries out the restart side of
 // a decision itself: the restarted tasks are disconnected (their next process registers as a new
 // incarnation) and start a new generation; a restart of every task also starts a new round.
-#include <string.h>
-
 #include <algorithm>
 
 #include <absl/container/flat_hash_set.h>
 #include <absl/strings/str_cat.h>
 
 #include "muster/actors/coordinator/coordinator_state.h"
+#include "muster/messages/process_exit.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 
@@ -66,15 +65,6 @@ absl::Status CheckLauncherTasks(CoordinatorPointer self,
     }
   }
   return absl::OkStatus();
-}
-
-std::string ExitText(const proto::TaskExitedRequest& request) {
-  if (request.signal() > 0) {
-    const char* name = sigabbrev_np(request.signal());
-    return absl::StrCat("was killed by signal ", request.signal(),
-                        name ? absl::StrCat(" (SIG", name, ")") : "");
-  }
-  return absl::StrCat("exited with status ", request.exit_code());
 }
 
 // Every task starts again: disconnected (the next process registers as a new incarnation), in
@@ -164,7 +154,8 @@ caf::result<proto::TaskExitedResponse> TaskExited(CoordinatorPointer self,
   if (st.cluster_error && !st.view.IsRecoverable(request.task())) return ignored;
   absl::Status failure = MakeCoordinationError(
       absl::UnavailableError(absl::StrCat(
-          "The process of ", TaskName(request.task()), " ", ExitText(request),
+          "The process of ", TaskName(request.task()), " ",
+          ProcessExitText(request.exit_code(), request.signal()),
           " (reported by its launcher). Its launcher restarts it if the supervision policy "
           "says so.")),
       request.task());

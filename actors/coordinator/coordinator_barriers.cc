@@ -157,6 +157,18 @@ caf::result<proto::CancelBarrierResponse> RouteCancelBarrier(
   return self->delegate(route.actor, request);
 }
 
+BarrierRegistry NewBarrierRegistry(const CoordinatorState& state) {
+  absl::flat_hash_set<std::string> one_time;
+  for (const auto& id : {state.register_barrier_id, state.shutdown_barrier_id}) {
+    if (!id.empty()) one_time.insert(id);
+  }
+  const auto& config = state.options.config;
+  BarrierLimits limits;
+  if (config.max_barrier_id_bytes() > 0) limits.max_id_bytes = config.max_barrier_id_bytes();
+  if (config.max_barrier_ids() > 0) limits.max_ids = config.max_barrier_ids();
+  return BarrierRegistry(std::move(one_time), limits);
+}
+
 void OnBarrierDone(CoordinatorPointer self, const std::string& id, int64_t counter,
                    const caf::error& result) {
   auto& st = self->state;

@@ -99,6 +99,9 @@ caf::result<proto::BarrierGroupResponse> RouteBarrierGroup(CoordinatorPointer se
                                                            const proto::BarrierGroupRequest& group);
 caf::result<proto::CancelBarrierResponse> RouteCancelBarrier(
     CoordinatorPointer self, const proto::CancelBarrierRequest& request);
+// The barrier registry of a new coordinator or round: the register and shutdown barriers are
+// one-time barriers.
+BarrierRegistry NewBarrierRegistry(const CoordinatorState& state);
 // Records a finished barrier instance; the register and shutdown barriers act on the cluster.
 void OnBarrierDone(CoordinatorPointer self, const std::string& id, int64_t counter,
                    const caf::error& result);
@@ -123,9 +126,6 @@ void RestartAndNotify(CoordinatorPointer self, const proto::CoordinatedTask& fai
                       const FailureDecision& decision);
 // Forgets a launcher that went away (its tasks have none now); false for other actors.
 bool ForgetLauncher(CoordinatorPointer self, const caf::actor_addr& actor);
-// The barrier registry of a new coordinator or round: the register and shutdown barriers are
-// one-time barriers.
-BarrierRegistry NewBarrierRegistry(const CoordinatorState& state);
 
 // Answers a job-state watch with the current states of its job.
 proto::WatchJobStateResponse JobState(CoordinatorPointer self, const std::string& job);

@@ -70,8 +70,10 @@ Results Collect(caf::actor_system& system, const caf::actor& collector) {
 // The agent of a task: forwards the arrival time of a pushed error to `sink` (if any).
 AgentActor::behavior_type Agent(AgentActor::pointer self, caf::actor sink) {
   return {[=](const proto::ReportErrorToTaskRequest&) {
-    if (sink) caf::anon_send(sink, report_atom::value, ClockNs(self->clock().now()));
-  }};
+            if (sink) caf::anon_send(sink, report_atom::value, ClockNs(self->clock().now()));
+          },
+          [](const proto::PreemptionNotice&) { return proto::PreemptionAck(); },
+          [](const proto::SyncPointNotice&) {}};
 }
 
 struct TaskState {

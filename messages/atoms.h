@@ -34,5 +34,13 @@ using reg_done_atom = caf::atom_constant<caf::atom("reg_done")>;
 // A task's process exited on its own (its launcher said so): the task fails unless it is
 // already in ERROR.
 using exited_atom = caf::atom_constant<caf::atom("exited")>;
+// The coordinator checks the steps of connected tasks for stuck ones (its own timer).
+using progress_check_atom = caf::atom_constant<caf::atom("progcheck")>;
+// The coordinator declares an incarnation of a task stuck: it fails with the given error.
+using stuck_atom = caf::atom_constant<caf::atom("stuck")>;
+// An incarnation of a task ended: its ephemeral keys are deleted (task name, incarnation).
+using drop_owner_atom = caf::atom_constant<caf::atom("dropowner")>;
+// Agent::ReachedSyncPoint when the job is being preempted: is this step the sync step?
+using sync_point_atom = caf::atom_constant<caf::atom("syncpoint")>;
 
 }  // namespace muster

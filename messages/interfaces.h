@@ -14,7 +14,12 @@
 namespace muster {
 
 // The agent side of a task, as the leader sees it: the leader pushes errors to it.
-using AgentActor = caf::typed_actor<caf::reacts_to<proto::ReportErrorToTaskRequest>>;
+// It also pushes the job's events: a preemption notice, answered with the task's last step,
+// and the step at which every task stops (docs/protocol.md, "Preemption").
+using AgentActor =
+    caf::typed_actor<caf::reacts_to<proto::ReportErrorToTaskRequest>,
+                     caf::replies_to<proto::PreemptionNotice>::with<proto::PreemptionAck>,
+                     caf::reacts_to<proto::SyncPointNotice>>;
 
 // A launcher (`muster run`), as the leader sees it: the coordinator tells it what the supervision
 // policy decided after each task failure (restart some of its tasks, or stop: the job failed).
@@ -42,6 +47,12 @@ using KvStoreActor = caf::typed_actor<
     // Sends the watcher a KeyValueChangeEvent per change of the key or of keys under it.
     caf::replies_to<proto::WatchKeyRequest, KvWatcherActor>::with<proto::WatchKeyResponse>,
     caf::replies_to<proto::StopWatchKeyRequest, KvWatcherActor>::with<proto::StopWatchKeyResponse>,
+    // Possible errors: InvalidArgument (root, bad op), NotFound (no keys), FailedPrecondition
+    // (a value is not an integer), OutOfRange (the sum overflows).
+    caf::replies_to<proto::ReduceKeyValueDirRequest>::with<proto::ReduceKeyValueDirResponse>,
+    // Possible errors: InvalidArgument (root, count or timeout out of range), DeadlineExceeded
+    // (names how many keys there are), Cancelled (the directory stopped).
+    caf::replies_to<proto::WaitForKeysRequest>::with<proto::WaitForKeysResponse>,
     // Withdraws the sender's blocked GetKeyValue calls on a key (they get Cancelled).
     caf::reacts_to<cancel_atom, std::string>>;
 
@@ -87,6 +98,13 @@ using CoordinatorActor = caf::typed_actor<
     caf::replies_to<proto::CancelBarrierRequest>::with<proto::CancelBarrierResponse>,
     // Every open barrier with the tasks it still waits for.
     caf::replies_to<proto::GetBarriersRequest>::with<proto::GetBarriersResponse>,
+    // The open instance of one barrier. Possible errors: InvalidArgument (empty or too long
+    // id), NotFound (no open instance).
+    caf::replies_to<proto::GetBarrierProgressRequest>::with<proto::GetBarrierProgressResponse>,
+    // One task learns of a coming preemption; every task is told and gets the step at which
+    // all stop. Possible errors: InvalidArgument (unknown task, reason too long),
+    // FailedPrecondition (the task is not connected), PermissionDenied (not acting as itself).
+    caf::replies_to<proto::NotifyPreemptionRequest>::with<proto::NotifyPreemptionResponse>,
     // Registers the launcher that runs the processes of some tasks; it receives a
     // SupervisionEvent after every task failure. Possible errors: InvalidArgument (unknown
     // task, no tasks, duplicates), AlreadyExists (a task has a live launcher already),
@@ -100,6 +118,8 @@ using CoordinatorActor = caf::typed_actor<
     caf::replies_to<proto::LauncherStatusRequest>::with<proto::LauncherStatusResponse>,
     // Internal: a barrier instance finished.
     caf::reacts_to<barrier_done_atom, std::string, int64_t, caf::error>,
+    // Internal: time to look for stuck tasks.
+    caf::reacts_to<progress_check_atom>,
     // Internal: a task actor reports its new state.
     caf::reacts_to<task_state_atom, proto::CoordinatedTaskStateInfo,
                    AgentActor>>::extend_with<KvStoreActor>;

@@ -21,7 +21,7 @@ void AddMessageTypes(caf::actor_system_config& cfg) {
   AddProtoTypes<
       // Tasks, errors, devices and configuration.
       proto::CoordinatedTask, proto::CoordinationServiceError, proto::BarrierError,
-      proto::CoordinationServiceDeviceInfo, proto::CoordinationServiceConfig,
+      proto::TaskStuck, proto::CoordinationServiceDeviceInfo, proto::CoordinationServiceConfig,
       proto::LocalTopologyProto, proto::GlobalTopologyProto,
       // Task lifecycle.
       proto::AuthenticateRequest, proto::AuthenticateResponse, proto::RegisterTaskRequest,
@@ -41,12 +41,16 @@ void AddMessageTypes(caf::actor_system_config& cfg) {
       proto::GetKeyValueDirRequest, proto::GetKeyValueDirResponse, proto::DeleteKeyValueRequest,
       proto::DeleteKeyValueResponse, proto::CompareAndSwapRequest, proto::CompareAndSwapResponse,
       proto::WatchKeyRequest, proto::WatchKeyResponse, proto::StopWatchKeyRequest,
-      proto::StopWatchKeyResponse, proto::KeyValueChangeEvent,
+      proto::StopWatchKeyResponse, proto::KeyValueChangeEvent, proto::ReduceKeyValueDirRequest,
+      proto::ReduceKeyValueDirResponse, proto::WaitForKeysRequest, proto::WaitForKeysResponse,
       // Barriers.
       proto::BarrierRequest, proto::BarrierResponse, proto::BarrierGroupRequest,
       proto::BarrierGroupResponse, proto::BarrierGroupFailure, proto::CancelBarrierRequest,
       proto::CancelBarrierResponse, proto::GetBarriersRequest, proto::GetBarriersResponse,
-      proto::BarrierInfo,
+      proto::BarrierInfo, proto::GetBarrierProgressRequest, proto::GetBarrierProgressResponse,
+      // Preemption.
+      proto::NotifyPreemptionRequest, proto::NotifyPreemptionResponse, proto::PreemptionNotice,
+      proto::PreemptionAck, proto::SyncPointNotice,
       // Launchers.
       proto::RegisterLauncherRequest, proto::RegisterLauncherResponse, proto::TaskExitedRequest,
       proto::TaskExitedResponse, proto::TaskRestart, proto::SupervisionEvent,

@@ -103,6 +103,20 @@ absl::Status MakeCoordinationError(absl::Status status, const proto::Coordinated
   return status;
 }
 
+absl::Status MakeStuckTaskError(absl::Status status, const proto::TaskStuck& stuck) {
+  proto::CoordinationServiceError payload;
+  *payload.mutable_source_task() = stuck.task();
+  *payload.mutable_stuck() = stuck;
+  status.SetPayload(kCoordinationErrorUrl, absl::Cord(payload.SerializeAsString()));
+  return status;
+}
+
+std::optional<proto::TaskStuck> GetTaskStuck(const absl::Status& status) {
+  auto payload = GetCoordinationError(status);
+  if (!payload || !payload->has_stuck()) return std::nullopt;
+  return payload->stuck();
+}
+
 absl::Status MakeStatus(int code, absl::string_view message,
                         const proto::CoordinationServiceError* payload) {
   if (code == 0) return absl::OkStatus();

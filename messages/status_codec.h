@@ -46,6 +46,13 @@ absl::Status MakeCoordinationError(absl::Status status);
 absl::Status MakeCoordinationError(absl::Status status, const proto::CoordinatedTask& source_task,
                                    bool is_reported_error = false);
 
+// Returns `status` with a coordination payload naming stuck.task() and carrying `stuck` (the
+// error of a stuck task, docs/supervision.md).
+absl::Status MakeStuckTaskError(absl::Status status, const proto::TaskStuck& stuck);
+
+// The TaskStuck of a stuck task's error; nullopt for other statuses.
+std::optional<proto::TaskStuck> GetTaskStuck(const absl::Status& status);
+
 // "CODE: message" for logs and error texts, with the task a coordination payload names shown as
 // " [source task /job:worker/task:1]" instead of the payload's raw bytes that
 // absl::Status::ToString() appends. "OK" for OK.

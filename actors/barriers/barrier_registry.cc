@@ -242,6 +242,11 @@ std::vector<BarrierActor> BarrierRegistry::LiveActors() const {
   return actors;
 }
 
+BarrierActor BarrierRegistry::LiveActor(const std::string& id) const {
+  if (!live_ids_.contains(id)) return {};
+  return entries_.at(id).actor;
+}
+
 std::vector<BarrierActor> BarrierRegistry::LiveActorsFor(const proto::CoordinatedTask& task) const {
   std::vector<BarrierActor> actors;
   for (const std::string& id : live_ids_) {

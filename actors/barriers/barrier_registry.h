@@ -80,6 +80,8 @@ class BarrierRegistry {
   bool IsLive(const std::string& id, int64_t counter, const caf::actor_addr& actor = {}) const;
   // The actors of every live instance (for shutdown and inspection).
   std::vector<BarrierActor> LiveActors() const;
+  // The actor of the live instance of `id`; a null handle when none is live.
+  BarrierActor LiveActor(const std::string& id) const;
   // The actors of the live instances that `task` participates in (for task state pushes).
   std::vector<BarrierActor> LiveActorsFor(const proto::CoordinatedTask& task) const;
 

@@ -207,6 +207,9 @@ std::optional<proto::BarrierInfo> BarrierState::Info(BarrierClock::time_point no
   info.set_arrived(arrived_count_);
   info.set_total(total());
   for (auto& task : Missing()) *info.add_waiting_for() = std::move(task);
+  info.set_waited_ms(
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - (spec_.deadline - spec_.timeout))
+          .count());
   return info;
 }
 

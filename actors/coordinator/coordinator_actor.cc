@@ -33,9 +33,15 @@ caf::result<proto::GetTaskStateResponse> GetTaskState(CoordinatorPointer self,
     if (info == nullptr) return ToError(UnknownTaskError("GetTaskState for unknown task ", task));
     auto* out = response.add_task_state();
     *out = *info;
-    const auto& beat = st.tasks.at(TaskName(task)).last_heartbeat;
-    out->set_last_heartbeat_age_ms(
-        beat ? std::chrono::duration_cast<std::chrono::milliseconds>(now - *beat).count() : -1);
+    const TaskSlot& slot = st.tasks.at(TaskName(task));
+    auto age = [now](std::optional<caf::actor_clock::time_point> since) -> int64_t {
+      if (!since) return -1;
+      return std::chrono::duration_cast<std::chrono::milliseconds>(now - *since).count();
+    };
+    out->set_last_heartbeat_age_ms(age(slot.last_heartbeat));
+    out->set_connected_age_ms(age(slot.connected_at));
+    if (auto step = st.progress.Step(slot.index)) out->set_step(*step);
+    out->set_step_age_ms(age(st.progress.StepChangedAt(slot.index)));
   }
   return response;
 }
@@ -186,6 +192,7 @@ caf::result<proto::HeartbeatResponse> Heartbeat(CoordinatorPointer self,
     return ToError(own);
   }
   it->second.last_heartbeat = self->clock().now();
+  RecordProgress(self, request, it->second);
   return self->delegate(st.heartbeats, request, it->second.index, it->second.actor);
 }
 
@@ -209,6 +216,7 @@ caf::result<proto::HeartbeatBatchResponse> HeartbeatBatch(CoordinatorPointer sel
       continue;
     }
     it->second.last_heartbeat = now;
+    RecordProgress(self, beat, it->second);
     slots.push_back(it->second.index);
     actors.push_back(it->second.actor);
   }
@@ -227,6 +235,16 @@ caf::result<proto::ShutdownTaskResponse> ShutdownTask(CoordinatorPointer self,
     return self->delegate(*actor, request);
   }
   return ShutdownThroughBarrier(self, request);
+}
+
+// Routes a write that may be ephemeral: the owner incarnation comes from the coordinator's own
+// view, never from the wire.
+template <class Request>
+caf::result<KvResponse<Request>> RouteKvWrite(CoordinatorPointer self, Request request) {
+  absl::StatusOr<uint64_t> owner = EphemeralOwner(self, request.ephemeral(), request.source_task());
+  if (!owner.ok()) return ToKvError(owner.status());
+  request.set_owner_incarnation(*owner);
+  return RouteKvRequest(self, self->state.kv, std::move(request));
 }
 
 void Init(CoordinatorPointer self, CoordinatorOptions options) {
@@ -270,6 +288,7 @@ void Init(CoordinatorPointer self, CoordinatorOptions options) {
                      self->state.children->push_back(caf::actor_cast<caf::actor>(actor));
                      return actor;
                    });
+  StartProgressChecks(self);
   self->set_down_handler([=](caf::down_msg& down) {
     auto& children = *self->state.children;  // a dead child needs no stopping at shutdown
     children.erase(std::remove(children.begin(), children.end(), down.source), children.end());
@@ -307,12 +326,8 @@ CoordinatorActor::behavior_type CoordinatorBehavior(CoordinatorPointer self,
       [=](const proto::GetTaskStateRequest& request) { return GetTaskState(self, request); },
       [=](const proto::WatchJobStateRequest& request) { return WatchJobState(self, request); },
       [=](const proto::GetAliveTasksRequest& request) { return GetAliveTasks(self, request); },
-      [=](const proto::InsertKeyValueRequest& r) {
-        return RouteKvRequest(self, self->state.kv, r);
-      },
-      [=](const proto::UpdateKeyValueRequest& r) {
-        return RouteKvRequest(self, self->state.kv, r);
-      },
+      [=](const proto::InsertKeyValueRequest& r) { return RouteKvWrite(self, r); },
+      [=](const proto::UpdateKeyValueRequest& r) { return RouteKvWrite(self, r); },
       [=](const proto::GetKeyValueRequest& r) { return RouteKvRequest(self, self->state.kv, r); },
       [=](const proto::TryGetKeyValueRequest& r) {
         return RouteKvRequest(self, self->state.kv, r);
@@ -326,9 +341,11 @@ CoordinatorActor::behavior_type CoordinatorBehavior(CoordinatorPointer self,
       [=](const proto::DeleteKeyValueRequest& r) {
         return RouteKvRequest(self, self->state.kv, r);
       },
-      [=](const proto::CompareAndSwapRequest& r) {
+      [=](const proto::CompareAndSwapRequest& r) { return RouteKvWrite(self, r); },
+      [=](const proto::ReduceKeyValueDirRequest& r) {
         return RouteKvRequest(self, self->state.kv, r);
       },
+      [=](const proto::WaitForKeysRequest& r) { return RouteKvRequest(self, self->state.kv, r); },
       [=](const proto::WatchKeyRequest& r, const KvWatcherActor& watcher) {
         return RouteKvRequest(self, self->state.kv, r, watcher);
       },
@@ -342,6 +359,13 @@ CoordinatorActor::behavior_type CoordinatorBehavior(CoordinatorPointer self,
       [=](const proto::GetBarriersRequest&) {
         return CollectBarriers(self, self->state.barriers.LiveActors());
       },
+      [=](const proto::GetBarrierProgressRequest& request) {
+        return GetBarrierProgress(self, request);
+      },
+      [=](const proto::NotifyPreemptionRequest& request) {
+        return NotifyPreemption(self, request);
+      },
+      [=](progress_check_atom) { CheckProgress(self); },
       [=](const proto::RegisterLauncherRequest& request, const LauncherActor& launcher) {
         return RegisterLauncher(self, request, launcher);
       },

@@ -17,6 +17,8 @@
 #include "muster/actors/coordinator/cluster_view.h"
 #include "muster/actors/coordinator/coordinator_actor.h"
 #include "muster/actors/coordinator/device_exchange.h"
+#include "muster/actors/health/preemption.h"
+#include "muster/actors/health/progress_tracker.h"
 #include "muster/actors/kv/kv_router.h"
 #include "muster/actors/tasks/heartbeat_monitor_actor.h"
 #include "muster/actors/tasks/task_actor.h"
@@ -42,6 +44,10 @@ struct TaskSlot {
   // every restart of the task starts a new generation.
   LauncherActor launcher;
   int64_t generation = 0;
+  // The incarnation while the task is connected (0 otherwise): when it ends, the task's
+  // ephemeral keys are deleted. And when it connected.
+  uint64_t live_incarnation = 0;
+  std::optional<caf::actor_clock::time_point> connected_at;
 };
 
 struct CoordinatorState {
@@ -71,6 +77,11 @@ struct CoordinatorState {
   // Every registered launcher (monitored), and how often every task was restarted together.
   std::vector<LauncherActor> launchers;
   int64_t round = 0;
+  // The steps reported on heartbeats and the stuck rule; checked every progress_check_period.
+  ProgressTracker progress;
+  caf::timespan progress_check_period{0};
+  // The preemption protocol, once a task notified one.
+  std::optional<Preemption> preemption;
 };
 
 using CoordinatorPointer = CoordinatorActor::stateful_pointer<CoordinatorState>;
@@ -126,6 +137,27 @@ void RestartAndNotify(CoordinatorPointer self, const proto::CoordinatedTask& fai
                       const FailureDecision& decision);
 // Forgets a launcher that went away (its tasks have none now); false for other actors.
 bool ForgetLauncher(CoordinatorPointer self, const caf::actor_addr& actor);
+
+// Job health (coordinator_health.cc).
+// Records the step a heartbeat carries (when the beating incarnation is connected).
+void RecordProgress(CoordinatorPointer self, const proto::HeartbeatRequest& beat,
+                    const TaskSlot& slot);
+// Starts the stuck-task timer when the configuration asks for the rule.
+void StartProgressChecks(CoordinatorPointer self);
+// Fails the tasks the stuck rule finds, then arms the timer again.
+void CheckProgress(CoordinatorPointer self);
+// The health bookkeeping of a task whose state changed: progress, preemption, ephemeral keys.
+void OnHealthState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo& info,
+                   TaskSlot& slot);
+caf::result<proto::GetBarrierProgressResponse> GetBarrierProgress(
+    CoordinatorPointer self, const proto::GetBarrierProgressRequest& request);
+caf::result<proto::NotifyPreemptionResponse> NotifyPreemption(
+    CoordinatorPointer self, const proto::NotifyPreemptionRequest& request);
+// The owner incarnation of an ephemeral write (0 for a persistent one). Possible errors:
+// InvalidArgument (no or unknown source task), PermissionDenied (not acting as itself),
+// FailedPrecondition (the task is not connected).
+absl::StatusOr<uint64_t> EphemeralOwner(CoordinatorPointer self, bool ephemeral,
+                                        const proto::CoordinatedTask& source);
 
 // Answers a job-state watch with the current states of its job.
 proto::WatchJobStateResponse JobState(CoordinatorPointer self, const std::string& job);

@@ -128,6 +128,7 @@ void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo&
     self->send(st.heartbeats, hb_unwatch_atom::value, slot.index);
     slot.agent = nullptr;
   }
+  OnHealthState(self, info, st.tasks.at(name));
   ++st.version;
   for (auto& watch : st.watches) watch.promise.deliver(JobState(self, watch.job));
   st.watches.clear();

@@ -11,6 +11,7 @@
 #include "muster/actors/kv/kv_store.h"
 #include "muster/actors/kv/kv_subscribers.h"
 #include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
 
 namespace muster {
 namespace {
@@ -54,11 +55,51 @@ void NotifyWatchers(KvDirectoryPointer self, const proto::KeyValueChangeEvent& c
       });
 }
 
+proto::WaitForKeysResponse KeysUnder(KvDirectoryPointer self, const std::string& directory) {
+  proto::WaitForKeysResponse response;
+  response.set_directory_key(directory);
+  auto entries = self->state.store.List(directory);
+  if (entries.ok()) {
+    for (proto::KeyValueEntry& entry : *entries) *response.add_kv() = std::move(entry);
+  }
+  return response;
+}
+
+// Answers the WaitForKeys calls that a new key under their directory completes.
+void AnswerDirWaiters(KvDirectoryPointer self, const std::string& key) {
+  const KvStore& store = self->state.store;
+  auto ready = self->state.subscribers.TakeReadyDirs(
+      key, [&](absl::string_view directory) { return store.CountUnder(directory); });
+  for (KvWaiter& waiter : ready) {
+    waiter.dir_promise.deliver(KeysUnder(self, waiter.key));
+    ReleasePeer(self, waiter.requester);
+  }
+}
+
 // Tells watchers about each change, in order, and answers the getters of keys that appeared.
 void Publish(KvDirectoryPointer self, const KvStore::Changes& changes) {
   for (const proto::KeyValueChangeEvent& change : changes) {
     NotifyWatchers(self, change);
     if (change.kind() != Kind::DELETED) AnswerGetters(self, change.key(), change.value());
+    if (change.kind() == Kind::INSERTED) AnswerDirWaiters(self, change.key());
+  }
+}
+
+// The owner an ephemeral write names (stamped by the coordinator); nullopt for a persistent one.
+template <class Request>
+std::optional<KvOwner> OwnerOf(const Request& request) {
+  if (!request.ephemeral() || request.owner_incarnation() == 0) return std::nullopt;
+  return KvOwner{TaskName(request.source_task()), request.owner_incarnation()};
+}
+
+const KvOwner* Ptr(const std::optional<KvOwner>& owner) { return owner ? &*owner : nullptr; }
+
+// Fails a parked call of either kind with `status`.
+void FailWaiter(KvWaiter& waiter, const absl::Status& status) {
+  if (waiter.waits_for_keys()) {
+    waiter.dir_promise.deliver(ToKvError(status));
+  } else {
+    waiter.promise.deliver(ToKvError(status));
   }
 }
 
@@ -72,7 +113,9 @@ caf::result<Response> Answer(const absl::Status& status, Response response = {})
 caf::result<proto::InsertKeyValueResponse> InsertKeyValue(
     KvDirectoryPointer self, const proto::InsertKeyValueRequest& request) {
   KvStore::Changes changes;
-  absl::Status status = self->state.store.Insert(request.kv(), request.allow_overwrite(), changes);
+  std::optional<KvOwner> owner = OwnerOf(request);
+  absl::Status status =
+      self->state.store.Insert(request.kv(), request.allow_overwrite(), changes, Ptr(owner));
   Publish(self, changes);
   return Answer<proto::InsertKeyValueResponse>(status);
 }
@@ -80,7 +123,8 @@ caf::result<proto::InsertKeyValueResponse> InsertKeyValue(
 caf::result<proto::UpdateKeyValueResponse> UpdateKeyValue(
     KvDirectoryPointer self, const proto::UpdateKeyValueRequest& request) {
   KvStore::Changes changes;
-  absl::Status status = self->state.store.Update(request.kv(), changes);
+  std::optional<KvOwner> owner = OwnerOf(request);
+  absl::Status status = self->state.store.Update(request.kv(), changes, Ptr(owner));
   Publish(self, changes);
   return Answer<proto::UpdateKeyValueResponse>(status);
 }
@@ -169,10 +213,52 @@ caf::result<proto::DeleteKeyValueResponse> DeleteKeyValue(
 caf::result<proto::CompareAndSwapResponse> CompareAndSwap(
     KvDirectoryPointer self, const proto::CompareAndSwapRequest& request) {
   KvStore::Changes changes;
-  auto response = self->state.store.CompareAndSwap(request, changes);
+  std::optional<KvOwner> owner = OwnerOf(request);
+  auto response = self->state.store.CompareAndSwap(request, changes, Ptr(owner));
   Publish(self, changes);
   if (!response.ok()) return ToKvError(response.status());
   return *std::move(response);
+}
+
+caf::result<proto::ReduceKeyValueDirResponse> ReduceKeyValueDir(
+    KvDirectoryPointer self, const proto::ReduceKeyValueDirRequest& request) {
+  auto reduced = self->state.store.Reduce(request.directory_key(), request.op());
+  if (!reduced.ok()) return ToKvError(reduced.status());
+  proto::ReduceKeyValueDirResponse response;
+  response.set_value(reduced->value);
+  response.set_count(reduced->count);
+  return response;
+}
+
+caf::result<proto::WaitForKeysResponse> WaitForKeys(KvDirectoryPointer self,
+                                                    const proto::WaitForKeysRequest& request) {
+  const KvStore& store = self->state.store;
+  const std::string& directory = request.directory_key();
+  if (absl::Status status = store.CheckKey(directory); !status.ok()) return ToKvError(status);
+  if (absl::Status status = CheckWaitForKeys(request, store.limits()); !status.ok()) {
+    return ToKvError(status);
+  }
+  if (store.CountUnder(directory) >= request.count()) return KeysUnder(self, directory);
+  auto requester = caf::actor_cast<caf::actor_addr>(self->current_sender());
+  if (!requester) {
+    return ToKvError(absl::InvalidArgumentError(
+        absl::StrCat("WaitForKeys of ", KeyForMessage(directory),
+                     " came without a sender to answer; send it as a request")));
+  }
+  if (!self->state.subscribers.Knows(requester)) self->monitor(self->current_sender());
+  KvWaiter waiter{
+      directory, requester,       request.timeout_in_ms(),
+      {},        request.count(), self->make_response_promise<proto::WaitForKeysResponse>()};
+  auto promise = waiter.dir_promise;
+  uint64_t id = self->state.subscribers.Park(std::move(waiter));
+  ArmDeadline(self, id, request.timeout_in_ms());
+  return promise;
+}
+
+void DropOwner(KvDirectoryPointer self, const std::string& task, uint64_t incarnation) {
+  KvStore::Changes changes;
+  self->state.store.DropOwner(KvOwner{task, incarnation}, changes);
+  Publish(self, changes);
 }
 
 // Checks the key of a watch request: a key or a directory of this actor, never the root.
@@ -227,20 +313,32 @@ void ExpireGet(KvDirectoryPointer self, uint64_t waiter_id) {
   if (self->current_sender().get() != self->ctrl()) return;  // only our own timers
   std::optional<KvWaiter> waiter = self->state.subscribers.TakeId(waiter_id);
   if (!waiter) return;  // answered or withdrawn before its deadline
-  waiter->promise.deliver(ToKvError(absl::DeadlineExceededError(absl::StrCat(
-      "GetKeyValue timed out with key: ", KeyForMessage(waiter->key),
-      " and duration: ", absl::FormatDuration(absl::Milliseconds(waiter->timeout_ms)),
-      "; nothing inserted the key in time: check its writer or raise timeout_in_ms"))));
+  absl::Duration waited = absl::Milliseconds(waiter->timeout_ms);
+  if (waiter->waits_for_keys()) {
+    FailWaiter(*waiter, absl::DeadlineExceededError(absl::StrCat(
+                            "WaitForKeys timed out after ", absl::FormatDuration(waited), " with ",
+                            self->state.store.CountUnder(waiter->key), " of ", waiter->count,
+                            " keys under ", KeyForMessage(waiter->key),
+                            "; check the tasks that should write them, or raise timeout_in_ms")));
+  } else {
+    FailWaiter(*waiter, absl::DeadlineExceededError(absl::StrCat(
+                            "GetKeyValue timed out with key: ", KeyForMessage(waiter->key),
+                            " and duration: ", absl::FormatDuration(waited),
+                            "; nothing inserted the key in time: check its writer or raise "
+                            "timeout_in_ms")));
+  }
   ReleasePeer(self, waiter->requester);
 }
 
 // Fails every parked call when the directory stops.
 void CancelAllGets(KvDirectoryPointer self, const caf::error& reason) {
   for (KvWaiter& waiter : self->state.subscribers.TakeAll()) {
-    waiter.promise.deliver(ToKvError(absl::CancelledError(
-        absl::StrCat("key-value directory ", self->state.store.directory(), " stopped (",
-                     caf::to_string(reason), ") while GetKeyValue waited for key ",
-                     KeyForMessage(waiter.key), "; retry once the service is back"))));
+    FailWaiter(waiter, absl::CancelledError(absl::StrCat(
+                           "key-value directory ", self->state.store.directory(), " stopped (",
+                           caf::to_string(reason), ") while ",
+                           waiter.waits_for_keys() ? "WaitForKeys waited for keys under "
+                                                   : "GetKeyValue waited for key ",
+                           KeyForMessage(waiter.key), "; retry once the service is back")));
   }
 }
 
@@ -275,6 +373,13 @@ KvDirectoryActor::behavior_type KvDirectoryBehavior(KvDirectoryPointer self, std
       },
       [=](const proto::StopWatchKeyRequest& request, const KvWatcherActor& watcher) {
         return StopWatchKey(self, request, watcher);
+      },
+      [=](const proto::ReduceKeyValueDirRequest& request) {
+        return ReduceKeyValueDir(self, request);
+      },
+      [=](const proto::WaitForKeysRequest& request) { return WaitForKeys(self, request); },
+      [=](drop_owner_atom, const std::string& task, uint64_t incarnation) {
+        DropOwner(self, task, incarnation);
       },
       [=](cancel_atom, const std::string& key) { CancelGets(self, key); },
       [=](deadline_atom, uint64_t waiter_id) { ExpireGet(self, waiter_id); },

@@ -1,7 +1,8 @@
 // A key-value directory actor owns every key whose first path segment is its directory name
 // ("nccl", "nccl/id/3"): the values (kv_store.h), the GetKeyValue calls parked until their key
-// appears, and the watches. The coordinator routes requests to it with normalised keys
-// (kv_router.h); it still checks every key. Each operation costs O(log n) in its size.
+// appears, the WaitForKeys calls parked until their directory has enough keys, and the watches. The
+// coordinator routes requests to it with normalised keys (kv_router.h); it still checks every key.
+// Each operation costs O(log n) in its size.
 //
 //   SERVING --(exit message)--> STOPPED   (parked GetKeyValue calls fail with Cancelled)
 #pragma once
@@ -20,10 +21,6 @@
 
 namespace muster {
 
-// The longest GetKeyValue timeout: a year (0: no deadline). Longer or negative ones are
-// refused with InvalidArgument before they reach a directory.
-inline constexpr int64_t kMaxGetTimeoutMs = int64_t{365} * 24 * 3600 * 1000;
-
 // Asks a directory for its counters: keys, parked gets, watches, monitored peers.
 using kv_stats_atom = caf::atom_constant<caf::atom("kv_stats")>;
 
@@ -33,6 +30,9 @@ using kv_stats_atom = caf::atom_constant<caf::atom("kv_stats")>;
 using KvDirectoryActor = KvStoreActor::extend<
     // Internal: the deadline of parked call `waiter_id` (accepted only from the actor itself).
     caf::reacts_to<deadline_atom, uint64_t>,
+    // An incarnation of a task ended (task name, incarnation): its ephemeral keys are deleted,
+    // with a watch event each (sent by the coordinator).
+    caf::reacts_to<drop_owner_atom, std::string, uint64_t>,
     // Counters for tests and operations: keys, parked gets, watches, monitored peers.
     caf::replies_to<kv_stats_atom>::with<int64_t, int64_t, int64_t, int64_t>>;
 

@@ -95,4 +95,19 @@ absl::Status ValidateDirectoryCapacity(absl::string_view directory, absl::string
                    " (max_keys_per_directory); delete keys or raise max_keys_per_directory"));
 }
 
+absl::Status CheckWaitForKeys(const proto::WaitForKeysRequest& request, const KvLimits& limits) {
+  if (request.count() < 1 || request.count() > limits.max_keys_per_directory) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "WaitForKeys of ", KeyForMessage(request.directory_key()), " asks for ", request.count(),
+        " keys; give 1 to ", limits.max_keys_per_directory, " (the most a directory holds)"));
+  }
+  if (request.timeout_in_ms() < 0 || request.timeout_in_ms() > kMaxGetTimeoutMs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("WaitForKeys of ", KeyForMessage(request.directory_key()),
+                     " has a timeout of ", request.timeout_in_ms(), " ms; give 1 to ",
+                     kMaxGetTimeoutMs, " ms (a year), or 0 to wait without a deadline"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace muster

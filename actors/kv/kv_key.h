@@ -12,8 +12,13 @@
 #include <absl/strings/string_view.h>
 
 #include "muster/proto/coordination_config.pb.h"
+#include "muster/proto/coordination_service.pb.h"
 
 namespace muster {
+
+// The longest GetKeyValue / WaitForKeys timeout: a year (0: no deadline). Longer or negative
+// ones are refused with InvalidArgument before they reach a directory.
+inline constexpr int64_t kMaxGetTimeoutMs = int64_t{365} * 24 * 3600 * 1000;
 
 // The bytes of keys and values held by every directory of one store, against its limit. The
 // directory actors of a coordinator share one (a lock-free counter: each write reserves its
@@ -80,5 +85,10 @@ absl::Status ValidateValue(absl::string_view key, absl::string_view value, const
 // Possible errors: ResourceExhausted (the directory holds max_keys_per_directory keys).
 absl::Status ValidateDirectoryCapacity(absl::string_view directory, absl::string_view key,
                                        int64_t num_keys, const KvLimits& limits);
+
+// Checks the count and timeout of a WaitForKeys call (not its directory).
+// Possible errors: InvalidArgument (count outside 1..max_keys_per_directory, timeout outside
+// 0..kMaxGetTimeoutMs).
+absl::Status CheckWaitForKeys(const proto::WaitForKeysRequest& request, const KvLimits& limits);
 
 }  // namespace muster

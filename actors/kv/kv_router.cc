@@ -63,6 +63,15 @@ absl::StatusOr<KvDirectoryActor> KvRouter::Route(proto::StopWatchKeyRequest& req
   return RouteWatch(*request.mutable_key());
 }
 
+absl::StatusOr<KvDirectoryActor> KvRouter::Route(proto::ReduceKeyValueDirRequest& request) {
+  return RouteDirectory(*request.mutable_directory_key(), "ReduceKeyValueDir");
+}
+
+absl::StatusOr<KvDirectoryActor> KvRouter::Route(proto::WaitForKeysRequest& request) {
+  MUSTER_RETURN_IF_ERROR(CheckWaitForKeys(request, limits_));
+  return RouteDirectory(*request.mutable_directory_key(), "WaitForKeys");
+}
+
 bool KvRouter::SpansRoot(proto::GetKeyValueDirRequest& request) {
   *request.mutable_directory_key() = NormalizeKey(request.directory_key());
   return request.directory_key().empty();
@@ -125,6 +134,15 @@ absl::StatusOr<KvDirectoryActor> KvRouter::RouteEntry(proto::KeyValueEntry& kv) 
 absl::StatusOr<KvDirectoryActor> KvRouter::RouteWatch(std::string& key) {
   if (NormalizeKey(key).empty()) {
     return absl::InvalidArgumentError("watch a key or a directory, not the root");
+  }
+  return RouteKey(key);
+}
+
+absl::StatusOr<KvDirectoryActor> KvRouter::RouteDirectory(std::string& key,
+                                                          absl::string_view call) {
+  if (NormalizeKey(key).empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(call, " of the root: name a directory, such as \"ranks\""));
   }
   return RouteKey(key);
 }

@@ -45,6 +45,10 @@ class KvRouter {
   absl::StatusOr<KvDirectoryActor> Route(proto::CompareAndSwapRequest& request);
   absl::StatusOr<KvDirectoryActor> Route(proto::WatchKeyRequest& request);
   absl::StatusOr<KvDirectoryActor> Route(proto::StopWatchKeyRequest& request);
+  // Also InvalidArgument for the root (these name one directory) and, for WaitForKeys, a count
+  // or timeout out of range.
+  absl::StatusOr<KvDirectoryActor> Route(proto::ReduceKeyValueDirRequest& request);
+  absl::StatusOr<KvDirectoryActor> Route(proto::WaitForKeysRequest& request);
 
   // Normalises the request's key in place and returns true when the request spans the root:
   // GetKeyValueDir of the root, DeleteKeyValue of the root with is_directory.
@@ -71,6 +75,8 @@ class KvRouter {
   absl::StatusOr<KvDirectoryActor> RouteKey(std::string& key);
   absl::StatusOr<KvDirectoryActor> RouteEntry(proto::KeyValueEntry& kv);
   absl::StatusOr<KvDirectoryActor> RouteWatch(std::string& key);
+  // A request that names one directory, never the root (`call` names it in the error).
+  absl::StatusOr<KvDirectoryActor> RouteDirectory(std::string& key, absl::string_view call);
   // ResourceExhausted when a new directory would exceed limits_.max_directories.
   absl::StatusOr<KvDirectoryActor> FindOrSpawn(const std::string& directory);
 
@@ -92,6 +98,8 @@ proto::DeleteKeyValueResponse ResponseOf(const proto::DeleteKeyValueRequest&);
 proto::CompareAndSwapResponse ResponseOf(const proto::CompareAndSwapRequest&);
 proto::WatchKeyResponse ResponseOf(const proto::WatchKeyRequest&);
 proto::StopWatchKeyResponse ResponseOf(const proto::StopWatchKeyRequest&);
+proto::ReduceKeyValueDirResponse ResponseOf(const proto::ReduceKeyValueDirRequest&);
+proto::WaitForKeysResponse ResponseOf(const proto::WaitForKeysRequest&);
 }  // namespace kv_internal
 
 // The response type of a key-value request type.

@@ -1,5 +1,7 @@
 #include "muster/actors/kv/kv_store.h"
 
+#include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include <absl/strings/escaping.h>
@@ -43,24 +45,25 @@ absl::Status KvStore::CheckKey(absl::string_view key) const {
   return absl::OkStatus();
 }
 
-absl::Status KvStore::Insert(const proto::KeyValueEntry& kv, bool allow_overwrite,
-                             Changes& changes) {
+absl::Status KvStore::Insert(const proto::KeyValueEntry& kv, bool allow_overwrite, Changes& changes,
+                             const KvOwner* owner) {
   if (absl::Status status = CheckKey(kv.key()); !status.ok()) return status;
   if (!allow_overwrite && data_.contains(kv.key())) {
     return absl::AlreadyExistsError(absl::StrCat("key ", KeyForMessage(kv.key()),
                                                  " already exists; pass allow_overwrite or use "
                                                  "UpdateKeyValue"));
   }
-  return Store(kv.key(), kv.value(), changes);
+  return Store(kv.key(), kv.value(), changes, owner);
 }
 
-absl::Status KvStore::Update(const proto::KeyValueEntry& kv, Changes& changes) {
+absl::Status KvStore::Update(const proto::KeyValueEntry& kv, Changes& changes,
+                             const KvOwner* owner) {
   if (absl::Status status = CheckKey(kv.key()); !status.ok()) return status;
   if (!data_.contains(kv.key())) {
     return absl::NotFoundError(absl::StrCat("UpdateKeyValue: key ", KeyForMessage(kv.key()),
                                             " not found; insert it with InsertKeyValue first"));
   }
-  return Store(kv.key(), kv.value(), changes);
+  return Store(kv.key(), kv.value(), changes, owner);
 }
 
 const std::string* KvStore::Find(absl::string_view key) const {
@@ -89,7 +92,7 @@ absl::StatusOr<int64_t> KvStore::Increment(absl::string_view key, int64_t delta,
 }
 
 absl::StatusOr<proto::CompareAndSwapResponse> KvStore::CompareAndSwap(
-    const proto::CompareAndSwapRequest& request, Changes& changes) {
+    const proto::CompareAndSwapRequest& request, Changes& changes, const KvOwner* owner) {
   if (absl::Status status = CheckKey(request.key()); !status.ok()) return status;
   if (absl::Status status = ValidateValue(request.key(), request.desired(), limits_);
       !status.ok()) {
@@ -100,7 +103,8 @@ absl::StatusOr<proto::CompareAndSwapResponse> KvStore::CompareAndSwap(
                                     : !request.expect_absent() && *current == request.expected();
   proto::CompareAndSwapResponse response;
   if (matches) {
-    if (absl::Status status = Store(request.key(), request.desired(), changes); !status.ok()) {
+    if (absl::Status status = Store(request.key(), request.desired(), changes, owner);
+        !status.ok()) {
       return status;
     }
     current = Find(request.key());
@@ -139,6 +143,63 @@ absl::Status KvStore::Delete(absl::string_view key, bool is_directory, Changes& 
   return absl::OkStatus();
 }
 
+void KvStore::DropOwner(const KvOwner& owner, Changes& changes) {
+  std::vector<std::string> keys;
+  for (const auto& [key, key_owner] : owners_) {
+    if (key_owner == owner) keys.push_back(key);
+  }
+  std::sort(keys.begin(), keys.end());  // deletions in key order, as a directory delete does
+  for (const std::string& key : keys) {
+    if (auto it = data_.find(key); it != data_.end()) Erase(it, std::next(it), changes);
+  }
+}
+
+const KvOwner* KvStore::OwnerOf(absl::string_view key) const {
+  auto it = owners_.find(key);
+  return it == owners_.end() ? nullptr : &it->second;
+}
+
+absl::StatusOr<KvReduction> KvStore::Reduce(absl::string_view directory, proto::ReduceOp op) const {
+  if (op != proto::REDUCE_MAX && op != proto::REDUCE_MIN && op != proto::REDUCE_SUM) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ReduceKeyValueDir of ", KeyForMessage(directory), " names op ",
+                     static_cast<int>(op), "; use REDUCE_MAX, REDUCE_MIN or REDUCE_SUM"));
+  }
+  if (absl::Status status = CheckKey(directory); !status.ok()) return status;
+  auto [first, last] = Subtree(directory);
+  KvReduction result;
+  for (auto it = first; it != last; ++it) {
+    int64_t value = 0;
+    if (!absl::SimpleAtoi(it->second, &value)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "ReduceKeyValueDir of ", KeyForMessage(directory), ": key ", KeyForMessage(it->first),
+          " holds \"", ValueForMessage(it->second),
+          "\", which is not a 64-bit signed decimal integer; reduce a directory of numbers"));
+    }
+    if (result.count == 0) {
+      result.value = value;
+    } else if (op == proto::REDUCE_MAX) {
+      result.value = std::max(result.value, value);
+    } else if (op == proto::REDUCE_MIN) {
+      result.value = std::min(result.value, value);
+    } else if (__builtin_add_overflow(result.value, value, &result.value)) {
+      return absl::OutOfRangeError(absl::StrCat("ReduceKeyValueDir of ", KeyForMessage(directory),
+                                                ": the sum overflows a 64-bit signed integer"));
+    }
+    ++result.count;
+  }
+  if (result.count == 0) {
+    return absl::NotFoundError(absl::StrCat("ReduceKeyValueDir: no keys under ",
+                                            KeyForMessage(directory), "; nothing to reduce"));
+  }
+  return result;
+}
+
+int64_t KvStore::CountUnder(absl::string_view directory) const {
+  auto [first, last] = Subtree(directory);
+  return std::distance(first, last);
+}
+
 absl::Status KvStore::Reserve(absl::string_view key, int64_t growth) {
   if (growth <= 0 || !limits_.budget || limits_.budget->Reserve(growth)) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
@@ -147,8 +208,20 @@ absl::Status KvStore::Reserve(absl::string_view key, int64_t growth) {
       " in use); delete keys you no longer need, or raise --max-store-size"));
 }
 
-absl::Status KvStore::Store(absl::string_view key, std::string value, Changes& changes) {
+absl::Status KvStore::Store(absl::string_view key, std::string value, Changes& changes,
+                            const KvOwner* owner) {
   if (absl::Status status = ValidateValue(key, value, limits_); !status.ok()) return status;
+  absl::Status stored = StoreValue(key, std::move(value), changes);
+  if (!stored.ok()) return stored;
+  if (owner != nullptr) {
+    owners_[key] = *owner;
+  } else if (!owners_.empty()) {
+    owners_.erase(key);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KvStore::StoreValue(absl::string_view key, std::string value, Changes& changes) {
   auto it = data_.find(key);
   if (it != data_.end()) {
     int64_t growth = static_cast<int64_t>(value.size()) - static_cast<int64_t>(it->second.size());
@@ -176,6 +249,7 @@ void KvStore::Erase(Map::iterator first, Map::iterator last, Changes& changes) {
   for (auto it = first; it != last; ++it) {
     Record(Kind::DELETED, it->first, "", changes);
     freed += static_cast<int64_t>(it->first.size() + it->second.size());
+    if (!owners_.empty()) owners_.erase(it->first);
   }
   data_.erase(first, last);
   if (limits_.budget) limits_.budget->Release(freed);
@@ -187,8 +261,10 @@ KvStore::KvStore(KvStore&& other) noexcept
     : directory_(std::move(other.directory_)),
       limits_(std::move(other.limits_)),
       data_(std::move(other.data_)),
+      owners_(std::move(other.owners_)),
       revision_(other.revision_) {
   other.data_.clear();
+  other.owners_.clear();
   other.limits_.budget.reset();
 }
 
@@ -198,8 +274,10 @@ KvStore& KvStore::operator=(KvStore&& other) noexcept {
   directory_ = std::move(other.directory_);
   limits_ = std::move(other.limits_);
   data_ = std::move(other.data_);
+  owners_ = std::move(other.owners_);
   revision_ = other.revision_;
   other.data_.clear();
+  other.owners_.clear();
   other.limits_.budget.reset();
   return *this;
 }

@@ -2,6 +2,10 @@
 // value, so that directory reads and deletes are range scans (O(log n) per operation), and the
 // directory's revision, which every change bumps. Each mutation appends its changes (one per
 // key) so that the owning actor (kv_directory_actor.h) can notify watchers and wake getters.
+//
+// An ephemeral key has an owner, the incarnation of the task that wrote it: DropOwner deletes
+// every key of an incarnation that ended. Any write that is not ephemeral (increments included)
+// makes a key persistent again.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +13,7 @@
 #include <vector>
 
 #include <absl/container/btree_map.h>
+#include <absl/container/flat_hash_map.h>
 #include <absl/status/status.h>
 #include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
@@ -17,6 +22,21 @@
 #include "muster/proto/coordination_service.pb.h"
 
 namespace muster {
+
+// The incarnation of a task that owns an ephemeral key.
+struct KvOwner {
+  std::string task;  // TaskName()
+  uint64_t incarnation = 0;
+  bool operator==(const KvOwner& other) const {
+    return incarnation == other.incarnation && task == other.task;
+  }
+};
+
+// The folds of ReduceKeyValueDir.
+struct KvReduction {
+  int64_t value = 0;
+  int64_t count = 0;
+};
 
 class KvStore {
  public:
@@ -38,11 +58,14 @@ class KvStore {
 
   // Stores `kv`; an existing key is replaced only with `allow_overwrite`.
   // Possible errors: AlreadyExists (no payload), InvalidArgument, ResourceExhausted.
-  absl::Status Insert(const proto::KeyValueEntry& kv, bool allow_overwrite, Changes& changes);
+  // `owner` makes the key ephemeral (null: persistent), here and in Update / CompareAndSwap.
+  absl::Status Insert(const proto::KeyValueEntry& kv, bool allow_overwrite, Changes& changes,
+                      const KvOwner* owner = nullptr);
 
   // Replaces the value of an existing key.
   // Possible errors: NotFound, InvalidArgument, ResourceExhausted.
-  absl::Status Update(const proto::KeyValueEntry& kv, Changes& changes);
+  absl::Status Update(const proto::KeyValueEntry& kv, Changes& changes,
+                      const KvOwner* owner = nullptr);
 
   // Returns the value of `key`, or nullptr when it is absent.
   const std::string* Find(absl::string_view key) const;
@@ -55,7 +78,8 @@ class KvStore {
   // Sets `desired` when the key holds `expected` (or, with expect_absent, is absent).
   // Possible errors: InvalidArgument, ResourceExhausted.
   absl::StatusOr<proto::CompareAndSwapResponse> CompareAndSwap(
-      const proto::CompareAndSwapRequest& request, Changes& changes);
+      const proto::CompareAndSwapRequest& request, Changes& changes,
+      const KvOwner* owner = nullptr);
 
   // Returns every entry under "<directory>/" in key order; "" lists the whole store.
   // Possible errors: InvalidArgument.
@@ -64,6 +88,18 @@ class KvStore {
   // Deletes `key`, and every key under "<key>/" when `is_directory`; "" with is_directory
   // empties the store. Absent keys are fine. Possible errors: InvalidArgument.
   absl::Status Delete(absl::string_view key, bool is_directory, Changes& changes);
+
+  // Deletes every key that `owner` wrote as ephemeral.
+  void DropOwner(const KvOwner& owner, Changes& changes);
+  // The owner of an ephemeral key; null for a persistent or absent key.
+  const KvOwner* OwnerOf(absl::string_view key) const;
+
+  // Folds the integer values of every key under "<directory>/" (max, min or sum).
+  // Possible errors: InvalidArgument (bad directory or op), NotFound (no keys),
+  // FailedPrecondition (a value is not a 64-bit signed decimal), OutOfRange (sum overflow).
+  absl::StatusOr<KvReduction> Reduce(absl::string_view directory, proto::ReduceOp op) const;
+  // How many keys are under "<directory>/".
+  int64_t CountUnder(absl::string_view directory) const;
 
   const std::string& directory() const { return directory_; }
   const KvLimits& limits() const { return limits_; }
@@ -78,7 +114,10 @@ class KvStore {
   // Takes `growth` bytes of the store's budget for `key`. Possible errors: ResourceExhausted.
   absl::Status Reserve(absl::string_view key, int64_t growth);
   // Stores `value` under the checked `key`, creating the key when absent (capacity permitting).
-  absl::Status Store(absl::string_view key, std::string value, Changes& changes);
+  absl::Status Store(absl::string_view key, std::string value, Changes& changes,
+                     const KvOwner* owner = nullptr);
+  // Store without the owner bookkeeping.
+  absl::Status StoreValue(absl::string_view key, std::string value, Changes& changes);
   // Removes [first, last), recording a change per key.
   void Erase(Map::iterator first, Map::iterator last, Changes& changes);
   void Record(proto::KeyValueChangeEvent::Kind kind, absl::string_view key, absl::string_view value,
@@ -89,6 +128,8 @@ class KvStore {
   std::string directory_;
   KvLimits limits_;
   Map data_;
+  // The owners of ephemeral keys (a small subset of data_'s keys, usually).
+  absl::flat_hash_map<std::string, KvOwner> owners_;
   int64_t revision_ = 0;
 };
 

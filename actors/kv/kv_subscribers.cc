@@ -6,7 +6,7 @@ namespace muster {
 
 uint64_t KvSubscribers::Park(KvWaiter waiter) {
   uint64_t id = next_id_++;
-  waiters_by_key_[waiter.key].insert(id);
+  IndexOf(waiter)[waiter.key].insert(id);
   peers_[waiter.requester].waiters.insert(id);
   waiters_.emplace(id, std::move(waiter));
   return id;
@@ -70,9 +70,10 @@ void KvSubscribers::DropPeer(const caf::actor_addr& peer) {
   peers_.erase(it);
   for (uint64_t id : dropped.waiters) {
     auto waiter = waiters_.find(id);
-    auto by_key = waiters_by_key_.find(waiter->second.key);
+    auto& index = IndexOf(waiter->second);
+    auto by_key = index.find(waiter->second.key);
     by_key->second.erase(id);
-    if (by_key->second.empty()) waiters_by_key_.erase(by_key);
+    if (by_key->second.empty()) index.erase(by_key);
     waiters_.erase(waiter);
   }
   for (const std::string& key : dropped.watches) {
@@ -87,9 +88,10 @@ KvWaiter KvSubscribers::Remove(uint64_t id) {
   auto it = waiters_.find(id);
   KvWaiter waiter = std::move(it->second);
   waiters_.erase(it);
-  auto by_key = waiters_by_key_.find(waiter.key);
+  auto& index = IndexOf(waiter);
+  auto by_key = index.find(waiter.key);
   by_key->second.erase(id);
-  if (by_key->second.empty()) waiters_by_key_.erase(by_key);
+  if (by_key->second.empty()) index.erase(by_key);
   if (auto peer = peers_.find(waiter.requester); peer != peers_.end()) {
     peer->second.waiters.erase(id);
     ReleaseIfIdle(waiter.requester);

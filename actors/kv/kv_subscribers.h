@@ -1,6 +1,7 @@
-// Who waits on a key-value directory: parked GetKeyValue calls (response promises, by key and
-// by requester) and watches (by watched key). The owning directory actor monitors every peer
-// this class knows and tells it when a peer goes down; the class itself sends nothing.
+// Who waits on a key-value directory: parked GetKeyValue and WaitForKeys calls (response
+// promises, by key or directory and by requester) and watches (by watched key). The owning
+// directory actor monitors every peer this class knows and tells it when a peer goes down; the
+// class itself sends nothing.
 #pragma once
 
 #include <cstdint>
@@ -20,20 +21,27 @@
 
 namespace muster {
 
-// A parked GetKeyValue call.
+// A parked GetKeyValue call (count 0) or WaitForKeys call (count > 0: `key` is the directory).
 struct KvWaiter {
   std::string key;
   caf::actor_addr requester;
   int64_t timeout_ms = 0;  // 0: no deadline
   caf::typed_response_promise<proto::GetKeyValueResponse> promise;
+  int64_t count = 0;
+  caf::typed_response_promise<proto::WaitForKeysResponse> dir_promise;
+  bool waits_for_keys() const { return count > 0; }
 };
 
 class KvSubscribers {
  public:
   // Parks `waiter`; returns its id (ids grow, so they also order waiters by arrival).
   uint64_t Park(KvWaiter waiter);
-  // Removes and returns every waiter on `key`, oldest first.
+  // Removes and returns every GetKeyValue waiter on `key`, oldest first.
   std::vector<KvWaiter> TakeKey(absl::string_view key);
+  // Removes and returns the WaitForKeys waiters of the directories above `key` ("a/b/c": "a",
+  // "a/b") whose count count_under(directory) reaches, oldest first per directory.
+  template <class CountFn>
+  std::vector<KvWaiter> TakeReadyDirs(absl::string_view key, CountFn count_under);
   // Removes and returns the waiter `id`, if it is still parked.
   std::optional<KvWaiter> TakeId(uint64_t id);
   // Removes and returns the waiters of `requester` on `key`, oldest first.
@@ -69,6 +77,10 @@ class KvSubscribers {
 
   // Removes the parked waiter `id` from every index and returns it.
   KvWaiter Remove(uint64_t id);
+  // The index of a waiter's kind.
+  absl::flat_hash_map<std::string, absl::btree_set<uint64_t>>& IndexOf(const KvWaiter& waiter) {
+    return waiter.waits_for_keys() ? waiters_by_dir_ : waiters_by_key_;
+  }
   // Erases the peer's entry once it has neither waiters nor watches.
   void ReleaseIfIdle(const caf::actor_addr& peer);
 
@@ -76,6 +88,7 @@ class KvSubscribers {
   int64_t num_watches_ = 0;
   absl::flat_hash_map<uint64_t, KvWaiter> waiters_;
   absl::flat_hash_map<std::string, absl::btree_set<uint64_t>> waiters_by_key_;
+  absl::flat_hash_map<std::string, absl::btree_set<uint64_t>> waiters_by_dir_;  // WaitForKeys
   absl::flat_hash_map<caf::actor_addr, Peer> peers_;
   absl::flat_hash_map<std::string, Watchers> watches_;
 };
@@ -90,6 +103,24 @@ void KvSubscribers::ForEachWatcher(absl::string_view key, Fn fn) const {
     }
     if (end == absl::string_view::npos) return;
   }
+}
+
+template <class CountFn>
+std::vector<KvWaiter> KvSubscribers::TakeReadyDirs(absl::string_view key, CountFn count_under) {
+  std::vector<KvWaiter> taken;
+  if (waiters_by_dir_.empty()) return taken;
+  for (size_t end = key.find('/'); end != absl::string_view::npos; end = key.find('/', end + 1)) {
+    absl::string_view directory = key.substr(0, end);
+    auto it = waiters_by_dir_.find(directory);
+    if (it == waiters_by_dir_.end()) continue;
+    int64_t have = count_under(directory);
+    std::vector<uint64_t> ready;
+    for (uint64_t id : it->second) {
+      if (waiters_.at(id).count <= have) ready.push_back(id);
+    }
+    for (uint64_t id : ready) taken.push_back(Remove(id));
+  }
+  return taken;
 }
 
 }  // namespace muster

@@ -367,6 +367,12 @@ TaskActor::behavior_type TaskBehavior(TaskPointer self, TaskSpec spec) {
       },
       [=](agent_lost_atom, const caf::actor_addr& agent) { OnAgentLost(self, agent); },
       [=](deadline_atom, uint64_t incarnation) { OnDeadline(self, incarnation); },
+      [=](stuck_atom, uint64_t incarnation, const caf::error& error) {
+        const auto& info = self->state.info;
+        if (info.state() == proto::TASKSTATE_CONNECTED && info.incarnation() == incarnation) {
+          self->quit(error);
+        }
+      },
   };
 }
 

@@ -14,7 +14,7 @@
 //   DISCONNECTED --Register------------------------> CONNECTED --Shutdown/Reset--> DISCONNECTED
 //     |                                             ^   |  (deadline watched, agent monitored)
 //     +--RegisterJoin--> JOINING --RegisterDone-----+   +--missed heartbeat | agent lost |
-//                        (pending incarnation;          |  new incarnation | ReportError
+//                        (pending incarnation;          |  new incarnation | ReportError | stuck
 //                         a newer join replaces it)     v  --> dies; restarted in ERROR
 //   DISCONNECTED <--Reset/Shutdown-- ERROR <--set_error (imposed by the coordinator)
 //   DISCONNECTED | CONNECTED --exited (its launcher saw the process exit)--> dies
@@ -60,7 +60,10 @@ using TaskActor = caf::typed_actor<
     caf::reacts_to<set_error_atom, caf::error>, caf::reacts_to<disconnect_atom>,
     caf::reacts_to<agent_lost_atom, caf::actor_addr>,
     // The heartbeat monitor saw this incarnation's deadline pass: the task fails (Unavailable).
-    caf::reacts_to<deadline_atom, uint64_t>>;
+    caf::reacts_to<deadline_atom, uint64_t>,
+    // The coordinator found this incarnation stuck: the task fails with the given error
+    // (DeadlineExceeded with a TaskStuck payload) unless it is no longer that incarnation.
+    caf::reacts_to<stuck_atom, uint64_t, caf::error>>;
 
 struct TaskSpec {
   proto::CoordinatedTask task;

@@ -79,20 +79,24 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(caf::actor_system& system,
   }
   config.token = std::move(options.token);
   config.on_error = std::move(on_error);
+  config.on_preemption = std::move(options.on_preemption);
   proto::CoordinatedTask task = config.task;
   uint64_t incarnation = config.incarnation;
+  std::shared_ptr<AgentProgress> progress = config.progress;
   AgentControlActor actor = SpawnAgentActor(system, std::move(config));
   return std::unique_ptr<Agent>(new Agent(system, std::move(actor), std::move(task), incarnation,
-                                          options.shutdown_on_destruction));
+                                          options.shutdown_on_destruction, std::move(progress)));
 }
 
 Agent::Agent(caf::actor_system& system, AgentControlActor actor, proto::CoordinatedTask task,
-             uint64_t incarnation, bool shutdown_on_destruction)
+             uint64_t incarnation, bool shutdown_on_destruction,
+             std::shared_ptr<AgentProgress> progress)
     : system_(system),
       actor_(std::move(actor)),
       task_(std::move(task)),
       incarnation_(incarnation),
-      shutdown_on_destruction_(shutdown_on_destruction) {}
+      shutdown_on_destruction_(shutdown_on_destruction),
+      progress_(std::move(progress)) {}
 
 Agent::~Agent() {
   ThreadLoggerGuard logger_guard;
@@ -105,17 +109,6 @@ Agent::~Agent() {
   self->receive_while([&] { return !down; })(
       [&](caf::down_msg& msg) { down = msg.source == actor_.address(); },
       caf::after(std::chrono::seconds(10)) >> [&] { down = true; });
-}
-
-template <class Response, class... Args>
-absl::StatusOr<Response> Agent::Ask(Args&&... args) const {
-  ThreadLoggerGuard logger_guard;
-  caf::scoped_actor self{system_};
-  absl::StatusOr<Response> result = absl::InternalError("no answer from the agent actor");
-  self->request(actor_, caf::infinite, std::forward<Args>(args)...)
-      .receive([&](Response& response) { result = std::move(response); },
-               [&](caf::error& error) { result = ToStatus(error); });
-  return result;
 }
 
 absl::Status Agent::Connect() {
@@ -229,17 +222,25 @@ absl::StatusOr<std::vector<proto::KeyValueEntry>> Agent::GetKeyValueDir(
 
 absl::Status Agent::InsertKeyValue(const std::string& key, const std::string& value,
                                    bool allow_overwrite) {
+  return InsertKeyValue(key, value, KvWriteOptions{.allow_overwrite = allow_overwrite});
+}
+
+absl::Status Agent::InsertKeyValue(const std::string& key, const std::string& value,
+                                   KvWriteOptions options) {
   proto::InsertKeyValueRequest request;
   request.mutable_kv()->set_key(key);
   request.mutable_kv()->set_value(value);
-  request.set_allow_overwrite(allow_overwrite);
+  request.set_allow_overwrite(options.allow_overwrite);
+  request.set_ephemeral(options.ephemeral);
   return Ask<proto::InsertKeyValueResponse>(request).status();
 }
 
-absl::Status Agent::UpdateKeyValue(const std::string& key, const std::string& value) {
+absl::Status Agent::UpdateKeyValue(const std::string& key, const std::string& value,
+                                   KvWriteOptions options) {
   proto::UpdateKeyValueRequest request;
   request.mutable_kv()->set_key(key);
   request.mutable_kv()->set_value(value);
+  request.set_ephemeral(options.ephemeral);
   return Ask<proto::UpdateKeyValueResponse>(request).status();
 }
 
@@ -266,9 +267,11 @@ absl::StatusOr<int64_t> Agent::IncrementKeyValue(const std::string& key, int64_t
 
 absl::StatusOr<Agent::CasResult> Agent::CompareAndSwap(const std::string& key,
                                                        std::optional<std::string> expected,
-                                                       const std::string& desired) {
+                                                       const std::string& desired,
+                                                       KvWriteOptions options) {
   proto::CompareAndSwapRequest request;
   request.set_key(key);
+  request.set_ephemeral(options.ephemeral);
   request.set_expect_absent(!expected.has_value());
   if (expected) request.set_expected(*expected);
   request.set_desired(desired);

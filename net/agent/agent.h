@@ -27,6 +27,7 @@
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/scoped_actor.hpp>
 
 #include "muster/messages/status_codec.h"
 #include "muster/net/agent/agent_actor.h"
@@ -37,6 +38,27 @@
 #include "muster/proto/coordination_service.pb.h"
 
 namespace muster {
+
+// How a key-value write stores its key.
+struct KvWriteOptions {
+  bool allow_overwrite = false;  // InsertKeyValue only
+  // The key belongs to this task's incarnation: the leader deletes it when the incarnation
+  // ends (failure, restart, shutdown), with a watch event like any delete. A later write that
+  // is not ephemeral makes the key persistent.
+  bool ephemeral = false;
+};
+
+// A periodic report while a task waits at a barrier (Agent::WaitAtBarrier with progress).
+struct BarrierProgressOptions {
+  absl::Duration every = absl::Seconds(10);
+  // Called every `every` with the open instance (arrived/total, the tasks still missing, how
+  // long it has waited), on an actor-system thread. BarrierProgressText() summarises it.
+  std::function<void(const proto::BarrierInfo&)> on_progress;
+};
+
+// "barrier <id>: 6/8 arrived after 12s; missing worker/[3,5]": one line, the same on every
+// participant.
+std::string BarrierProgressText(const proto::BarrierInfo& info);
 
 struct AgentOptions {
   std::string leader = "127.0.0.1:7400";  // HOST:PORT of the leader
@@ -78,6 +100,10 @@ struct AgentOptions {
   // The job token of a leader started with one (muster serve --token-file). Empty: read the
   // file named by $MUSTER_TOKEN_FILE if set, else present none. Never logged.
   std::string token;
+  // Called once when the leader tells this task that the job will be preempted (another task,
+  // or this one, called NotifyPreemption), on the agent actor's thread: keep it short, never
+  // call blocking Agent methods from it.
+  std::function<void(const proto::PreemptionNotice&)> on_preemption;
 };
 
 // The actor-system options a worker should use: Muster's message types, low-latency
@@ -157,13 +183,29 @@ class Agent {
   absl::StatusOr<std::vector<proto::KeyValueEntry>> GetKeyValueDir(const std::string& directory);
   absl::Status InsertKeyValue(const std::string& key, const std::string& value,
                               bool allow_overwrite = false);
-  absl::Status UpdateKeyValue(const std::string& key, const std::string& value);
+  // With options (ephemeral keys). Possible errors, besides the store's: FailedPrecondition
+  // (an ephemeral write while this task is not connected).
+  absl::Status InsertKeyValue(const std::string& key, const std::string& value,
+                              KvWriteOptions options);
+  absl::Status UpdateKeyValue(const std::string& key, const std::string& value,
+                              KvWriteOptions options = {});
   absl::Status DeleteKeyValue(const std::string& key);  // the key and everything under it
   absl::StatusOr<int64_t> IncrementKeyValue(const std::string& key, int64_t delta);
   // Sets `desired` if the value is `expected` (nullopt: if the key is absent).
   absl::StatusOr<CasResult> CompareAndSwap(const std::string& key,
                                            std::optional<std::string> expected,
-                                           const std::string& desired);
+                                           const std::string& desired, KvWriteOptions options = {});
+  // Folds the integer values of every key under `directory` (REDUCE_MAX, REDUCE_MIN,
+  // REDUCE_SUM). Possible errors: InvalidArgument (the root, a bad op), NotFound (no keys),
+  // FailedPrecondition (a value is not a 64-bit decimal), OutOfRange (the sum overflows).
+  absl::StatusOr<int64_t> ReduceKeyValueDir(const std::string& directory, proto::ReduceOp op);
+  // Waits until at least `count` keys exist under `directory` and returns all of them, in key
+  // order (an all-gather is one insert and one WaitForKeys per task). Possible errors:
+  // InvalidArgument (the root, count or timeout out of range), DeadlineExceeded (says how many
+  // keys there were), Cancelled (Shutdown).
+  absl::StatusOr<std::vector<proto::KeyValueEntry>> WaitForKeys(
+      const std::string& directory, int64_t count,
+      absl::Duration timeout = absl::InfiniteDuration());
   // Calls `on_change` with {key: new value} ("" for deletions) for every change of `key` and
   // of the keys under it, in order.
   absl::Status StartWatchKey(const std::string& key, ChangedKeyValuesCallback on_change);
@@ -175,7 +217,33 @@ class Agent {
                              const std::vector<proto::CoordinatedTask>& tasks = {});
   void WaitAtBarrierAsync(const std::string& id, absl::Duration timeout,
                           const std::vector<proto::CoordinatedTask>& tasks, StatusCallback done);
+  // WaitAtBarrier, reporting the barrier's progress every progress.every while it waits.
+  absl::Status WaitAtBarrier(const std::string& id, absl::Duration timeout,
+                             const std::vector<proto::CoordinatedTask>& tasks,
+                             const BarrierProgressOptions& progress);
   absl::Status CancelBarrier(const std::string& id);
+  // The open instance of barrier `id`: who arrived, who is missing, how long it has waited.
+  // Possible errors: NotFound (no open instance), InvalidArgument (empty id).
+  absl::StatusOr<proto::BarrierInfo> GetBarrierProgress(const std::string& id);
+
+  // Job health (docs/agent.md, "Progress and preemption").
+  // Records this task's training step. Cheap (no message): the next heartbeat carries it, and
+  // the leader's stuck rule (muster serve --stuck-after, --max-step-lag) compares it with the
+  // steps of the other tasks of the job. Thread-safe.
+  void ReportProgress(int64_t step);
+  // Tells the service that the job will be preempted at `deadline` (absl::InfiniteFuture():
+  // unknown) for `reason`. Every task gets a PreemptionNotice (AgentOptions::on_preemption) and
+  // then the sync step. Returns true when this call started the protocol, false when another
+  // task's notice had already. Possible errors: FailedPrecondition (not connected),
+  // InvalidArgument (reason over 4 KiB).
+  absl::StatusOr<bool> NotifyPreemption(absl::Time deadline, const std::string& reason);
+  // Call once per training step, with the step: true on exactly one step, the same in every
+  // task (the highest step any live task had reached when the notice arrived, plus one), once a
+  // preemption was notified; false otherwise. Also reports the step (as ReportProgress). Cheap
+  // until a notice arrives; after it, a call for a step beyond this task's answered step waits
+  // until the leader sent the sync step. Possible errors: FailedPrecondition / Cancelled (the
+  // agent failed or shut down while waiting for the sync step).
+  absl::StatusOr<bool> ReachedSyncPoint(int64_t step);
 
   // The connected tasks among `tasks`, agreed by every caller of the same set.
   absl::StatusOr<proto::GetAliveTasksResponse> GetAliveTasks(
@@ -209,7 +277,8 @@ class Agent {
 
  private:
   Agent(caf::actor_system& system, AgentControlActor actor, proto::CoordinatedTask task,
-        uint64_t incarnation, bool shutdown_on_destruction);
+        uint64_t incarnation, bool shutdown_on_destruction,
+        std::shared_ptr<AgentProgress> progress);
   AgentStatus Status() const;
   template <class Response, class... Args>
   absl::StatusOr<Response> Ask(Args&&... args) const;
@@ -219,8 +288,20 @@ class Agent {
   proto::CoordinatedTask task_;
   uint64_t incarnation_;
   bool shutdown_on_destruction_;
+  std::shared_ptr<AgentProgress> progress_;
   mutable absl::Mutex devices_mutex_;
   proto::CoordinationServiceDeviceInfo cluster_devices_ ABSL_GUARDED_BY(devices_mutex_);
 };
+
+template <class Response, class... Args>
+absl::StatusOr<Response> Agent::Ask(Args&&... args) const {
+  ThreadLoggerGuard logger_guard;
+  caf::scoped_actor self{system_};
+  absl::StatusOr<Response> result = absl::InternalError("no answer from the agent actor");
+  self->request(actor_, caf::infinite, std::forward<Args>(args)...)
+      .receive([&](Response& response) { result = std::move(response); },
+               [&](caf::error& error) { result = ToStatus(error); });
+  return result;
+}
 
 }  // namespace muster

@@ -141,6 +141,9 @@ void OnBeat(AgentPointer self, uint64_t generation) {
   proto::HeartbeatRequest beat;
   *beat.mutable_source_task() = st.config.task;
   beat.set_incarnation(st.config.incarnation);
+  if (int64_t step = st.config.progress->step.load(); step != AgentProgress::kNoStep) {
+    beat.set_step(step);
+  }
   auto on_reply = [self](const proto::HeartbeatResponse& response) {
     auto& st = self->state;
     st.last_heartbeat_ok = self->clock().now();
@@ -198,6 +201,7 @@ void SetError(AgentPointer self, const absl::Status& status) {
   st.state = AgentState::kError;
   st.error = status;
   StopHeartbeats(self);
+  FailSyncWaiters(self, status);
   if (st.config.on_error) st.config.on_error(status);
 }
 
@@ -309,6 +313,9 @@ absl::Status FinishShutdown(AgentPointer self, const absl::Status& rpc) {
   auto& st = self->state;
   bool was_error = st.state == AgentState::kError;
   StopHeartbeats(self);
+  FailSyncWaiters(self, absl::CancelledError(absl::StrCat(
+                            "cancelled: the agent of ", TaskName(st.config.task),
+                            " is shutting down while ReachedSyncPoint waited for the sync step")));
   FailPending(self,
               absl::CancelledError(absl::StrCat("cancelled: the agent of ",
                                                 TaskName(st.config.task), " is shutting down")),

@@ -11,9 +11,11 @@
 //        +------------------------------------- Reset ----------------------------+
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include <absl/status/status.h>
@@ -35,6 +37,15 @@ const char* AgentStateName(AgentState state);
 // A watch callback: local messages only, never sent to another node.
 struct WatchCallback {
   std::function<void(const proto::KeyValueChangeEvent&)> on_change;
+};
+
+// What the task's threads share with its agent actor without a message: the last step
+// (Agent::ReportProgress, carried on every heartbeat) and whether a preemption notice arrived
+// (ReachedSyncPoint then asks the actor). Written by the task, read by the actor.
+struct AgentProgress {
+  static constexpr int64_t kNoStep = INT64_MIN;
+  std::atomic<int64_t> step{kNoStep};
+  std::atomic<bool> preempting{false};
 };
 
 // The agent's state and the error that put it in ERROR (OK otherwise); local only.
@@ -62,6 +73,10 @@ struct AgentConfig {
   // The job token presented before registering (empty: the leader has none).
   std::string token;
   std::function<void(const absl::Status&)> on_error;
+  // Shared with the Agent (never null once spawned through Agent::Create).
+  std::shared_ptr<AgentProgress> progress = std::make_shared<AgentProgress>();
+  // Called once per preemption notice the leader pushes, on the agent actor's thread.
+  std::function<void(const proto::PreemptionNotice&)> on_preemption;
 };
 
 }  // namespace muster
@@ -74,6 +89,8 @@ namespace muster {
 using AgentControlActor = caf::typed_actor<
     // From the leader.
     caf::reacts_to<proto::ReportErrorToTaskRequest>, caf::reacts_to<proto::KeyValueChangeEvent>,
+    caf::replies_to<proto::PreemptionNotice>::with<proto::PreemptionAck>,
+    caf::reacts_to<proto::SyncPointNotice>,
     // Lifecycle (source task and incarnation are filled in by the agent).
     caf::replies_to<caf::connect_atom>::with<proto::RegisterTaskResponse>,
     caf::replies_to<proto::ShutdownTaskRequest>::with<proto::ShutdownTaskResponse>,
@@ -92,6 +109,8 @@ using AgentControlActor = caf::typed_actor<
     caf::replies_to<proto::GetKeyValueDirRequest>::with<proto::GetKeyValueDirResponse>,
     caf::replies_to<proto::DeleteKeyValueRequest>::with<proto::DeleteKeyValueResponse>,
     caf::replies_to<proto::CompareAndSwapRequest>::with<proto::CompareAndSwapResponse>,
+    caf::replies_to<proto::ReduceKeyValueDirRequest>::with<proto::ReduceKeyValueDirResponse>,
+    caf::replies_to<proto::WaitForKeysRequest>::with<proto::WaitForKeysResponse>,
     caf::replies_to<proto::WatchKeyRequest, WatchCallback>::with<proto::WatchKeyResponse>,
     caf::replies_to<proto::StopWatchKeyRequest>::with<proto::StopWatchKeyResponse>,
     caf::reacts_to<cancel_atom, std::string>,
@@ -100,6 +119,10 @@ using AgentControlActor = caf::typed_actor<
     // Barriers (the agent keeps the counter of every barrier id).
     caf::replies_to<proto::BarrierRequest>::with<proto::BarrierResponse>,
     caf::replies_to<proto::CancelBarrierRequest>::with<proto::CancelBarrierResponse>,
+    caf::replies_to<proto::GetBarrierProgressRequest>::with<proto::GetBarrierProgressResponse>,
+    // Preemption: tell the service; is this step the one at which every task stops?
+    caf::replies_to<proto::NotifyPreemptionRequest>::with<proto::NotifyPreemptionResponse>,
+    caf::replies_to<sync_point_atom, int64_t>::with<bool>,
     // State and timers.
     caf::replies_to<agent_state_atom>::with<AgentStatus>, caf::reacts_to<beat_atom, uint64_t>,
     caf::reacts_to<retry_atom>>;

@@ -17,6 +17,12 @@ caf::duration BlockingTimeout(int64_t timeout_ms) {
   return caf::duration{std::chrono::milliseconds(timeout_ms) + kBlockingMargin};
 }
 
+// An ephemeral write names this task as its writer (the leader checks that it is).
+template <class Request>
+void NameWriter(AgentPointer self, Request& request) {
+  if (request.ephemeral()) *request.mutable_source_task() = self->state.config.task;
+}
+
 template <class Response, class Request>
 caf::result<Response> RunningOnly(AgentPointer self, const Request& request,
                                   absl::string_view call) {
@@ -146,6 +152,8 @@ AgentControlActor::behavior_type AgentBehavior(AgentPointer self) {
   return {
       [=](const proto::ReportErrorToTaskRequest& report) { HandlePushedError(self, report); },
       [=](const proto::KeyValueChangeEvent& event) { OnChange(self, event); },
+      [=](const proto::PreemptionNotice& notice) { return OnPreemptionNotice(self, notice); },
+      [=](const proto::SyncPointNotice& notice) { OnSyncPoint(self, notice); },
       [=](caf::connect_atom) { return Connect(self); },
       [=](const proto::ShutdownTaskRequest&) { return Shutdown(self); },
       [=](const proto::ResetTaskRequest&) { return Reset(self); },
@@ -166,12 +174,14 @@ AgentControlActor::behavior_type AgentBehavior(AgentPointer self) {
         return Forward<proto::GetAliveTasksResponse>(self, request, caf::duration{caf::infinite},
                                                      {.cancel_on_shutdown = true});
       },
-      [=](const proto::InsertKeyValueRequest& r) -> caf::result<proto::InsertKeyValueResponse> {
+      [=](proto::InsertKeyValueRequest r) -> caf::result<proto::InsertKeyValueResponse> {
         if (!self->state.leader) return AfterLeader<proto::InsertKeyValueResponse>(self, r);
+        NameWriter(self, r);
         return Forward<proto::InsertKeyValueResponse>(self, r, rpc());
       },
-      [=](const proto::UpdateKeyValueRequest& r) -> caf::result<proto::UpdateKeyValueResponse> {
+      [=](proto::UpdateKeyValueRequest r) -> caf::result<proto::UpdateKeyValueResponse> {
         if (!self->state.leader) return AfterLeader<proto::UpdateKeyValueResponse>(self, r);
+        NameWriter(self, r);
         return Forward<proto::UpdateKeyValueResponse>(self, r, rpc());
       },
       [=](const proto::GetKeyValueRequest& r) -> caf::result<proto::GetKeyValueResponse> {
@@ -195,9 +205,20 @@ AgentControlActor::behavior_type AgentBehavior(AgentPointer self) {
         if (!self->state.leader) return AfterLeader<proto::DeleteKeyValueResponse>(self, r);
         return Forward<proto::DeleteKeyValueResponse>(self, r, rpc());
       },
-      [=](const proto::CompareAndSwapRequest& r) -> caf::result<proto::CompareAndSwapResponse> {
+      [=](proto::CompareAndSwapRequest r) -> caf::result<proto::CompareAndSwapResponse> {
         if (!self->state.leader) return AfterLeader<proto::CompareAndSwapResponse>(self, r);
+        NameWriter(self, r);
         return Forward<proto::CompareAndSwapResponse>(self, r, rpc());
+      },
+      [=](const proto::ReduceKeyValueDirRequest& r)
+          -> caf::result<proto::ReduceKeyValueDirResponse> {
+        if (!self->state.leader) return AfterLeader<proto::ReduceKeyValueDirResponse>(self, r);
+        return Forward<proto::ReduceKeyValueDirResponse>(self, r, rpc());
+      },
+      [=](const proto::WaitForKeysRequest& r) -> caf::result<proto::WaitForKeysResponse> {
+        if (!self->state.leader) return AfterLeader<proto::WaitForKeysResponse>(self, r);
+        return Forward<proto::WaitForKeysResponse>(self, r, BlockingTimeout(r.timeout_in_ms()),
+                                                   {.cancel_on_shutdown = true});
       },
       [=](const proto::WatchKeyRequest& r,
           const WatchCallback& callback) -> caf::result<proto::WatchKeyResponse> {
@@ -210,6 +231,11 @@ AgentControlActor::behavior_type AgentBehavior(AgentPointer self) {
       },
       [=](proto::BarrierRequest request) { return Barrier(self, std::move(request)); },
       [=](proto::CancelBarrierRequest request) { return CancelBarrier(self, std::move(request)); },
+      [=](const proto::GetBarrierProgressRequest& r) {
+        return Forward<proto::GetBarrierProgressResponse>(self, r, rpc());
+      },
+      [=](proto::NotifyPreemptionRequest r) { return NotifyPreemption(self, std::move(r)); },
+      [=](sync_point_atom, int64_t step) { return ReachedSyncPoint(self, step); },
       [=](cancel_atom) {
         CancelGetsOf(self, caf::actor_cast<caf::actor_addr>(self->current_sender()));
       },

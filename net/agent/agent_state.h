@@ -2,7 +2,9 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
@@ -54,6 +56,12 @@ struct AgentActorState {
   // Key-value calls made before Connect() (as the reference agent allows) wait here for a
   // connection to the leader, made without registering the task (WithLeader).
   std::vector<std::function<void(const absl::Status&)>> awaiting_leader;
+  // Preemption: the notice, the step this task answered it with, the sync step once the
+  // leader decided it, and the ReachedSyncPoint calls waiting for it (step, promise).
+  std::optional<proto::PreemptionNotice> preemption;
+  std::optional<int64_t> answered_step;
+  std::optional<int64_t> sync_step;
+  std::vector<std::pair<int64_t, caf::typed_response_promise<bool>>> sync_waiters;
 };
 
 using AgentPointer = AgentControlActor::stateful_pointer<AgentActorState>;
@@ -167,5 +175,14 @@ caf::result<proto::ShutdownTaskResponse> Shutdown(AgentPointer self);
 void OnRetry(AgentPointer self);
 void HandleBeat(AgentPointer self, uint64_t generation);
 void HandlePushedError(AgentPointer self, const proto::ReportErrorToTaskRequest& report);
+
+// Preemption (agent_health.cc).
+proto::PreemptionAck OnPreemptionNotice(AgentPointer self, const proto::PreemptionNotice& notice);
+void OnSyncPoint(AgentPointer self, const proto::SyncPointNotice& notice);
+caf::result<bool> ReachedSyncPoint(AgentPointer self, int64_t step);
+caf::result<proto::NotifyPreemptionResponse> NotifyPreemption(
+    AgentPointer self, proto::NotifyPreemptionRequest request);
+// Fails the ReachedSyncPoint calls waiting for the sync step (the agent failed or left).
+void FailSyncWaiters(AgentPointer self, const absl::Status& status);
 
 }  // namespace muster

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,12 @@ using namespace std::chrono_literals;
 class LeaderTest : public DeterministicTest {
  protected:
   using Reports = std::shared_ptr<std::vector<proto::ReportErrorToTaskRequest>>;
+  // What an agent of AgentWithEvents saw of the preemption protocol, and the step it answers.
+  struct Events {
+    std::vector<proto::PreemptionNotice> notices;
+    std::vector<int64_t> sync_points;
+    std::optional<int64_t> step;  // answered to a notice
+  };
 
   static proto::CoordinationServiceConfig Config(int workers) {
     proto::CoordinationServiceConfig config;
@@ -45,7 +52,26 @@ class LeaderTest : public DeterministicTest {
     *reports = std::make_shared<std::vector<proto::ReportErrorToTaskRequest>>();
     auto sink = *reports;
     return Keep(system_.spawn([sink]() -> AgentActor::behavior_type {
-      return {[sink](const proto::ReportErrorToTaskRequest& r) { sink->push_back(r); }};
+      return {[sink](const proto::ReportErrorToTaskRequest& r) { sink->push_back(r); },
+              [](const proto::PreemptionNotice&) { return proto::PreemptionAck(); },
+              [](const proto::SyncPointNotice&) {}};
+    }));
+  }
+
+  // An agent that records the preemption notices and sync points pushed to it, and answers a
+  // notice with events->step.
+  AgentActor AgentWithEvents(std::shared_ptr<Events> events) {
+    return Keep(system_.spawn([events]() -> AgentActor::behavior_type {
+      return {[](const proto::ReportErrorToTaskRequest&) {},
+              [events](const proto::PreemptionNotice& notice) {
+                events->notices.push_back(notice);
+                proto::PreemptionAck ack;
+                if (events->step) ack.set_step(*events->step);
+                return ack;
+              },
+              [events](const proto::SyncPointNotice& sync) {
+                events->sync_points.push_back(sync.step());
+              }};
     }));
   }
 

@@ -25,7 +25,9 @@ using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 
 AgentActor::behavior_type IgnoreErrors() {
-  return {[](const proto::ReportErrorToTaskRequest&) {}};
+  return {[](const proto::ReportErrorToTaskRequest&) {},
+          [](const proto::PreemptionNotice&) { return proto::PreemptionAck(); },
+          [](const proto::SyncPointNotice&) {}};
 }
 
 class MusterBarrierTest : public ::testing::Test {

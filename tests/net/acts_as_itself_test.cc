@@ -109,7 +109,9 @@ TEST_F(ActsAsItselfTest, RequestsNamingAnotherNodesTask_PermissionDeniedNothingC
 
 TEST_F(ActsAsItselfTest, RegisteringAConnectedTaskWithItsIncarnationFromAnotherNode_Denied) {
   AgentActor impostor = intruder_system_.spawn([]() -> AgentActor::behavior_type {
-    return {[](const proto::ReportErrorToTaskRequest&) {}};
+    return {[](const proto::ReportErrorToTaskRequest&) {},
+            [](const proto::PreemptionNotice&) { return proto::PreemptionAck(); },
+            [](const proto::SyncPointNotice&) {}};
   });
   proto::RegisterTaskRequest request;
   *request.mutable_source_task() = Victim();

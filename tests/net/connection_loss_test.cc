@@ -42,7 +42,9 @@ TEST(ConnectionLossTest, WorkerSystemShutDown_TaskFailsWithinMilliseconds) {
         worker_system->middleman().remote_actor<CoordinatorActor>("127.0.0.1", published->port());
     ASSERT_TRUE(leader) << worker_system->render(leader.error());
     agent = worker_system->spawn([]() -> AgentActor::behavior_type {
-      return {[](const proto::ReportErrorToTaskRequest&) {}};
+      return {[](const proto::ReportErrorToTaskRequest&) {},
+              [](const proto::PreemptionNotice&) { return proto::PreemptionAck(); },
+              [](const proto::SyncPointNotice&) {}};
     });
     caf::scoped_actor self{*worker_system};
     proto::RegisterTaskRequest request;

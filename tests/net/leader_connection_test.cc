@@ -50,7 +50,9 @@ TEST(LeaderConnectionTest, WorkerSystem_ConnectsAndRegisters) {
   ASSERT_TRUE(leader.ok()) << leader.status();
   caf::scoped_actor self{worker_system};
   auto agent = worker_system.spawn([]() -> AgentActor::behavior_type {
-    return {[](const proto::ReportErrorToTaskRequest&) {}};
+    return {[](const proto::ReportErrorToTaskRequest&) {},
+            [](const proto::PreemptionNotice&) { return proto::PreemptionAck(); },
+            [](const proto::SyncPointNotice&) {}};
   });
   proto::RegisterTaskRequest request;
   *request.mutable_source_task() = MakeTask("worker", 0);

@@ -26,7 +26,9 @@ class CoordinatorTest : public testing::DeterministicTest {
   }
   AgentActor Agent() {
     return Keep(system_.spawn([]() -> AgentActor::behavior_type {
-      return {[](const proto::ReportErrorToTaskRequest&) {}};
+      return {[](const proto::ReportErrorToTaskRequest&) {},
+              [](const proto::PreemptionNotice&) { return proto::PreemptionAck(); },
+              [](const proto::SyncPointNotice&) {}};
     }));
   }
 };

@@ -70,6 +70,8 @@ TestRouterActor::behavior_type TestRouter(TestRouterPointer self, KvLimits limit
       [=](const proto::StopWatchKeyRequest& r, const KvWatcherActor& watcher) {
         return RouteKvRequest(self, *router, r, watcher);
       },
+      [=](const proto::ReduceKeyValueDirRequest& r) { return RouteKvRequest(self, *router, r); },
+      [=](const proto::WaitForKeysRequest& r) { return RouteKvRequest(self, *router, r); },
       [=](cancel_atom, const std::string& key) { RouteKvCancel(self, *router, key); },
   };
 }

@@ -1,0 +1,218 @@
+// The coordinator's view of job health: steps carried on heartbeats and the stuck rule, barrier
+// progress, the preemption protocol, and the ephemeral keys that end with their incarnation.
+#include <algorithm>
+#include <chrono>
+
+#include <absl/strings/escaping.h>
+#include <absl/strings/str_cat.h>
+
+#include "muster/actors/coordinator/coordinator_state.h"
+#include "muster/messages/status_codec.h"
+#include "muster/messages/status_macros.h"
+#include "muster/messages/task_name.h"
+
+namespace muster {
+namespace {
+
+// The longest reason a preemption notice may carry.
+constexpr size_t kMaxPreemptionReasonBytes = 4096;
+
+std::string IdForMessage(const std::string& id) {
+  constexpr size_t kShown = 128;
+  std::string shown = absl::CHexEscape(id.substr(0, kShown));
+  if (id.size() > kShown) absl::StrAppend(&shown, "... (", id.size(), " bytes)");
+  return shown;
+}
+
+void SendSyncPoint(CoordinatorPointer self, const AgentActor& agent, int64_t step) {
+  proto::SyncPointNotice notice;
+  notice.set_step(step);
+  self->send(agent, notice);
+}
+
+// The sync step is decided: every connected task learns it.
+void AnnounceSyncPoint(CoordinatorPointer self, int64_t step) {
+  for (const auto& [name, slot] : self->state.tasks) {
+    if (slot.agent) SendSyncPoint(self, slot.agent, step);
+  }
+}
+
+// Sends the notice to the agent of the task at `index` and records its answer.
+void AskForStep(CoordinatorPointer self, uint32_t index, const AgentActor& agent) {
+  auto& st = self->state;
+  self->request(agent, st.heartbeat_timeout, st.preemption->notice())
+      .then(
+          [self, index](const proto::PreemptionAck& ack) {
+            auto& preemption = self->state.preemption;
+            std::optional<int64_t> step;
+            if (ack.has_step()) step = ack.step();
+            if (auto sync = preemption->Answer(index, step)) AnnounceSyncPoint(self, *sync);
+          },
+          [self, index](const caf::error&) {
+            // No answer within the heartbeat timeout: the task is gone or hung; its heartbeat
+            // deadline deals with it, the others must not wait for it.
+            if (auto sync = self->state.preemption->Drop(index)) AnnounceSyncPoint(self, *sync);
+          });
+}
+
+}  // namespace
+
+void RecordProgress(CoordinatorPointer self, const proto::HeartbeatRequest& beat,
+                    const TaskSlot& slot) {
+  if (!beat.has_step()) return;
+  auto& st = self->state;
+  const proto::CoordinatedTaskStateInfo* info = st.view.Find(beat.source_task());
+  if (info == nullptr || info->state() != proto::TASKSTATE_CONNECTED ||
+      info->incarnation() != beat.incarnation()) {
+    return;  // a late beat of an incarnation that ended; the monitor refuses it
+  }
+  st.progress.Report(slot.index, info->task(), beat.step(), self->clock().now());
+}
+
+void StartProgressChecks(CoordinatorPointer self) {
+  auto& st = self->state;
+  st.progress.set_policy(StuckPolicy::FromConfig(st.options.config));
+  if (!st.progress.policy().enabled()) return;
+  caf::timespan period = std::chrono::seconds(1);
+  if (st.progress.policy().stuck_after.count() > 0) {
+    period = std::clamp<caf::timespan>(st.progress.policy().stuck_after / 4,
+                                       std::chrono::milliseconds(50), period);
+  }
+  st.progress_check_period = period;
+  self->delayed_send(self, period, progress_check_atom::value);
+}
+
+void CheckProgress(CoordinatorPointer self) {
+  auto& st = self->state;
+  if (self->current_sender() != nullptr && self->current_sender() != self->ctrl()) return;
+  for (const proto::TaskStuck& stuck : st.progress.FindStuck(self->clock().now())) {
+    auto it = st.tasks.find(TaskName(stuck.task()));
+    const proto::CoordinatedTaskStateInfo* info = st.view.Find(stuck.task());
+    if (it == st.tasks.end() || info == nullptr) continue;
+    self->send(it->second.actor, stuck_atom::value, info->incarnation(),
+               ToError(StuckTaskError(stuck)));
+  }
+  self->delayed_send(self, st.progress_check_period, progress_check_atom::value);
+}
+
+void OnHealthState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo& info,
+                   TaskSlot& slot) {
+  auto& st = self->state;
+  const bool connected = info.state() == proto::TASKSTATE_CONNECTED;
+  const uint64_t ended =
+      slot.live_incarnation != 0 && (!connected || info.incarnation() != slot.live_incarnation)
+          ? slot.live_incarnation
+          : 0;
+  if (connected && slot.live_incarnation != info.incarnation()) {
+    slot.connected_at = self->clock().now();
+  } else if (!connected) {
+    slot.connected_at.reset();
+  }
+  slot.live_incarnation = connected ? info.incarnation() : 0;
+  if (ended != 0) {
+    st.progress.Forget(slot.index);
+    const std::string name = TaskName(info.task());
+    for (const KvDirectoryActor& directory : st.kv.Directories()) {
+      self->send(directory, drop_owner_atom::value, name, ended);
+    }
+    if (st.preemption) {
+      if (auto sync = st.preemption->Drop(slot.index)) AnnounceSyncPoint(self, *sync);
+    }
+  }
+  if (connected && st.preemption && slot.agent) {
+    // A task that connects during or after the protocol learns of it too; its step is not
+    // waited for (the others may be past it already).
+    caf::anon_send(slot.agent, st.preemption->notice());  // its answer is not waited for
+    if (auto sync = st.preemption->sync_step()) SendSyncPoint(self, slot.agent, *sync);
+  }
+}
+
+caf::result<proto::GetBarrierProgressResponse> GetBarrierProgress(
+    CoordinatorPointer self, const proto::GetBarrierProgressRequest& request) {
+  const std::string& id = request.barrier_id();
+  if (id.empty()) {
+    return ToError(MakeCoordinationError(
+        absl::InvalidArgumentError("GetBarrierProgress names no barrier; pass a barrier id")));
+  }
+  BarrierActor actor = self->state.barriers.LiveActor(id);
+  auto not_open = [id] {
+    return ToError(MakeCoordinationError(absl::NotFoundError(absl::StrCat(
+        "Barrier ", IdForMessage(id),
+        " has no open instance: no task has called it yet, or its last instance finished"))));
+  };
+  if (!actor) return not_open();
+  auto promise = self->make_response_promise<proto::GetBarrierProgressResponse>();
+  self->request(actor, caf::infinite, proto::GetBarriersRequest())
+      .then(
+          [promise, not_open](proto::GetBarriersResponse& open) mutable {
+            if (open.barriers_size() == 0) {
+              promise.deliver(not_open());
+              return;
+            }
+            proto::GetBarrierProgressResponse response;
+            *response.mutable_barrier() = std::move(*open.mutable_barriers(0));
+            promise.deliver(std::move(response));
+          },
+          [promise, not_open](caf::error&) mutable { promise.deliver(not_open()); });
+  return promise;
+}
+
+caf::result<proto::NotifyPreemptionResponse> NotifyPreemption(
+    CoordinatorPointer self, const proto::NotifyPreemptionRequest& request) {
+  auto& st = self->state;
+  const proto::CoordinatedTaskStateInfo* info = st.view.Find(request.source_task());
+  if (info == nullptr) {
+    return ToError(UnknownTaskError("NotifyPreemption from unknown task ", request.source_task()));
+  }
+  if (absl::Status own = ActsAsItself(self, request.source_task()); !own.ok()) {
+    return ToError(own);
+  }
+  if (request.reason().size() > kMaxPreemptionReasonBytes || request.deadline_unix_ms() < 0) {
+    return ToError(MakeCoordinationError(absl::InvalidArgumentError(
+        absl::StrCat("NotifyPreemption from ", TaskName(request.source_task()), " has a reason of ",
+                     request.reason().size(), " bytes and a deadline of ",
+                     request.deadline_unix_ms(), " ms; give at most ", kMaxPreemptionReasonBytes,
+                     " bytes and a deadline of 0 (unknown) or later"))));
+  }
+  if (info->state() != proto::TASKSTATE_CONNECTED) {
+    return ToError(MakeCoordinationError(absl::FailedPreconditionError(
+        absl::StrCat("NotifyPreemption from ", TaskName(request.source_task()),
+                     ", which is not connected; register it first."))));
+  }
+  proto::NotifyPreemptionResponse response;
+  if (st.preemption) return response;  // one protocol per job: the first notice decides
+  response.set_first(true);
+  proto::PreemptionNotice notice;
+  *notice.mutable_notified_by() = request.source_task();
+  notice.set_deadline_unix_ms(request.deadline_unix_ms());
+  notice.set_reason(request.reason());
+  absl::flat_hash_set<uint32_t> waiting;
+  for (const auto& [name, slot] : st.tasks) {
+    if (slot.agent) waiting.insert(slot.index);
+  }
+  st.preemption.emplace(std::move(notice), waiting);
+  for (const auto& [name, slot] : st.tasks) {
+    if (slot.agent) AskForStep(self, slot.index, slot.agent);
+  }
+  return response;
+}
+
+absl::StatusOr<uint64_t> EphemeralOwner(CoordinatorPointer self, bool ephemeral,
+                                        const proto::CoordinatedTask& source) {
+  if (!ephemeral) return 0;
+  const proto::CoordinatedTaskStateInfo* info = self->state.view.Find(source);
+  if (info == nullptr) {
+    return MakeCoordinationError(absl::InvalidArgumentError(absl::StrCat(
+        "An ephemeral write names ", source.job_name().empty() ? "no task" : TaskName(source),
+        " as its writer; set source_task to a task of the cluster (agents do)")));
+  }
+  MUSTER_RETURN_IF_ERROR(ActsAsItself(self, source));
+  if (info->state() != proto::TASKSTATE_CONNECTED) {
+    return MakeCoordinationError(absl::FailedPreconditionError(
+        absl::StrCat("An ephemeral write by ", TaskName(source),
+                     ", which is not connected: its key would end at once; register it first")));
+  }
+  return info->incarnation();
+}
+
+}  // namespace muster

@@ -1,0 +1,81 @@
+// The agent's part of the preemption protocol. The leader pushes a notice; the agent answers
+// with the task's last step and, from then on, a ReachedSyncPoint call for a later step waits
+// until the leader pushes the sync step. A call for the answered step or an earlier one cannot
+// be the sync step (it is at least the answered step plus one), so it returns false at once.
+//
+//   RUNNING --notice--> ANSWERED(step) --sync step--> DECIDED: ReachedSyncPoint(s) == (s == sync)
+#include <absl/strings/str_cat.h>
+
+#include "muster/net/agent/agent_state.h"
+
+namespace muster {
+namespace {
+
+void Settle(AgentPointer self) {
+  auto& st = self->state;
+  if (!st.sync_step) return;
+  for (auto& [step, promise] : st.sync_waiters) promise.deliver(step == *st.sync_step);
+  st.sync_waiters.clear();
+}
+
+}  // namespace
+
+proto::PreemptionAck OnPreemptionNotice(AgentPointer self, const proto::PreemptionNotice& notice) {
+  auto& st = self->state;
+  AgentProgress& progress = *st.config.progress;
+  // Set the flag before reading the step: a task thread that stored a later step after this
+  // read sees the flag and asks this actor (see AgentProgress).
+  progress.preempting.store(true);
+  int64_t step = progress.step.load();
+  proto::PreemptionAck ack;
+  bool first = !st.preemption.has_value();
+  if (first) {
+    st.preemption = notice;
+    if (step != AgentProgress::kNoStep) st.answered_step = step;
+  }
+  if (st.answered_step) ack.set_step(*st.answered_step);
+  if (first && st.config.on_preemption) st.config.on_preemption(notice);
+  return ack;
+}
+
+void OnSyncPoint(AgentPointer self, const proto::SyncPointNotice& notice) {
+  auto& st = self->state;
+  if (st.sync_step) return;  // the first decision stands
+  st.sync_step = notice.step();
+  st.config.progress->preempting.store(true);
+  Settle(self);
+}
+
+caf::result<bool> ReachedSyncPoint(AgentPointer self, int64_t step) {
+  auto& st = self->state;
+  st.config.progress->step.store(step);
+  if (st.sync_step) return step == *st.sync_step;
+  if (!st.preemption || (st.answered_step && step <= *st.answered_step)) return false;
+  if (st.state != AgentState::kRunning) {
+    return ToError(absl::FailedPreconditionError(
+        absl::StrCat("ReachedSyncPoint(", step, ") of ", TaskName(st.config.task),
+                     " waits for the leader's sync step, but the agent is ",
+                     AgentStateName(st.state), ": ", StatusText(st.error))));
+  }
+  auto promise = self->make_response_promise<bool>();
+  st.sync_waiters.emplace_back(step, promise);
+  return promise;
+}
+
+caf::result<proto::NotifyPreemptionResponse> NotifyPreemption(
+    AgentPointer self, proto::NotifyPreemptionRequest request) {
+  auto& st = self->state;
+  if (st.state != AgentState::kRunning) return ToError(WrongState(self, "NotifyPreemption()"));
+  *request.mutable_source_task() = st.config.task;
+  return Forward<proto::NotifyPreemptionResponse>(self, request,
+                                                  caf::duration{st.config.rpc_timeout});
+}
+
+void FailSyncWaiters(AgentPointer self, const absl::Status& status) {
+  auto& st = self->state;
+  caf::error error = ToError(status);
+  for (auto& [step, promise] : st.sync_waiters) promise.deliver(error);
+  st.sync_waiters.clear();
+}
+
+}  // namespace muster

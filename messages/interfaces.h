@@ -98,8 +98,8 @@ using CoordinatorActor = caf::typed_actor<
     caf::replies_to<proto::CancelBarrierRequest>::with<proto::CancelBarrierResponse>,
     // Every open barrier with the tasks it still waits for.
     caf::replies_to<proto::GetBarriersRequest>::with<proto::GetBarriersResponse>,
-    // The open instance of one barrier. Possible errors: InvalidArgument (empty or too long
-    // id), NotFound (no open instance).
+    // The open instance of one barrier. Possible errors: InvalidArgument (empty id), NotFound
+    // (no open instance).
     caf::replies_to<proto::GetBarrierProgressRequest>::with<proto::GetBarrierProgressResponse>,
     // One task learns of a coming preemption; every task is told and gets the step at which
     // all stop. Possible errors: InvalidArgument (unknown task, reason too long),

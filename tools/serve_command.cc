@@ -65,6 +65,13 @@ ABSL_FLAG(int64_t, max_barrier_id_size, 0, "The longest barrier id, in bytes (0:
 ABSL_FLAG(int64_t, max_barrier_ids, 0,
           "The most distinct barrier ids the leader keeps (0: 100,000); a new id beyond them is "
           "refused with RESOURCE_EXHAUSTED");
+ABSL_FLAG(absl::Duration, stuck_after, absl::ZeroDuration(),
+          "A task whose reported step has not advanced for this long, while a task of its job "
+          "with a higher step advanced, is stuck: it fails with DEADLINE_EXCEEDED and the "
+          "policy decides (0: off)");
+ABSL_FLAG(int64_t, max_step_lag, 0,
+          "A task whose reported step is more than this many steps behind its job's median is "
+          "stuck (0: off)");
 ABSL_FLAG(std::string, policy, "",
           "What a task failure does: fate-sharing (tell every task), job-scoped (tell the "
           "task's job), recoverable (tolerate failures of the --recoverable-job jobs). Default: "
@@ -129,7 +136,8 @@ absl::Status SetTimeouts(proto::CoordinationServiceConfig* config) {
   auto shutdown =
       Millis(absl::GetFlag(FLAGS_shutdown_barrier_timeout), "--shutdown-barrier-timeout");
   auto grace = Millis(absl::GetFlag(FLAGS_connection_loss_grace), "--connection-loss-grace");
-  for (const auto* ms : {&reg, &shutdown, &grace}) {
+  auto stuck = Millis(absl::GetFlag(FLAGS_stuck_after), "--stuck-after");
+  for (const auto* ms : {&reg, &shutdown, &grace, &stuck}) {
     if (!ms->ok()) return ms->status();
   }
   bool with_barrier = absl::GetFlag(FLAGS_register_with_barrier);
@@ -137,6 +145,7 @@ absl::Status SetTimeouts(proto::CoordinationServiceConfig* config) {
   config->set_cluster_register_timeout_in_ms(*reg);
   config->set_shutdown_barrier_timeout_in_ms(*shutdown);
   config->set_connection_loss_grace_period_in_ms(*grace);
+  config->set_stuck_after_ms(*stuck);
   return absl::OkStatus();
 }
 
@@ -174,7 +183,9 @@ const CommandSpec& ServeSpec() {
                 "max_store_size",
                 "max_directories",
                 "max_barrier_id_size",
-                "max_barrier_ids"},
+                "max_barrier_ids",
+                "stuck_after",
+                "max_step_lag"},
       .repeated = {"job", "recoverable_job"},
   };
   return spec;
@@ -200,7 +211,8 @@ absl::StatusOr<CoordinatorOptions> ServeOptionsFromFlags() {
         {"--max-store-size", absl::GetFlag(FLAGS_max_store_size)},
         {"--max-directories", absl::GetFlag(FLAGS_max_directories)},
         {"--max-barrier-id-size", absl::GetFlag(FLAGS_max_barrier_id_size)},
-        {"--max-barrier-ids", absl::GetFlag(FLAGS_max_barrier_ids)}}) {
+        {"--max-barrier-ids", absl::GetFlag(FLAGS_max_barrier_ids)},
+        {"--max-step-lag", absl::GetFlag(FLAGS_max_step_lag)}}) {
     if (value < 0) return absl::InvalidArgumentError(absl::StrCat(flag, " may not be negative"));
   }
   options.config.set_max_value_bytes(absl::GetFlag(FLAGS_max_value_size));
@@ -210,6 +222,7 @@ absl::StatusOr<CoordinatorOptions> ServeOptionsFromFlags() {
   options.config.set_max_directories(absl::GetFlag(FLAGS_max_directories));
   options.config.set_max_barrier_id_bytes(absl::GetFlag(FLAGS_max_barrier_id_size));
   options.config.set_max_barrier_ids(absl::GetFlag(FLAGS_max_barrier_ids));
+  options.config.set_max_step_lag(absl::GetFlag(FLAGS_max_step_lag));
   int32_t port = absl::GetFlag(FLAGS_port);
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError("--port must be from 0 to 65535 (0: any free port)");

@@ -41,11 +41,30 @@ std::string Age(int64_t ms) {
   return absl::StrFormat("%.1fs ago", static_cast<double>(ms) / 1000.0);
 }
 
+std::string Seconds(int64_t ms) {
+  return absl::StrFormat("%.1fs", static_cast<double>(ms) / 1000.0);
+}
+
+// The last heartbeat; a task that registered a moment ago has none yet.
+std::string Heartbeat(const proto::CoordinatedTaskStateInfo& info) {
+  if (info.last_heartbeat_age_ms() >= 0 || info.connected_age_ms() < 0) {
+    return Age(info.last_heartbeat_age_ms());
+  }
+  return absl::StrCat("none yet (registered ", Seconds(info.connected_age_ms()), " ago)");
+}
+
+// The last reported step and how long ago it changed; "-" when the task reports none.
+std::string Step(const proto::CoordinatedTaskStateInfo& info) {
+  if (!info.has_step()) return "-";
+  return absl::StrCat(info.step(), " (for ", Seconds(std::max<int64_t>(0, info.step_age_ms())),
+                      ")");
+}
+
 std::string TaskTable(const StatusReport& report) {
-  std::vector<Row> rows = {{"TASK", "STATE", "INCARNATION", "HEARTBEAT", "ERROR"}};
+  std::vector<Row> rows = {{"TASK", "STATE", "INCARNATION", "HEARTBEAT", "STEP", "ERROR"}};
   for (const auto& info : report.tasks()) {
     rows.push_back({TaskName(info.task()), StateName(info.state()),
-                    FormatIncarnation(info.incarnation()), Age(info.last_heartbeat_age_ms()),
+                    FormatIncarnation(info.incarnation()), Heartbeat(info), Step(info),
                     FormatTaskError(info)});
   }
   return absl::StrCat("TASKS (", report.tasks_size(), ")\n", Table(rows));
@@ -54,12 +73,14 @@ std::string TaskTable(const StatusReport& report) {
 std::string BarrierTable(const StatusReport& report) {
   std::string title = absl::StrCat("\nOPEN BARRIERS (", report.barriers_size(), ")\n");
   if (report.barriers().empty()) return absl::StrCat(title, "none\n");
-  std::vector<Row> rows = {{"BARRIER", "ARRIVED", "DEADLINE", "STARTED BY", "WAITING FOR"}};
+  std::vector<Row> rows = {
+      {"BARRIER", "ARRIVED", "WAITED", "DEADLINE", "STARTED BY", "WAITING FOR"}};
   for (const auto& barrier : report.barriers()) {
     std::vector<proto::CoordinatedTask> waiting(barrier.waiting_for().begin(),
                                                 barrier.waiting_for().end());
     rows.push_back({absl::StrCat(barrier.barrier_id(), "::", barrier.counter()),
                     absl::StrCat(barrier.arrived(), "/", barrier.total()),
+                    Seconds(barrier.waited_ms()),
                     absl::StrFormat("in %.1fs", barrier.deadline_in_ms() / 1000.0),
                     TaskName(barrier.first_task()), SummarizeTasks(waiting)});
   }

@@ -73,9 +73,10 @@ void StartProgressChecks(CoordinatorPointer self) {
   auto& st = self->state;
   st.progress.set_policy(StuckPolicy::FromConfig(st.options.config));
   if (!st.progress.policy().enabled()) return;
-  caf::timespan period = std::chrono::seconds(1);
+  // A stuck task is found at most a period after its stuck_after has passed.
+  caf::timespan period = std::chrono::milliseconds(250);
   if (st.progress.policy().stuck_after.count() > 0) {
-    period = std::clamp<caf::timespan>(st.progress.policy().stuck_after / 4,
+    period = std::clamp<caf::timespan>(st.progress.policy().stuck_after / 8,
                                        std::chrono::milliseconds(50), period);
   }
   st.progress_check_period = period;
@@ -84,13 +85,21 @@ void StartProgressChecks(CoordinatorPointer self) {
 
 void CheckProgress(CoordinatorPointer self) {
   auto& st = self->state;
-  if (self->current_sender() != nullptr && self->current_sender() != self->ctrl()) return;
+  // Only the coordinator's own timer: another sender would start a second timer chain.
+  if (self->current_sender() != self->ctrl() || st.progress_check_period.count() <= 0) return;
   for (const proto::TaskStuck& stuck : st.progress.FindStuck(self->clock().now())) {
     auto it = st.tasks.find(TaskName(stuck.task()));
     const proto::CoordinatedTaskStateInfo* info = st.view.Find(stuck.task());
     if (it == st.tasks.end() || info == nullptr) continue;
-    self->send(it->second.actor, stuck_atom::value, info->incarnation(),
-               ToError(StuckTaskError(stuck)));
+    absl::Status error = StuckTaskError(stuck);
+    // The stuck task hears it first, with the same report as the others (its error callback
+    // fires even if the policy tells nobody else).
+    if (it->second.agent) {
+      proto::ReportErrorToTaskRequest report;
+      SetStatusFields(error, &report);
+      self->send(it->second.agent, report);
+    }
+    self->send(it->second.actor, stuck_atom::value, info->incarnation(), ToError(error));
   }
   self->delayed_send(self, st.progress_check_period, progress_check_atom::value);
 }

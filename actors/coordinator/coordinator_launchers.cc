@@ -74,6 +74,7 @@ void StartNewRound(CoordinatorPointer self) {
   auto& st = self->state;
   ++st.round;
   st.cluster_error.reset();
+  st.preemption.reset();  // the new round's tasks start from step 0 again
   for (auto& [name, slot] : st.tasks) {
     ++slot.generation;
     self->send(slot.actor, disconnect_atom::value);

@@ -21,9 +21,8 @@ int64_t Millis(caf::timespan span) {
 int64_t Median(const std::vector<int64_t>& steps) {
   size_t n = steps.size();
   if (n % 2 == 1) return steps[n / 2];
-  int64_t a = steps[n / 2 - 1];
-  int64_t b = steps[n / 2];
-  return a + (b - a) / 2;
+  __int128 sum = static_cast<__int128>(steps[n / 2 - 1]) + steps[n / 2];
+  return static_cast<int64_t>(sum >= 0 ? sum / 2 : (sum - 1) / 2);  // rounded down
 }
 
 }  // namespace
@@ -98,8 +97,8 @@ void ProgressTracker::FindStuckInJob(const std::vector<uint32_t>& job, TimePoint
     proto::TaskStuck::Reason reason = proto::TaskStuck::REASON_UNSPECIFIED;
     if (stall_rule && stalled >= policy_.stuck_after && others_advance) {
       reason = proto::TaskStuck::STALLED;
-    } else if (policy_.max_step_lag > 0 && entry.step < median &&
-               median - entry.step > policy_.max_step_lag) {
+    } else if (policy_.max_step_lag > 0 &&
+               static_cast<__int128>(median) - entry.step > policy_.max_step_lag) {
       reason = proto::TaskStuck::LAGGING;
     }
     if (reason == proto::TaskStuck::REASON_UNSPECIFIED) continue;
@@ -117,9 +116,9 @@ void ProgressTracker::FindStuckInJob(const std::vector<uint32_t>& job, TimePoint
 
 absl::Status StuckTaskError(const proto::TaskStuck& stuck) {
   std::string name = TaskNameForMessage(stuck.task());
-  std::string others = absl::StrCat("the other tasks of job ", stuck.task().job_name(),
-                                    " are at steps ", stuck.min_other_step(), " to ",
-                                    stuck.max_other_step(), ", median ", stuck.median_step());
+  std::string others = absl::StrCat(
+      "the other tasks of job ", stuck.task().job_name(), " are at steps ", stuck.min_other_step(),
+      " to ", stuck.max_other_step(), " (job median ", stuck.median_step(), ")");
   std::string stalled = absl::FormatDuration(absl::Milliseconds(stuck.stalled_for_ms()));
   std::string message =
       stuck.reason() == proto::TaskStuck::LAGGING

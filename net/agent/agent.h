@@ -241,8 +241,9 @@ class Agent {
   // task (the highest step any live task had reached when the notice arrived, plus one), once a
   // preemption was notified; false otherwise. Also reports the step (as ReportProgress). Cheap
   // until a notice arrives; after it, a call for a step beyond this task's answered step waits
-  // until the leader sent the sync step. Possible errors: FailedPrecondition / Cancelled (the
-  // agent failed or shut down while waiting for the sync step).
+  // until the leader sent the sync step. Possible errors: FailedPrecondition (the agent is not
+  // running), Cancelled (Shutdown while waiting), or the error that put the agent in ERROR
+  // while it waited (e.g. Unavailable: the leader was lost).
   absl::StatusOr<bool> ReachedSyncPoint(int64_t step);
 
   // The connected tasks among `tasks`, agreed by every caller of the same set.

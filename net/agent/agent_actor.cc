@@ -190,7 +190,10 @@ void OnPushedError(AgentPointer self, const proto::ReportErrorToTaskRequest& rep
   absl::Status status(static_cast<absl::StatusCode>(code),
                       absl::StrCat("Error reported from ", TaskName(payload.source_task()), ": ",
                                    report.error_message()));
-  SetError(self, MakeCoordinationError(status, payload.source_task(), payload.is_reported_error()));
+  status = MakeCoordinationError(status, payload.source_task(), payload.is_reported_error());
+  // A stuck task's report keeps its TaskStuck (callers tell it from other errors by it).
+  if (payload.has_stuck()) status = MakeStuckTaskError(status, payload.stuck());
+  SetError(self, status);
 }
 
 }  // namespace
@@ -302,6 +305,7 @@ caf::result<proto::ResetTaskResponse> Reset(AgentPointer self) {
         if (result.ok() || result.status().code() == absl::StatusCode::kFailedPrecondition) {
           self->state.state = AgentState::kDisconnected;
           self->state.registered = false;
+          ForgetPreemption(self);  // a registration learns the leader's protocol again
         }
       });
 }

@@ -52,10 +52,11 @@ caf::result<bool> ReachedSyncPoint(AgentPointer self, int64_t step) {
   if (st.sync_step) return step == *st.sync_step;
   if (!st.preemption || (st.answered_step && step <= *st.answered_step)) return false;
   if (st.state != AgentState::kRunning) {
-    return ToError(absl::FailedPreconditionError(
-        absl::StrCat("ReachedSyncPoint(", step, ") of ", TaskName(st.config.task),
-                     " waits for the leader's sync step, but the agent is ",
-                     AgentStateName(st.state), ": ", StatusText(st.error))));
+    return ToError(absl::FailedPreconditionError(absl::StrCat(
+        "ReachedSyncPoint(", step, ") of ", TaskName(st.config.task),
+        " would wait for the leader's sync step, but the agent is ", AgentStateName(st.state),
+        st.state == AgentState::kError ? absl::StrCat(": ", StatusText(st.error)) : "",
+        "; connect (or reset) it first")));
   }
   auto promise = self->make_response_promise<bool>();
   st.sync_waiters.emplace_back(step, promise);
@@ -69,6 +70,14 @@ caf::result<proto::NotifyPreemptionResponse> NotifyPreemption(
   *request.mutable_source_task() = st.config.task;
   return Forward<proto::NotifyPreemptionResponse>(self, request,
                                                   caf::duration{st.config.rpc_timeout});
+}
+
+void ForgetPreemption(AgentPointer self) {
+  auto& st = self->state;
+  st.preemption.reset();
+  st.answered_step.reset();
+  st.sync_step.reset();
+  st.config.progress->preempting.store(false);
 }
 
 void FailSyncWaiters(AgentPointer self, const absl::Status& status) {

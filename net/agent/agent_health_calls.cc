@@ -16,8 +16,8 @@ std::string BarrierProgressText(const proto::BarrierInfo& info) {
   std::vector<proto::CoordinatedTask> missing(info.waiting_for().begin(), info.waiting_for().end());
   return absl::StrCat("barrier ", info.barrier_id(), ": ", info.arrived(), "/", info.total(),
                       " arrived after ",
-                      absl::FormatDuration(absl::Seconds(info.waited_ms() / 1000)), "; missing ",
-                      SummarizeTasks(missing));
+                      absl::FormatDuration(absl::Milliseconds(info.waited_ms() / 100 * 100)),
+                      "; missing ", SummarizeTasks(missing));
 }
 
 void Agent::ReportProgress(int64_t step) {

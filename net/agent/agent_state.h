@@ -184,5 +184,7 @@ caf::result<proto::NotifyPreemptionResponse> NotifyPreemption(
     AgentPointer self, proto::NotifyPreemptionRequest request);
 // Fails the ReachedSyncPoint calls waiting for the sync step (the agent failed or left).
 void FailSyncWaiters(AgentPointer self, const absl::Status& status);
+// Forgets the notice and sync step (Reset: the next registration brings them again).
+void ForgetPreemption(AgentPointer self);
 
 }  // namespace muster

@@ -80,8 +80,9 @@ TEST_F(MusterBarrierTest, OpenBarrier_StatusListsTheTasksItWaitsFor) {
   Result status = RunMuster({"status", leader_.leader_flag()});
   EXPECT_EQ(status.code, 0) << status.output;
   EXPECT_THAT(status.output, HasSubstr("OPEN BARRIERS (1)"));
-  EXPECT_THAT(status.output,
-              ContainsRegex("init::0 +1/3 +in [0-9.]+s +/job:worker/task:0 +worker/\\[1-2\\]"));
+  EXPECT_THAT(
+      status.output,
+      ContainsRegex("init::0 +1/3 +[0-9.]+s +in [0-9.]+s +/job:worker/task:0 +worker/\\[1-2\\]"));
 }
 
 TEST_F(MusterBarrierTest, LeaderStops_TheWaitingCallGetsAborted) {

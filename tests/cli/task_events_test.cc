@@ -13,6 +13,7 @@
 namespace muster::cli {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
@@ -137,6 +138,7 @@ StatusReport ReportWithBarrier() {
   *barrier->mutable_first_task() = MakeTask("worker", 0);
   barrier->set_arrived(1);
   barrier->set_total(4);
+  barrier->set_waited_ms(12'300);
   for (int task : {1, 2, 3}) *barrier->add_waiting_for() = MakeTask("worker", task);
   return report;
 }
@@ -145,7 +147,24 @@ TEST(StatusReportTest, Table_ShowsTasksAndWhatBarriersWaitFor) {
   std::string table = RenderStatusTable(ReportWithBarrier());
   EXPECT_THAT(table, HasSubstr("/job:worker/task:0  CONNECTED  0x00000000000000ab  1.5s ago"));
   EXPECT_THAT(table, HasSubstr("OPEN BARRIERS (1)"));
-  EXPECT_THAT(table, HasSubstr("init::2  1/4      in 9.5s   /job:worker/task:0  worker/[1-3]"));
+  EXPECT_THAT(table,
+              HasSubstr("init::2  1/4      12.3s   in 9.5s   /job:worker/task:0  worker/[1-3]"));
+}
+
+TEST(StatusReportTest, Table_ShowsStepsAndTasksThatHaveNotBeatenYet) {
+  StatusReport report = ReportWithBarrier();
+  report.mutable_tasks(0)->set_step(41);
+  report.mutable_tasks(0)->set_step_age_ms(2500);
+  *report.add_tasks() = State(1, proto::TASKSTATE_CONNECTED, 0xcd);
+  report.mutable_tasks(1)->set_last_heartbeat_age_ms(-1);
+  report.mutable_tasks(1)->set_connected_age_ms(300);
+  *report.add_tasks() = State(2, proto::TASKSTATE_DISCONNECTED, 0);
+  report.mutable_tasks(2)->set_last_heartbeat_age_ms(-1);
+  report.mutable_tasks(2)->set_connected_age_ms(-1);
+  std::string table = RenderStatusTable(report);
+  EXPECT_THAT(table, ContainsRegex("1\\.5s ago +41 \\(for 2\\.5s\\)"));
+  EXPECT_THAT(table, HasSubstr("none yet (registered 0.3s ago)  -"));
+  EXPECT_THAT(table, ContainsRegex("/job:worker/task:2 +DISCONNECTED +- +never +-"));
 }
 
 TEST(StatusReportTest, Json_RoundTripsThroughTheProto) {

@@ -21,6 +21,8 @@ ABSL_FLAG(bool, register_barrier, false, "registration waits for every task");
 ABSL_FLAG(int64_t, register_timeout_ms, 60'000, "register barrier timeout");
 ABSL_FLAG(int64_t, shutdown_barrier_timeout_ms, 0, "shutdown barrier timeout (0: none)");
 ABSL_FLAG(std::vector<std::string>, recoverable_jobs, {}, "recoverable jobs");
+ABSL_FLAG(int64_t, stuck_after_ms, 0, "stuck rule: no step advance for this long (0: off)");
+ABSL_FLAG(int64_t, max_step_lag, 0, "stuck rule: steps behind the median (0: off)");
 ABSL_FLAG(int64_t, max_frame_bytes, muster::WireLimits{}.max_frame_bytes, "frame size limit");
 ABSL_FLAG(int64_t, handshake_timeout_ms, muster::WireLimits{}.handshake_timeout_ms,
           "handshake deadline of accepted connections");
@@ -42,6 +44,8 @@ int main(int argc, char** argv) {
   config.set_cluster_register_timeout_in_ms(absl::GetFlag(FLAGS_register_timeout_ms));
   config.set_shutdown_barrier_timeout_in_ms(absl::GetFlag(FLAGS_shutdown_barrier_timeout_ms));
   for (const auto& job : absl::GetFlag(FLAGS_recoverable_jobs)) config.add_recoverable_jobs(job);
+  config.set_stuck_after_ms(absl::GetFlag(FLAGS_stuck_after_ms));
+  config.set_max_step_lag(absl::GetFlag(FLAGS_max_step_lag));
 
   sigset_t signals;
   sigemptyset(&signals);

@@ -368,6 +368,29 @@ TEST_F(BarrierRegistryTest, GetBarriers_ListsOpenInstancesOnly) {
   EXPECT_EQ(response->barriers(1).waiting_for_size(), 2);
 }
 
+TEST_F(BarrierRegistryTest, GetBarriers_WaitedMsGrowsWithSimulatedTimeFromTheFirstCall) {
+  auto stand_in = StandIn(Cluster(3));
+  AdvanceTime(7s);  // time before the first call does not count
+  Arrive(stand_in, Barrier("b", Worker(0), 0, 10s));
+  auto info = [&]() -> proto::BarrierInfo {
+    auto response = Call<proto::GetBarriersResponse>(stand_in, proto::GetBarriersRequest());
+    EXPECT_THAT(response, IsOk());
+    if (!response.ok() || response->barriers_size() != 1) return proto::BarrierInfo();
+    return response->barriers(0);
+  };
+  EXPECT_EQ(info().waited_ms(), 0);
+  AdvanceTime(1500ms);
+  EXPECT_EQ(info().waited_ms(), 1500);
+  Arrive(stand_in, Barrier("b", Worker(1), 0, 10s));  // a later arrival does not restart it
+  AdvanceTime(2500ms);
+  proto::BarrierInfo later = info();
+  EXPECT_EQ(later.waited_ms(), 4000);
+  EXPECT_EQ(later.deadline_in_ms(), 6000);
+  EXPECT_EQ(later.arrived(), 2);
+  AdvanceTime(5999ms);
+  EXPECT_EQ(info().waited_ms(), 9999);
+}
+
 TEST_F(BarrierRegistryTest, GetBarriers_NoOpenBarrier_Empty) {
   auto stand_in = StandIn(Cluster(1));
   auto response = Call<proto::GetBarriersResponse>(stand_in, proto::GetBarriersRequest());

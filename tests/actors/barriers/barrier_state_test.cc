@@ -323,6 +323,16 @@ TEST(BarrierStateTest, Info_Open_ListsWaitingTasksUntilFinished) {
   EXPECT_FALSE(state.Info(kStart).has_value());
 }
 
+TEST(BarrierStateTest, Info_WaitedMs_SinceTheFirstCallAndDeadlineAddUpToTheTimeout) {
+  BarrierState state = MakeState(3, 3);
+  EXPECT_EQ(state.Info(kStart)->waited_ms(), 0);
+  std::optional<proto::BarrierInfo> info = state.Info(kStart + 2500ms);
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->waited_ms(), 2500);
+  EXPECT_EQ(info->deadline_in_ms(), 7500);
+  EXPECT_EQ(state.Info(kStart + 9999ms)->waited_ms(), 9999);
+}
+
 TEST(BarrierErrorsTest, CounterMismatchWithoutInstance_PayloadMinusOne) {
   absl::Status status = BarrierCounterMismatchError("b", 3, -1, Worker(0));
   EXPECT_THAT(status, StatusIs(absl::StatusCode::kInternal,

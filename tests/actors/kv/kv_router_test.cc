@@ -4,6 +4,7 @@
 #include "muster/actors/kv/kv_router.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <absl/strings/str_cat.h>
@@ -25,11 +26,14 @@ using ::muster::testing::GetRequest;
 using ::muster::testing::InsertRequest;
 using ::muster::testing::IsOk;
 using ::muster::testing::Keys;
+using ::muster::testing::ReduceRequest;
 using ::muster::testing::SpawnGetter;
 using ::muster::testing::SpawnWatcher;
 using ::muster::testing::StatusIs;
 using ::muster::testing::TryGetRequest;
+using ::muster::testing::WaitForKeysRequest;
 using ::muster::testing::WatchRequest;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -117,6 +121,67 @@ TEST_F(KvRouterTest, Route_GetWithNegativeOrHugeTimeout_InvalidArgumentNothingSp
     get.set_timeout_in_ms(timeout);
     EXPECT_THAT(router.Route(get).status(), IsOk());
   }
+}
+
+TEST_F(KvRouterTest, Route_ReduceOrWaitForKeysOfTheRoot_InvalidArgumentNothingSpawned) {
+  KvRouter router(KvLimits(), Spawner());
+  for (const char* root : {"", "/", "///"}) {
+    proto::ReduceKeyValueDirRequest reduce = ReduceRequest(root, proto::REDUCE_SUM);
+    EXPECT_THAT(router.Route(reduce).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("ReduceKeyValueDir of the root: name a directory")))
+        << "\"" << root << "\"";
+    proto::WaitForKeysRequest wait = WaitForKeysRequest(root, 1);
+    EXPECT_THAT(router.Route(wait).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("WaitForKeys of the root: name a directory")))
+        << "\"" << root << "\"";
+  }
+  EXPECT_THAT(spawned_, IsEmpty());
+}
+
+TEST_F(KvRouterTest, Route_WaitForKeysCountOutOfRange_InvalidArgumentNothingSpawned) {
+  KvLimits limits;
+  limits.max_keys_per_directory = 8;
+  KvRouter router(limits, Spawner());
+  for (int64_t count : {int64_t{0}, int64_t{-1}, int64_t{9}}) {
+    proto::WaitForKeysRequest wait = WaitForKeysRequest("ranks", count);
+    EXPECT_THAT(router.Route(wait).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr(absl::StrCat("asks for ", count, " keys")),
+                               HasSubstr("give 1 to 8"))));
+  }
+  EXPECT_THAT(spawned_, IsEmpty());
+  proto::WaitForKeysRequest most = WaitForKeysRequest("ranks", 8);
+  EXPECT_THAT(router.Route(most).status(), IsOk());
+  EXPECT_THAT(spawned_, ElementsAre("ranks"));
+}
+
+TEST_F(KvRouterTest, Route_WaitForKeysNegativeOrHugeTimeout_InvalidArgumentNothingSpawned) {
+  KvRouter router(KvLimits(), Spawner());
+  for (int64_t timeout : {int64_t{-1}, kMaxGetTimeoutMs + 1}) {
+    proto::WaitForKeysRequest wait = WaitForKeysRequest("ranks", 1, timeout);
+    EXPECT_THAT(router.Route(wait).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr(absl::StrCat("a timeout of ", timeout, " ms"))));
+  }
+  EXPECT_THAT(spawned_, IsEmpty());
+  for (int64_t timeout : {int64_t{0}, kMaxGetTimeoutMs}) {
+    proto::WaitForKeysRequest wait = WaitForKeysRequest("ranks", 1, timeout);
+    EXPECT_THAT(router.Route(wait).status(), IsOk());
+  }
+  EXPECT_THAT(spawned_, ElementsAre("ranks"));
+}
+
+TEST_F(KvRouterTest, Route_ReduceAndWaitForKeys_NormaliseTheDirectoryInPlace) {
+  KvRouter router(KvLimits(), Spawner());
+  proto::ReduceKeyValueDirRequest reduce = ReduceRequest("//steps//job/", proto::REDUCE_MAX);
+  proto::WaitForKeysRequest wait = WaitForKeysRequest("/ranks///a/", 2);
+  ASSERT_THAT(router.Route(reduce).status(), IsOk());
+  ASSERT_THAT(router.Route(wait).status(), IsOk());
+  EXPECT_EQ(reduce.directory_key(), "steps/job");
+  EXPECT_EQ(wait.directory_key(), "ranks/a");
+  EXPECT_THAT(spawned_, ElementsAre("steps", "ranks"));
 }
 
 TEST_F(KvRouterTest, Route_OneDirectoryMoreThanTheLimit_ResourceExhaustedOthersServed) {
@@ -315,6 +380,50 @@ TEST_F(KvRouterTest, RoutedWatch_UnnormalisedDirectory_SeesChangesUnderIt) {
   ASSERT_EQ(log->size(), 1u);
   EXPECT_EQ(log->at(0).key(), "nccl/id/0");
   EXPECT_EQ(log->at(0).watched_key(), "nccl");
+}
+
+TEST_F(KvRouterTest, RoutedReduceOrWaitForKeysOfTheRoot_InvalidArgumentNothingSpawned) {
+  auto router = SpawnRouter();
+  EXPECT_THAT(
+      Call<proto::ReduceKeyValueDirResponse>(router, ReduceRequest("/", proto::REDUCE_MAX)),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("ReduceKeyValueDir of the root")));
+  EXPECT_THAT(Call<proto::WaitForKeysResponse>(router, WaitForKeysRequest("", 1)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("WaitForKeys of the root")));
+  EXPECT_THAT(Call<proto::WaitForKeysResponse>(router, WaitForKeysRequest("ranks", 0)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("asks for 0 keys")));
+  EXPECT_THAT(Call<proto::WaitForKeysResponse>(router, WaitForKeysRequest("ranks", 1, -5)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("a timeout of -5 ms")));
+  EXPECT_THAT(spawned_, IsEmpty());
+}
+
+TEST_F(KvRouterTest, RoutedWaitForKeys_UnnormalisedDirectory_AnsweredByRoutedInserts) {
+  auto router = SpawnRouter();
+  auto reply = Send<proto::WaitForKeysResponse>(router, WaitForKeysRequest("//ranks/", 2));
+  Insert(router, "ranks/1");
+  EXPECT_FALSE(reply->has_value());
+  Insert(router, "rank/0");  // another directory
+  EXPECT_FALSE(reply->has_value());
+  Insert(router, "//ranks//0");
+  ASSERT_TRUE(reply->has_value());
+  ASSERT_THAT(**reply, IsOk());
+  EXPECT_EQ((*reply)->value().directory_key(), "ranks");
+  EXPECT_THAT(Keys((*reply)->value()), ElementsAre("ranks/0", "ranks/1"));
+}
+
+TEST_F(KvRouterTest, RoutedReduce_SumOfANestedDirectory) {
+  auto router = SpawnRouter();
+  for (auto [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"steps/job/0", "10"}, {"steps/job/1", "32"}, {"steps/other", "1000"}}) {
+    ASSERT_THAT(Call<proto::InsertKeyValueResponse>(router, InsertRequest(key, value)), IsOk());
+  }
+  auto reply = Call<proto::ReduceKeyValueDirResponse>(
+      router, ReduceRequest("/steps//job", proto::REDUCE_SUM));
+  ASSERT_THAT(reply, IsOk());
+  EXPECT_EQ(reply->value(), 42);
+  EXPECT_EQ(reply->count(), 2);
+  EXPECT_THAT(
+      Call<proto::ReduceKeyValueDirResponse>(router, ReduceRequest("nothing", proto::REDUCE_SUM)),
+      StatusIs(absl::StatusCode::kNotFound, HasSubstr("no keys under nothing")));
 }
 
 TEST_F(KvRouterTest, Cancel_UnnormalisedKeyFromRequester_CancelsItsRoutedGet) {

@@ -89,6 +89,30 @@ inline proto::StopWatchKeyRequest StopWatchRequest(const std::string& key) {
   return request;
 }
 
+inline proto::WaitForKeysRequest WaitForKeysRequest(const std::string& directory, int64_t count,
+                                                    int64_t timeout_ms = 0) {
+  proto::WaitForKeysRequest request;
+  request.set_directory_key(directory);
+  request.set_count(count);
+  request.set_timeout_in_ms(timeout_ms);
+  return request;
+}
+
+inline proto::ReduceKeyValueDirRequest ReduceRequest(const std::string& directory,
+                                                     proto::ReduceOp op) {
+  proto::ReduceKeyValueDirRequest request;
+  request.set_directory_key(directory);
+  request.set_op(op);
+  return request;
+}
+
+// The keys of a WaitForKeys answer, in order.
+inline std::vector<std::string> Keys(const proto::WaitForKeysResponse& response) {
+  std::vector<std::string> keys;
+  for (const auto& entry : response.kv()) keys.push_back(entry.key());
+  return keys;
+}
+
 // The keys of a directory listing, in order.
 inline std::vector<std::string> Keys(const proto::GetKeyValueDirResponse& response) {
   std::vector<std::string> keys;

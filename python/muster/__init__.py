@@ -18,16 +18,19 @@ from ._agent import Agent, launch_identity
 from ._errors import (AbortedError, AlreadyExistsError, CancelledError, DataLossError,
                       DeadlineExceededError, Error, FailedPreconditionError, InternalError,
                       InvalidArgumentError, NotFoundError, OutOfRangeError,
-                      PermissionDeniedError, ResourceExhaustedError, UnauthenticatedError,
-                      UnavailableError, UnimplementedError, UnknownError)
+                      PermissionDeniedError, ResourceExhaustedError, StuckTaskError,
+                      UnauthenticatedError, UnavailableError, UnimplementedError, UnknownError)
+from ._health import (PreemptionNotice, SignalHandlers, barrier_progress_text,
+                      notify_preemption_on_signal)
 from ._leader import Leader
 
 __all__ = [
-    "Agent", "Leader", "launch_identity", "Error", "AbortedError", "AlreadyExistsError",
-    "CancelledError", "DataLossError", "DeadlineExceededError", "FailedPreconditionError",
-    "InternalError", "InvalidArgumentError", "NotFoundError", "OutOfRangeError",
-    "PermissionDeniedError", "ResourceExhaustedError", "UnauthenticatedError",
-    "UnavailableError", "UnimplementedError", "UnknownError",
+    "Agent", "Leader", "launch_identity", "PreemptionNotice", "SignalHandlers",
+    "barrier_progress_text", "notify_preemption_on_signal", "Error", "AbortedError",
+    "AlreadyExistsError", "CancelledError", "DataLossError", "DeadlineExceededError",
+    "FailedPreconditionError", "InternalError", "InvalidArgumentError", "NotFoundError",
+    "OutOfRangeError", "PermissionDeniedError", "ResourceExhaustedError", "StuckTaskError",
+    "UnauthenticatedError", "UnavailableError", "UnimplementedError", "UnknownError",
 ]
 
 # Callbacks and futures run here, never on Muster's own threads.

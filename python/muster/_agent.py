@@ -1,27 +1,20 @@
 """muster.Agent: one task's connection to the leader (the C++ muster::Agent)."""
 
-import datetime
 import os
 from concurrent.futures import Future
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import _errors
+from ._agent_health import HealthCalls
+from ._convert import Duration, seconds
+from ._health import PreemptionNotice, log_barrier_progress
 from ._muster import Agent as _CoreAgent
 
-Duration = Union[float, int, datetime.timedelta, None]
 Value = Union[str, bytes, bytearray, memoryview]
 Task = Union[int, Tuple[str, int]]
-
-
-def seconds(duration: Duration) -> Optional[float]:
-    """A duration in seconds (float) from seconds or a timedelta; None stays None (no limit)."""
-    if duration is None:
-        return None
-    if isinstance(duration, datetime.timedelta):
-        return duration.total_seconds()
-    if isinstance(duration, bool) or not isinstance(duration, (int, float)):
-        raise TypeError(f"a duration is seconds (float) or a datetime.timedelta, not {duration!r}")
-    return float(duration)
+# The default period of wait_at_barrier's progress report when only on_progress is given (the
+# C++ BarrierProgressOptions' default).
+DEFAULT_PROGRESS_EVERY = 10.0
 
 
 def to_bytes(value: Value) -> bytes:
@@ -60,7 +53,7 @@ def launch_identity() -> Optional[Tuple[str, str, int]]:
         raise _errors.InvalidArgumentError(f"MUSTER_TASK={task!r} is not a task id") from None
 
 
-class Agent:
+class Agent(HealthCalls):
     """A task of a Muster job: registers with the leader, heartbeats, and makes every call of
     the coordination service. Methods block (Ctrl-C interrupts them) unless named *_async,
     which return a concurrent.futures.Future. Errors are muster.Error subclasses.
@@ -78,7 +71,12 @@ class Agent:
         shutdown_on_destruction: close() (and garbage collection) leaves the job with
             shutdown(); False: only drop the connection, as a crashed process would.
         on_error: called with the muster.Error when this agent goes to ERROR (another task
-            failed, the leader was lost, ...), on Muster's callback thread.
+            failed, the leader was lost, a task is stuck: StuckTaskError, ...), on Muster's
+            callback thread.
+        on_preemption: called once with a muster.PreemptionNotice (notified_by, deadline,
+            reason) when the leader announces that the job will be preempted (any task's
+            notify_preemption(), this one's too), on Muster's callback thread; then stop at
+            the step where reached_sync_point() returns True.
 
     TLS: set MUSTER_TLS_CERT, MUSTER_TLS_KEY and MUSTER_TLS_CA (see docs/operations.md).
     """
@@ -89,9 +87,16 @@ class Agent:
                  incarnation: int = 0, token: Optional[str] = None,
                  shutdown_on_destruction: bool = True,
                  on_error: Optional[Callable[[_errors.Error], None]] = None,
+                 on_preemption: Optional[Callable[[PreemptionNotice], None]] = None,
                  _exit_code_on_error: int = 0, _exit_prefix: str = "muster"):
         if on_error is not None and not callable(on_error):
             raise TypeError("on_error must be callable")
+        if on_preemption is not None and not callable(on_preemption):
+            raise TypeError("on_preemption must be callable")
+        notice_callback = None
+        if on_preemption is not None:
+            def notice_callback(notified_by: str, deadline: Optional[float], reason: str):
+                on_preemption(PreemptionNotice(notified_by, deadline, reason))
         self._job = job
         self._core = _CoreAgent(
             leader=leader, job=job, task=int(task),
@@ -100,7 +105,8 @@ class Agent:
             shutdown_barrier_timeout=seconds(shutdown_barrier_timeout),
             recoverable=recoverable, incarnation=int(incarnation), token=_read_token(token),
             shutdown_on_destruction=shutdown_on_destruction, on_error=on_error,
-            exit_code_on_error=int(_exit_code_on_error), exit_prefix=_exit_prefix)
+            exit_code_on_error=int(_exit_code_on_error), exit_prefix=_exit_prefix,
+            on_preemption=notice_callback)
 
     @classmethod
     def from_environment(cls, **kwargs) -> "Agent":
@@ -214,7 +220,9 @@ class Agent:
 
     def get_task_state(self, tasks: Iterable[Task]) -> List[Dict]:
         """The leader's view of `tasks` (ints: tasks of this job; or (job, index) pairs): dicts
-        with task, state, error_code, error_message, incarnation, last_heartbeat_age_ms."""
+        with task, state, error_code, error_message, incarnation, last_heartbeat_age_ms,
+        connected_age_ms (-1: not connected), step (the last step the task reported, None
+        when none) and step_age_ms (since that step changed; -1: none)."""
         return self._core.get_task_state(self._tasks(tasks))
 
     def get_task_state_async(self, tasks: Iterable[Task]) -> Future:
@@ -272,24 +280,32 @@ class Agent:
         muster.Error subclass as its exception)."""
         return self._core.get_key_value_dir_async(directory)
 
-    def insert_key_value(self, key: str, value: Value, allow_overwrite: bool = False) -> None:
-        """Sets `key`; raises AlreadyExistsError when it exists and allow_overwrite is False."""
-        self._core.insert_key_value(key, to_bytes(value), allow_overwrite)
+    def insert_key_value(self, key: str, value: Value, allow_overwrite: bool = False, *,
+                         ephemeral: bool = False) -> None:
+        """Sets `key`; raises AlreadyExistsError when it exists and allow_overwrite is False.
+        ephemeral: the key belongs to this task's current incarnation, and the leader deletes
+        it when that ends (shutdown, failure, restart), with a watch event like any delete;
+        raises FailedPreconditionError when this task is not connected. A later write that is
+        not ephemeral makes the key persistent."""
+        self._core.insert_key_value(key, to_bytes(value), allow_overwrite, ephemeral)
 
-    def insert_key_value_async(self, key: str, value: Value,
-                               allow_overwrite: bool = False) -> Future:
+    def insert_key_value_async(self, key: str, value: Value, allow_overwrite: bool = False, *,
+                               ephemeral: bool = False) -> Future:
         """insert_key_value() without blocking: a concurrent.futures.Future of its result (a
         muster.Error subclass as its exception)."""
-        return self._core.insert_key_value_async(key, to_bytes(value), allow_overwrite)
+        return self._core.insert_key_value_async(key, to_bytes(value), allow_overwrite,
+                                                 ephemeral)
 
-    def update_key_value(self, key: str, value: Value) -> None:
-        """Replaces the value of an existing key; raises NotFoundError otherwise."""
-        self._core.update_key_value(key, to_bytes(value))
+    def update_key_value(self, key: str, value: Value, *, ephemeral: bool = False) -> None:
+        """Replaces the value of an existing key; raises NotFoundError otherwise. ephemeral:
+        as in insert_key_value()."""
+        self._core.update_key_value(key, to_bytes(value), ephemeral)
 
-    def update_key_value_async(self, key: str, value: Value) -> Future:
+    def update_key_value_async(self, key: str, value: Value, *,
+                               ephemeral: bool = False) -> Future:
         """update_key_value() without blocking: a concurrent.futures.Future of its result (a
         muster.Error subclass as its exception)."""
-        return self._core.update_key_value_async(key, to_bytes(value))
+        return self._core.update_key_value_async(key, to_bytes(value), ephemeral)
 
     def delete_key_value(self, key: str) -> None:
         """Deletes `key` and every key under it; a missing key is fine."""
@@ -309,19 +325,20 @@ class Agent:
         muster.Error subclass as its exception)."""
         return self._core.increment_key_value_async(key, int(delta))
 
-    def compare_and_swap(self, key: str, expected: Optional[Value],
-                         desired: Value) -> Tuple[bool, Optional[bytes]]:
+    def compare_and_swap(self, key: str, expected: Optional[Value], desired: Value, *,
+                         ephemeral: bool = False) -> Tuple[bool, Optional[bytes]]:
         """Sets `desired` if the value is `expected` (None: if the key is absent).
-        Returns (succeeded, the value after the call or None when absent)."""
+        Returns (succeeded, the value after the call or None when absent). ephemeral: a
+        swap stores an ephemeral key, as insert_key_value(ephemeral=True) does."""
         return self._core.compare_and_swap(
-            key, None if expected is None else to_bytes(expected), to_bytes(desired))
+            key, None if expected is None else to_bytes(expected), to_bytes(desired), ephemeral)
 
-    def compare_and_swap_async(self, key: str, expected: Optional[Value],
-                               desired: Value) -> Future:
+    def compare_and_swap_async(self, key: str, expected: Optional[Value], desired: Value, *,
+                               ephemeral: bool = False) -> Future:
         """compare_and_swap() without blocking: a concurrent.futures.Future of its result (a
         muster.Error subclass as its exception)."""
         return self._core.compare_and_swap_async(
-            key, None if expected is None else to_bytes(expected), to_bytes(desired))
+            key, None if expected is None else to_bytes(expected), to_bytes(desired), ephemeral)
 
     def start_watch_key(self, key: str,
                         callback: Callable[[str, str, Optional[bytes], int], None]) -> None:
@@ -339,18 +356,45 @@ class Agent:
     # Barriers ------------------------------------------------------------------------------
 
     def wait_at_barrier(self, barrier_id: str, timeout: Duration,
-                        tasks: Optional[Sequence[Task]] = None) -> None:
+                        tasks: Optional[Sequence[Task]] = None, *,
+                        progress_every: Duration = None,
+                        on_progress: Optional[Callable[[Dict[str, Any]], None]] = None) -> None:
         """Waits until every task of `tasks` (None: every task of the cluster) arrived at
         `barrier_id`. Raises DeadlineExceededError naming the missing tasks, or the error of a
-        failed participant."""
-        self._core.wait_at_barrier(barrier_id, seconds(timeout), self._tasks(tasks))
+        failed participant.
+
+        Progress: with on_progress and/or progress_every (seconds; default 10 with
+        on_progress), on_progress is called every progress_every while this call waits, with
+        the barrier's get_barrier_progress() dict, on Muster's callback thread (none starts
+        after the wait ended). Without on_progress, each report is an INFO line of
+        muster.barrier_progress_text() on the "muster" logger."""
+        every, report = self._progress(progress_every, on_progress)
+        self._core.wait_at_barrier(barrier_id, seconds(timeout), self._tasks(tasks), every,
+                                   report)
 
     def wait_at_barrier_async(self, barrier_id: str, timeout: Duration,
-                              tasks: Optional[Sequence[Task]] = None) -> Future:
+                              tasks: Optional[Sequence[Task]] = None, *,
+                              progress_every: Duration = None,
+                              on_progress: Optional[Callable[[Dict[str, Any]], None]] = None
+                              ) -> Future:
         """wait_at_barrier() without blocking: a concurrent.futures.Future of its result (a
         muster.Error subclass as its exception)."""
+        every, report = self._progress(progress_every, on_progress)
         return self._core.wait_at_barrier_async(barrier_id, seconds(timeout),
-                                                self._tasks(tasks))
+                                                self._tasks(tasks), every, report)
+
+    @staticmethod
+    def _progress(progress_every: Duration, on_progress: Optional[Callable]):
+        if on_progress is not None and not callable(on_progress):
+            raise TypeError("on_progress must be callable")
+        if progress_every is None and on_progress is None:
+            return None, None
+        every = seconds(progress_every)
+        if every is None:
+            every = DEFAULT_PROGRESS_EVERY
+        if not every > 0:
+            raise ValueError(f"progress_every must be > 0 seconds, not {progress_every!r}")
+        return every, on_progress if on_progress is not None else log_barrier_progress
 
     def cancel_barrier(self, barrier_id: str) -> None:
         """Withdraws this task's arrival at an ongoing barrier (its waiters get CancelledError)."""

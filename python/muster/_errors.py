@@ -1,6 +1,6 @@
 """Muster's exceptions: one class per status code, all subclasses of muster.Error."""
 
-from typing import Dict, Optional, Type
+from typing import Any, Dict, Optional, Type
 
 
 class Error(Exception):
@@ -40,6 +40,36 @@ class InvalidArgumentError(Error, ValueError):
 
 class DeadlineExceededError(Error, TimeoutError):
     code, code_number = "DEADLINE_EXCEEDED", 4
+
+
+class StuckTaskError(DeadlineExceededError):
+    """A task the leader declared stuck (its step stalled, or lagged its job's median): the
+    error the stuck task fails with, and the one the other tasks of a fate-sharing job receive.
+    Raised (and passed to on_error) instead of a plain DeadlineExceededError when the status
+    carries the leader's TaskStuck report.
+
+    Attributes (besides muster.Error's):
+        task: the stuck task, "/job:worker/task:3".
+        step: its last reported step.
+        reason: "stalled" (its step did not advance for stuck_after while the steps of other
+            tasks of its job did) or "lagging" (more than max_step_lag behind the job's median).
+        stalled_for: seconds since its step last changed.
+        min_other_step, max_other_step: the lowest and highest steps of the other reporting
+            tasks of its job.
+        median_step: the median step of its job's reporting tasks.
+    """
+
+    def __init__(self, message: str, source_task: Optional[str] = None, *, task: str = "",
+                 step: int = 0, reason: str = "unspecified", stalled_for: float = 0.0,
+                 min_other_step: int = 0, max_other_step: int = 0, median_step: int = 0):
+        super().__init__(message, source_task)
+        self.task = task
+        self.step = step
+        self.reason = reason
+        self.stalled_for = stalled_for
+        self.min_other_step = min_other_step
+        self.max_other_step = max_other_step
+        self.median_step = median_step
 
 
 class NotFoundError(Error, KeyError):
@@ -105,6 +135,11 @@ _BY_NUMBER: Dict[int, Type[Error]] = {
 CODES: Dict[str, int] = {cls.code: number for number, cls in _BY_NUMBER.items()}
 
 
-def from_status(code: int, message: str, source_task: Optional[str] = None) -> Error:
-    """The exception for a status code (absl numbering) and message."""
+def from_status(code: int, message: str, source_task: Optional[str] = None,
+                stuck: Optional[Dict[str, Any]] = None) -> Error:
+    """The exception for a status code (absl numbering) and message. `stuck`: the leader's
+    report of a stuck task (StuckTaskError's attributes), which makes a DEADLINE_EXCEEDED a
+    StuckTaskError."""
+    if stuck is not None and code == DeadlineExceededError.code_number:
+        return StuckTaskError(message, source_task, **stuck)
     return _BY_NUMBER.get(code, UnknownError)(message, source_task)

@@ -2,7 +2,7 @@
 
 from typing import Dict, Iterable, Optional
 
-from ._agent import Duration, seconds
+from ._convert import Duration, seconds
 from ._muster import Leader as _CoreLeader
 
 
@@ -20,6 +20,13 @@ class Leader:
         recoverable_jobs: jobs whose task failures are tolerated (policy "recoverable").
         policy: "fate-sharing" (default), "job-scoped" or "recoverable".
         token: the job token every other node must present (empty: none).
+        stuck_after: seconds (or a timedelta); a task whose reported step (report_progress,
+            reached_sync_point) has not advanced for this long, while a task of its job with a
+            higher step advanced, is stuck: it fails with muster.StuckTaskError (reason
+            "stalled"), which the policy handles as any failure. None or 0: off. As muster
+            serve --stuck-after.
+        max_step_lag: a task whose step is more than this behind its job's median step is
+            stuck (reason "lagging"). 0: off. As muster serve --max-step-lag.
 
     Usable as a context manager; stop() (or interpreter exit) stops it.
     """
@@ -27,13 +34,15 @@ class Leader:
     def __init__(self, jobs: Dict[str, int], host: str = "127.0.0.1", port: int = 0, *,
                  heartbeat_timeout: Duration = 10.0, register_timeout: Duration = None,
                  shutdown_barrier_timeout: Duration = None,
-                 recoverable_jobs: Iterable[str] = (), policy: str = "", token: str = ""):
+                 recoverable_jobs: Iterable[str] = (), policy: str = "", token: str = "",
+                 stuck_after: Duration = None, max_step_lag: int = 0):
         self._core = _CoreLeader(
             jobs={str(k): int(v) for k, v in dict(jobs).items()}, host=host, port=int(port),
             heartbeat_timeout=seconds(heartbeat_timeout) or 10.0,
             register_timeout=seconds(register_timeout),
             shutdown_barrier_timeout=seconds(shutdown_barrier_timeout),
-            recoverable_jobs=list(recoverable_jobs), policy=policy, token=token)
+            recoverable_jobs=list(recoverable_jobs), policy=policy, token=token,
+            stuck_after=seconds(stuck_after), max_step_lag=int(max_step_lag))
 
     @property
     def address(self) -> str:

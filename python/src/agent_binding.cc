@@ -1,8 +1,10 @@
 // muster._muster.Agent: muster::Agent for Python. Every call is made asynchronously on the
 // agent actor; the blocking form waits for it with the GIL released (Ctrl-C interrupts the wait),
-// the *_async form returns a concurrent.futures.Future. Callbacks (errors, watches) and futures
-// run on the dispatcher's Python thread, never on an actor thread. muster/_agent.py wraps this
-// class with Pythonic arguments and the docstrings.
+// the *_async form returns a concurrent.futures.Future. Callbacks (errors, watches, preemption
+// notices) and futures run on the dispatcher's Python thread, never on an actor thread.
+// muster/_agent.py wraps this class with Pythonic arguments and the docstrings. This file has the
+// lifecycle and key-value calls; agent_health_binding.cc and barrier_progress_binding.cc the
+// job-health calls and barriers.
 #include <pybind11/stl.h>
 
 #include <unistd.h>
@@ -26,6 +28,7 @@
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/agent.h"
+#include "py_agent.h"
 #include "runtime.h"
 
 namespace muster::python {
@@ -70,16 +73,6 @@ void OnAgentError(const std::shared_ptr<ErrorSink>& sink, const absl::Status& st
   }
 }
 
-proto::CoordinatedTask TaskOf(const std::pair<std::string, int>& task) {
-  return MakeTask(task.first, task.second);
-}
-
-std::vector<proto::CoordinatedTask> TasksOf(const std::vector<std::pair<std::string, int>>& tasks) {
-  std::vector<proto::CoordinatedTask> result;
-  for (const auto& task : tasks) result.push_back(TaskOf(task));
-  return result;
-}
-
 py::dict TaskStateDict(const proto::CoordinatedTaskStateInfo& info) {
   py::dict d;
   d["task"] = TaskString(info.task());
@@ -88,58 +81,11 @@ py::dict TaskStateDict(const proto::CoordinatedTaskStateInfo& info) {
   d["error_message"] = info.error_message();
   d["incarnation"] = info.incarnation();
   d["last_heartbeat_age_ms"] = info.last_heartbeat_age_ms();
+  d["connected_age_ms"] = info.connected_age_ms();
+  d["step"] = info.has_step() ? py::object(py::int_(info.step())) : py::object(py::none());
+  d["step_age_ms"] = info.step_age_ms();
   return d;
 }
-
-class PyAgent : public Closable {
- public:
-  explicit PyAgent(std::shared_ptr<Agent> agent) : agent_(std::move(agent)) {
-    Runtime::Get().Register(this);
-  }
-  ~PyAgent() override {
-    Runtime::Get().Unregister(this);
-    if (PyGILState_Check()) {
-      py::gil_scoped_release release;
-      Close();
-    } else {
-      Close();
-    }
-  }
-
-  void Close() override {
-    std::shared_ptr<Agent> agent;
-    {
-      absl::MutexLock lock(&mutex_);
-      agent = std::move(agent_);
-    }
-    agent.reset();  // ~Agent: leaves the job (or drops the connection) and waits for the actor
-  }
-
-  std::shared_ptr<Agent> Get() {
-    absl::MutexLock lock(&mutex_);
-    if (!agent_) {
-      throw StatusError(absl::FailedPreconditionError(
-          "this muster.Agent is closed (close() was called, or the interpreter is exiting)"));
-    }
-    return agent_;
-  }
-
-  // Makes one call: blocking (waits, interruptible) or asynchronous (a Future).
-  template <class Response, class Convert, class... Request>
-  py::object Call(bool async, Convert convert, std::function<void()> on_interrupt,
-                  Request... request) {
-    std::shared_ptr<Agent> agent = Get();
-    auto start = [agent, request...](std::function<void(absl::StatusOr<Response>)> done) {
-      agent->CallAsync<Response>(std::move(done), request...);
-    };
-    if (async) return StartFuture<Response>(start, convert);
-    return convert(ValueOrThrow(WaitFor<Response>(start, on_interrupt)));
-  }
-
- private:
-  absl::Mutex mutex_;
-  std::shared_ptr<Agent> agent_ ABSL_GUARDED_BY(mutex_);
-};
 
 std::unique_ptr<PyAgent> MakeAgent(const std::string& leader, const std::string& job, int task,
                                    double heartbeat_timeout, std::optional<double> register_timeout,
@@ -147,7 +93,8 @@ std::unique_ptr<PyAgent> MakeAgent(const std::string& leader, const std::string&
                                    std::optional<double> shutdown_barrier_timeout, bool recoverable,
                                    uint64_t incarnation, const std::string& token,
                                    bool shutdown_on_destruction, py::object on_error,
-                                   int exit_code_on_error, const std::string& exit_prefix) {
+                                   int exit_code_on_error, const std::string& exit_prefix,
+                                   py::object on_preemption) {
   AgentOptions options;
   options.leader = leader;
   options.job_name = job;
@@ -167,6 +114,11 @@ std::unique_ptr<PyAgent> MakeAgent(const std::string& leader, const std::string&
   sink->exit_code = exit_code_on_error;
   sink->exit_prefix = exit_prefix;
   if (!on_error.is_none()) sink->callback = PyHandle(on_error);
+  auto preemption = std::make_shared<PreemptionSink>();
+  if (!on_preemption.is_none()) preemption->callback = PyHandle(on_preemption);
+  options.on_preemption = [preemption](const proto::PreemptionNotice& notice) {
+    OnPreemptionNotice(preemption, notice);
+  };
   caf::actor_system* system = ValueOrThrow(Runtime::Get().WorkerSystem(options.heartbeat_timeout));
   absl::StatusOr<std::unique_ptr<Agent>> agent;
   {
@@ -174,50 +126,19 @@ std::unique_ptr<PyAgent> MakeAgent(const std::string& leader, const std::string&
     agent = Agent::Create(*system, options,
                           [sink](const absl::Status& status) { OnAgentError(sink, status); });
   }
-  return std::make_unique<PyAgent>(std::shared_ptr<Agent>(ValueOrThrow(std::move(agent))));
-}
-
-py::object None(const google::protobuf::Message&) { return py::none(); }
-
-proto::BarrierRequest Barrier(const std::string& id, std::optional<double> timeout,
-                              const std::vector<std::pair<std::string, int>>& tasks) {
-  proto::BarrierRequest request;
-  request.set_barrier_id(id);
-  absl::Duration d = ToDuration(timeout);
-  request.set_barrier_timeout_in_ms(d == absl::InfiniteDuration() ? int64_t{1} << 40
-                                                                  : absl::ToInt64Milliseconds(d));
-  for (const auto& task : tasks) *request.add_tasks() = TaskOf(task);
-  return request;
-}
-
-int64_t TimeoutMs(std::optional<double> timeout) {
-  absl::Duration d = ToDuration(timeout);
-  return d == absl::InfiniteDuration() ? 0 : std::max<int64_t>(1, absl::ToInt64Milliseconds(d));
-}
-
-// Binds name and name_async to one implementation taking `async` after the agent.
-template <class F, class R, class... Args>
-void BothOf(py::class_<PyAgent>& cls, const std::string& name, F f,
-            R (F::*)(PyAgent&, bool, Args...) const) {
-  cls.def(name.c_str(), [f](PyAgent& self, Args... args) { return f(self, false, args...); });
-  cls.def((name + "_async").c_str(),
-          [f](PyAgent& self, Args... args) { return f(self, true, args...); });
-}
-
-template <class F>
-void Both(py::class_<PyAgent>& cls, const std::string& name, F f) {
-  BothOf(cls, name, f, &F::operator());
+  return std::make_unique<PyAgent>(std::shared_ptr<Agent>(ValueOrThrow(std::move(agent))), system,
+                                   std::move(preemption));
 }
 
 }  // namespace
 
 void BindAgent(py::module_& m) {
-  py::class_<PyAgent> cls(m, "Agent");
+  AgentClass cls(m, "Agent");
   cls.def(py::init(&MakeAgent), py::arg("leader"), py::arg("job"), py::arg("task"),
           py::arg("heartbeat_timeout"), py::arg("register_timeout"), py::arg("rpc_timeout"),
           py::arg("shutdown_barrier_timeout"), py::arg("recoverable"), py::arg("incarnation"),
           py::arg("token"), py::arg("shutdown_on_destruction"), py::arg("on_error"),
-          py::arg("exit_code_on_error"), py::arg("exit_prefix"));
+          py::arg("exit_code_on_error"), py::arg("exit_prefix"), py::arg("on_preemption"));
   cls.def("close", &PyAgent::Close, py::call_guard<py::gil_scoped_release>());
   cls.def("state", [](PyAgent& self) {
     auto agent = self.Get();
@@ -310,29 +231,26 @@ void BindAgent(py::module_& m) {
     request.set_directory_key(directory);
     return self.Call<proto::GetKeyValueDirResponse>(
         async,
-        [](const proto::GetKeyValueDirResponse& r) -> py::object {
-          py::list entries;
-          for (const auto& kv : r.kv()) {
-            entries.append(py::make_tuple(py::str(kv.key()), py::bytes(kv.value())));
-          }
-          return entries;
-        },
+        [](const proto::GetKeyValueDirResponse& r) -> py::object { return EntryList(r.kv()); },
         nullptr, request);
   });
   Both(cls, "insert_key_value",
        [](PyAgent& self, bool async, const std::string& key, const py::bytes& value,
-          bool allow_overwrite) {
+          bool allow_overwrite, bool ephemeral) {
          proto::InsertKeyValueRequest request;
          request.mutable_kv()->set_key(key);
          request.mutable_kv()->set_value(std::string(value));
          request.set_allow_overwrite(allow_overwrite);
+         request.set_ephemeral(ephemeral);
          return self.Call<proto::InsertKeyValueResponse>(async, &None, nullptr, request);
        });
   Both(cls, "update_key_value",
-       [](PyAgent& self, bool async, const std::string& key, const py::bytes& value) {
+       [](PyAgent& self, bool async, const std::string& key, const py::bytes& value,
+          bool ephemeral) {
          proto::UpdateKeyValueRequest request;
          request.mutable_kv()->set_key(key);
          request.mutable_kv()->set_value(std::string(value));
+         request.set_ephemeral(ephemeral);
          return self.Call<proto::UpdateKeyValueResponse>(async, &None, nullptr, request);
        });
   Both(cls, "delete_key_value", [](PyAgent& self, bool async, const std::string& key) {
@@ -360,9 +278,10 @@ void BindAgent(py::module_& m) {
        });
   Both(cls, "compare_and_swap",
        [](PyAgent& self, bool async, const std::string& key, std::optional<py::bytes> expected,
-          const py::bytes& desired) {
+          const py::bytes& desired, bool ephemeral) {
          proto::CompareAndSwapRequest request;
          request.set_key(key);
+         request.set_ephemeral(ephemeral);
          request.set_expect_absent(!expected.has_value());
          if (expected) request.set_expected(std::string(*expected));
          request.set_desired(std::string(desired));
@@ -404,14 +323,7 @@ void BindAgent(py::module_& m) {
     ThrowIfError(status);
   });
 
-  Both(cls, "wait_at_barrier",
-       [](PyAgent& self, bool async, const std::string& id, std::optional<double> timeout,
-          const std::vector<std::pair<std::string, int>>& tasks) {
-         std::shared_ptr<Agent> agent = self.Get();
-         return self.Call<proto::BarrierResponse>(
-             async, &None, [agent, id] { agent->CancelBarrier(id).IgnoreError(); },
-             Barrier(id, timeout, tasks));
-       });
+  BindBarrierWait(cls);
   Both(cls, "cancel_barrier", [](PyAgent& self, bool async, const std::string& id) {
     proto::CancelBarrierRequest request;
     request.set_barrier_id(id);
@@ -447,6 +359,7 @@ void BindAgent(py::module_& m) {
              },
              nullptr, request);
        });
+  BindAgentHealth(cls);
 }
 
 }  // namespace muster::python

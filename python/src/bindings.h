@@ -7,5 +7,7 @@ namespace muster::python {
 
 void BindAgent(pybind11::module_& m);   // agent_binding.cc
 void BindLeader(pybind11::module_& m);  // leader_binding.cc
+// muster._muster.barrier_progress_text (barrier_progress_binding.cc).
+void BindBarrierProgressText(pybind11::module_& m);
 
 }  // namespace muster::python

@@ -11,14 +11,43 @@ namespace muster::python {
 
 std::string TaskString(const proto::CoordinatedTask& task) { return TaskName(task); }
 
+namespace {
+
+// What the leader saw of a stuck task (the TaskStuck of its error), as from_status's `stuck`.
+py::dict StuckDict(const proto::TaskStuck& stuck) {
+  py::dict d;
+  d["task"] = TaskString(stuck.task());
+  d["step"] = stuck.step();
+  switch (stuck.reason()) {
+    case proto::TaskStuck::STALLED:
+      d["reason"] = "stalled";
+      break;
+    case proto::TaskStuck::LAGGING:
+      d["reason"] = "lagging";
+      break;
+    default:
+      d["reason"] = "unspecified";
+  }
+  d["stalled_for"] = stuck.stalled_for_ms() / 1000.0;
+  d["min_other_step"] = stuck.min_other_step();
+  d["max_other_step"] = stuck.max_other_step();
+  d["median_step"] = stuck.median_step();
+  return d;
+}
+
+}  // namespace
+
 py::object MakeException(const absl::Status& status) {
   py::object source = py::none();
   if (auto payload = GetCoordinationError(status);
       payload.has_value() && payload->has_source_task()) {
     source = py::str(TaskString(payload->source_task()));
   }
+  py::object stuck = py::none();
+  if (auto task_stuck = GetTaskStuck(status)) stuck = StuckDict(*task_stuck);
   return py::module_::import("muster._errors")
-      .attr("from_status")(static_cast<int>(status.code()), std::string(status.message()), source);
+      .attr("from_status")(static_cast<int>(status.code()), std::string(status.message()), source,
+                           stuck);
 }
 
 void RegisterStatusErrors(py::module_& m) {

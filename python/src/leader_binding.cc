@@ -93,7 +93,8 @@ std::unique_ptr<PyLeader> MakeLeader(const std::map<std::string, int>& jobs,
                                      std::optional<double> register_timeout,
                                      std::optional<double> shutdown_barrier_timeout,
                                      const std::vector<std::string>& recoverable_jobs,
-                                     const std::string& policy, const std::string& token) {
+                                     const std::string& policy, const std::string& token,
+                                     std::optional<double> stuck_after, int64_t max_step_lag) {
   if (jobs.empty())
     throw StatusError(absl::InvalidArgumentError("jobs is empty: e.g. {\"worker\": 4}"));
   if (port < 0 || port > 65535) throw py::value_error("port must be 0 to 65535");
@@ -119,6 +120,11 @@ std::unique_ptr<PyLeader> MakeLeader(const std::map<std::string, int>& jobs,
       std::max<int64_t>(1, static_cast<int64_t>(heartbeat_timeout * 1000)));
   options.config.set_cluster_register_timeout_in_ms(Millis(register_timeout));
   options.config.set_shutdown_barrier_timeout_in_ms(Millis(shutdown_barrier_timeout));
+  if (max_step_lag < 0) throw py::value_error("max_step_lag must be >= 0 (0: no lag rule)");
+  int64_t stuck_after_ms = Millis(stuck_after);  // None: no stall rule, as 0
+  if (stuck_after.has_value() && *stuck_after > 0 && stuck_after_ms == 0) stuck_after_ms = 1;
+  options.config.set_stuck_after_ms(stuck_after_ms);
+  options.config.set_max_step_lag(max_step_lag);
   options.policy = PolicyOf(policy, recoverable_jobs);
   caf::actor_system* system = ValueOrThrow(Runtime::Get().LeaderSystem());
   absl::StatusOr<std::unique_ptr<Leader>> leader;
@@ -137,7 +143,7 @@ void BindLeader(py::module_& m) {
       .def(py::init(&MakeLeader), py::arg("jobs"), py::arg("host"), py::arg("port"),
            py::arg("heartbeat_timeout"), py::arg("register_timeout"),
            py::arg("shutdown_barrier_timeout"), py::arg("recoverable_jobs"), py::arg("policy"),
-           py::arg("token"))
+           py::arg("token"), py::arg("stuck_after"), py::arg("max_step_lag"))
       .def("stop", &PyLeader::Close, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("running", &PyLeader::running)
       .def_readonly("address", &PyLeader::address_)

@@ -14,6 +14,7 @@ PYBIND11_MODULE(_muster, m) {
   muster::python::RegisterStatusErrors(m);
   muster::python::BindAgent(m);
   muster::python::BindLeader(m);
+  muster::python::BindBarrierProgressText(m);
   m.def(
       "_run_dispatcher", [] { muster::python::Dispatcher::Get().Run(); },
       "Runs callbacks and completes futures until shutdown (the muster-dispatcher thread).");

@@ -1,0 +1,164 @@
+// PyAgent, the C++ object behind muster._muster.Agent, and what the files binding its methods
+// share (agent_binding.cc: lifecycle, key-value, barriers; agent_health_binding.cc: progress,
+// preemption, barrier progress, reductions).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <absl/base/thread_annotations.h>
+#include <absl/status/status.h>
+#include <absl/status/statusor.h>
+#include <absl/synchronization/mutex.h>
+#include <absl/time/time.h>
+#include <caf/actor_system.hpp>
+
+#include "common.h"
+#include "muster/messages/task_name.h"
+#include "muster/net/agent/agent.h"
+#include "runtime.h"
+
+namespace muster::python {
+
+// What AgentOptions::on_preemption does: remember that a notice arrived (ReachedSyncPoint then
+// waits interruptibly), and call a Python callable with it on the dispatcher thread.
+struct PreemptionSink {
+  std::atomic<bool> noticed{false};
+  PyHandle callback;  // called as callback(notified_by, deadline_unix_seconds or None, reason)
+};
+
+// Called on the agent actor's thread: no GIL, no Python.
+void OnPreemptionNotice(const std::shared_ptr<PreemptionSink>& sink,
+                        const proto::PreemptionNotice& notice);
+
+class PyAgent : public Closable {
+ public:
+  PyAgent(std::shared_ptr<Agent> agent, caf::actor_system* system,
+          std::shared_ptr<PreemptionSink> preemption)
+      : system_(system), preemption_(std::move(preemption)), agent_(std::move(agent)) {
+    Runtime::Get().Register(this);
+  }
+  ~PyAgent() override {
+    Runtime::Get().Unregister(this);
+    if (PyGILState_Check()) {
+      py::gil_scoped_release release;
+      Close();
+    } else {
+      Close();
+    }
+  }
+
+  void Close() override {
+    std::shared_ptr<Agent> agent;
+    {
+      absl::MutexLock lock(&mutex_);
+      agent = std::move(agent_);
+    }
+    agent.reset();  // ~Agent: leaves the job (or drops the connection) and waits for the actor
+  }
+
+  std::shared_ptr<Agent> Get() {
+    absl::MutexLock lock(&mutex_);
+    if (!agent_) {
+      throw StatusError(absl::FailedPreconditionError(
+          "this muster.Agent is closed (close() was called, or the interpreter is exiting)"));
+    }
+    return agent_;
+  }
+
+  // The actor system the agent runs in (valid while Get() succeeds).
+  caf::actor_system& system() const { return *system_; }
+  // True once the leader's preemption notice reached this agent.
+  bool preemption_noticed() const { return preemption_->noticed.load(); }
+
+  // Makes one call: blocking (waits, interruptible) or asynchronous (a Future). `on_done`, when
+  // set, runs first when the call completes (on an actor thread: no GIL, no Python).
+  template <class Response, class Convert, class... Request>
+  py::object CallThen(bool async, Convert convert, std::function<void()> on_interrupt,
+                      std::function<void()> on_done, Request... request) {
+    std::shared_ptr<Agent> agent = Get();
+    auto start = [agent, on_done, request...](std::function<void(absl::StatusOr<Response>)> done) {
+      agent->CallAsync<Response>(
+          [on_done, done = std::move(done)](absl::StatusOr<Response> result) {
+            if (on_done) on_done();
+            done(std::move(result));
+          },
+          request...);
+    };
+    if (async) return StartFuture<Response>(start, convert);
+    return convert(ValueOrThrow(WaitFor<Response>(start, on_interrupt)));
+  }
+  template <class Response, class Convert, class... Request>
+  py::object Call(bool async, Convert convert, std::function<void()> on_interrupt,
+                  Request... request) {
+    return CallThen<Response>(async, convert, std::move(on_interrupt), nullptr, request...);
+  }
+
+ private:
+  caf::actor_system* const system_;
+  const std::shared_ptr<PreemptionSink> preemption_;
+  absl::Mutex mutex_;
+  std::shared_ptr<Agent> agent_ ABSL_GUARDED_BY(mutex_);
+};
+
+using AgentClass = py::class_<PyAgent>;
+
+inline py::object None(const google::protobuf::Message&) { return py::none(); }
+
+inline proto::CoordinatedTask TaskOf(const std::pair<std::string, int>& task) {
+  return MakeTask(task.first, task.second);
+}
+
+inline std::vector<proto::CoordinatedTask> TasksOf(
+    const std::vector<std::pair<std::string, int>>& tasks) {
+  std::vector<proto::CoordinatedTask> result;
+  for (const auto& task : tasks) result.push_back(TaskOf(task));
+  return result;
+}
+
+// A get's timeout for the wire: 0 waits without a deadline, else at least 1 ms.
+inline int64_t TimeoutMs(std::optional<double> timeout) {
+  absl::Duration d = ToDuration(timeout);
+  return d == absl::InfiniteDuration() ? 0 : std::max<int64_t>(1, absl::ToInt64Milliseconds(d));
+}
+
+// [(key, bytes), ...] of key-value entries.
+template <class Entries>
+py::list EntryList(const Entries& kvs) {
+  py::list entries;
+  for (const auto& kv : kvs) {
+    entries.append(py::make_tuple(py::str(kv.key()), py::bytes(kv.value())));
+  }
+  return entries;
+}
+
+// Binds name and name_async to one implementation taking `async` after the agent.
+template <class F, class R, class... Args>
+void BothOf(AgentClass& cls, const std::string& name, F f,
+            R (F::*)(PyAgent&, bool, Args...) const) {
+  cls.def(name.c_str(), [f](PyAgent& self, Args... args) { return f(self, false, args...); });
+  cls.def((name + "_async").c_str(),
+          [f](PyAgent& self, Args... args) { return f(self, true, args...); });
+}
+
+template <class F>
+void Both(AgentClass& cls, const std::string& name, F f) {
+  BothOf(cls, name, f, &F::operator());
+}
+
+// The job-health methods (agent_health_binding.cc).
+void BindAgentHealth(AgentClass& cls);
+
+// wait_at_barrier and wait_at_barrier_async, with the optional progress report
+// (agent_health_binding.cc).
+void BindBarrierWait(AgentClass& cls);
+
+}  // namespace muster::python

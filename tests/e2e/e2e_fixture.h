@@ -35,7 +35,13 @@ class E2eTest : public ::testing::Test {
 
   Subprocess* StartWorker(int task, const std::string& scenario,
                           std::vector<std::string> flags = {}) {
-    std::vector<std::string> argv = {MUSTER_E2E_WORKER_BIN, "--leader=" + address_,
+    return StartProgram(MUSTER_E2E_WORKER_BIN, task, scenario, std::move(flags));
+  }
+
+  // A worker program that takes --leader, --task and --scenario.
+  Subprocess* StartProgram(const std::string& program, int task, const std::string& scenario,
+                           std::vector<std::string> flags = {}) {
+    std::vector<std::string> argv = {program, "--leader=" + address_,
                                      absl::StrCat("--task=", task), "--scenario=" + scenario};
     argv.insert(argv.end(), flags.begin(), flags.end());
     auto worker = Subprocess::Start(argv);

@@ -21,13 +21,7 @@ class HealthE2eTest : public E2eTest {
  protected:
   Subprocess* StartHealthWorker(int task, const std::string& scenario,
                                 std::vector<std::string> flags = {}) {
-    std::vector<std::string> argv = {MUSTER_HEALTH_WORKER_BIN, "--leader=" + address_,
-                                     absl::StrCat("--task=", task), "--scenario=" + scenario};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    auto worker = Subprocess::Start(argv);
-    EXPECT_TRUE(worker.ok()) << worker.status();
-    workers_.push_back(std::move(*worker));
-    return workers_.back().get();
+    return StartProgram(MUSTER_HEALTH_WORKER_BIN, task, scenario, std::move(flags));
   }
 
   // The number after `name=` in `line` (-1 when absent).

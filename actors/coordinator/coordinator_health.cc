@@ -76,7 +76,7 @@ void StartProgressChecks(CoordinatorPointer self) {
   // A stuck task is found at most a period after its stuck_after has passed.
   caf::timespan period = std::chrono::milliseconds(250);
   if (st.progress.policy().stuck_after.count() > 0) {
-    period = std::clamp<caf::timespan>(st.progress.policy().stuck_after / 8,
+    period = std::clamp<caf::timespan>(st.progress.policy().stuck_after / 20,
                                        std::chrono::milliseconds(50), period);
   }
   st.progress_check_period = period;

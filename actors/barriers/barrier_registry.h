@@ -19,7 +19,7 @@
 
 #include "muster/actors/barriers/barrier_actor.h"
 #include "muster/actors/barriers/barrier_state.h"
-#include "muster/actors/coordinator/cluster_view.h"
+#include "muster/actors/cluster/cluster_view.h"
 #include "muster/proto/coordination_service.pb.h"
 
 namespace muster {

@@ -13,7 +13,7 @@
 
 #include <caf/actor_system.hpp>
 
-#include "muster/actors/coordinator/device_exchange.h"
+#include "muster/actors/cluster/device_exchange.h"
 #include "muster/actors/supervision/supervision_policy.h"
 #include "muster/messages/interfaces.h"
 #include "muster/proto/coordination_config.pb.h"

@@ -13,10 +13,10 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "muster/actors/barriers/barrier_registry.h"
-#include "muster/actors/coordinator/alive_tasks.h"
-#include "muster/actors/coordinator/cluster_view.h"
+#include "muster/actors/cluster/alive_tasks.h"
+#include "muster/actors/cluster/cluster_view.h"
+#include "muster/actors/cluster/device_exchange.h"
 #include "muster/actors/coordinator/coordinator_actor.h"
-#include "muster/actors/coordinator/device_exchange.h"
 #include "muster/actors/health/preemption.h"
 #include "muster/actors/health/progress_tracker.h"
 #include "muster/actors/kv/kv_router.h"

@@ -6,7 +6,7 @@
 
 #include <caf/local_actor.hpp>
 
-#include "muster/actors/coordinator/cluster_view.h"
+#include "muster/actors/cluster/cluster_view.h"
 #include "muster/actors/tasks/heartbeat_deadlines.h"
 #include "muster/messages/group_reply.h"
 #include "muster/messages/status_codec.h"

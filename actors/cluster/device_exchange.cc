@@ -1,4 +1,4 @@
-#include "muster/actors/coordinator/device_exchange.h"
+#include "muster/actors/cluster/device_exchange.h"
 
 #include <absl/strings/str_cat.h>
 #include <google/protobuf/util/message_differencer.h>

@@ -1,4 +1,4 @@
-#include "muster/actors/coordinator/cluster_view.h"
+#include "muster/actors/cluster/cluster_view.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "muster/actors/coordinator/alive_tasks.h"
+#include "muster/actors/cluster/alive_tasks.h"
 
 #include <algorithm>
 

@@ -10,7 +10,7 @@
 #include <absl/container/flat_hash_set.h>
 #include <caf/typed_response_promise.hpp>
 
-#include "muster/actors/coordinator/cluster_view.h"
+#include "muster/actors/cluster/cluster_view.h"
 #include "muster/messages/proto_inspect.h"
 #include "muster/proto/coordination_service.pb.h"
 

@@ -38,16 +38,18 @@ std::string TaskName(const proto::CoordinatedTask& task) {
   return absl::StrCat("/job:", task.job_name(), "/task:", task.task_id());
 }
 
-std::string JobNameForMessage(absl::string_view job) {
+std::string WireTextForMessage(absl::string_view text) {
   constexpr size_t kMaxQuoted = 128;
-  bool printable = std::all_of(job.begin(), job.end(), [](char c) {
+  bool printable = std::all_of(text.begin(), text.end(), [](char c) {
     return static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f;
   });
-  if (printable && job.size() <= kMaxQuoted) return std::string(job);
-  std::string quoted = absl::CHexEscape(job.substr(0, kMaxQuoted / 2));
-  if (job.size() > kMaxQuoted / 2) absl::StrAppend(&quoted, "...(", job.size(), " bytes)");
+  if (printable && text.size() <= kMaxQuoted) return std::string(text);
+  std::string quoted = absl::CHexEscape(text.substr(0, kMaxQuoted / 2));
+  if (text.size() > kMaxQuoted / 2) absl::StrAppend(&quoted, "...(", text.size(), " bytes)");
   return quoted;
 }
+
+std::string JobNameForMessage(absl::string_view job) { return WireTextForMessage(job); }
 
 std::string TaskNameForMessage(const proto::CoordinatedTask& task) {
   return absl::StrCat("/job:", JobNameForMessage(task.job_name()), "/task:", task.task_id());

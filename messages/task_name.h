@@ -19,8 +19,10 @@ proto::CoordinatedTask MakeTask(absl::string_view job, int task_id);
 // Formats `task` as "/job:<name>/task:<id>".
 std::string TaskName(const proto::CoordinatedTask& task);
 
-// A job name as an error message may quote it, whatever came off the wire: printable names of
-// up to 128 bytes as they are, others C-escaped and cut ("...(N bytes)").
+// A text from the wire as an error message may quote it: printable texts of up to 128 bytes as
+// they are, others C-escaped and cut ("...(N bytes)").
+std::string WireTextForMessage(absl::string_view text);
+// A job name as an error message may quote it (WireTextForMessage).
 std::string JobNameForMessage(absl::string_view job);
 // TaskName with the job name as JobNameForMessage gives it.
 std::string TaskNameForMessage(const proto::CoordinatedTask& task);

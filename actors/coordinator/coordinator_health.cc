@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 
-#include <absl/strings/escaping.h>
 #include <absl/strings/str_cat.h>
 
 #include "muster/actors/coordinator/coordinator_state.h"
@@ -16,13 +15,6 @@ namespace {
 
 // The longest reason a preemption notice may carry.
 constexpr size_t kMaxPreemptionReasonBytes = 4096;
-
-std::string IdForMessage(const std::string& id) {
-  constexpr size_t kShown = 128;
-  std::string shown = absl::CHexEscape(id.substr(0, kShown));
-  if (id.size() > kShown) absl::StrAppend(&shown, "... (", id.size(), " bytes)");
-  return shown;
-}
 
 void SendSyncPoint(CoordinatorPointer self, const AgentActor& agent, int64_t step) {
   proto::SyncPointNotice notice;
@@ -120,9 +112,12 @@ void OnHealthState(CoordinatorPointer self, const proto::CoordinatedTaskStateInf
   slot.live_incarnation = connected ? info.incarnation() : 0;
   if (ended != 0) {
     st.progress.Forget(slot.index);
-    const std::string name = TaskName(info.task());
-    for (const KvDirectoryActor& directory : st.kv.Directories()) {
-      self->send(directory, drop_owner_atom::value, name, ended);
+    if (slot.wrote_ephemeral) {  // most incarnations own no key: no message to any directory
+      const std::string name = TaskName(info.task());
+      for (const KvDirectoryActor& directory : st.kv.Directories()) {
+        self->send(directory, drop_owner_atom::value, name, ended);
+      }
+      slot.wrote_ephemeral = false;
     }
     if (st.preemption) {
       if (auto sync = st.preemption->Drop(slot.index)) AnnounceSyncPoint(self, *sync);
@@ -146,7 +141,7 @@ caf::result<proto::GetBarrierProgressResponse> GetBarrierProgress(
   BarrierActor actor = self->state.barriers.LiveActor(id);
   auto not_open = [id] {
     return ToError(MakeCoordinationError(absl::NotFoundError(absl::StrCat(
-        "Barrier ", IdForMessage(id),
+        "Barrier ", WireTextForMessage(id),
         " has no open instance: no task has called it yet, or its last instance finished"))));
   };
   if (!actor) return not_open();
@@ -221,6 +216,7 @@ absl::StatusOr<uint64_t> EphemeralOwner(CoordinatorPointer self, bool ephemeral,
         absl::StrCat("An ephemeral write by ", TaskName(source),
                      ", which is not connected: its key would end at once; register it first")));
   }
+  self->state.tasks.at(TaskName(source)).wrote_ephemeral = true;
   return info->incarnation();
 }
 

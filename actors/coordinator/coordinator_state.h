@@ -48,6 +48,8 @@ struct TaskSlot {
   // ephemeral keys are deleted. And when it connected.
   uint64_t live_incarnation = 0;
   std::optional<caf::actor_clock::time_point> connected_at;
+  // The live incarnation made an ephemeral write: its end sends the directories a drop.
+  bool wrote_ephemeral = false;
 };
 
 struct CoordinatorState {
@@ -153,7 +155,8 @@ caf::result<proto::GetBarrierProgressResponse> GetBarrierProgress(
     CoordinatorPointer self, const proto::GetBarrierProgressRequest& request);
 caf::result<proto::NotifyPreemptionResponse> NotifyPreemption(
     CoordinatorPointer self, const proto::NotifyPreemptionRequest& request);
-// The owner incarnation of an ephemeral write (0 for a persistent one). Possible errors:
+// The owner incarnation of an ephemeral write (0 for a persistent one); records that the
+// incarnation owns keys. Possible errors:
 // InvalidArgument (no or unknown source task), PermissionDenied (not acting as itself),
 // FailedPrecondition (the task is not connected).
 absl::StatusOr<uint64_t> EphemeralOwner(CoordinatorPointer self, bool ephemeral,

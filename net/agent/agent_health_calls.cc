@@ -20,10 +20,16 @@ std::string BarrierProgressText(const proto::BarrierInfo& info) {
                       "; missing ", SummarizeTasks(missing));
 }
 
-void Agent::ReportProgress(int64_t step) {
-  if (step == AgentProgress::kNoStep) step = AgentProgress::kNoStep + 1;
-  progress_->step.store(step);
+namespace {
+
+// kNoStep marks "no step yet": the lowest step is stored one above it.
+int64_t Storable(int64_t step) {
+  return step == AgentProgress::kNoStep ? AgentProgress::kNoStep + 1 : step;
 }
+
+}  // namespace
+
+void Agent::ReportProgress(int64_t step) { progress_->step.store(Storable(step)); }
 
 absl::StatusOr<bool> Agent::NotifyPreemption(absl::Time deadline, const std::string& reason) {
   proto::NotifyPreemptionRequest request;
@@ -37,7 +43,7 @@ absl::StatusOr<bool> Agent::NotifyPreemption(absl::Time deadline, const std::str
 }
 
 absl::StatusOr<bool> Agent::ReachedSyncPoint(int64_t step) {
-  if (step == AgentProgress::kNoStep) step = AgentProgress::kNoStep + 1;
+  step = Storable(step);
   // Store, then look (both sequentially consistent): the agent actor sets the flag, then reads
   // the step, so one of the two sees the other's write (agent_health.cc).
   progress_->step.store(step);

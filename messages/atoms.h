@@ -42,5 +42,9 @@ using stuck_atom = caf::atom_constant<caf::atom("stuck")>;
 using drop_owner_atom = caf::atom_constant<caf::atom("dropowner")>;
 // Agent::ReachedSyncPoint when the job is being preempted: is this step the sync step?
 using sync_point_atom = caf::atom_constant<caf::atom("syncpoint")>;
+// A batch of durable-state changes for the state writer (group commit).
+using persist_atom = caf::atom_constant<caf::atom("persist")>;
+// The grace after a leader restart ended for a task that did not reconnect.
+using reconnect_over_atom = caf::atom_constant<caf::atom("reconn_end")>;
 
 }  // namespace muster

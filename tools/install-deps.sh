@@ -9,6 +9,7 @@ PACKAGES=(
   libcaf-dev libssl-dev openssl
   libprotobuf-dev protobuf-compiler
   libabsl-dev
+  libleveldb-dev libsnappy-dev
   libgtest-dev libgmock-dev
   ccache procps
   python3 python3-dev pybind11-dev python3-pytest python3-torch

@@ -72,6 +72,14 @@ ABSL_FLAG(absl::Duration, stuck_after, absl::ZeroDuration(),
 ABSL_FLAG(int64_t, max_step_lag, 0,
           "A task whose reported step is more than this many steps behind its job's median is "
           "stuck (0: off)");
+ABSL_FLAG(std::string, state_dir, "",
+          "Keep the job's state (keys, task incarnations, barrier results) in this directory, "
+          "each change on disk before it is acknowledged; a leader restarted on the same dir "
+          "continues the job and its tasks reconnect (agents need leader_reconnect_timeout). "
+          "Empty: memory only, a leader restart ends the job");
+ABSL_FLAG(absl::Duration, reconnect_window, absl::ZeroDuration(),
+          "With --state-dir: how long tasks that were connected when the leader went down have "
+          "to reconnect to the restarted leader before they fail (0: --heartbeat-timeout)");
 ABSL_FLAG(std::string, policy, "",
           "What a task failure does: fate-sharing (tell every task), job-scoped (tell the "
           "task's job), recoverable (tolerate failures of the --recoverable-job jobs). Default: "
@@ -185,7 +193,9 @@ const CommandSpec& ServeSpec() {
                 "max_barrier_id_size",
                 "max_barrier_ids",
                 "stuck_after",
-                "max_step_lag"},
+                "max_step_lag",
+                "state_dir",
+                "reconnect_window"},
       .repeated = {"job", "recoverable_job"},
   };
   return spec;
@@ -223,6 +233,16 @@ absl::StatusOr<CoordinatorOptions> ServeOptionsFromFlags() {
   options.config.set_max_barrier_id_bytes(absl::GetFlag(FLAGS_max_barrier_id_size));
   options.config.set_max_barrier_ids(absl::GetFlag(FLAGS_max_barrier_ids));
   options.config.set_max_step_lag(absl::GetFlag(FLAGS_max_step_lag));
+  options.state_dir = absl::GetFlag(FLAGS_state_dir);
+  absl::Duration window = absl::GetFlag(FLAGS_reconnect_window);
+  if (window < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--reconnect-window may not be negative");
+  }
+  if (window > absl::ZeroDuration() && options.state_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--reconnect-window needs --state-dir: without one a restarted leader knows no task");
+  }
+  options.reconnect_window = absl::ToChronoMilliseconds(window);
   int32_t port = absl::GetFlag(FLAGS_port);
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError("--port must be from 0 to 65535 (0: any free port)");
@@ -339,6 +359,9 @@ int Serve(const CoordinatorOptions& options, const NodeOptions& node, std::strin
                                .port = static_cast<uint16_t>(absl::GetFlag(FLAGS_port)),
                                .token = std::move(token)});
   if (!leader.ok()) {
+    if (leader.status().code() != absl::StatusCode::kUnavailable) {
+      return ReportFailure(kCommand, leader.status());
+    }
     return ReportFailure(
         kCommand,
         absl::Status(leader.status().code(), absl::StrCat(leader.status().message(),
@@ -348,6 +371,7 @@ int Serve(const CoordinatorOptions& options, const NodeOptions& node, std::strin
               (*leader)->port(), static_cast<unsigned long long>((*leader)->incarnation()));
   PrintLine(Describe(options) + (with_tls ? ", mutual TLS" : "") +
             (with_token ? ", job token required" : ""));
+  if (!(*leader)->recovery().empty()) PrintLine((*leader)->recovery());
   int code = kExitOk;
   {
     caf::scoped_actor self{system};

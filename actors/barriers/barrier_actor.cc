@@ -9,6 +9,8 @@
 #include <caf/actor_clock.hpp>
 #include <caf/system_messages.hpp>
 
+#include "muster/actors/state/durable_gate.h"
+#include "muster/actors/state/state_store.h"
 #include "muster/messages/status_codec.h"
 
 namespace muster {
@@ -25,6 +27,8 @@ struct BarrierActorState {
   BarrierParentActor parent;
   // The parked call of each participant that arrived, by participant index.
   absl::flat_hash_map<int, BarrierPromise> parked;
+  // With a state dir: the result reaches the participants once it is recorded.
+  DurableGate durable;
 };
 
 using BarrierPointer = BarrierActor::stateful_pointer<BarrierActorState>;
@@ -39,8 +43,22 @@ void Deliver(BarrierPromise& promise, const absl::Status& status, int64_t counte
   promise.deliver(std::move(response));
 }
 
+// Records the result in the state dir (when there is one).
+void PersistResult(BarrierPointer self) {
+  const BarrierState& barrier = *self->state.barrier;
+  if (!self->state.durable.enabled()) return;
+  proto::BarrierRecord record;
+  record.set_id(barrier.id());
+  record.set_counter(barrier.counter());
+  *record.mutable_result() = StoreStatus(barrier.result());
+  StateBatch batch;
+  batch.Put(BarrierStateKey(barrier.id()), record.SerializeAsString());
+  self->state.durable.Persist(self, std::move(batch));
+}
+
 // Tells the parent first: a task that learns the result and calls again reaches the parent
-// after the parent learned that this instance finished.
+// after the parent learned that this instance finished. With a state dir the participants
+// learn it once it is recorded.
 void AnswerAll(BarrierPointer self) {
   auto& state = self->state;
   const BarrierState& barrier = *state.barrier;
@@ -48,9 +66,18 @@ void AnswerAll(BarrierPointer self) {
     self->send(state.parent, barrier_done_atom::value, barrier.id(), barrier.counter(),
                ToError(barrier.result()));
   }
-  for (auto& [index, promise] : state.parked) {
-    Deliver(promise, barrier.result(), barrier.counter());
-  }
+  PersistResult(self);
+  state.durable.After(
+      [self, parked = std::move(state.parked)](const absl::Status& written) mutable {
+        const BarrierState& barrier = *self->state.barrier;
+        for (auto& [index, promise] : parked) {
+          if (written.ok()) {
+            Deliver(promise, barrier.result(), barrier.counter());
+          } else {
+            promise.deliver(ToError(written));
+          }
+        }
+      });
   state.parked.clear();
 }
 
@@ -66,7 +93,11 @@ void Apply(BarrierPointer self, BarrierEffects effects, BarrierPromise* caller) 
   if (effects.park && caller != nullptr) state.parked.insert_or_assign(*effects.park, *caller);
   if (effects.finished) AnswerAll(self);
   if (effects.reply && caller != nullptr) {
-    Deliver(*caller, *effects.reply, state.barrier->counter());
+    BarrierPromise promise = *caller;
+    absl::Status reply = *effects.reply;
+    state.durable.After([self, promise, reply](const absl::Status& written) mutable {
+      Deliver(promise, written.ok() ? reply : written, self->state.barrier->counter());
+    });
   }
 }
 
@@ -92,17 +123,20 @@ proto::GetBarriersResponse OnGetBarriers(BarrierPointer self) {
   return response;
 }
 
-// The service is going away: abort the waiters, then stop.
+// The service is going away: abort the waiters, then stop (once a result being recorded is
+// on disk and delivered).
 void Stop(BarrierPointer self) {
   Apply(self, self->state.barrier->Shutdown(), nullptr);
-  self->quit();
+  self->state.durable.After([self](const absl::Status&) { self->quit(); });
 }
 
 void Init(BarrierPointer self, BarrierSpec spec, BarrierParentActor parent) {
   auto& state = self->state;
   BarrierClock::time_point deadline = spec.deadline;
+  StateWriterActor writer = spec.writer;
   state.barrier = std::make_unique<BarrierState>(std::move(spec));
   state.parent = std::move(parent);
+  state.durable = DurableGate(std::move(writer));
   self->set_exit_handler([self](caf::exit_msg&) { Stop(self); });
   self->set_down_handler([self](caf::down_msg& msg) {
     if (msg.source == self->state.parent.address()) Stop(self);

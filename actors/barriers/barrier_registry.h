@@ -61,6 +61,11 @@ class BarrierRegistry {
   // already in ERROR and a caller outside the task list finish the instance at once.
   BarrierRoute RouteBarrier(proto::BarrierRequest* request, const ClusterView& view,
                             BarrierClock::time_point now);
+  // Records instance `counter` of `id` as finished with `result`, as a restarted leader recovers
+  // it from its state dir.
+  void Restore(const std::string& id, int64_t counter, absl::Status result) {
+    RecordFinished(id, counter, std::move(result));
+  }
   // Records the actor spawned for the instance that RouteBarrier just started.
   void Started(const std::string& id, BarrierActor actor);
 
@@ -84,6 +89,14 @@ class BarrierRegistry {
   BarrierActor LiveActor(const std::string& id) const;
   // The actors of the live instances that `task` participates in (for task state pushes).
   std::vector<BarrierActor> LiveActorsFor(const proto::CoordinatedTask& task) const;
+
+  // Every barrier id with a live or finished instance.
+  std::vector<std::string> Ids() const {
+    std::vector<std::string> ids;
+    ids.reserve(entries_.size());
+    for (const auto& [id, entry] : entries_) ids.push_back(id);
+    return ids;
+  }
 
   size_t live_count() const { return live_ids_.size(); }
   size_t finished_count() const { return entries_.size() - live_ids_.size(); }

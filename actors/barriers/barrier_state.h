@@ -20,6 +20,7 @@
 #include <absl/types/span.h>
 #include <google/protobuf/repeated_field.h>
 
+#include "muster/actors/state/state_writer_actor.h"
 #include "muster/proto/coordination_service.pb.h"
 
 namespace muster {
@@ -80,6 +81,8 @@ struct BarrierSpec {
   std::chrono::milliseconds timeout{0};
   // A one-time barrier of the service (register, shutdown): never re-run with counter + 1.
   bool unrepeatable = false;
+  // With a state dir: the result is recorded there before any participant learns it.
+  StateWriterActor writer;
 };
 
 // What the actor must do after an input, in this order.

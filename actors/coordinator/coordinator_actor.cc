@@ -156,8 +156,9 @@ absl::Status MayTakeOver(CoordinatorPointer self, const proto::RegisterTaskReque
   }
   const TaskSlot& slot = self->state.tasks.at(name);
   const auto* info = self->state.view.Find(request.source_task());
-  if (info->state() == proto::TASKSTATE_CONNECTED && slot.agent_node != sender->node() &&
-      info->incarnation() == request.incarnation()) {
+  // A task recovered CONNECTED by a restarted leader has no node yet: its agent comes back.
+  if (info->state() == proto::TASKSTATE_CONNECTED && slot.agent_node != caf::node_id{} &&
+      slot.agent_node != sender->node() && info->incarnation() == request.incarnation()) {
     return absl::PermissionDeniedError(absl::StrCat(
         "Task ", name, " is connected from node ", caf::to_string(slot.agent_node),
         "; a registration from node ", caf::to_string(sender->node()),
@@ -175,8 +176,18 @@ caf::result<proto::RegisterTaskResponse> RegisterTask(CoordinatorPointer self,
   auto actor = Route(self, "Unexpected task registered with task=", request.source_task());
   if (!actor.ok()) return ToError(actor.status());
   if (absl::Status own = MayTakeOver(self, request, agent); !own.ok()) return ToError(own);
-  if (st.register_barrier_id.empty()) return self->delegate(*actor, request, agent);
-  return RegisterThroughBarrier(self, *actor, request, agent);
+  if (!st.register_barrier_id.empty()) return RegisterThroughBarrier(self, *actor, request, agent);
+  if (!st.durable.enabled()) return self->delegate(*actor, request, agent);
+  // With a state dir the task's new state is recorded (its task_state message arrives before
+  // the task actor's answer) before the registration is acknowledged.
+  auto promise = self->make_response_promise<proto::RegisterTaskResponse>();
+  self->request(*actor, caf::infinite, request, agent)
+      .then(
+          [self, promise](proto::RegisterTaskResponse& response) mutable {
+            self->state.durable.Deliver(promise, std::move(response));
+          },
+          [promise](caf::error& error) mutable { promise.deliver(std::move(error)); });
+  return promise;
 }
 
 // Routes a heartbeat to the heartbeat monitor with its task's actor.
@@ -277,17 +288,41 @@ void Init(CoordinatorPointer self, CoordinatorOptions options) {
   st.barriers = NewBarrierRegistry(st);  // after the options: it reads their limits
   st.heartbeats = SpawnHeartbeatMonitor(self, st.options.incarnation, st.heartbeat_timeout);
   st.children->push_back(caf::actor_cast<caf::actor>(st.heartbeats));
-  for (const auto& task : st.view.tasks()) {
+  std::vector<caf::timespan> windows = RestoreCoordinator(self);
+  for (size_t i = 0; i < st.view.tasks().size(); ++i) {
+    const proto::CoordinatedTask& task = st.view.tasks()[i];
     if (st.options.policy->IsRecoverable(task)) st.view.SetRecoverable(task, true);
-    SpawnTask(self, task, *st.view.Find(task));
+    SpawnTask(self, task, *st.view.Find(task), windows[i]);
   }
-  st.kv = KvRouter(KvLimits::FromConfig(st.options.config),
-                   [self](const std::string& directory, const KvLimits& limits) {
-                     KvDirectoryActor actor = SpawnKvDirectory(self->system(), directory, limits);
-                     self->monitor(actor);
-                     self->state.children->push_back(caf::actor_cast<caf::actor>(actor));
-                     return actor;
-                   });
+  RestoreGenerations(self);
+  st.kv = KvRouter(KvLimits::FromConfig(st.options.config), [self](const std::string& directory,
+                                                                   const KvLimits& limits) {
+    const auto& options = self->state.options;
+    KvDurability durability{.writer = options.state_writer, .recovered = options.recovered};
+    if (options.recovered) {
+      const auto& dirs = options.recovered->directories();
+      for (int i = 0; i < dirs.size(); ++i) {
+        if (dirs[i].directory() == directory) durability.directory_index = i;
+      }
+    }
+    KvDirectoryActor actor = SpawnKvDirectory(self->system(), directory, limits, durability);
+    self->monitor(actor);
+    self->state.children->push_back(caf::actor_cast<caf::actor>(actor));
+    return actor;
+  });
+  // Recovered directories exist from the start (root-wide reads and deletes reach them).
+  if (const auto* recovered = st.options.recovered.get()) {
+    for (const auto& dir : recovered->directories()) {
+      if (auto opened = st.kv.Open(dir.directory()); !opened.ok()) {
+        CAF_LOG_ERROR("cannot restore key-value directory" << dir.directory() << ":"
+                                                           << opened.status().ToString());
+      }
+    }
+  }
+  st.options.recovered.reset();  // restored: a directory spawned later starts empty
+  if (st.options.state_writer) {
+    st.children->push_back(caf::actor_cast<caf::actor>(st.options.state_writer));
+  }
   StartProgressChecks(self);
   self->set_down_handler([=](caf::down_msg& down) {
     auto& children = *self->state.children;  // a dead child needs no stopping at shutdown

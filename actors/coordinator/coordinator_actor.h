@@ -10,13 +10,16 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include <caf/actor_system.hpp>
 
 #include "muster/actors/cluster/device_exchange.h"
+#include "muster/actors/state/state_writer_actor.h"
 #include "muster/actors/supervision/supervision_policy.h"
 #include "muster/messages/interfaces.h"
 #include "muster/proto/coordination_config.pb.h"
+#include "muster/proto/leader_state.pb.h"
 
 namespace muster {
 
@@ -28,6 +31,19 @@ struct CoordinatorOptions {
   std::shared_ptr<SupervisionPolicy> policy;
   // Replaces the default aggregation of WaitForAllTasks device info; null: the default.
   DeviceAggregator device_aggregator;
+  // The state dir (muster serve --state-dir). Leader::Start (net/leader/leader.h) opens it and
+  // fills in the two fields below; SpawnCoordinator itself only uses those.
+  std::string state_dir;
+  // Durable state: the writer that records
+  // every change before it is acknowledged. Null: memory only.
+  StateWriterActor state_writer;
+  // What a restarted leader recovered from its state dir (null: nothing). Tasks recorded as
+  // CONNECTED start CONNECTED with their incarnation and have `reconnect_window` to register
+  // again (RegisterTaskRequest.reconnect) before they fail like a task that missed its
+  // heartbeats; keys, barrier results and the job-state version continue where they were.
+  std::shared_ptr<const proto::RecoveredState> recovered;
+  // 0: the heartbeat timeout.
+  caf::timespan reconnect_window{0};
 };
 
 // Spawns a coordinator for the jobs in `options.config`.

@@ -84,6 +84,7 @@ BarrierRoute ResolveBarrier(CoordinatorPointer self, proto::BarrierRequest* requ
   auto& st = self->state;
   BarrierRoute route = st.barriers.RouteBarrier(request, st.view, self->clock().now());
   if (route.action == BarrierRoute::Action::kStart) {
+    route.spec->writer = st.options.state_writer;
     route.actor = SpawnBarrier(self->system(), std::move(*route.spec),
                                caf::actor_cast<BarrierParentActor>(self));
     st.barriers.Started(request->barrier_id(), route.actor);

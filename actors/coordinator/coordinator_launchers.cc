@@ -89,6 +89,7 @@ void StartNewRound(CoordinatorPointer self) {
   for (const BarrierActor& barrier : st.barriers.LiveActors()) {
     self->send_exit(barrier, caf::exit_reason::user_shutdown);
   }
+  PersistNewRound(self, st.barriers.Ids());
   st.barriers = NewBarrierRegistry(st);
   st.shutdown_arrived.clear();
   if (st.devices) {

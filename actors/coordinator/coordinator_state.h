@@ -20,6 +20,7 @@
 #include "muster/actors/health/preemption.h"
 #include "muster/actors/health/progress_tracker.h"
 #include "muster/actors/kv/kv_router.h"
+#include "muster/actors/state/durable_gate.h"
 #include "muster/actors/tasks/heartbeat_monitor_actor.h"
 #include "muster/actors/tasks/task_actor.h"
 
@@ -84,13 +85,21 @@ struct CoordinatorState {
   caf::timespan progress_check_period{0};
   // The preemption protocol, once a task notified one.
   std::optional<Preemption> preemption;
+  // Durable state (coordinator_durable.cc): the coordinator's records in the state dir, and how
+  // long tasks recovered CONNECTED have to come back.
+  DurableGate durable;
+  proto::LeaderRecord leader_record;
+  caf::timespan reconnect_window{0};
+  absl::flat_hash_map<std::string, int64_t> recovered_generations;  // until the slots exist
 };
 
 using CoordinatorPointer = CoordinatorActor::stateful_pointer<CoordinatorState>;
 
 // Spawns (or restarts) the task actor of `task`, starting in `initial`, and supervises it.
+// `reconnect_window`: see TaskSpec (a task recovered CONNECTED by a restarted leader).
 void SpawnTask(CoordinatorPointer self, const proto::CoordinatedTask& task,
-               const proto::CoordinatedTaskStateInfo& initial);
+               const proto::CoordinatedTaskStateInfo& initial,
+               caf::timespan reconnect_window = caf::timespan{0});
 
 // Records a task's new state and tells everything that depends on task states.
 void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo& info,
@@ -161,6 +170,17 @@ caf::result<proto::NotifyPreemptionResponse> NotifyPreemption(
 // FailedPrecondition (the task is not connected).
 absl::StatusOr<uint64_t> EphemeralOwner(CoordinatorPointer self, bool ephemeral,
                                         const proto::CoordinatedTask& source);
+
+// Durable state (coordinator_durable.cc).
+// Restores the view, version, round and barrier results from options.recovered and records the
+// leader's start; returns each task's reconnect window (by view index; 0: none).
+std::vector<caf::timespan> RestoreCoordinator(CoordinatorPointer self);
+// Gives the task slots the generations recovered (after the tasks were spawned).
+void RestoreGenerations(CoordinatorPointer self);
+// Records a task's new state and the job-state version.
+void PersistTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo& info);
+// Records a new round: the barrier results of the last one are dropped.
+void PersistNewRound(CoordinatorPointer self, const std::vector<std::string>& barrier_ids);
 
 // Answers a job-state watch with the current states of its job.
 proto::WatchJobStateResponse JobState(CoordinatorPointer self, const std::string& job);

@@ -80,7 +80,7 @@ absl::Status FailureStatus(const caf::down_msg& down, const proto::CoordinatedTa
 }  // namespace
 
 void SpawnTask(CoordinatorPointer self, const proto::CoordinatedTask& task,
-               const proto::CoordinatedTaskStateInfo& initial) {
+               const proto::CoordinatedTaskStateInfo& initial, caf::timespan reconnect_window) {
   auto& st = self->state;
   TaskSpec spec{.task = task,
                 .leader_incarnation = st.options.incarnation,
@@ -88,6 +88,7 @@ void SpawnTask(CoordinatorPointer self, const proto::CoordinatedTask& task,
                 .connection_loss_grace = st.connection_loss_grace,
                 .recoverable = st.view.IsRecoverable(task),
                 .initial = initial,
+                .reconnect_window = reconnect_window,
                 .parent = caf::actor_cast<TaskParentActor>(self)};
   TaskActor actor = SpawnTaskActor(self->system(), std::move(spec));
   self->monitor(actor);
@@ -130,6 +131,7 @@ void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo&
   }
   OnHealthState(self, info, st.tasks.at(name));
   ++st.version;
+  PersistTaskState(self, info);
   for (auto& watch : st.watches) watch.promise.deliver(JobState(self, watch.job));
   st.watches.clear();
   for (const BarrierActor& barrier : st.barriers.LiveActorsFor(info.task())) {

@@ -4,10 +4,12 @@
 #include <utility>
 #include <vector>
 
+#include <absl/strings/match.h>
 #include <absl/strings/str_cat.h>
 #include <absl/time/time.h>
 #include <caf/result.hpp>
 
+#include "muster/actors/kv/kv_durable.h"
 #include "muster/actors/kv/kv_store.h"
 #include "muster/actors/kv/kv_subscribers.h"
 #include "muster/messages/status_codec.h"
@@ -20,6 +22,7 @@ struct KvDirectoryState {
   static inline const char* name = "muster.kv_directory";
   KvStore store{"", KvLimits()};
   KvSubscribers subscribers;
+  KvDurable durable;
 };
 
 using KvDirectoryPointer = KvDirectoryActor::stateful_pointer<KvDirectoryState>;
@@ -76,13 +79,56 @@ void AnswerDirWaiters(KvDirectoryPointer self, const std::string& key) {
   }
 }
 
-// Tells watchers about each change, in order, and answers the getters of keys that appeared.
-void Publish(KvDirectoryPointer self, const KvStore::Changes& changes) {
+void PublishNow(KvDirectoryPointer self, const KvStore::Changes& changes) {
   for (const proto::KeyValueChangeEvent& change : changes) {
     NotifyWatchers(self, change);
     if (change.kind() != Kind::DELETED) AnswerGetters(self, change.key(), change.value());
     if (change.kind() == Kind::INSERTED) AnswerDirWaiters(self, change.key());
   }
+}
+
+// Tells watchers about each change, in order, and answers the getters of keys that appeared.
+// With a state dir the changes are recorded first (with `batch`, in the same atomic write), and
+// published once on disk.
+void Publish(KvDirectoryPointer self, const KvStore::Changes& changes, StateBatch batch = {}) {
+  KvDurable& durable = self->state.durable;
+  if (durable.enabled()) {
+    durable.Record(self->state.store, changes, batch);
+    durable.gate().Persist(self, std::move(batch));
+  }
+  if (durable.gate().idle()) return PublishNow(self, changes);
+  durable.gate().After([self, changes](const absl::Status& written) {
+    if (written.ok()) PublishNow(self, changes);
+  });
+}
+
+// A write: applied by `apply` (which fills the changes it made), published, and answered once
+// recorded. With a request id a write already applied is answered from its stored reply.
+template <class Response, class Request, class Apply>
+caf::result<Response> Write(KvDirectoryPointer self, const Request& request, Apply apply) {
+  KvDurable& durable = self->state.durable;
+  const bool dedup = durable.enabled() && request.request_id().client() != 0;
+  if (dedup) {
+    if (const proto::StoredReply* stored = durable.FindReply(request.request_id())) {
+      absl::StatusOr<Response> replayed = LoadReply<Response>(*stored);
+      caf::result<Response> result = replayed.ok()
+                                         ? caf::result<Response>(*std::move(replayed))
+                                         : caf::result<Response>(ToKvError(replayed.status()));
+      return AfterDurable(self, durable.gate(), std::move(result));
+    }
+  }
+  KvStore::Changes changes;
+  absl::StatusOr<Response> outcome = apply(changes);
+  // The reply is recorded with the changes, atomically: a re-sent write finds both or neither.
+  StateBatch batch;
+  if (dedup) {
+    durable.RememberReply(self->state.store.directory(), request.request_id(), StoreReply(outcome),
+                          batch);
+  }
+  Publish(self, changes, std::move(batch));
+  caf::result<Response> result = outcome.ok() ? caf::result<Response>(*std::move(outcome))
+                                              : caf::result<Response>(ToKvError(outcome.status()));
+  return AfterDurable(self, durable.gate(), std::move(result));
 }
 
 // The owner an ephemeral write names (stamped by the coordinator); nullopt for a persistent one.
@@ -112,21 +158,27 @@ caf::result<Response> Answer(const absl::Status& status, Response response = {})
 
 caf::result<proto::InsertKeyValueResponse> InsertKeyValue(
     KvDirectoryPointer self, const proto::InsertKeyValueRequest& request) {
-  KvStore::Changes changes;
-  std::optional<KvOwner> owner = OwnerOf(request);
-  absl::Status status =
-      self->state.store.Insert(request.kv(), request.allow_overwrite(), changes, Ptr(owner));
-  Publish(self, changes);
-  return Answer<proto::InsertKeyValueResponse>(status);
+  return Write<proto::InsertKeyValueResponse>(
+      self, request,
+      [&](KvStore::Changes& changes) -> absl::StatusOr<proto::InsertKeyValueResponse> {
+        std::optional<KvOwner> owner = OwnerOf(request);
+        absl::Status status =
+            self->state.store.Insert(request.kv(), request.allow_overwrite(), changes, Ptr(owner));
+        if (!status.ok()) return status;
+        return proto::InsertKeyValueResponse();
+      });
 }
 
 caf::result<proto::UpdateKeyValueResponse> UpdateKeyValue(
     KvDirectoryPointer self, const proto::UpdateKeyValueRequest& request) {
-  KvStore::Changes changes;
-  std::optional<KvOwner> owner = OwnerOf(request);
-  absl::Status status = self->state.store.Update(request.kv(), changes, Ptr(owner));
-  Publish(self, changes);
-  return Answer<proto::UpdateKeyValueResponse>(status);
+  return Write<proto::UpdateKeyValueResponse>(
+      self, request,
+      [&](KvStore::Changes& changes) -> absl::StatusOr<proto::UpdateKeyValueResponse> {
+        std::optional<KvOwner> owner = OwnerOf(request);
+        absl::Status status = self->state.store.Update(request.kv(), changes, Ptr(owner));
+        if (!status.ok()) return status;
+        return proto::UpdateKeyValueResponse();
+      });
 }
 
 // Arms the deadline of parked call `id`, unless it waits without one.
@@ -182,14 +234,16 @@ caf::result<proto::TryGetKeyValueResponse> TryGetKeyValue(
 
 caf::result<proto::IncrementKeyValueResponse> IncrementKeyValue(
     KvDirectoryPointer self, const proto::IncrementKeyValueRequest& request) {
-  KvStore::Changes changes;
-  absl::StatusOr<int64_t> sum =
-      self->state.store.Increment(request.key(), request.increment(), changes);
-  Publish(self, changes);
-  if (!sum.ok()) return ToKvError(sum.status());
-  proto::IncrementKeyValueResponse response;
-  *response.mutable_kv() = Entry(request.key(), absl::StrCat(*sum));
-  return response;
+  return Write<proto::IncrementKeyValueResponse>(
+      self, request,
+      [&](KvStore::Changes& changes) -> absl::StatusOr<proto::IncrementKeyValueResponse> {
+        absl::StatusOr<int64_t> sum =
+            self->state.store.Increment(request.key(), request.increment(), changes);
+        if (!sum.ok()) return sum.status();
+        proto::IncrementKeyValueResponse response;
+        *response.mutable_kv() = Entry(request.key(), absl::StrCat(*sum));
+        return response;
+      });
 }
 
 caf::result<proto::GetKeyValueDirResponse> GetKeyValueDir(
@@ -204,20 +258,24 @@ caf::result<proto::GetKeyValueDirResponse> GetKeyValueDir(
 
 caf::result<proto::DeleteKeyValueResponse> DeleteKeyValue(
     KvDirectoryPointer self, const proto::DeleteKeyValueRequest& request) {
-  KvStore::Changes changes;
-  absl::Status status = self->state.store.Delete(request.key(), request.is_directory(), changes);
-  Publish(self, changes);
-  return Answer<proto::DeleteKeyValueResponse>(status);
+  return Write<proto::DeleteKeyValueResponse>(
+      self, request,
+      [&](KvStore::Changes& changes) -> absl::StatusOr<proto::DeleteKeyValueResponse> {
+        absl::Status status =
+            self->state.store.Delete(request.key(), request.is_directory(), changes);
+        if (!status.ok()) return status;
+        return proto::DeleteKeyValueResponse();
+      });
 }
 
 caf::result<proto::CompareAndSwapResponse> CompareAndSwap(
     KvDirectoryPointer self, const proto::CompareAndSwapRequest& request) {
-  KvStore::Changes changes;
-  std::optional<KvOwner> owner = OwnerOf(request);
-  auto response = self->state.store.CompareAndSwap(request, changes, Ptr(owner));
-  Publish(self, changes);
-  if (!response.ok()) return ToKvError(response.status());
-  return *std::move(response);
+  return Write<proto::CompareAndSwapResponse>(
+      self, request,
+      [&](KvStore::Changes& changes) -> absl::StatusOr<proto::CompareAndSwapResponse> {
+        std::optional<KvOwner> owner = OwnerOf(request);
+        return self->state.store.CompareAndSwap(request, changes, Ptr(owner));
+      });
 }
 
 caf::result<proto::ReduceKeyValueDirResponse> ReduceKeyValueDir(
@@ -280,10 +338,28 @@ caf::result<proto::WatchKeyResponse> WatchKey(KvDirectoryPointer self,
   if (absl::Status status = CheckWatch(self, request.key(), watcher); !status.ok()) {
     return ToKvError(status);
   }
+  const KvStore& store = self->state.store;
+  std::vector<proto::KeyValueChangeEvent> missed;
+  if (request.from_revision() > 0) {  // a resumed watch first gets what it missed
+    if (!self->state.durable.enabled()) {
+      return ToKvError(absl::OutOfRangeError(absl::StrCat(
+          "watch of ", KeyForMessage(request.key()), " cannot resume from revision ",
+          request.from_revision(), ": this leader keeps no change history (no --state-dir)")));
+    }
+    auto changes = self->state.durable.ChangesAfter(request.from_revision(), store.revision());
+    if (!changes.ok()) return ToKvError(changes.status());
+    missed = *std::move(changes);
+  }
   if (!self->state.subscribers.Knows(watcher.address())) self->monitor(watcher);
   self->state.subscribers.Watch(request.key(), watcher);
+  for (proto::KeyValueChangeEvent& event : missed) {
+    const std::string& key = event.key();
+    if (key != request.key() && !absl::StartsWith(key, absl::StrCat(request.key(), "/"))) continue;
+    event.set_watched_key(request.key());
+    self->send(watcher, std::move(event));
+  }
   proto::WatchKeyResponse response;
-  response.set_revision(self->state.store.revision());
+  response.set_revision(store.revision());
   return response;
 }
 
@@ -349,8 +425,13 @@ caf::result<int64_t, int64_t, int64_t, int64_t> Stats(KvDirectoryPointer self) {
 }
 
 KvDirectoryActor::behavior_type KvDirectoryBehavior(KvDirectoryPointer self, std::string directory,
-                                                    KvLimits limits) {
+                                                    KvLimits limits, KvDurability durability) {
   self->state.store = KvStore(std::move(directory), limits);
+  self->state.durable = KvDurable(std::move(durability.writer));
+  if (durability.recovered && durability.directory_index >= 0) {
+    self->state.durable.Restore(durability.recovered->directories(durability.directory_index),
+                                self->state.store);
+  }
   self->set_down_handler(
       [=](caf::down_msg& down) { self->state.subscribers.DropPeer(down.source); });
   self->set_exit_handler([=](caf::exit_msg& exit) {
@@ -360,24 +441,32 @@ KvDirectoryActor::behavior_type KvDirectoryBehavior(KvDirectoryPointer self, std
   return {
       [=](const proto::InsertKeyValueRequest& request) { return InsertKeyValue(self, request); },
       [=](const proto::UpdateKeyValueRequest& request) { return UpdateKeyValue(self, request); },
-      [=](const proto::GetKeyValueRequest& request) { return GetKeyValue(self, request); },
-      [=](const proto::TryGetKeyValueRequest& request) { return TryGetKeyValue(self, request); },
+      [=](const proto::GetKeyValueRequest& request) {
+        return AfterDurable(self, self->state.durable.gate(), GetKeyValue(self, request));
+      },
+      [=](const proto::TryGetKeyValueRequest& request) {
+        return AfterDurable(self, self->state.durable.gate(), TryGetKeyValue(self, request));
+      },
       [=](const proto::IncrementKeyValueRequest& request) {
         return IncrementKeyValue(self, request);
       },
-      [=](const proto::GetKeyValueDirRequest& request) { return GetKeyValueDir(self, request); },
+      [=](const proto::GetKeyValueDirRequest& request) {
+        return AfterDurable(self, self->state.durable.gate(), GetKeyValueDir(self, request));
+      },
       [=](const proto::DeleteKeyValueRequest& request) { return DeleteKeyValue(self, request); },
       [=](const proto::CompareAndSwapRequest& request) { return CompareAndSwap(self, request); },
       [=](const proto::WatchKeyRequest& request, const KvWatcherActor& watcher) {
-        return WatchKey(self, request, watcher);
+        return AfterDurable(self, self->state.durable.gate(), WatchKey(self, request, watcher));
       },
       [=](const proto::StopWatchKeyRequest& request, const KvWatcherActor& watcher) {
         return StopWatchKey(self, request, watcher);
       },
       [=](const proto::ReduceKeyValueDirRequest& request) {
-        return ReduceKeyValueDir(self, request);
+        return AfterDurable(self, self->state.durable.gate(), ReduceKeyValueDir(self, request));
       },
-      [=](const proto::WaitForKeysRequest& request) { return WaitForKeys(self, request); },
+      [=](const proto::WaitForKeysRequest& request) {
+        return AfterDurable(self, self->state.durable.gate(), WaitForKeys(self, request));
+      },
       [=](drop_owner_atom, const std::string& task, uint64_t incarnation) {
         DropOwner(self, task, incarnation);
       },
@@ -389,9 +478,9 @@ KvDirectoryActor::behavior_type KvDirectoryBehavior(KvDirectoryPointer self, std
 
 }  // namespace
 
-KvDirectoryActor SpawnKvDirectory(caf::actor_system& system, std::string directory,
-                                  KvLimits limits) {
-  return system.spawn(KvDirectoryBehavior, std::move(directory), limits);
+KvDirectoryActor SpawnKvDirectory(caf::actor_system& system, std::string directory, KvLimits limits,
+                                  const KvDurability& durability) {
+  return system.spawn(KvDirectoryBehavior, std::move(directory), limits, durability);
 }
 
 caf::error ToKvError(const absl::Status& status) {

@@ -2,12 +2,15 @@
 // ("nccl", "nccl/id/3"): the values (kv_store.h), the GetKeyValue calls parked until their key
 // appears, the WaitForKeys calls parked until their directory has enough keys, and the watches. The
 // coordinator routes requests to it with normalised keys (kv_router.h); it still checks every key.
-// Each operation costs O(log n) in its size.
+// Each operation costs O(log n) in its size. With a state dir (kv_durable.h) every change is
+// recorded before a reply, a getter or a watcher learns of it, and a write re-sent with a known
+// request id gets the reply of its first application.
 //
 //   SERVING --(exit message)--> STOPPED   (parked GetKeyValue calls fail with Cancelled)
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include <absl/status/status.h>
@@ -16,8 +19,10 @@
 #include <caf/error.hpp>
 
 #include "muster/actors/kv/kv_key.h"
+#include "muster/actors/state/state_writer_actor.h"
 #include "muster/messages/atoms.h"
 #include "muster/messages/interfaces.h"
+#include "muster/proto/leader_state.pb.h"
 
 namespace muster {
 
@@ -36,9 +41,18 @@ using KvDirectoryActor = KvStoreActor::extend<
     // Counters for tests and operations: keys, parked gets, watches, monitored peers.
     caf::replies_to<kv_stats_atom>::with<int64_t, int64_t, int64_t, int64_t>>;
 
+// A directory's durable state (a leader with a state dir): every change is recorded through
+// `writer` before any reply reveals it; `recovered` (when set) is what the directory held
+// before the leader restarted.
+struct KvDurability {
+  StateWriterActor writer;
+  std::shared_ptr<const proto::RecoveredState> recovered;
+  int directory_index = -1;  // in recovered->directories(); -1: nothing recovered
+};
+
 // Spawns the actor of `directory` (a first path segment) with the store limits `limits`.
-KvDirectoryActor SpawnKvDirectory(caf::actor_system& system, std::string directory,
-                                  KvLimits limits);
+KvDirectoryActor SpawnKvDirectory(caf::actor_system& system, std::string directory, KvLimits limits,
+                                  const KvDurability& durability = {});
 
 // Converts a key-value status to a CAF error: with a coordination payload, except
 // AlreadyExists, which the reference returns bare.

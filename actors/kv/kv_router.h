@@ -57,6 +57,11 @@ class KvRouter {
   // FailedPrecondition for a delete of the whole store without delete_root.
   static absl::Status RootDeleteRefused();
 
+  // The actor of `directory` (a first path segment), spawned when it has none yet.
+  // Possible errors: as Route.
+  absl::StatusOr<KvDirectoryActor> Open(const std::string& directory) {
+    return FindOrSpawn(directory);
+  }
   // Returns the existing directory actor owning `key` (any form); never spawns.
   std::optional<KvDirectoryActor> Find(const std::string& key) const;
   // Every directory actor, in directory name order.

@@ -255,6 +255,15 @@ void KvStore::Erase(Map::iterator first, Map::iterator last, Changes& changes) {
   if (limits_.budget) limits_.budget->Release(freed);
 }
 
+absl::Status KvStore::Restore(const proto::KeyValueEntry& kv, const KvOwner* owner) {
+  if (absl::Status status = CheckKey(kv.key()); !status.ok()) return status;
+  Changes ignored;
+  int64_t revision = revision_;
+  absl::Status status = Store(kv.key(), kv.value(), ignored, owner);
+  revision_ = revision;
+  return status;
+}
+
 KvStore::~KvStore() { ReleaseAll(); }
 
 KvStore::KvStore(KvStore&& other) noexcept

@@ -101,6 +101,11 @@ class KvStore {
   // How many keys are under "<directory>/".
   int64_t CountUnder(absl::string_view directory) const;
 
+  // Loads a key a restarted leader recovered (no change is recorded), then the revision.
+  // Possible errors: as Insert (a recovered state over today's limits).
+  absl::Status Restore(const proto::KeyValueEntry& kv, const KvOwner* owner);
+  void RestoreRevision(int64_t revision) { revision_ = revision; }
+
   const std::string& directory() const { return directory_; }
   const KvLimits& limits() const { return limits_; }
   int64_t revision() const { return revision_; }

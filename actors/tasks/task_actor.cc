@@ -37,6 +37,9 @@ struct TaskState {
     bool agent_down = false;
   };
   std::optional<Joining> joining;
+  // Recovered CONNECTED by a restarted leader; its agent has not registered again yet.
+  bool awaiting_reconnect = false;
+  caf::timespan reconnect_window{0};
 };
 
 using TaskPointer = TaskActor::stateful_pointer<TaskState>;
@@ -73,6 +76,7 @@ void StopWatching(TaskPointer self) {
 
 void Connect(TaskPointer self, uint64_t incarnation, const AgentActor& agent) {
   auto& st = self->state;
+  st.awaiting_reconnect = false;
   st.info.set_incarnation(incarnation);
   st.ever_connected = true;
   WatchAgent(self, agent);
@@ -112,10 +116,30 @@ bool MayRejoinFromError(TaskPointer self) {
          GetCoordinationError(st.error).has_value();
 }
 
+// A registration after a lost leader connection: only the incarnation the task is connected
+// with may come back.
+absl::Status MayReconnect(TaskPointer self, const proto::RegisterTaskRequest& request) {
+  const auto& info = self->state.info;
+  if (info.state() == proto::TASKSTATE_CONNECTED && info.incarnation() == request.incarnation()) {
+    return absl::OkStatus();
+  }
+  return ServiceError(
+      self, absl::FailedPreconditionError(absl::StrCat(
+                Name(self), " cannot reconnect with incarnation ", request.incarnation(),
+                ": the leader knows the task as ", proto::CoordinatedTaskState_Name(info.state()),
+                info.incarnation() != 0 ? absl::StrCat(" with incarnation ", info.incarnation())
+                                        : std::string(),
+                ". The leader restarted without the task's state (no --state-dir, or another "
+                "one), or the task failed while it was away; restart the task.")));
+}
+
 caf::result<proto::RegisterTaskResponse> Register(TaskPointer self,
                                                   const proto::RegisterTaskRequest& request,
                                                   const AgentActor& agent) {
   auto& st = self->state;
+  if (request.reconnect()) {
+    if (absl::Status refused = MayReconnect(self, request); !refused.ok()) return ToError(refused);
+  }
   bool same = request.incarnation() == st.info.incarnation();
   if (st.info.state() == proto::TASKSTATE_CONNECTED && !same && !st.spec.recoverable) {
     absl::Status aborted = ServiceError(
@@ -149,7 +173,7 @@ caf::result<proto::RegisterTaskResponse> JoinRegistration(TaskPointer self,
                                                           const proto::RegisterTaskRequest& request,
                                                           const AgentActor& agent) {
   auto& st = self->state;
-  if (st.info.state() == proto::TASKSTATE_CONNECTED ||
+  if (st.info.state() == proto::TASKSTATE_CONNECTED || request.reconnect() ||
       (st.info.state() == proto::TASKSTATE_ERROR && !MayRejoinFromError(self))) {
     return Register(self, request, agent);
   }
@@ -321,6 +345,24 @@ void OnAgentLost(TaskPointer self, const caf::actor_addr& agent) {
   }
 }
 
+// The reconnect window after a leader restart passed: the task did not come back.
+void OnReconnectOver(TaskPointer self, uint64_t incarnation) {
+  auto& st = self->state;
+  if (!st.awaiting_reconnect || st.info.incarnation() != incarnation ||
+      st.info.state() != proto::TASKSTATE_CONNECTED) {
+    return;
+  }
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(st.reconnect_window);
+  self->quit(ToError(ServiceError(
+      self, absl::UnavailableError(absl::StrCat(
+                "Task ", Name(self),
+                " was connected when the leader restarted but did not "
+                "reconnect within the reconnect window (",
+                ms.count(),
+                " ms): its process exited or lost its network while the leader was down; restart "
+                "it (or reset it if its job is recoverable).")))));
+}
+
 absl::Status StatusFromInfo(const proto::CoordinatedTaskStateInfo& info) {
   if (info.state() != proto::TASKSTATE_ERROR) return absl::OkStatus();
   return StatusFromFields(info);
@@ -337,6 +379,12 @@ TaskActor::behavior_type TaskBehavior(TaskPointer self, TaskSpec spec) {
   *st.info.mutable_task() = std::move(spec.task);  // one copy of the task and its state
   st.error = StatusFromInfo(st.info);
   st.ever_connected = st.info.incarnation() != 0;
+  if (st.info.state() == proto::TASKSTATE_CONNECTED && spec.reconnect_window > caf::timespan{0}) {
+    st.awaiting_reconnect = true;
+    st.reconnect_window = spec.reconnect_window;
+    self->delayed_send(self, spec.reconnect_window, reconnect_over_atom::value,
+                       st.info.incarnation());
+  }
   self->set_down_handler([=](caf::down_msg& down) { OnAgentDown(self, down); });
   return {
       [=](const proto::RegisterTaskRequest& request, const AgentActor& agent) {
@@ -367,6 +415,9 @@ TaskActor::behavior_type TaskBehavior(TaskPointer self, TaskSpec spec) {
       },
       [=](agent_lost_atom, const caf::actor_addr& agent) { OnAgentLost(self, agent); },
       [=](deadline_atom, uint64_t incarnation) { OnDeadline(self, incarnation); },
+      [=](reconnect_over_atom, uint64_t incarnation) {
+        if (self->current_sender() == self->ctrl()) OnReconnectOver(self, incarnation);
+      },
       [=](stuck_atom, uint64_t incarnation, const caf::error& error) {
         const auto& info = self->state.info;
         if (info.state() == proto::TASKSTATE_CONNECTED && info.incarnation() == incarnation) {

@@ -19,6 +19,10 @@
 //   DISCONNECTED <--Reset/Shutdown-- ERROR <--set_error (imposed by the coordinator)
 //   DISCONNECTED | CONNECTED --exited (its launcher saw the process exit)--> dies
 //   any --disconnect (shutdown barrier passed; a restart ordered by the policy)--> DISCONNECTED
+//   (leader restarted) CONNECTED, awaiting its agent --Register(same incarnation)--> CONNECTED
+//                                                    --reconnect window over--> dies
+// A registration with `reconnect` set is accepted only by a CONNECTED task of the same
+// incarnation (FailedPrecondition otherwise: the leader lost or never had the task's state).
 #pragma once
 
 #include <cstdint>
@@ -63,7 +67,9 @@ using TaskActor = caf::typed_actor<
     caf::reacts_to<deadline_atom, uint64_t>,
     // The coordinator found this incarnation stuck: the task fails with the given error
     // (DeadlineExceeded with a TaskStuck payload) unless it is no longer that incarnation.
-    caf::reacts_to<stuck_atom, uint64_t, caf::error>>;
+    caf::reacts_to<stuck_atom, uint64_t, caf::error>,
+    // Internal timer: the reconnect window after a leader restart is over.
+    caf::reacts_to<reconnect_over_atom, uint64_t>>;
 
 struct TaskSpec {
   proto::CoordinatedTask task;
@@ -72,8 +78,12 @@ struct TaskSpec {
   // How long a lost connection to the agent is tolerated before the task fails (0: at once).
   caf::timespan connection_loss_grace{0};
   bool recoverable = false;
-  // The state to start in: DISCONNECTED at leader start, ERROR after a failure.
+  // The state to start in: DISCONNECTED at leader start, ERROR after a failure; CONNECTED
+  // (without an agent) when a restarted leader recovered the task connected.
   proto::CoordinatedTaskStateInfo initial;
+  // With a CONNECTED initial state: how long the task's agent has to register again
+  // (RegisterTaskRequest.reconnect) before the task fails with Unavailable.
+  caf::timespan reconnect_window{0};
   TaskParentActor parent;
 };
 

@@ -4,6 +4,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "muster/actors/state/state_store.h"
 #include "muster/messages/incarnation.h"
 #include "muster/net/leader/leader_endpoint.h"
 #include "muster/net/leader/token_gate_actor.h"
@@ -11,12 +12,44 @@
 #include "muster/net/transport/guarded_multiplexer.h"
 
 namespace muster {
+namespace {
+
+// "state dir D: recovered 4 tasks (3 connected), 12 keys in 2 directories and 5 barrier
+// results; start 3 of this leader" (or "empty: a new job").
+std::string RecoverySummary(const std::string& dir, const proto::RecoveredState& state) {
+  if (state.fresh()) return absl::StrCat("state dir ", dir, ": empty, a new job");
+  int connected = 0;
+  for (const auto& task : state.tasks()) connected += task.state() == proto::TASKSTATE_CONNECTED;
+  int keys = 0;
+  for (const auto& directory : state.directories()) keys += directory.entries_size();
+  return absl::StrCat("state dir ", dir, ": recovered ", state.tasks_size(), " tasks (", connected,
+                      " connected, who have the reconnect window to come back), ", keys,
+                      " keys in ", state.directories_size(), " directories and ",
+                      state.barriers_size(), " barrier results; start ",
+                      state.leader().started_unix_ms_size() + 1, " of this leader");
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
                                                       CoordinatorOptions options,
                                                       LeaderEndpoint endpoint) {
   ThreadLoggerGuard logger_guard;
   if (absl::Status tls = CheckTlsFiles(TlsFilesOf(system.config())); !tls.ok()) return tls;
+  std::string recovery;
+  if (!options.state_dir.empty()) {
+    absl::StatusOr<std::shared_ptr<StateStore>> store = StateStore::Open(options.state_dir);
+    if (!store.ok()) return store.status();
+    absl::StatusOr<proto::RecoveredState> recovered = (*store)->Load();
+    if (!recovered.ok()) return recovered.status();
+    // A restarted leader is the same leader: its tasks reconnect to the incarnation they knew.
+    if (!recovered->fresh() && recovered->leader().incarnation() != 0) {
+      options.incarnation = recovered->leader().incarnation();
+    }
+    recovery = RecoverySummary(options.state_dir, *recovered);
+    options.recovered = std::make_shared<const proto::RecoveredState>(*std::move(recovered));
+    options.state_writer = SpawnStateWriter(system, *std::move(store));
+  }
   if (options.incarnation == 0) options.incarnation = NewIncarnation();
   uint64_t incarnation = options.incarnation;
   CoordinatorActor coordinator = SpawnCoordinator(system, std::move(options));
@@ -30,8 +63,10 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
     return port.status();
   }
   std::string host = endpoint.host.empty() ? "0.0.0.0" : endpoint.host;
-  return std::unique_ptr<Leader>(new Leader(system, std::move(coordinator), std::move(published),
-                                            std::move(host), *port, incarnation));
+  auto leader = std::unique_ptr<Leader>(new Leader(
+      system, std::move(coordinator), std::move(published), std::move(host), *port, incarnation));
+  leader->recovery_ = std::move(recovery);
+  return leader;
 }
 
 Leader::Leader(caf::actor_system& system, CoordinatorActor coordinator, CoordinatorActor published,

@@ -39,8 +39,12 @@ struct LeaderEndpoint {
 class Leader {
  public:
   // Spawns the coordinator in `system` (configured with NodeConfig / ConfigureNode) and
-  // publishes it. options.incarnation 0 draws a random one.
-  // Possible errors: Unavailable (the port cannot be opened, naming host, port and cause).
+  // publishes it. options.incarnation 0 draws a random one. With options.state_dir the leader
+  // opens (or creates) that dir, recovers what a previous leader recorded there (keeping its
+  // incarnation) and records every change before acknowledging it (docs/operations.md).
+  // Possible errors: Unavailable (the port cannot be opened, naming host, port and cause);
+  // with a state dir also FailedPrecondition (locked by another leader, another format),
+  // DataLoss (damaged files) and Internal (I/O), each naming the dir.
   static absl::StatusOr<std::unique_ptr<Leader>> Start(caf::actor_system& system,
                                                        CoordinatorOptions options,
                                                        LeaderEndpoint endpoint = {});
@@ -61,6 +65,8 @@ class Leader {
   uint64_t incarnation() const { return incarnation_; }
   const CoordinatorActor& coordinator() const { return coordinator_; }
   bool running() const { return running_; }
+  // With a state dir: what was recovered, in one line (empty without one).
+  const std::string& recovery() const { return recovery_; }
 
  private:
   Leader(caf::actor_system& system, CoordinatorActor coordinator, CoordinatorActor published,
@@ -73,6 +79,7 @@ class Leader {
   uint16_t port_;
   uint64_t incarnation_;
   bool running_ = true;
+  std::string recovery_;
 };
 
 }  // namespace muster

@@ -1,0 +1,117 @@
+// The coordinator's part of durable state (a leader with a state dir): what it restores at
+// start from CoordinatorOptions::recovered, and the records it keeps up to date (its own, and
+// every task's). Key-value directories and barriers record their own state.
+#include <chrono>
+
+#include <absl/strings/str_cat.h>
+
+#include "muster/actors/coordinator/coordinator_state.h"
+#include "muster/actors/state/state_store.h"
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+
+namespace muster {
+namespace {
+
+// A restarted leader keeps the start times of this many runs.
+constexpr int kMaxStarts = 64;
+
+proto::TaskRecord RecordOf(const proto::CoordinatedTaskStateInfo& info, int64_t generation) {
+  proto::TaskRecord record;
+  *record.mutable_task() = info.task();
+  record.set_state(info.state());
+  record.set_incarnation(info.incarnation());
+  record.set_error_code(info.error_code());
+  record.set_error_message(info.error_message());
+  record.set_generation(generation);
+  return record;
+}
+
+void PutLeader(CoordinatorPointer self, StateBatch& batch) {
+  auto& st = self->state;
+  st.leader_record.set_format(kStateFormat);
+  st.leader_record.set_incarnation(st.options.incarnation);
+  st.leader_record.set_version(st.version);
+  st.leader_record.set_round(st.round);
+  batch.Put(LeaderStateKey(), st.leader_record.SerializeAsString());
+}
+
+}  // namespace
+
+std::vector<caf::timespan> RestoreCoordinator(CoordinatorPointer self) {
+  auto& st = self->state;
+  st.durable = DurableGate(st.options.state_writer);
+  std::vector<caf::timespan> windows(st.view.tasks().size());
+  st.reconnect_window = st.options.reconnect_window > caf::timespan{0} ? st.options.reconnect_window
+                                                                       : st.heartbeat_timeout;
+  const proto::RecoveredState* recovered = st.options.recovered.get();
+  if (recovered != nullptr) {
+    st.leader_record = recovered->leader();
+    st.version = recovered->leader().version();
+    st.round = recovered->leader().round();
+    for (const proto::TaskRecord& record : recovered->tasks()) {
+      const proto::CoordinatedTaskStateInfo* known = st.view.Find(record.task());
+      if (known == nullptr) continue;  // a task of a job no longer configured
+      proto::CoordinatedTaskStateInfo info = *known;
+      info.set_state(record.state());
+      info.set_incarnation(record.incarnation());
+      info.set_error_code(record.error_code());
+      info.set_error_message(record.error_message());
+      st.view.Update(info);
+      st.recovered_generations[TaskName(record.task())] = record.generation();
+      if (record.state() == proto::TASKSTATE_CONNECTED) {
+        const auto& tasks = st.view.tasks();
+        for (size_t i = 0; i < tasks.size(); ++i) {
+          if (SameTask(tasks[i], record.task())) windows[i] = st.reconnect_window;
+        }
+      }
+    }
+    for (const proto::BarrierRecord& record : recovered->barriers()) {
+      st.barriers.Restore(record.id(), record.counter(), LoadStatus(record.result()));
+    }
+  }
+  if (st.durable.enabled()) {
+    auto now = std::chrono::system_clock::now().time_since_epoch();
+    st.leader_record.add_started_unix_ms(
+        std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
+    auto* starts = st.leader_record.mutable_started_unix_ms();
+    if (starts->size() > kMaxStarts) starts->erase(starts->begin(), starts->end() - kMaxStarts);
+    StateBatch batch;
+    PutLeader(self, batch);
+    st.durable.Persist(self, std::move(batch));
+  }
+  return windows;
+}
+
+void RestoreGenerations(CoordinatorPointer self) {
+  auto& st = self->state;
+  for (const auto& [name, generation] : st.recovered_generations) {
+    auto it = st.tasks.find(name);
+    if (it != st.tasks.end()) it->second.generation = generation;
+  }
+  st.recovered_generations.clear();
+}
+
+void PersistTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo& info) {
+  auto& st = self->state;
+  if (!st.durable.enabled()) return;
+  std::string name = TaskName(info.task());
+  auto slot = st.tasks.find(name);
+  StateBatch batch;
+  batch.Put(
+      TaskStateKey(name),
+      RecordOf(info, slot == st.tasks.end() ? 0 : slot->second.generation).SerializeAsString());
+  PutLeader(self, batch);
+  st.durable.Persist(self, std::move(batch));
+}
+
+void PersistNewRound(CoordinatorPointer self, const std::vector<std::string>& barrier_ids) {
+  auto& st = self->state;
+  if (!st.durable.enabled()) return;
+  StateBatch batch;
+  for (const std::string& id : barrier_ids) batch.Delete(BarrierStateKey(id));
+  PutLeader(self, batch);
+  st.durable.Persist(self, std::move(batch));
+}
+
+}  // namespace muster

@@ -1,0 +1,112 @@
+#include "muster/actors/kv/kv_durable.h"
+
+#include <utility>
+
+#include <absl/strings/str_cat.h>
+
+#include "muster/actors/state/state_store.h"
+
+namespace muster {
+
+int KvDurable::Restore(const proto::RecoveredKvDirectory& recovered, KvStore& store) {
+  int skipped = 0;
+  for (int i = 0; i < recovered.entries_size(); ++i) {
+    const proto::KvRecord& record = recovered.records(i);
+    KvOwner owner{record.owner_task(), record.owner_incarnation()};
+    bool ephemeral = !record.owner_task().empty() && record.owner_incarnation() != 0;
+    if (!store.Restore(recovered.entries(i), ephemeral ? &owner : nullptr).ok()) ++skipped;
+  }
+  store.RestoreRevision(recovered.revision());
+  for (const proto::KeyValueChangeEvent& event : recovered.history()) history_.push_back(event);
+  while (history_.size() > kHistory) history_.pop_front();
+  for (const auto& reply : recovered.replies()) {
+    auto [it, added] = replies_.try_emplace(reply.client());
+    if (added) clients_.push_back(reply.client());
+    it->second[reply.seq()] = reply.reply();
+  }
+  return skipped;
+}
+
+void KvDurable::Record(const KvStore& store, const KvStore::Changes& changes, StateBatch& batch) {
+  if (changes.empty()) return;
+  const std::string& directory = store.directory();
+  for (const proto::KeyValueChangeEvent& change : changes) {
+    if (change.kind() == proto::KeyValueChangeEvent::DELETED) {
+      batch.Delete(KvStateKey(change.key()));
+    } else {
+      proto::KvRecord record;
+      record.set_value(change.value());
+      if (const KvOwner* owner = store.OwnerOf(change.key())) {
+        record.set_owner_task(owner->task);
+        record.set_owner_incarnation(owner->incarnation);
+      }
+      batch.Put(KvStateKey(change.key()), record.SerializeAsString());
+    }
+    proto::KvHistoryRecord event;
+    *event.mutable_event() = change;
+    batch.Put(KvHistoryStateKey(directory, change.revision()), event.SerializeAsString());
+    history_.push_back(change);
+    if (history_.size() > kHistory) {
+      batch.Delete(KvHistoryStateKey(directory, history_.front().revision()));
+      history_.pop_front();
+    }
+  }
+  proto::KvRevisionRecord revision;
+  revision.set_revision(store.revision());
+  batch.Put(KvRevisionStateKey(directory), revision.SerializeAsString());
+}
+
+const proto::StoredReply* KvDurable::FindReply(const proto::RequestId& id) const {
+  auto client = replies_.find(id.client());
+  if (client == replies_.end()) return nullptr;
+  auto reply = client->second.find(id.seq());
+  return reply == client->second.end() ? nullptr : &reply->second;
+}
+
+void KvDurable::RememberReply(const std::string& directory, const proto::RequestId& id,
+                              proto::StoredReply reply, StateBatch& batch) {
+  auto [client, added] = replies_.try_emplace(id.client());
+  if (added) {
+    clients_.push_back(id.client());
+    if (clients_.size() > kClients) {  // the client that wrote first is forgotten
+      uint64_t oldest = clients_.front();
+      clients_.pop_front();
+      for (const auto& [seq, stored] : replies_[oldest]) {
+        batch.Delete(KvReplyStateKey(directory, oldest, seq));
+      }
+      replies_.erase(oldest);
+      client = replies_.find(id.client());
+    }
+  }
+  auto& kept = client->second;
+  batch.Put(KvReplyStateKey(directory, id.client(), id.seq()), reply.SerializeAsString());
+  kept[id.seq()] = std::move(reply);
+  while (kept.size() > kRepliesPerClient) {
+    batch.Delete(KvReplyStateKey(directory, id.client(), kept.begin()->first));
+    kept.erase(kept.begin());
+  }
+}
+
+absl::StatusOr<std::vector<proto::KeyValueChangeEvent>> KvDurable::ChangesAfter(
+    int64_t revision, int64_t current) const {
+  if (revision > current) {
+    return absl::OutOfRangeError(absl::StrCat("watch resume from revision ", revision,
+                                              " is ahead of the directory's revision ", current,
+                                              "; start a new watch"));
+  }
+  std::vector<proto::KeyValueChangeEvent> changes;
+  if (revision == current) return changes;
+  if (history_.empty() || history_.front().revision() > revision + 1) {
+    return absl::OutOfRangeError(
+        absl::StrCat("watch resume from revision ", revision, ": the leader keeps only the last ",
+                     kHistory, " changes of a directory (oldest kept: ",
+                     history_.empty() ? current : history_.front().revision(),
+                     "); read the keys again and start a new watch"));
+  }
+  for (const proto::KeyValueChangeEvent& event : history_) {
+    if (event.revision() > revision) changes.push_back(event);
+  }
+  return changes;
+}
+
+}  // namespace muster

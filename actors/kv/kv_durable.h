@@ -1,0 +1,108 @@
+// A key-value directory's durable side (a leader with a state dir), without actors: the records
+// each change writes (keys, revision, recent history), the replies of applied writes by request
+// id (so a write re-sent after a lost connection is answered, not applied twice), and the
+// recent history that resumed watches replay. The directory actor owns one, with the gate that
+// holds its replies until their changes are on disk.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
+#include <absl/status/statusor.h>
+
+#include "muster/actors/kv/kv_store.h"
+#include "muster/actors/state/durable_gate.h"
+#include "muster/actors/state/state_store.h"
+#include "muster/proto/leader_state.pb.h"
+
+namespace muster {
+
+class KvDurable {
+ public:
+  // Limits: replies kept per client, clients per directory, history events per directory.
+  static constexpr size_t kRepliesPerClient = 1024;
+  static constexpr size_t kClients = 4096;
+  static constexpr size_t kHistory = 1024;
+
+  KvDurable() = default;
+  explicit KvDurable(StateWriterActor writer) : gate_(std::move(writer)) {}
+
+  bool enabled() const { return gate_.enabled(); }
+  DurableGate& gate() { return gate_; }
+
+  // Loads what a restarted leader recovered into `store` and this object. Keys the store
+  // refuses (limits lowered since) are skipped; returns how many.
+  int Restore(const proto::RecoveredKvDirectory& recovered, KvStore& store);
+
+  // Adds the records of `changes` (made to `store`) to `batch` and keeps them as history.
+  void Record(const KvStore& store, const KvStore::Changes& changes, StateBatch& batch);
+
+  // The stored reply of an applied write; null when the id is new (or no longer kept).
+  const proto::StoredReply* FindReply(const proto::RequestId& id) const;
+  // Keeps the reply of an applied write (and adds its record to `batch`).
+  void RememberReply(const std::string& directory, const proto::RequestId& id,
+                     proto::StoredReply reply, StateBatch& batch);
+
+  // Every kept change after `revision` up to `current`. Possible errors: OutOfRange (the
+  // history no longer reaches back to `revision`, or `revision` is ahead of `current`).
+  absl::StatusOr<std::vector<proto::KeyValueChangeEvent>> ChangesAfter(int64_t revision,
+                                                                       int64_t current) const;
+
+ private:
+  DurableGate gate_;
+  std::deque<proto::KeyValueChangeEvent> history_;
+  absl::flat_hash_map<uint64_t, std::map<uint64_t, proto::StoredReply>> replies_;
+  std::deque<uint64_t> clients_;  // in the order they first wrote
+};
+
+}  // namespace muster
+
+namespace muster {
+
+// The StoredReply of a write's outcome.
+template <class Response>
+proto::StoredReply StoreReply(const absl::StatusOr<Response>& outcome) {
+  proto::StoredReply reply;
+  *reply.mutable_status() = StoreStatus(outcome.status());
+  if (outcome.ok()) reply.set_response(outcome->SerializeAsString());
+  return reply;
+}
+
+// The outcome a StoredReply holds. Possible errors: the stored one; Internal when the stored
+// response does not parse.
+template <class Response>
+absl::StatusOr<Response> LoadReply(const proto::StoredReply& reply) {
+  absl::Status status = LoadStatus(reply.status());
+  if (!status.ok()) return status;
+  Response response;
+  if (!response.ParseFromString(reply.response())) {
+    return absl::InternalError("a stored reply of a re-sent write does not parse");
+  }
+  return response;
+}
+
+// Answers the current request with `result` once the gate is idle: at once without pending
+// writes (or for a result answered later through a promise of its own).
+template <class Response, class Self>
+caf::result<Response> AfterDurable(Self* self, DurableGate& gate, caf::result<Response> result) {
+  if (gate.idle() || (result.flag != caf::rt_value && result.flag != caf::rt_error)) {
+    return result;
+  }
+  auto promise = self->template make_response_promise<Response>();
+  gate.After([promise, result](const absl::Status& written) mutable {
+    if (!written.ok()) {
+      promise.deliver(ToError(written));
+    } else if (result.flag == caf::rt_error) {
+      promise.deliver(result.err);
+    } else {
+      promise.deliver(result.value.template get_as<Response>(0));
+    }
+  });
+  return promise;
+}
+
+}  // namespace muster

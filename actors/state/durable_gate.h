@@ -1,0 +1,79 @@
+// What an actor with durable state has sent to the state writer and what is on disk: a reply
+// that reveals a change (or depends on one) waits until every batch sent before it is durable.
+// Without a writer everything runs at once. Plain class; the owning actor calls Persist().
+//
+//   IDLE (sent == durable: After() runs at once) --Persist--> WAITING (After() queues)
+//   WAITING --writer acked the last batch--> IDLE (queued work runs in order)
+//   any --writer failed--> queued work runs with the error
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <utility>
+
+#include <absl/status/status.h>
+#include <caf/typed_response_promise.hpp>
+
+#include "muster/actors/state/state_writer_actor.h"
+#include "muster/messages/status_codec.h"
+
+namespace muster {
+
+class DurableGate {
+ public:
+  using Work = std::function<void(const absl::Status&)>;
+
+  DurableGate() = default;
+  explicit DurableGate(StateWriterActor writer) : writer_(std::move(writer)) {}
+
+  bool enabled() const { return static_cast<bool>(writer_); }
+  const StateWriterActor& writer() const { return writer_; }
+  bool idle() const { return durable_ == sent_; }
+
+  // Runs `work` once everything persisted so far is durable (at once when it is).
+  void After(Work work) {
+    if (idle()) return work(absl::OkStatus());
+    queued_.emplace_back(sent_, std::move(work));
+  }
+
+  // Sends `batch` to the writer from actor `self` (nothing without a writer or for an empty
+  // batch); After() then waits for it.
+  template <class Self>
+  void Persist(Self* self, StateBatch batch) {
+    if (!enabled() || batch.empty()) return;
+    uint64_t seq = ++sent_;
+    self->request(writer_, caf::infinite, persist_atom::value, std::move(batch))
+        .then([this, seq](bool) { Acked(seq, absl::OkStatus()); },
+              [this, seq](caf::error& error) { Acked(seq, ToStatus(error)); });
+  }
+
+  // Delivers `response` through `promise` once durable (an error if the write failed).
+  template <class Response>
+  void Deliver(caf::typed_response_promise<Response> promise, Response response) {
+    After([promise, response = std::move(response)](const absl::Status& status) mutable {
+      if (status.ok()) {
+        promise.deliver(std::move(response));
+      } else {
+        promise.deliver(ToError(status));
+      }
+    });
+  }
+
+ private:
+  void Acked(uint64_t seq, const absl::Status& status) {
+    if (seq > durable_) durable_ = seq;
+    while (!queued_.empty() && (queued_.front().first <= durable_ || !status.ok())) {
+      Work work = std::move(queued_.front().second);
+      queued_.pop_front();
+      work(status);
+    }
+  }
+
+  StateWriterActor writer_;
+  uint64_t sent_ = 0;
+  uint64_t durable_ = 0;
+  std::deque<std::pair<uint64_t, Work>> queued_;
+};
+
+}  // namespace muster

@@ -1,0 +1,49 @@
+// The state writer: the one actor of a leader with a state dir that touches the disk. Actors
+// that own durable state (the coordinator, KV directories, barriers) send it their changes as a
+// StateBatch and acknowledge a write to their client only when the writer's answer says that
+// the batch is on disk. It runs detached (its own thread, since a synchronous write blocks) and
+// commits in groups: every batch waiting in its mailbox goes into one synced write.
+//
+//   WRITING --write failed--> FAILED (every later batch fails with Internal; the leader stops)
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "muster/messages/atoms.h"
+
+namespace muster {
+
+class StateStore;
+
+// Changes to the state dir, applied in order and atomically: a put (value) or a delete.
+struct StateBatch {
+  std::vector<std::pair<std::string, std::optional<std::string>>> ops;
+  void Put(std::string key, std::string value) {
+    ops.emplace_back(std::move(key), std::move(value));
+  }
+  void Delete(std::string key) { ops.emplace_back(std::move(key), std::nullopt); }
+  bool empty() const { return ops.empty(); }
+};
+
+}  // namespace muster
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(muster::StateBatch)
+
+namespace muster {
+
+// Replies true once the batch is durable. Possible errors: Internal (the disk write failed,
+// naming the state dir and the cause).
+using StateWriterActor = caf::typed_actor<caf::replies_to<persist_atom, StateBatch>::with<bool>>;
+
+// Spawns the writer of `store` (detached). The store stays alive as long as the writer.
+StateWriterActor SpawnStateWriter(caf::actor_system& system, std::shared_ptr<StateStore> store);
+
+}  // namespace muster

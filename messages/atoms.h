@@ -44,6 +44,8 @@ using drop_owner_atom = caf::atom_constant<caf::atom("dropowner")>;
 using sync_point_atom = caf::atom_constant<caf::atom("syncpoint")>;
 // A batch of durable-state changes for the state writer (group commit).
 using persist_atom = caf::atom_constant<caf::atom("persist")>;
+// A resumed watch that waited for the disk starts now (a directory's message to itself).
+using resume_watch_atom = caf::atom_constant<caf::atom("resumewtch")>;
 // The grace after a leader restart ended for a task that did not reconnect.
 using reconnect_over_atom = caf::atom_constant<caf::atom("reconn_end")>;
 

@@ -125,8 +125,10 @@ proto::GetBarriersResponse OnGetBarriers(BarrierPointer self) {
 
 // The service is going away: abort the waiters, then stop (once a result being recorded is
 // on disk and delivered).
-void Stop(BarrierPointer self) {
-  Apply(self, self->state.barrier->Shutdown(), nullptr);
+// A durable leader's stop (or loss) is a pause: the waiting calls are not answered, their
+// agents re-send them to the restarted leader.
+void Stop(BarrierPointer self, bool pause) {
+  if (!pause) Apply(self, self->state.barrier->Shutdown(), nullptr);
   self->state.durable.After([self](const absl::Status&) { self->quit(); });
 }
 
@@ -137,9 +139,9 @@ void Init(BarrierPointer self, BarrierSpec spec, BarrierParentActor parent) {
   state.barrier = std::make_unique<BarrierState>(std::move(spec));
   state.parent = std::move(parent);
   state.durable = DurableGate(std::move(writer));
-  self->set_exit_handler([self](caf::exit_msg&) { Stop(self); });
+  self->set_exit_handler([self](caf::exit_msg& msg) { Stop(self, IsLeaderPause(msg.reason)); });
   self->set_down_handler([self](caf::down_msg& msg) {
-    if (msg.source == self->state.parent.address()) Stop(self);
+    if (msg.source == self->state.parent.address()) Stop(self, self->state.durable.enabled());
   });
   if (state.parent) self->monitor(state.parent);
   // A test clock delivers a due message only when time advances: send an expired deadline now.

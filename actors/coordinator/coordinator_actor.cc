@@ -331,8 +331,17 @@ void Init(CoordinatorPointer self, CoordinatorOptions options) {
       OnChildDown(self, down);
     }
   });
-  self->attach_functor([children = st.children](const caf::error&) {
-    for (auto& child : *children) caf::anon_send_exit(child, caf::exit_reason::user_shutdown);
+  // A leader with a state dir pauses its children (waiting calls stay unanswered, to be re-sent
+  // to the restarted leader); one without stops them (waiting calls fail).
+  caf::error reason =
+      st.durable.enabled() ? LeaderPauseReason() : caf::error(caf::exit_reason::user_shutdown);
+  self->attach_functor([children = st.children, reason](const caf::error&) {
+    for (auto& child : *children) {
+      if (child) {
+        child->enqueue(nullptr, caf::make_message_id(),
+                       caf::make_message(caf::exit_msg{child->address(), reason}), nullptr);
+      }
+    }
   });
 }
 

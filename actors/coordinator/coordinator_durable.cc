@@ -72,6 +72,7 @@ std::vector<caf::timespan> RestoreCoordinator(CoordinatorPointer self) {
   }
   if (st.durable.enabled()) {
     auto now = std::chrono::system_clock::now().time_since_epoch();
+    st.leader_record.set_starts(st.leader_record.starts() + 1);
     st.leader_record.add_started_unix_ms(
         std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
     auto* starts = st.leader_record.mutable_started_unix_ms();

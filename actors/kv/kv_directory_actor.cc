@@ -18,11 +18,20 @@
 namespace muster {
 namespace {
 
+// A resumed watch waiting for the disk (kv_durable.h).
+struct ResumingWatch {
+  caf::typed_response_promise<proto::WatchKeyResponse> promise;
+  proto::WatchKeyRequest request;
+  KvWatcherActor watcher;
+};
+
 struct KvDirectoryState {
   static inline const char* name = "muster.kv_directory";
   KvStore store{"", KvLimits()};
   KvSubscribers subscribers;
   KvDurable durable;
+  absl::flat_hash_map<uint64_t, ResumingWatch> resuming;
+  uint64_t next_resume = 0;
 };
 
 using KvDirectoryPointer = KvDirectoryActor::stateful_pointer<KvDirectoryState>;
@@ -332,9 +341,9 @@ absl::Status CheckWatch(KvDirectoryPointer self, const std::string& key,
   return self->state.store.CheckKey(key);
 }
 
-caf::result<proto::WatchKeyResponse> WatchKey(KvDirectoryPointer self,
-                                              const proto::WatchKeyRequest& request,
-                                              const KvWatcherActor& watcher) {
+caf::result<proto::WatchKeyResponse> WatchKeyNow(KvDirectoryPointer self,
+                                                 const proto::WatchKeyRequest& request,
+                                                 const KvWatcherActor& watcher) {
   if (absl::Status status = CheckWatch(self, request.key(), watcher); !status.ok()) {
     return ToKvError(status);
   }
@@ -361,6 +370,50 @@ caf::result<proto::WatchKeyResponse> WatchKey(KvDirectoryPointer self,
   proto::WatchKeyResponse response;
   response.set_revision(store.revision());
   return response;
+}
+
+// Starts resumed watch `id` (a message to this actor) once every change so far is on disk.
+void QueueResume(KvDirectoryPointer self, uint64_t id) {
+  self->state.durable.gate().After([self, id](const absl::Status& written) {
+    if (written.ok()) return self->send(self, resume_watch_atom::value, id);
+    auto it = self->state.resuming.find(id);
+    if (it == self->state.resuming.end()) return;
+    it->second.promise.deliver(ToKvError(written));
+    self->state.resuming.erase(it);
+  });
+}
+
+// A watch that resumes while changes are on their way to disk starts once they are there:
+// the replay then holds them (once), and nothing not yet recorded is revealed.
+caf::result<proto::WatchKeyResponse> WatchKey(KvDirectoryPointer self,
+                                              const proto::WatchKeyRequest& request,
+                                              const KvWatcherActor& watcher) {
+  DurableGate& gate = self->state.durable.gate();
+  if (request.from_revision() <= 0 || gate.idle()) {
+    return AfterDurable(self, gate, WatchKeyNow(self, request, watcher));
+  }
+  // It starts in a message of its own, once the changes before it are on disk.
+  uint64_t id = ++self->state.next_resume;
+  self->state.resuming.emplace(
+      id, ResumingWatch{self->make_response_promise<proto::WatchKeyResponse>(), request, watcher});
+  auto promise = self->state.resuming.at(id).promise;
+  QueueResume(self, id);
+  return promise;
+}
+
+void ResumeWatch(KvDirectoryPointer self, uint64_t id) {
+  if (self->current_sender() != self->ctrl()) return;
+  auto it = self->state.resuming.find(id);
+  if (it == self->state.resuming.end()) return;
+  if (!self->state.durable.gate().idle()) return QueueResume(self, id);  // more changes came
+  ResumingWatch watch = std::move(it->second);
+  self->state.resuming.erase(it);
+  caf::result<proto::WatchKeyResponse> result = WatchKeyNow(self, watch.request, watch.watcher);
+  if (result.flag == caf::rt_error) {
+    watch.promise.deliver(result.err);
+  } else {
+    watch.promise.deliver(result.value.get_as<proto::WatchKeyResponse>(0));
+  }
 }
 
 caf::result<proto::StopWatchKeyResponse> StopWatchKey(KvDirectoryPointer self,
@@ -435,7 +488,8 @@ KvDirectoryActor::behavior_type KvDirectoryBehavior(KvDirectoryPointer self, std
   self->set_down_handler(
       [=](caf::down_msg& down) { self->state.subscribers.DropPeer(down.source); });
   self->set_exit_handler([=](caf::exit_msg& exit) {
-    CancelAllGets(self, exit.reason);
+    // A durable leader's stop is a pause: parked calls are re-sent to the restarted leader.
+    if (!IsLeaderPause(exit.reason)) CancelAllGets(self, exit.reason);
     self->quit(exit.reason);
   });
   return {
@@ -456,7 +510,7 @@ KvDirectoryActor::behavior_type KvDirectoryBehavior(KvDirectoryPointer self, std
       [=](const proto::DeleteKeyValueRequest& request) { return DeleteKeyValue(self, request); },
       [=](const proto::CompareAndSwapRequest& request) { return CompareAndSwap(self, request); },
       [=](const proto::WatchKeyRequest& request, const KvWatcherActor& watcher) {
-        return AfterDurable(self, self->state.durable.gate(), WatchKey(self, request, watcher));
+        return WatchKey(self, request, watcher);
       },
       [=](const proto::StopWatchKeyRequest& request, const KvWatcherActor& watcher) {
         return StopWatchKey(self, request, watcher);
@@ -472,6 +526,7 @@ KvDirectoryActor::behavior_type KvDirectoryBehavior(KvDirectoryPointer self, std
       },
       [=](cancel_atom, const std::string& key) { CancelGets(self, key); },
       [=](deadline_atom, uint64_t waiter_id) { ExpireGet(self, waiter_id); },
+      [=](resume_watch_atom, uint64_t id) { ResumeWatch(self, id); },
       [=](kv_stats_atom) { return Stats(self); },
   };
 }

@@ -35,6 +35,8 @@ using kv_stats_atom = caf::atom_constant<caf::atom("kv_stats")>;
 using KvDirectoryActor = KvStoreActor::extend<
     // Internal: the deadline of parked call `waiter_id` (accepted only from the actor itself).
     caf::reacts_to<deadline_atom, uint64_t>,
+    // Internal: resumed watch `id` waited for the disk and starts now (only from the actor).
+    caf::reacts_to<resume_watch_atom, uint64_t>,
     // An incarnation of a task ended (task name, incarnation): its ephemeral keys are deleted,
     // with a watch event each (sent by the coordinator).
     caf::reacts_to<drop_owner_atom, std::string, uint64_t>,

@@ -4,7 +4,9 @@
 //
 //   IDLE (sent == durable: After() runs at once) --Persist--> WAITING (After() queues)
 //   WAITING --writer acked the last batch--> IDLE (queued work runs in order)
-//   any --writer failed--> queued work runs with the error
+//   any --writer failed--> FAILED (queued work, and all work after, runs with the error: the
+//                                  writer fails every later batch too, and a change it lost
+//                                  must not be revealed by a later reply)
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,14 @@
 
 namespace muster {
 
+// The exit reason a leader with a state dir gives its children when it stops: a stop is a pause
+// then, like a crash, so waiting calls are not answered (their agents re-send them to the
+// restarted leader) instead of failing with Cancelled or Aborted.
+inline caf::error LeaderPauseReason() {
+  return ToError(absl::UnavailableError("the Muster leader stopped; its state dir keeps the job"));
+}
+inline bool IsLeaderPause(const caf::error& reason) { return reason == LeaderPauseReason(); }
+
 class DurableGate {
  public:
   using Work = std::function<void(const absl::Status&)>;
@@ -29,10 +39,13 @@ class DurableGate {
 
   bool enabled() const { return static_cast<bool>(writer_); }
   const StateWriterActor& writer() const { return writer_; }
-  bool idle() const { return durable_ == sent_; }
+  // False once a write failed: nothing may be answered as durable after that.
+  bool idle() const { return durable_ == sent_ && failed_.ok(); }
 
-  // Runs `work` once everything persisted so far is durable (at once when it is).
+  // Runs `work` once everything persisted so far is durable (at once when it is); with the
+  // error at once after a failed write.
   void After(Work work) {
+    if (!failed_.ok()) return work(failed_);
     if (idle()) return work(absl::OkStatus());
     queued_.emplace_back(sent_, std::move(work));
   }
@@ -63,6 +76,7 @@ class DurableGate {
  private:
   void Acked(uint64_t seq, const absl::Status& status) {
     if (seq > durable_) durable_ = seq;
+    if (!status.ok() && failed_.ok()) failed_ = status;
     while (!queued_.empty() && (queued_.front().first <= durable_ || !status.ok())) {
       Work work = std::move(queued_.front().second);
       queued_.pop_front();
@@ -73,6 +87,7 @@ class DurableGate {
   StateWriterActor writer_;
   uint64_t sent_ = 0;
   uint64_t durable_ = 0;
+  absl::Status failed_;  // the first failed write's error
   std::deque<std::pair<uint64_t, Work>> queued_;
 };
 

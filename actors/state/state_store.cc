@@ -102,7 +102,8 @@ StateStore::~StateStore() = default;
 absl::StatusOr<std::shared_ptr<StateStore>> StateStore::Open(const std::string& dir) {
   leveldb::Options options;
   options.create_if_missing = true;
-  // Damage anywhere (not only a torn last write, which was never acknowledged) fails the open.
+  // Damage fails the open. Except in the newest log's last 32 KiB block, where LevelDB cannot
+  // tell a damaged record from a torn write (never acknowledged) and drops the log from there.
   options.paranoid_checks = true;
   leveldb::DB* db = nullptr;
   leveldb::Status status = leveldb::DB::Open(options, dir, &db);

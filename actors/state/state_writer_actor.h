@@ -4,7 +4,8 @@
 // the batch is on disk. It runs detached (its own thread, since a synchronous write blocks) and
 // commits in groups: every batch waiting in its mailbox goes into one synced write.
 //
-//   WRITING --write failed--> FAILED (every later batch fails with Internal; the leader stops)
+//   WRITING --write failed--> FAILED (that batch and every later one fail with Internal: the
+//                                      changes are answered with it; restart the leader)
 #pragma once
 
 #include <memory>

@@ -26,7 +26,7 @@ std::string RecoverySummary(const std::string& dir, const proto::RecoveredState&
                       " connected, who have the reconnect window to come back), ", keys,
                       " keys in ", state.directories_size(), " directories and ",
                       state.barriers_size(), " barrier results; start ",
-                      state.leader().started_unix_ms_size() + 1, " of this leader");
+                      state.leader().starts() + 1, " of this leader");
 }
 
 }  // namespace

@@ -72,6 +72,14 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(caf::actor_system& system,
   config.shutdown_barrier_timeout = ToSpan(options.shutdown_barrier_timeout);
   config.rpc_timeout = ToSpan(options.rpc_timeout);
   config.max_request_bytes = options.max_request_bytes;
+  if (options.leader_reconnect_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("leader_reconnect_timeout must be >= 0; got ",
+                     absl::FormatDuration(options.leader_reconnect_timeout)));
+  }
+  // Infinite (or absurdly long) waits are capped at a year: the actor clock must not overflow.
+  config.leader_reconnect_timeout =
+      ToSpan(std::min(options.leader_reconnect_timeout, absl::Hours(24 * 365)));
   if (options.token.empty()) {
     auto token = TokenFromEnvironment();
     if (!token.ok()) return token.status();

@@ -9,7 +9,9 @@
 //
 // State machine (the seed agent's): DISCONNECTED --Connect--> RUNNING --error--> ERROR,
 // Reset: ERROR --> DISCONNECTED, Shutdown: any --> DISCONNECTED. A call in the wrong state
-// returns FailedPrecondition naming the state. See docs/agent.md.
+// returns FailedPrecondition naming the state. With leader_reconnect_timeout a lost leader is
+// waited for while RUNNING (Status().reconnecting) and the calls are re-sent once it is back.
+// See docs/agent.md.
 #pragma once
 
 #include <cstdint>
@@ -104,6 +106,12 @@ struct AgentOptions {
   // or this one, called NotifyPreemption), on the agent actor's thread: keep it short, never
   // call blocking Agent methods from it.
   std::function<void(const proto::PreemptionNotice&)> on_preemption;
+  // How long a connected agent waits for a lost leader to come back (a leader restarted with
+  // its --state-dir) before it fails its calls with Unavailable and goes to ERROR. Meanwhile
+  // calls block; once the leader is back the agent registers again and re-sends them, writes
+  // applied once (request ids), watches resumed. Zero: a lost leader fails every call at once.
+  // Choose it longer than restarting the leader takes. See docs/agent.md.
+  absl::Duration leader_reconnect_timeout = absl::ZeroDuration();
 };
 
 // The actor-system options a worker should use: Muster's message types, low-latency
@@ -272,6 +280,9 @@ class Agent {
   AgentState state() const;
   // The error that put the agent in ERROR; OK in the other states.
   absl::Status error() const;
+  // The state, the error, whether the agent waits for a lost leader (reconnecting), and the
+  // watches that could not be resumed after a reconnect.
+  AgentStatus Status() const;
   const proto::CoordinatedTask& task() const { return task_; }
   // This agent's incarnation: AgentOptions::incarnation, or the random one drawn for it.
   uint64_t incarnation() const { return incarnation_; }
@@ -280,7 +291,6 @@ class Agent {
   Agent(caf::actor_system& system, AgentControlActor actor, proto::CoordinatedTask task,
         uint64_t incarnation, bool shutdown_on_destruction,
         std::shared_ptr<AgentProgress> progress);
-  AgentStatus Status() const;
   template <class Response, class... Args>
   absl::StatusOr<Response> Ask(Args&&... args) const;
 

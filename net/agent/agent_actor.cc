@@ -1,5 +1,6 @@
-// The agent actor's lifecycle: connect and register, heartbeats, errors, reset and shutdown.
-// Requests it only forwards are in agent_calls.cc.
+// The agent actor's lifecycle: connect and register, errors, a lost leader, reset and
+// shutdown. Heartbeats are in agent_heartbeat.cc, the wait for a lost leader in
+// agent_reconnect.cc, forwarded requests in agent_calls.cc and watches in agent_watches.cc.
 #include <algorithm>
 
 #include <absl/strings/str_cat.h>
@@ -30,20 +31,9 @@ namespace {
 
 constexpr caf::timespan kConnectMargin = std::chrono::seconds(5);
 
-std::string LeaderAddress(AgentPointer self) {
-  return absl::StrCat(self->state.config.leader.host, ":", self->state.config.leader.port);
-}
-
 caf::timespan TimeLeft(AgentPointer self) {
   return std::chrono::duration_cast<caf::timespan>(self->state.connect_deadline -
                                                    self->clock().now());
-}
-
-void StopHeartbeats(AgentPointer self) { ++self->state.beat_generation; }
-
-void ScheduleBeat(AgentPointer self) {
-  auto& st = self->state;
-  self->delayed_send(self, st.config.heartbeat_timeout / 2, beat_atom::value, st.beat_generation);
 }
 
 void FinishConnect(AgentPointer self, const absl::StatusOr<proto::RegisterTaskResponse>& result) {
@@ -59,20 +49,8 @@ void FinishConnect(AgentPointer self, const absl::StatusOr<proto::RegisterTaskRe
   st.registered = true;
   st.state = AgentState::kRunning;
   st.error = absl::OkStatus();
-  st.last_heartbeat_ok = self->clock().now();
-  StopHeartbeats(self);
-  ScheduleBeat(self);
+  StartHeartbeats(self);
   promise.deliver(*result);
-}
-
-// Transport errors (no coordination payload) and Internal (leader stopping or not ready) are
-// retried until the connect deadline; every other answer of the leader is final.
-bool Retryable(const absl::Status& status) {
-  if (status.code() == absl::StatusCode::kUnauthenticated ||
-      status.code() == absl::StatusCode::kPermissionDenied) {
-    return false;  // the token gate's answer: retrying cannot change it
-  }
-  return !GetCoordinationError(status).has_value() || status.code() == absl::StatusCode::kInternal;
 }
 
 void Register(AgentPointer self);
@@ -135,45 +113,13 @@ void Register(AgentPointer self) {
             [self](caf::error& error) { RetryConnect(self, ToStatus(error)); });
 }
 
-void OnBeat(AgentPointer self, uint64_t generation) {
-  auto& st = self->state;
-  if (generation != st.beat_generation || st.state != AgentState::kRunning || !st.leader) return;
-  proto::HeartbeatRequest beat;
-  *beat.mutable_source_task() = st.config.task;
-  beat.set_incarnation(st.config.incarnation);
-  if (int64_t step = st.config.progress->step.load(); step != AgentProgress::kNoStep) {
-    beat.set_step(step);
-  }
-  auto on_reply = [self](const proto::HeartbeatResponse& response) {
-    auto& st = self->state;
-    st.last_heartbeat_ok = self->clock().now();
-    if (response.leader_incarnation() != st.leader_incarnation) {
-      SetError(self, absl::AbortedError(
-                         absl::StrCat("Leader incarnation ID mismatch: the Muster leader at ",
-                                      LeaderAddress(self), " has restarted; restart this task.")));
-    }
-  };
-  auto on_error = [self](caf::error& error) {
-    absl::Status status = ToStatus(error);
-    auto silent = self->clock().now() - self->state.last_heartbeat_ok;
-    if (GetCoordinationError(status) || silent >= self->state.config.heartbeat_timeout) {
-      SetError(self, status);
-    }
-  };
-  auto timeout = st.config.heartbeat_timeout / 2;
-  if (st.config.heartbeat_batcher) {
-    self->request(st.config.heartbeat_batcher, timeout, beat, st.leader).then(on_reply, on_error);
-  } else {
-    self->request(st.leader, timeout, beat).then(on_reply, on_error);
-  }
-  ScheduleBeat(self);
-}
-
 void OnLeaderDown(AgentPointer self, const caf::down_msg& down) {
   auto& st = self->state;
   if (!st.leader || down.source != st.leader.address()) return;
   st.leader = nullptr;
   st.authenticated = false;  // a new connection proves the token again
+  if (st.reconnecting) return OnReconnectLeaderDown(self);
+  if (CanReconnect(self)) return StartReconnect(self, std::string(ToStatus(down.reason).message()));
   absl::Status lost = absl::UnavailableError(
       absl::StrCat("lost the connection to the Muster leader at ", LeaderAddress(self), " (",
                    ToStatus(down.reason).message(), "); task ", TaskName(st.config.task),
@@ -198,9 +144,29 @@ void OnPushedError(AgentPointer self, const proto::ReportErrorToTaskRequest& rep
 
 }  // namespace
 
+std::string LeaderAddress(AgentPointer self) {
+  return absl::StrCat(self->state.config.leader.host, ":", self->state.config.leader.port);
+}
+
+bool Retryable(const absl::Status& status) {
+  if (status.code() == absl::StatusCode::kUnauthenticated ||
+      status.code() == absl::StatusCode::kPermissionDenied) {
+    return false;  // the token gate's answer: retrying cannot change it
+  }
+  return !GetCoordinationError(status).has_value() || status.code() == absl::StatusCode::kInternal;
+}
+
 void SetError(AgentPointer self, const absl::Status& status) {
   auto& st = self->state;
   if (st.state == AgentState::kError) return;
+  if (st.reconnecting) {  // e.g. ReportError while the leader is away: no call can reach it now
+    StopReconnecting(self);
+    FailPending(self,
+                absl::UnavailableError(absl::StrCat(
+                    "the agent of ", TaskName(st.config.task),
+                    " went to ERROR while it waited for its lost leader: ", StatusText(status))),
+                /*blocking_only=*/false);
+  }
   st.state = AgentState::kError;
   st.error = status;
   StopHeartbeats(self);
@@ -351,7 +317,17 @@ caf::result<proto::ShutdownTaskResponse> Shutdown(AgentPointer self) {
   // In ERROR the leader may still count the task as connected (the error came from another
   // task): tell it the task leaves, so that it is disconnected rather than lost.
   if (st.state == AgentState::kDisconnected || !st.leader || !st.registered) {
+    const bool reconnecting = st.reconnecting;
+    StopReconnecting(self);
     absl::Status status = FinishShutdown(self, absl::OkStatus());
+    if (reconnecting) {  // what is left never reached a leader, or its answer was lost
+      FailPending(self,
+                  absl::UnavailableError(absl::StrCat(
+                      "the agent of ", TaskName(st.config.task),
+                      " shut down while it waited for its lost leader; the call may or may "
+                      "not have been applied")),
+                  /*blocking_only=*/false);
+    }
     if (!status.ok()) return ToError(status);
     return proto::ShutdownTaskResponse{};
   }
@@ -372,53 +348,6 @@ caf::result<proto::ShutdownTaskResponse> Shutdown(AgentPointer self) {
   return promise;
 }
 
-void WithLeader(AgentPointer self, std::function<void(const absl::Status&)> then) {
-  auto& st = self->state;
-  if (!st.leader && st.config.local_leader) {
-    st.leader = st.config.local_leader;
-    self->monitor(st.leader);
-  }
-  if (st.leader &&
-      (st.authenticated || st.config.token.empty() || st.leader == st.config.local_leader)) {
-    return then(absl::OkStatus());
-  }
-  st.awaiting_leader.push_back(std::move(then));
-  if (st.awaiting_leader.size() > 1) return;  // a connection is under way
-  auto finish = [self](const absl::Status& status) {
-    auto waiting = std::move(self->state.awaiting_leader);
-    self->state.awaiting_leader.clear();
-    for (auto& run : waiting) run(status);
-  };
-  auto authenticate = [self, finish] {
-    auto& st = self->state;
-    if (st.config.token.empty() || st.authenticated) return finish(absl::OkStatus());
-    proto::AuthenticateRequest auth;
-    auth.set_token(st.config.token);
-    self->request(st.leader, st.config.rpc_timeout, auth)
-        .then(
-            [self, finish](proto::AuthenticateResponse&) {
-              self->state.authenticated = true;
-              finish(absl::OkStatus());
-            },
-            [finish](caf::error& error) { finish(ToStatus(error)); });
-  };
-  if (st.leader) return authenticate();
-  ConnectOptions options = st.config.leader;
-  options.timeout = st.config.rpc_timeout;
-  auto connector = SpawnLeaderConnector(self->system(), options);
-  self->request(connector, caf::infinite, caf::connect_atom::value)
-      .then(
-          [self, authenticate](CoordinatorActor& leader) {
-            auto& st = self->state;
-            if (!st.leader) {  // Connect() may have found it meanwhile
-              st.leader = std::move(leader);
-              self->monitor(st.leader);
-            }
-            authenticate();
-          },
-          [finish](caf::error& error) { finish(ToStatus(error)); });
-}
-
 void OnRetry(AgentPointer self) {
   if (self->state.connecting.pending()) Register(self);
 }
@@ -426,10 +355,10 @@ void OnRetry(AgentPointer self) {
 void InitAgent(AgentPointer self, AgentConfig config) {
   if (config.incarnation == 0) config.incarnation = NewIncarnation();
   self->state.config = std::move(config);
+  self->state.request_client = NewIncarnation();  // random, non-zero
   self->set_down_handler([self](caf::down_msg& down) { OnLeaderDown(self, down); });
 }
 
-void HandleBeat(AgentPointer self, uint64_t generation) { OnBeat(self, generation); }
 void HandlePushedError(AgentPointer self, const proto::ReportErrorToTaskRequest& report) {
   OnPushedError(self, report);
 }

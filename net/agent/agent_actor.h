@@ -3,10 +3,13 @@
 // timer, forwards requests to the leader and keeps every call it forwarded, so that a lost
 // leader fails them at once (Unavailable) instead of leaving them hanging. Errors pushed by
 // the leader, a lost leader, failed heartbeats or a restarted leader put it in ERROR and call
-// the error callback exactly once per error episode.
+// the error callback exactly once per error episode. With leader_reconnect_timeout, a lost
+// leader is waited for instead (agent_reconnect.cc): the calls are kept and re-sent.
 //
 //   DISCONNECTED --Connect--> RUNNING --error (pushed, leader lost, heartbeat)--> ERROR
-//        ^  ^                    |                                                 |
+//        ^  ^                  |    ^                                              |
+//        |  |     leader lost  v    | registered again, calls re-sent              |
+//        |  |          RUNNING (reconnecting) --deadline, refused--> ERROR         |
 //        |  +----Shutdown--------+                                                 |
 //        +------------------------------------- Reset ----------------------------+
 #pragma once
@@ -17,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <absl/status/status.h>
 #include <caf/actor_system.hpp>
@@ -52,6 +56,12 @@ struct AgentProgress {
 struct AgentStatus {
   AgentState state = AgentState::kDisconnected;
   absl::Status error;
+  // RUNNING, but the leader was lost and the agent is waiting for it to come back (calls are
+  // kept and sent once it is back; see AgentConfig::leader_reconnect_timeout).
+  bool reconnecting = false;
+  // Watched keys whose watch the leader could not resume after a reconnect (its change
+  // history no longer reached back far enough): no more events come; watch them again.
+  std::vector<std::string> dropped_watches;
 };
 
 struct AgentConfig {
@@ -77,6 +87,15 @@ struct AgentConfig {
   std::shared_ptr<AgentProgress> progress = std::make_shared<AgentProgress>();
   // Called once per preemption notice the leader pushes, on the agent actor's thread.
   std::function<void(const proto::PreemptionNotice&)> on_preemption;
+  // How long a RUNNING agent waits for a lost leader to come back (a leader restarted from its
+  // state dir) before failing its calls; meanwhile calls are kept and sent once it is back.
+  // 0: a lost leader fails every call at once and puts the agent in ERROR. With a value,
+  // key-value writes also carry request ids (a re-sent write is applied once).
+  caf::timespan leader_reconnect_timeout{0};
+  // Seam for in-process leaders and tests: when set, a reconnect asks it for the new leader
+  // (null: none yet, ask again after a backoff) instead of connecting to `leader`'s address.
+  // Without it a `local_leader` is never reconnected.
+  std::function<CoordinatorActor()> reconnect_local_leader;
 };
 
 }  // namespace muster
@@ -125,7 +144,9 @@ using AgentControlActor = caf::typed_actor<
     caf::replies_to<sync_point_atom, int64_t>::with<bool>,
     // State and timers.
     caf::replies_to<agent_state_atom>::with<AgentStatus>, caf::reacts_to<beat_atom, uint64_t>,
-    caf::reacts_to<retry_atom>>;
+    caf::reacts_to<retry_atom>,
+    // Reconnecting: the next try (by try number) and the deadline (by reconnect episode).
+    caf::reacts_to<retry_atom, uint64_t>, caf::reacts_to<deadline_atom, uint64_t>>;
 
 AgentControlActor SpawnAgentActor(caf::actor_system& system, AgentConfig config);
 

@@ -1,8 +1,10 @@
 // The agent actor's behavior: requests it forwards to the leader (with the task's identity
-// filled in), barrier counters, and watches.
+// filled in), barrier counters, and the leader of key-value calls made before Connect().
+#include <string>
+#include <vector>
+
 #include <absl/strings/str_cat.h>
 
-#include "muster/actors/kv/kv_key.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/agent_state.h"
@@ -86,7 +88,7 @@ caf::result<proto::BarrierResponse> Barrier(AgentPointer self, proto::BarrierReq
       self, request, BlockingTimeout(std::max<int64_t>(request.barrier_timeout_in_ms(), 1)), info,
       [self, id](const absl::StatusOr<proto::BarrierResponse>& r) { AfterBarrier(self, id, r); },
       st.config.barrier_combiner);
-  if (st.leader) st.barriers_in_flight[id] = request.counter();
+  if (HasLeader(self)) st.barriers_in_flight[id] = request.counter();
   return result;
 }
 
@@ -106,46 +108,85 @@ caf::result<proto::CancelBarrierResponse> CancelBarrier(AgentPointer self,
   return Forward<proto::CancelBarrierResponse>(self, request, caf::duration{st.config.rpc_timeout});
 }
 
-caf::result<proto::WatchKeyResponse> WatchKey(AgentPointer self,
-                                              const proto::WatchKeyRequest& request,
-                                              const WatchCallback& callback) {
+// With leader_reconnect_timeout, a write carries a request id: a write re-sent after a
+// reconnect keeps it, and the leader answers it from its record instead of applying it twice.
+template <class Request>
+void IdentifyWrite(AgentPointer self, Request& request) {
   auto& st = self->state;
-  if (!st.leader) return ToError(NoLeader(self));
-  std::string key = NormalizeKey(request.key());
-  st.watches[key] = callback;
-  auto promise = self->make_response_promise<proto::WatchKeyResponse>();
-  CallLeader<proto::WatchKeyResponse>(
-      self, caf::duration{st.config.rpc_timeout}, {},
-      [self, key, promise](absl::StatusOr<proto::WatchKeyResponse> result) mutable {
-        if (result.ok()) {
-          promise.deliver(*std::move(result));
-          return;
-        }
-        self->state.watches.erase(key);
-        promise.deliver(ToError(result.status()));
-      },
-      request, caf::actor_cast<KvWatcherActor>(self));
-  return promise;
+  if (st.config.leader_reconnect_timeout <= caf::timespan{0}) return;
+  request.mutable_request_id()->set_client(st.request_client);
+  request.mutable_request_id()->set_seq(++st.request_seq);
 }
 
-caf::result<proto::StopWatchKeyResponse> StopWatchKey(AgentPointer self,
-                                                      const proto::StopWatchKeyRequest& request) {
+// Withdraws the blocked gets of `key`: at the leader, or here while it is away (they are not
+// re-sent then).
+void CancelGets(AgentPointer self, const std::string& key) {
   auto& st = self->state;
-  st.watches.erase(NormalizeKey(request.key()));
-  if (!st.leader) return proto::StopWatchKeyResponse{};
-  auto promise = self->make_response_promise<proto::StopWatchKeyResponse>();
-  self->request(st.leader, st.config.rpc_timeout, request, caf::actor_cast<KvWatcherActor>(self))
-      .then([promise](proto::StopWatchKeyResponse& r) mutable { promise.deliver(r); },
-            [promise](caf::error& e) mutable { promise.deliver(e); });
-  return promise;
-}
-
-void OnChange(AgentPointer self, const proto::KeyValueChangeEvent& event) {
-  auto it = self->state.watches.find(event.watched_key());
-  if (it != self->state.watches.end() && it->second.on_change) it->second.on_change(event);
+  if (st.leader) {
+    self->send(st.leader, cancel_atom::value, key);
+    return;
+  }
+  if (!st.reconnecting) return;
+  std::vector<uint64_t> ids;
+  for (const auto& [id, call] : st.pending) {
+    if (call.caller && call.key == key) ids.push_back(id);
+  }
+  for (uint64_t id : ids) {
+    auto fail = std::move(st.pending.at(id).fail);
+    st.pending.erase(id);
+    fail(ToError(absl::CancelledError(
+        absl::StrCat("GetKeyValue(", key, ") was cancelled by CancelGetKeyValue"))));
+  }
 }
 
 }  // namespace
+
+void WithLeader(AgentPointer self, std::function<void(const absl::Status&)> then) {
+  auto& st = self->state;
+  if (!st.leader && st.config.local_leader) {
+    st.leader = st.config.local_leader;
+    self->monitor(st.leader);
+  }
+  if (st.leader &&
+      (st.authenticated || st.config.token.empty() || st.leader == st.config.local_leader)) {
+    return then(absl::OkStatus());
+  }
+  st.awaiting_leader.push_back(std::move(then));
+  if (st.awaiting_leader.size() > 1) return;  // a connection is under way
+  auto finish = [self](const absl::Status& status) {
+    auto waiting = std::move(self->state.awaiting_leader);
+    self->state.awaiting_leader.clear();
+    for (auto& run : waiting) run(status);
+  };
+  auto authenticate = [self, finish] {
+    auto& st = self->state;
+    if (st.config.token.empty() || st.authenticated) return finish(absl::OkStatus());
+    proto::AuthenticateRequest auth;
+    auth.set_token(st.config.token);
+    self->request(st.leader, st.config.rpc_timeout, auth)
+        .then(
+            [self, finish](proto::AuthenticateResponse&) {
+              self->state.authenticated = true;
+              finish(absl::OkStatus());
+            },
+            [finish](caf::error& error) { finish(ToStatus(error)); });
+  };
+  if (st.leader) return authenticate();
+  ConnectOptions options = st.config.leader;
+  options.timeout = st.config.rpc_timeout;
+  auto connector = SpawnLeaderConnector(self->system(), options);
+  self->request(connector, caf::infinite, caf::connect_atom::value)
+      .then(
+          [self, authenticate](CoordinatorActor& leader) {
+            auto& st = self->state;
+            if (!st.leader) {  // Connect() may have found it meanwhile
+              st.leader = std::move(leader);
+              self->monitor(st.leader);
+            }
+            authenticate();
+          },
+          [finish](caf::error& error) { finish(ToStatus(error)); });
+}
 
 AgentControlActor::behavior_type AgentBehavior(AgentPointer self) {
   auto rpc = [self] { return caf::duration{self->state.config.rpc_timeout}; };
@@ -175,60 +216,62 @@ AgentControlActor::behavior_type AgentBehavior(AgentPointer self) {
                                                      {.cancel_on_shutdown = true});
       },
       [=](proto::InsertKeyValueRequest r) -> caf::result<proto::InsertKeyValueResponse> {
-        if (!self->state.leader) return AfterLeader<proto::InsertKeyValueResponse>(self, r);
+        if (!HasLeader(self)) return AfterLeader<proto::InsertKeyValueResponse>(self, r);
         NameWriter(self, r);
+        IdentifyWrite(self, r);
         return Forward<proto::InsertKeyValueResponse>(self, r, rpc());
       },
       [=](proto::UpdateKeyValueRequest r) -> caf::result<proto::UpdateKeyValueResponse> {
-        if (!self->state.leader) return AfterLeader<proto::UpdateKeyValueResponse>(self, r);
+        if (!HasLeader(self)) return AfterLeader<proto::UpdateKeyValueResponse>(self, r);
         NameWriter(self, r);
+        IdentifyWrite(self, r);
         return Forward<proto::UpdateKeyValueResponse>(self, r, rpc());
       },
       [=](const proto::GetKeyValueRequest& r) -> caf::result<proto::GetKeyValueResponse> {
-        if (!self->state.leader) return AfterLeader<proto::GetKeyValueResponse>(self, r);
+        if (!HasLeader(self)) return AfterLeader<proto::GetKeyValueResponse>(self, r);
         return GetKeyValue(self, r);
       },
       [=](const proto::TryGetKeyValueRequest& r) -> caf::result<proto::TryGetKeyValueResponse> {
-        if (!self->state.leader) return AfterLeader<proto::TryGetKeyValueResponse>(self, r);
+        if (!HasLeader(self)) return AfterLeader<proto::TryGetKeyValueResponse>(self, r);
         return Forward<proto::TryGetKeyValueResponse>(self, r, rpc());
       },
-      [=](const proto::IncrementKeyValueRequest& r)
-          -> caf::result<proto::IncrementKeyValueResponse> {
-        if (!self->state.leader) return AfterLeader<proto::IncrementKeyValueResponse>(self, r);
+      [=](proto::IncrementKeyValueRequest r) -> caf::result<proto::IncrementKeyValueResponse> {
+        if (!HasLeader(self)) return AfterLeader<proto::IncrementKeyValueResponse>(self, r);
+        IdentifyWrite(self, r);
         return Forward<proto::IncrementKeyValueResponse>(self, r, rpc());
       },
       [=](const proto::GetKeyValueDirRequest& r) -> caf::result<proto::GetKeyValueDirResponse> {
-        if (!self->state.leader) return AfterLeader<proto::GetKeyValueDirResponse>(self, r);
+        if (!HasLeader(self)) return AfterLeader<proto::GetKeyValueDirResponse>(self, r);
         return Forward<proto::GetKeyValueDirResponse>(self, r, rpc());
       },
-      [=](const proto::DeleteKeyValueRequest& r) -> caf::result<proto::DeleteKeyValueResponse> {
-        if (!self->state.leader) return AfterLeader<proto::DeleteKeyValueResponse>(self, r);
+      [=](proto::DeleteKeyValueRequest r) -> caf::result<proto::DeleteKeyValueResponse> {
+        if (!HasLeader(self)) return AfterLeader<proto::DeleteKeyValueResponse>(self, r);
+        IdentifyWrite(self, r);
         return Forward<proto::DeleteKeyValueResponse>(self, r, rpc());
       },
       [=](proto::CompareAndSwapRequest r) -> caf::result<proto::CompareAndSwapResponse> {
-        if (!self->state.leader) return AfterLeader<proto::CompareAndSwapResponse>(self, r);
+        if (!HasLeader(self)) return AfterLeader<proto::CompareAndSwapResponse>(self, r);
         NameWriter(self, r);
+        IdentifyWrite(self, r);
         return Forward<proto::CompareAndSwapResponse>(self, r, rpc());
       },
       [=](const proto::ReduceKeyValueDirRequest& r)
           -> caf::result<proto::ReduceKeyValueDirResponse> {
-        if (!self->state.leader) return AfterLeader<proto::ReduceKeyValueDirResponse>(self, r);
+        if (!HasLeader(self)) return AfterLeader<proto::ReduceKeyValueDirResponse>(self, r);
         return Forward<proto::ReduceKeyValueDirResponse>(self, r, rpc());
       },
       [=](const proto::WaitForKeysRequest& r) -> caf::result<proto::WaitForKeysResponse> {
-        if (!self->state.leader) return AfterLeader<proto::WaitForKeysResponse>(self, r);
+        if (!HasLeader(self)) return AfterLeader<proto::WaitForKeysResponse>(self, r);
         return Forward<proto::WaitForKeysResponse>(self, r, BlockingTimeout(r.timeout_in_ms()),
                                                    {.cancel_on_shutdown = true});
       },
       [=](const proto::WatchKeyRequest& r,
           const WatchCallback& callback) -> caf::result<proto::WatchKeyResponse> {
-        if (!self->state.leader) return AfterLeader<proto::WatchKeyResponse>(self, r, callback);
+        if (!HasLeader(self)) return AfterLeader<proto::WatchKeyResponse>(self, r, callback);
         return WatchKey(self, r, callback);
       },
       [=](const proto::StopWatchKeyRequest& r) { return StopWatchKey(self, r); },
-      [=](cancel_atom, const std::string& key) {
-        if (self->state.leader) self->send(self->state.leader, cancel_atom::value, key);
-      },
+      [=](cancel_atom, const std::string& key) { CancelGets(self, key); },
       [=](proto::BarrierRequest request) { return Barrier(self, std::move(request)); },
       [=](proto::CancelBarrierRequest request) { return CancelBarrier(self, std::move(request)); },
       [=](const proto::GetBarrierProgressRequest& r) {
@@ -241,10 +284,15 @@ AgentControlActor::behavior_type AgentBehavior(AgentPointer self) {
       },
       [=](agent_state_atom) {
         const auto& st = self->state;
-        return AgentStatus{st.state, st.state == AgentState::kError ? st.error : absl::OkStatus()};
+        return AgentStatus{.state = st.state,
+                           .error = st.state == AgentState::kError ? st.error : absl::OkStatus(),
+                           .reconnecting = st.reconnecting,
+                           .dropped_watches = st.dropped_watches};
       },
       [=](beat_atom, uint64_t generation) { HandleBeat(self, generation); },
       [=](retry_atom) { OnRetry(self); },
+      [=](retry_atom, uint64_t attempt) { OnReconnectRetry(self, attempt); },
+      [=](deadline_atom, uint64_t episode) { OnReconnectDeadline(self, episode); },
   };
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -41,18 +42,48 @@ struct AgentActorState {
   caf::timespan connect_backoff{0};
   uint64_t beat_generation = 0;  // a beat timer of an older generation is stale
   caf::actor_clock::time_point last_heartbeat_ok;
-  // Calls forwarded to the leader and not answered yet: id -> how to fail them.
+  // Calls forwarded to the leader and not answered yet, by call id (the order they were made):
+  // how to (re)send them and how to fail them.
   struct Pending {
     std::function<void(const caf::error&)> fail;
+    // Sends the call to the current leader as a new attempt (answers of older attempts are
+    // ignored); a call made while reconnecting is first sent once the leader is back.
+    std::function<void()> send;
+    uint64_t attempt = 0;
     bool cancel_on_shutdown = false;  // blocking calls: GetKeyValue, Barrier
     std::string key;                  // GetKeyValue: the key to withdraw at the leader
     caf::actor_addr caller;           // GetKeyValue: who may cancel it ((cancel_atom))
   };
-  absl::flat_hash_map<uint64_t, Pending> pending;
+  std::map<uint64_t, Pending> pending;
   uint64_t next_call = 0;
   absl::flat_hash_map<std::string, int64_t> barrier_counters;    // last counter per barrier id
   absl::flat_hash_map<std::string, int64_t> barriers_in_flight;  // id -> counter sent
-  absl::flat_hash_map<std::string, WatchCallback> watches;       // by normalised key
+  // Watches by normalised key: the callback, and the highest revision delivered (first the
+  // WatchKeyResponse's), from which a reconnect resumes the watch; older events are dropped.
+  struct Watch {
+    WatchCallback callback;
+    uint64_t id = 0;  // tells this watch from a later one of the same key
+    int64_t revision = 0;
+    bool started = false;  // the leader answered the WatchKeyRequest
+  };
+  absl::flat_hash_map<std::string, Watch> watches;
+  uint64_t next_watch = 0;
+  std::vector<std::string> dropped_watches;  // resumes the leader refused (AgentStatus)
+  // Reconnecting to a lost leader (agent_reconnect.cc): the episode (its deadline timer
+  // carries it), the current try (retries, connector and register answers carry it), when it
+  // ends, the backoff, why the leader was lost and the last error of a try.
+  bool reconnecting = false;
+  uint64_t reconnect_episode = 0;
+  uint64_t reconnect_try = 0;
+  caf::actor_clock::time_point reconnect_deadline;
+  caf::timespan reconnect_backoff{0};
+  LeaderConnectorActor reconnect_connector;
+  std::string lost_reason;
+  std::string reconnect_error;
+  // Request ids of key-value writes (with leader_reconnect_timeout): random per agent actor,
+  // and the last sequence number used.
+  uint64_t request_client = 0;
+  uint64_t request_seq = 0;
   // Key-value calls made before Connect() (as the reference agent allows) wait here for a
   // connection to the leader, made without registering the task (WithLeader).
   std::vector<std::function<void(const absl::Status&)>> awaiting_leader;
@@ -86,28 +117,48 @@ absl::Status WrongState(AgentPointer self, absl::string_view call);
 // The FailedPrecondition of a call made while the agent has no connection to the leader.
 absl::Status NoLeader(AgentPointer self);
 
-// Makes a call to the leader with `send` (which returns the request's response handle) and
-// calls `on_result` exactly once: with the reply, the error, or Unavailable as soon as the
-// leader is lost (CAF never fails a request to a dead node).
+// Whether the agent can make calls to a leader: it has one, or is waiting for a lost one to
+// come back (calls are then kept and sent once it is back).
+inline bool HasLeader(AgentPointer self) { return self->state.leader || self->state.reconnecting; }
+
+// Makes a call to the leader with `send` (which returns the request's response handle, and
+// may be called again to re-send the call after a reconnect) and calls `on_result` exactly
+// once: with the reply, the error, or Unavailable as soon as the leader is lost for good (CAF
+// never fails a request to a dead node).
 template <class Response, class Send>
 void CallThrough(AgentPointer self, AgentActorState::Pending info,
                  std::function<void(absl::StatusOr<Response>)> on_result, Send send) {
   auto& st = self->state;
-  if (!st.leader) return on_result(NoLeader(self));
+  if (!HasLeader(self)) return on_result(NoLeader(self));
   uint64_t id = st.next_call++;
   info.fail = [on_result](const caf::error& error) { on_result(ToStatus(error)); };
-  st.pending.emplace(id, std::move(info));
-  send().then(
-      [self, id, on_result](Response& response) {
-        if (self->state.pending.erase(id) == 1) on_result(std::move(response));
-      },
-      [self, id](caf::error& error) {
-        auto it = self->state.pending.find(id);
-        if (it == self->state.pending.end()) return;
-        auto fail = std::move(it->second.fail);
-        self->state.pending.erase(it);
-        fail(error);
-      });
+  info.send = [self, id, on_result, send] {
+    auto it = self->state.pending.find(id);
+    if (it == self->state.pending.end()) return;
+    uint64_t attempt = ++it->second.attempt;
+    auto current = [self, id, attempt]() -> AgentActorState::Pending* {
+      auto it = self->state.pending.find(id);
+      if (it == self->state.pending.end() || it->second.attempt != attempt) return nullptr;
+      return &it->second;
+    };
+    // Stale answers (an older attempt of a re-sent call) are ignored; while reconnecting,
+    // errors too (the lost leader's, or its connection's): the call is re-sent instead.
+    send().then(
+        [self, id, current, on_result](Response& response) {
+          if (current() == nullptr) return;
+          self->state.pending.erase(id);
+          on_result(std::move(response));
+        },
+        [self, id, current](caf::error& error) {
+          AgentActorState::Pending* call = current();
+          if (call == nullptr || self->state.reconnecting) return;
+          auto fail = std::move(call->fail);
+          self->state.pending.erase(id);
+          fail(error);
+        });
+  };
+  auto& call = st.pending.emplace(id, std::move(info)).first->second;
+  if (!st.reconnecting) call.send();  // else sent once the leader is back
 }
 
 // CallThrough with `request` sent straight to the leader.
@@ -115,8 +166,9 @@ template <class Response, class... Request>
 void CallLeader(AgentPointer self, caf::duration timeout, AgentActorState::Pending info,
                 std::function<void(absl::StatusOr<Response>)> on_result,
                 const Request&... request) {
-  CallThrough<Response>(self, std::move(info), std::move(on_result),
-                        [&] { return self->request(self->state.leader, timeout, request...); });
+  CallThrough<Response>(self, std::move(info), std::move(on_result), [self, timeout, request...] {
+    return self->request(self->state.leader, timeout, request...);
+  });
 }
 
 // Forwards `request` to the leader and answers the caller with the outcome; `done` sees the
@@ -126,7 +178,7 @@ caf::result<Response> Forward(AgentPointer self, const Request& request, caf::du
                               AgentActorState::Pending info = {},
                               std::function<void(const absl::StatusOr<Response>&)> done = nullptr,
                               const Via& via = {}) {
-  if (!self->state.leader) return ToError(NoLeader(self));
+  if (!HasLeader(self)) return ToError(NoLeader(self));
   if (absl::Status size = CheckRequestSize(self, request); !size.ok()) return ToError(size);
   auto promise = self->make_response_promise<Response>();
   auto on_result = [promise, done](absl::StatusOr<Response> result) mutable {
@@ -139,7 +191,9 @@ caf::result<Response> Forward(AgentPointer self, const Request& request, caf::du
   };
   if (via) {
     CallThrough<Response>(self, std::move(info), std::move(on_result),
-                          [&] { return self->request(via, timeout, request, self->state.leader); });
+                          [self, via, timeout, request] {
+                            return self->request(via, timeout, request, self->state.leader);
+                          });
   } else {
     CallLeader<Response>(self, timeout, std::move(info), std::move(on_result), request);
   }
@@ -173,8 +227,43 @@ caf::result<proto::RegisterTaskResponse> Connect(AgentPointer self);
 caf::result<proto::ResetTaskResponse> Reset(AgentPointer self);
 caf::result<proto::ShutdownTaskResponse> Shutdown(AgentPointer self);
 void OnRetry(AgentPointer self);
-void HandleBeat(AgentPointer self, uint64_t generation);
 void HandlePushedError(AgentPointer self, const proto::ReportErrorToTaskRequest& report);
+// "HOST:PORT" of the configured leader.
+std::string LeaderAddress(AgentPointer self);
+// Whether a failed connect or register may be tried again: transport errors (no coordination
+// payload) and Internal (leader stopping or not ready); every other answer of the leader is
+// final, the token gate's (Unauthenticated, PermissionDenied) too.
+bool Retryable(const absl::Status& status);
+
+// Heartbeats (agent_heartbeat.cc): start (or restart) them, stop them, and one beat's timer.
+void StartHeartbeats(AgentPointer self);
+void StopHeartbeats(AgentPointer self);
+void HandleBeat(AgentPointer self, uint64_t generation);
+
+// Reconnecting to a lost leader (agent_reconnect.cc; AgentConfig::leader_reconnect_timeout).
+// Whether a leader lost now is waited for (a RUNNING, registered agent with a timeout, and a
+// way to find the leader again).
+bool CanReconnect(AgentPointer self);
+// The leader was lost (`reason`): keep the calls, pause heartbeats, and connect again.
+void StartReconnect(AgentPointer self, const std::string& reason);
+// The leader found while reconnecting was lost too: try again (until the deadline).
+void OnReconnectLeaderDown(AgentPointer self);
+// Ends a reconnect without an outcome for the calls (Shutdown, SetError): they stay pending.
+void StopReconnecting(AgentPointer self);
+void OnReconnectRetry(AgentPointer self, uint64_t attempt);
+void OnReconnectDeadline(AgentPointer self, uint64_t episode);
+
+// Watches (agent_watches.cc).
+caf::result<proto::WatchKeyResponse> WatchKey(AgentPointer self,
+                                              const proto::WatchKeyRequest& request,
+                                              const WatchCallback& callback);
+caf::result<proto::StopWatchKeyResponse> StopWatchKey(AgentPointer self,
+                                                      const proto::StopWatchKeyRequest& request);
+// Delivers a change event to its watch, unless the watch delivered that revision already.
+void OnChange(AgentPointer self, const proto::KeyValueChangeEvent& event);
+// Sends the WatchKeyRequest of every started watch again, from the last revision it delivered
+// (after a reconnect); a watch the leader cannot resume is dropped (AgentStatus).
+void ResumeWatches(AgentPointer self);
 
 // Preemption (agent_health.cc).
 proto::PreemptionAck OnPreemptionNotice(AgentPointer self, const proto::PreemptionNotice& notice);

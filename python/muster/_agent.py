@@ -65,6 +65,11 @@ class Agent(HealthCalls):
         register_timeout: how long connect() keeps trying (None: an hour).
         rpc_timeout: the bound of calls that do not block at the leader (default 30 s).
         shutdown_barrier_timeout: how long shutdown() waits for the others (default 10 s).
+        leader_reconnect_timeout: how long a connected agent waits for a lost leader to come
+            back (a leader restarted with its --state-dir) before its calls fail with
+            UnavailableError and on_error fires; meanwhile calls block and are re-sent once
+            the leader is back (default 0: a lost leader fails everything at once; None: no
+            limit). See docs/agent.md, "Surviving a leader restart".
         recoverable: the task may fail and rejoin (its job must be recoverable at the leader).
         incarnation: this process's incarnation id (0: a random one).
         token: the job token (default: the file named by $MUSTER_TOKEN_FILE, if set).
@@ -88,6 +93,7 @@ class Agent(HealthCalls):
                  shutdown_on_destruction: bool = True,
                  on_error: Optional[Callable[[_errors.Error], None]] = None,
                  on_preemption: Optional[Callable[[PreemptionNotice], None]] = None,
+                 leader_reconnect_timeout: Duration = 0.0,
                  _exit_code_on_error: int = 0, _exit_prefix: str = "muster"):
         if on_error is not None and not callable(on_error):
             raise TypeError("on_error must be callable")
@@ -106,7 +112,8 @@ class Agent(HealthCalls):
             recoverable=recoverable, incarnation=int(incarnation), token=_read_token(token),
             shutdown_on_destruction=shutdown_on_destruction, on_error=on_error,
             exit_code_on_error=int(_exit_code_on_error), exit_prefix=_exit_prefix,
-            on_preemption=notice_callback)
+            on_preemption=notice_callback,
+            leader_reconnect_timeout=seconds(leader_reconnect_timeout))
 
     @classmethod
     def from_environment(cls, **kwargs) -> "Agent":
@@ -199,6 +206,12 @@ class Agent(HealthCalls):
     def error(self) -> Optional[_errors.Error]:
         """The error that put the agent in ERROR; None in the other states."""
         return self._core.error()
+
+    @property
+    def reconnecting(self) -> bool:
+        """True while the agent (RUNNING) waits for its lost leader to come back
+        (leader_reconnect_timeout); its calls then block until the leader is back."""
+        return self._core.reconnecting()
 
     @property
     def incarnation(self) -> int:

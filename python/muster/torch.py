@@ -11,6 +11,8 @@ URL parameters (MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE fill what the URL 
     heartbeat_timeout  seconds without heartbeats before a rank counts as failed (default 10)
     external_leader    1: a leader already runs at HOST:PORT (muster serve); by default rank 0
                        hosts it in its process, like TCPStore's master
+    leader_reconnect_timeout  seconds a rank waits for a lost external leader to come back
+                       (muster serve --state-dir restarted) before it fails (default 0: at once)
     on_peer_failure    exit (default) | raise: what a rank does when another fails
 
 Under `muster run` (docs/operations.md) the launcher's environment names the leader, which
@@ -261,6 +263,7 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
     job = _param(query, "job") or (launched[1] if launched else "worker")
     task = launched[2] if launched and job == launched[1] else rank
     heartbeat_timeout = float(_param(query, "heartbeat_timeout") or 10.0)
+    reconnect_timeout = float(_param(query, "leader_reconnect_timeout") or 0.0)
     external = (_param(query, "external_leader") or ("1" if launched else "0")).lower() in (
         "1", "true", "yes")
     policy = _param(query, "on_peer_failure") or _peer_failure
@@ -285,7 +288,8 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
         on_error = policy
     agent = Agent(f"{host}:{port}", job, task, heartbeat_timeout=heartbeat_timeout,
                   register_timeout=timeout, shutdown_barrier_timeout=timeout, on_error=on_error,
-                  _exit_code_on_error=exit_code, _exit_prefix=f"muster.torch: rank {rank}")
+                  leader_reconnect_timeout=reconnect_timeout, _exit_code_on_error=exit_code,
+                  _exit_prefix=f"muster.torch: rank {rank}")
     made["agent"] = agent
     made["exit_on_peer_failure"] = policy == "exit"
     agent.connect()

@@ -94,7 +94,8 @@ std::unique_ptr<PyAgent> MakeAgent(const std::string& leader, const std::string&
                                    uint64_t incarnation, const std::string& token,
                                    bool shutdown_on_destruction, py::object on_error,
                                    int exit_code_on_error, const std::string& exit_prefix,
-                                   py::object on_preemption) {
+                                   py::object on_preemption,
+                                   std::optional<double> leader_reconnect_timeout) {
   AgentOptions options;
   options.leader = leader;
   options.job_name = job;
@@ -110,6 +111,7 @@ std::unique_ptr<PyAgent> MakeAgent(const std::string& leader, const std::string&
   if (shutdown_barrier_timeout) {
     options.shutdown_barrier_timeout = ToDuration(shutdown_barrier_timeout);
   }
+  options.leader_reconnect_timeout = ToDuration(leader_reconnect_timeout);
   auto sink = std::make_shared<ErrorSink>();
   sink->exit_code = exit_code_on_error;
   sink->exit_prefix = exit_prefix;
@@ -138,7 +140,8 @@ void BindAgent(py::module_& m) {
           py::arg("heartbeat_timeout"), py::arg("register_timeout"), py::arg("rpc_timeout"),
           py::arg("shutdown_barrier_timeout"), py::arg("recoverable"), py::arg("incarnation"),
           py::arg("token"), py::arg("shutdown_on_destruction"), py::arg("on_error"),
-          py::arg("exit_code_on_error"), py::arg("exit_prefix"), py::arg("on_preemption"));
+          py::arg("exit_code_on_error"), py::arg("exit_prefix"), py::arg("on_preemption"),
+          py::arg("leader_reconnect_timeout"));
   cls.def("close", &PyAgent::Close, py::call_guard<py::gil_scoped_release>());
   cls.def("state", [](PyAgent& self) {
     auto agent = self.Get();
@@ -157,6 +160,11 @@ void BindAgent(py::module_& m) {
       error = agent->error();
     }
     return error.ok() ? py::none() : MakeException(error);
+  });
+  cls.def("reconnecting", [](PyAgent& self) {
+    auto agent = self.Get();
+    py::gil_scoped_release release;
+    return agent->Status().reconnecting;
   });
   cls.def("incarnation", [](PyAgent& self) { return self.Get()->incarnation(); });
   cls.def("task", [](PyAgent& self) { return TaskString(self.Get()->task()); });

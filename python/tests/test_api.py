@@ -194,3 +194,36 @@ def test_identity_from_a_launchers_environment(monkeypatch):
     monkeypatch.setenv("MUSTER_TASK", "one")
     with pytest.raises(muster.InvalidArgumentError, match="MUSTER_TASK='one'"):
         muster.launch_identity()
+
+
+def test_leader_reconnect_timeout_option():
+    with pytest.raises(ValueError, match="timeout"):
+        muster.Agent("127.0.0.1:1", "worker", 0, leader_reconnect_timeout=-1)
+    with pytest.raises(TypeError):
+        muster.Agent("127.0.0.1:1", "worker", 0, leader_reconnect_timeout="30")
+    leader = muster.Leader({"worker": 2}, heartbeat_timeout=10)
+    waits = muster.Agent(leader.address, "worker", 0, leader_reconnect_timeout=30)
+    quick = muster.Agent(leader.address, "worker", 1,
+                         leader_reconnect_timeout=datetime.timedelta(0))
+    try:
+        waits.connect()
+        quick.connect()
+        waits.insert_key_value("k", "v")
+        assert not waits.reconnecting and not quick.reconnecting
+        leader.stop()  # no leader comes back: the first waits for one, the second fails
+        deadline = time.monotonic() + 10
+        while not waits.reconnecting and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert waits.reconnecting and waits.state == "RUNNING" and waits.error is None
+        while quick.state != "ERROR" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert quick.state == "ERROR" and not quick.reconnecting
+        assert isinstance(quick.error, muster.UnavailableError)
+        start = time.monotonic()
+        waits.shutdown()  # while reconnecting: ends locally, at once
+        assert time.monotonic() - start < 5
+        assert waits.state == "DISCONNECTED" and not waits.reconnecting
+    finally:
+        waits.close()
+        quick.close()
+        leader.stop()

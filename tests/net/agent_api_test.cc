@@ -1,7 +1,8 @@
 // The Agent as an embedding program uses it, over real TCP on 127.0.0.1 (a Leader in one actor
 // system, agents in another): incarnation(), error(), GetClusterDeviceInfo(), per-call cancel
-// of GetKeyValueAsync, destruction with and without shutdown, and actor systems destroyed while
-// threads that used an Agent are still alive.
+// of GetKeyValueAsync, destruction with and without shutdown, waiting for a lost leader
+// (leader_reconnect_timeout), and actor systems destroyed while threads that used an Agent are
+// still alive.
 #include <chrono>
 #include <future>
 #include <memory>
@@ -109,6 +110,32 @@ TEST_F(AgentApiTest, Error_OkUntilReportedThenTheErrorThatStoppedTheAgent) {
   ASSERT_THAT(agent->Reset(), IsOk());
   EXPECT_EQ(agent->state(), AgentState::kDisconnected);
   EXPECT_THAT(agent->error(), IsOk());
+}
+
+TEST_F(AgentApiTest, LeaderReconnectTimeout_LostLeaderAwaitedAndShutdownEndsLocally) {
+  StartLeader(Jobs(1));
+  EXPECT_THAT(
+      Agent::Create(worker_system_,
+                    {.leader = leader_->address(), .leader_reconnect_timeout = absl::Seconds(-1)},
+                    nullptr)
+          .status(),
+      StatusIs(Code::kInvalidArgument, HasSubstr("leader_reconnect_timeout")));
+  auto agent = NewAgent(0, {.leader_reconnect_timeout = absl::Seconds(30)});
+  ASSERT_THAT(agent->Connect(), IsOk());
+  EXPECT_FALSE(agent->Status().reconnecting);
+  leader_->Stop();  // no leader comes back
+  bool reconnecting = false;
+  for (int i = 0; i < 500 && !reconnecting; ++i) {
+    reconnecting = agent->Status().reconnecting;
+    if (!reconnecting) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(reconnecting);
+  EXPECT_EQ(agent->state(), AgentState::kRunning);
+  EXPECT_THAT(agent->Shutdown(), IsOk());  // ends locally: no leader to tell
+  AgentStatus status = agent->Status();
+  EXPECT_EQ(status.state, AgentState::kDisconnected);
+  EXPECT_FALSE(status.reconnecting);
+  EXPECT_TRUE(errors_.empty());
 }
 
 TEST_F(AgentApiTest, GetClusterDeviceInfo_ACopyOfTheLastExchange) {

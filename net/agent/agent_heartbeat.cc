@@ -1,0 +1,66 @@
+// The agent's heartbeats: one every heartbeat_timeout/2 from an actor timer while RUNNING,
+// carrying the task's last step. A reply with another leader incarnation, an error of the
+// leader, or silence for a whole heartbeat timeout puts the agent in ERROR.
+#include <absl/strings/str_cat.h>
+
+#include "muster/messages/status_codec.h"
+#include "muster/net/agent/agent_state.h"
+
+namespace muster {
+namespace {
+
+void ScheduleBeat(AgentPointer self) {
+  auto& st = self->state;
+  self->delayed_send(self, st.config.heartbeat_timeout / 2, beat_atom::value, st.beat_generation);
+}
+
+}  // namespace
+
+void StopHeartbeats(AgentPointer self) { ++self->state.beat_generation; }
+
+void StartHeartbeats(AgentPointer self) {
+  self->state.last_heartbeat_ok = self->clock().now();
+  StopHeartbeats(self);
+  ScheduleBeat(self);
+}
+
+void HandleBeat(AgentPointer self, uint64_t generation) {
+  auto& st = self->state;
+  if (generation != st.beat_generation || st.state != AgentState::kRunning || !st.leader) return;
+  proto::HeartbeatRequest beat;
+  *beat.mutable_source_task() = st.config.task;
+  beat.set_incarnation(st.config.incarnation);
+  if (int64_t step = st.config.progress->step.load(); step != AgentProgress::kNoStep) {
+    beat.set_step(step);
+  }
+  // Answers about a leader that is gone (lost, or replaced after a reconnect) are ignored.
+  CoordinatorActor leader = st.leader;
+  auto current = [self, leader] { return self->state.leader == leader; };
+  auto on_reply = [self, current](const proto::HeartbeatResponse& response) {
+    auto& st = self->state;
+    if (!current()) return;
+    st.last_heartbeat_ok = self->clock().now();
+    if (response.leader_incarnation() != st.leader_incarnation) {
+      SetError(self, absl::AbortedError(
+                         absl::StrCat("Leader incarnation ID mismatch: the Muster leader at ",
+                                      LeaderAddress(self), " has restarted; restart this task.")));
+    }
+  };
+  auto on_error = [self, current](caf::error& error) {
+    if (!current()) return;
+    absl::Status status = ToStatus(error);
+    auto silent = self->clock().now() - self->state.last_heartbeat_ok;
+    if (GetCoordinationError(status) || silent >= self->state.config.heartbeat_timeout) {
+      SetError(self, status);
+    }
+  };
+  auto timeout = st.config.heartbeat_timeout / 2;
+  if (st.config.heartbeat_batcher) {
+    self->request(st.config.heartbeat_batcher, timeout, beat, st.leader).then(on_reply, on_error);
+  } else {
+    self->request(st.leader, timeout, beat).then(on_reply, on_error);
+  }
+  ScheduleBeat(self);
+}
+
+}  // namespace muster

@@ -1,0 +1,497 @@
+// The coordinator with a state writer (a fake that keeps each batch in a map and answers when
+// the test lets it), deterministic: replies wait for their batches to be durable, re-sent
+// key-value writes are answered from their stored reply, a restarted leader continues from a
+// RecoveredState (keys, tasks awaiting their reconnect, barrier results), watches resume.
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <absl/strings/str_cat.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "muster/actors/coordinator/coordinator_actor.h"
+#include "muster/actors/state/state_store.h"
+#include "muster/actors/state/state_writer_actor.h"
+#include "muster/messages/task_name.h"
+#include "tests/actors/kv/kv_test_helpers.h"
+#include "tests/actors/leader_fixture.h"
+#include "tests/actors/state/fake_state_writer.h"
+#include "tests/testing/status_matchers.h"
+
+namespace muster::testing {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using Code = absl::StatusCode;
+
+proto::RequestId Id(uint64_t client, uint64_t seq) {
+  proto::RequestId id;
+  id.set_client(client);
+  id.set_seq(seq);
+  return id;
+}
+
+proto::RegisterTaskRequest Reconnect(const std::string& job, int id, uint64_t incarnation) {
+  proto::RegisterTaskRequest request;
+  *request.mutable_source_task() = MakeTask(job, id);
+  request.set_incarnation(incarnation);
+  request.set_reconnect(true);
+  return request;
+}
+
+proto::BarrierRequest BarrierCall(const std::string& id, int64_t counter) {
+  proto::BarrierRequest request;
+  request.set_barrier_id(id);
+  request.set_counter(counter);
+  request.set_barrier_timeout_in_ms(10'000);
+  *request.mutable_source_task() = MakeTask("worker", 0);
+  return request;
+}
+
+class CoordinatorDurableTest : public LeaderTest {
+ protected:
+  // Spawns a coordinator over Config(1) with the fake writer of `disk_`, leader incarnation 7.
+  CoordinatorActor SpawnDurable(std::shared_ptr<const proto::RecoveredState> recovered = nullptr,
+                                caf::timespan reconnect_window = std::chrono::seconds(2)) {
+    fake_ = Keep(system_.spawn(FakeWriter, disk_));
+    CoordinatorOptions options{.config = Config(1), .incarnation = 7};
+    options.state_writer = caf::actor_cast<StateWriterActor>(fake_);
+    options.recovered = std::move(recovered);
+    options.reconnect_window = reconnect_window;
+    leader_ = Keep(SpawnCoordinator(system_, std::move(options)));
+    Drain();
+    return leader_;
+  }
+
+  // Lets the fake writer answer every batch it holds, and drains.
+  void Release() {
+    caf::anon_send(fake_, release_atom::value);
+    Drain();
+  }
+
+  // The record the fake disk holds under `key`, parsed.
+  template <class Record>
+  std::optional<Record> OnDisk(const std::string& key) {
+    auto it = disk_->data.find(key);
+    if (it == disk_->data.end()) return std::nullopt;
+    Record record;
+    EXPECT_TRUE(record.ParseFromString(it->second)) << key;
+    return record;
+  }
+
+  // A directory "d" (revision 5, d/x=1), task /job:worker/task:0 CONNECTED with incarnation
+  // 100, barrier "b" passed at counter 0, barrier "e" failed at counter 2; leader incarnation 7.
+  static std::shared_ptr<const proto::RecoveredState> Recovered() {
+    auto state = std::make_shared<proto::RecoveredState>();
+    state->mutable_leader()->set_format(kStateFormat);
+    state->mutable_leader()->set_incarnation(7);
+    state->mutable_leader()->set_version(40);
+    state->mutable_leader()->add_started_unix_ms(1);
+    state->mutable_leader()->set_starts(3);
+    proto::TaskRecord* task = state->add_tasks();
+    *task->mutable_task() = MakeTask("worker", 0);
+    task->set_state(proto::TASKSTATE_CONNECTED);
+    task->set_incarnation(100);
+    proto::RecoveredKvDirectory* dir = state->add_directories();
+    dir->set_directory("d");
+    dir->set_revision(5);
+    proto::KeyValueEntry* entry = dir->add_entries();
+    entry->set_key("d/x");
+    entry->set_value("1");
+    dir->add_records();
+    proto::BarrierRecord* passed = state->add_barriers();
+    passed->set_id("b");
+    passed->set_counter(0);
+    *passed->mutable_result() = StoreStatus(absl::OkStatus());
+    proto::BarrierRecord* failed = state->add_barriers();
+    failed->set_id("e");
+    failed->set_counter(2);
+    *failed->mutable_result() = StoreStatus(absl::InternalError("a participant failed"));
+    return state;
+  }
+
+  std::shared_ptr<FakeDisk> disk_ = std::make_shared<FakeDisk>();
+  FakeWriterActor fake_;
+  Reports reports_;
+};
+
+// ---- Replies wait for durability ----
+
+TEST_F(CoordinatorDurableTest, Start_RecordsTheLeader) {
+  SpawnDurable();
+  auto leader = OnDisk<proto::LeaderRecord>(LeaderStateKey());
+  ASSERT_TRUE(leader.has_value());
+  EXPECT_EQ(leader->format(), kStateFormat);
+  EXPECT_EQ(leader->incarnation(), 7u);
+  EXPECT_EQ(leader->started_unix_ms_size(), 1);
+  EXPECT_EQ(leader->starts(), 1);
+}
+
+TEST_F(CoordinatorDurableTest, Insert_AnsweredOnlyOnceDurable_ParkedGetToo) {
+  SpawnDurable();
+  auto parked = Send<proto::GetKeyValueResponse>(leader_, GetRequest("d/x"));
+  EXPECT_FALSE(parked->has_value());
+  disk_->hold = true;
+  auto insert = Send<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/x", "1"));
+  // The change went to the writer, but nobody learns of it before the writer's answer.
+  EXPECT_TRUE(disk_->data.count(KvStateKey("d/x")));
+  EXPECT_FALSE(insert->has_value());
+  EXPECT_FALSE(parked->has_value());
+  auto get = Send<proto::GetKeyValueResponse>(leader_, GetRequest("d/x"));
+  auto try_get = Send<proto::TryGetKeyValueResponse>(leader_, TryGetRequest("d/x"));
+  EXPECT_FALSE(get->has_value());
+  EXPECT_FALSE(try_get->has_value());
+  Release();
+  ASSERT_TRUE(insert->has_value());
+  EXPECT_THAT(**insert, IsOk());
+  ASSERT_TRUE(parked->has_value());
+  ASSERT_THAT(**parked, IsOk());
+  EXPECT_EQ((*parked)->value().kv().value(), "1");
+  ASSERT_TRUE(get->has_value());
+  ASSERT_THAT(**get, IsOk());
+  EXPECT_EQ((*get)->value().kv().value(), "1");
+  ASSERT_TRUE(try_get->has_value());
+  ASSERT_THAT(**try_get, IsOk());
+  EXPECT_EQ((*try_get)->value().kv().value(), "1");
+  // Once idle again, reads are answered at once.
+  EXPECT_THAT(Call<proto::TryGetKeyValueResponse>(leader_, TryGetRequest("d/x")), IsOk());
+}
+
+TEST_F(CoordinatorDurableTest, Insert_RecordsKeyRevisionAndHistory) {
+  SpawnDurable();
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/x", "1")), IsOk());
+  auto record = OnDisk<proto::KvRecord>(KvStateKey("d/x"));
+  ASSERT_TRUE(record.has_value());
+  EXPECT_EQ(record->value(), "1");
+  auto revision = OnDisk<proto::KvRevisionRecord>(KvRevisionStateKey("d"));
+  ASSERT_TRUE(revision.has_value());
+  EXPECT_EQ(revision->revision(), 1);
+  EXPECT_TRUE(OnDisk<proto::KvHistoryRecord>(KvHistoryStateKey("d", 1)).has_value());
+  ASSERT_THAT(Call<proto::DeleteKeyValueResponse>(leader_, DeleteRequest("d/x", false)), IsOk());
+  EXPECT_FALSE(disk_->data.count(KvStateKey("d/x")));
+}
+
+// A write the writer failed: its reply carries the error, and no later reply reveals the change
+// it lost (the writer fails every later batch too).
+TEST_F(CoordinatorDurableTest, FailedWrite_ErrorAndTheChangeIsNeverRevealed) {
+  SpawnDurable();
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/old", "0")), IsOk());
+  auto parked = Send<proto::GetKeyValueResponse>(leader_, GetRequest("d/x"));  // before the key
+  disk_->hold = true;
+  auto insert = Send<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/x", "1"));
+  auto get = Send<proto::GetKeyValueResponse>(leader_, GetRequest("d/x"));  // after it
+  auto try_get = Send<proto::TryGetKeyValueResponse>(leader_, TryGetRequest("d/x"));
+  EXPECT_FALSE(insert->has_value());
+  EXPECT_FALSE(get->has_value());
+  EXPECT_FALSE(try_get->has_value());
+  disk_->fail = absl::InternalError("cannot write state dir /s: disk full");
+  Release();
+  ASSERT_TRUE(insert->has_value());
+  EXPECT_THAT(**insert, StatusIs(Code::kInternal, HasSubstr("disk full")));
+  ASSERT_TRUE(get->has_value());
+  EXPECT_THAT(**get, StatusIs(Code::kInternal, HasSubstr("disk full")));
+  ASSERT_TRUE(try_get->has_value());
+  EXPECT_THAT(**try_get, StatusIs(Code::kInternal, HasSubstr("disk full")));
+  EXPECT_FALSE(parked->has_value());  // the change is not published
+  // Later reads fail the same way rather than answer from memory the disk does not have.
+  EXPECT_THAT(Call<proto::TryGetKeyValueResponse>(leader_, TryGetRequest("d/x")),
+              StatusIs(Code::kInternal, HasSubstr("disk full")));
+  EXPECT_THAT(Call<proto::GetKeyValueDirResponse>(leader_, DirRequest("d")),
+              StatusIs(Code::kInternal));
+  EXPECT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/y", "2")),
+              StatusIs(Code::kInternal));
+  EXPECT_FALSE(parked->has_value());
+}
+
+// ---- Re-sent writes ----
+
+TEST_F(CoordinatorDurableTest, Increment_SameRequestIdTwice_AppliedOnce) {
+  SpawnDurable();
+  proto::IncrementKeyValueRequest increment = IncrementRequest("d/n", 1);
+  *increment.mutable_request_id() = Id(5, 1);
+  auto first = Call<proto::IncrementKeyValueResponse>(leader_, increment);
+  ASSERT_THAT(first, IsOk());
+  EXPECT_EQ(first->kv().value(), "1");
+  auto again = Call<proto::IncrementKeyValueResponse>(leader_, increment);
+  ASSERT_THAT(again, IsOk());
+  EXPECT_EQ(again->kv().value(), "1");
+  auto stored = Call<proto::TryGetKeyValueResponse>(leader_, TryGetRequest("d/n"));
+  ASSERT_THAT(stored, IsOk());
+  EXPECT_EQ(stored->kv().value(), "1");
+  EXPECT_TRUE(disk_->data.count(KvReplyStateKey("d", 5, 1)));
+  *increment.mutable_request_id() = Id(5, 2);
+  auto next = Call<proto::IncrementKeyValueResponse>(leader_, increment);
+  ASSERT_THAT(next, IsOk());
+  EXPECT_EQ(next->kv().value(), "2");
+  // Another client's seq 1 is a request of its own.
+  *increment.mutable_request_id() = Id(6, 1);
+  auto other = Call<proto::IncrementKeyValueResponse>(leader_, increment);
+  ASSERT_THAT(other, IsOk());
+  EXPECT_EQ(other->kv().value(), "3");
+}
+
+TEST_F(CoordinatorDurableTest, ResentInsert_AnsweredFromItsReplyNotAppliedAgain) {
+  SpawnDurable();
+  proto::InsertKeyValueRequest insert = InsertRequest("d/y", "1");
+  *insert.mutable_request_id() = Id(5, 3);
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, insert), IsOk());
+  ASSERT_THAT(Call<proto::DeleteKeyValueResponse>(leader_, DeleteRequest("d/y", false)), IsOk());
+  // The re-sent insert gets its first reply and the key stays deleted.
+  EXPECT_THAT(Call<proto::InsertKeyValueResponse>(leader_, insert), IsOk());
+  EXPECT_THAT(Call<proto::TryGetKeyValueResponse>(leader_, TryGetRequest("d/y")),
+              StatusIs(Code::kNotFound));
+  // An error reply is replayed too: the second insert (new id) fails, and so does its re-send
+  // even after the key is gone.
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/z", "1")), IsOk());
+  proto::InsertKeyValueRequest clash = InsertRequest("d/z", "2");
+  *clash.mutable_request_id() = Id(5, 4);
+  EXPECT_THAT(Call<proto::InsertKeyValueResponse>(leader_, clash), StatusIs(Code::kAlreadyExists));
+  ASSERT_THAT(Call<proto::DeleteKeyValueResponse>(leader_, DeleteRequest("d/z", false)), IsOk());
+  EXPECT_THAT(Call<proto::InsertKeyValueResponse>(leader_, clash), StatusIs(Code::kAlreadyExists));
+}
+
+TEST_F(CoordinatorDurableTest, ResentWriteWhileFirstNotDurable_AnsweredOnceDurable) {
+  SpawnDurable();
+  disk_->hold = true;
+  proto::IncrementKeyValueRequest increment = IncrementRequest("d/n", 1);
+  *increment.mutable_request_id() = Id(5, 1);
+  auto first = Send<proto::IncrementKeyValueResponse>(leader_, increment);
+  auto again = Send<proto::IncrementKeyValueResponse>(leader_, increment);
+  EXPECT_FALSE(first->has_value());
+  EXPECT_FALSE(again->has_value());
+  Release();
+  ASSERT_TRUE(first->has_value());
+  ASSERT_TRUE(again->has_value());
+  ASSERT_THAT(**again, IsOk());
+  EXPECT_EQ((*again)->value().kv().value(), "1");
+}
+
+TEST_F(CoordinatorDurableTest, WithoutWriter_RequestIdIsIgnored) {
+  Spawn(Config(1));
+  proto::IncrementKeyValueRequest increment = IncrementRequest("d/n", 1);
+  *increment.mutable_request_id() = Id(5, 1);
+  ASSERT_THAT(Call<proto::IncrementKeyValueResponse>(leader_, increment), IsOk());
+  auto again = Call<proto::IncrementKeyValueResponse>(leader_, increment);
+  ASSERT_THAT(again, IsOk());
+  EXPECT_EQ(again->kv().value(), "2");
+}
+
+// A write's reply record and its changes must reach the disk together: were the reply durable
+// without the change, a re-send after a crash would be told "done" for a write that is lost.
+TEST_F(CoordinatorDurableTest, ReplyRecordAndChangeInOneBatch) {
+  SpawnDurable();
+  proto::IncrementKeyValueRequest increment = IncrementRequest("d/n", 1);
+  *increment.mutable_request_id() = Id(5, 1);
+  ASSERT_THAT(Call<proto::IncrementKeyValueResponse>(leader_, increment), IsOk());
+  const std::string reply_key = KvReplyStateKey("d", 5, 1);
+  const StateBatch* with_reply = nullptr;
+  for (const StateBatch& batch : disk_->batches) {
+    for (const auto& op : batch.ops) {
+      if (op.first == reply_key) with_reply = &batch;
+    }
+  }
+  ASSERT_NE(with_reply, nullptr);
+  std::vector<std::string> keys;
+  for (const auto& op : with_reply->ops) keys.push_back(op.first);
+  EXPECT_THAT(keys, ::testing::Contains(KvStateKey("d/n")));
+}
+
+// ---- A restarted leader ----
+
+TEST_F(CoordinatorDurableTest, Restore_KeysTasksAndBarrierResultsContinue) {
+  SpawnDurable(Recovered());
+  auto kv = Call<proto::TryGetKeyValueResponse>(leader_, TryGetRequest("d/x"));
+  ASSERT_THAT(kv, IsOk());
+  EXPECT_EQ(kv->kv().value(), "1");
+  proto::CoordinatedTaskStateInfo info = State("worker", 0);
+  EXPECT_EQ(info.state(), proto::TASKSTATE_CONNECTED);
+  EXPECT_EQ(info.incarnation(), 100u);
+  EXPECT_EQ(State("ps", 0).state(), proto::TASKSTATE_DISCONNECTED);
+  // The passed barrier answers its stored result at once, the failed one its error.
+  auto passed = Call<proto::BarrierResponse>(leader_, BarrierCall("b", 0));
+  ASSERT_THAT(passed, IsOk());
+  EXPECT_EQ(passed->counter(), 0);
+  EXPECT_THAT(Call<proto::BarrierResponse>(leader_, BarrierCall("e", 2)),
+              StatusIs(Code::kInternal, HasSubstr("a participant failed")));
+  // The leader record keeps the incarnation and adds this start.
+  auto leader = OnDisk<proto::LeaderRecord>(LeaderStateKey());
+  ASSERT_TRUE(leader.has_value());
+  EXPECT_EQ(leader->incarnation(), 7u);
+  EXPECT_EQ(leader->version(), 40);
+  EXPECT_EQ(leader->started_unix_ms_size(), 2);
+  EXPECT_EQ(leader->started_unix_ms(0), 1);
+  EXPECT_EQ(leader->starts(), 4);
+}
+
+TEST_F(CoordinatorDurableTest, Restore_KeysContinueTheRecoveredRevision) {
+  SpawnDurable(Recovered());
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/y", "2")), IsOk());
+  auto revision = OnDisk<proto::KvRevisionRecord>(KvRevisionStateKey("d"));
+  ASSERT_TRUE(revision.has_value());
+  EXPECT_EQ(revision->revision(), 6);
+  auto listing = Call<proto::GetKeyValueDirResponse>(leader_, DirRequest("d"));
+  ASSERT_THAT(listing, IsOk());
+  EXPECT_THAT(Keys(*listing), ElementsAre("d/x", "d/y"));
+}
+
+TEST_F(CoordinatorDurableTest, Restore_SameIncarnationReconnects) {
+  SpawnDurable(Recovered());
+  auto agent = Agent(&reports_);
+  auto reply = Call<proto::RegisterTaskResponse>(leader_, Reconnect("worker", 0, 100), agent);
+  ASSERT_THAT(reply, IsOk());
+  EXPECT_EQ(reply->leader_incarnation(), 7u);
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
+  auto task = OnDisk<proto::TaskRecord>(TaskStateKey("/job:worker/task:0"));
+  ASSERT_TRUE(task.has_value());
+  EXPECT_EQ(task->state(), proto::TASKSTATE_CONNECTED);
+  EXPECT_EQ(task->incarnation(), 100u);
+  auto leader = OnDisk<proto::LeaderRecord>(LeaderStateKey());
+  ASSERT_TRUE(leader.has_value());
+  EXPECT_GT(leader->version(), 40);  // the job-state version continues
+  // The window passes without harm: the task came back.
+  AdvanceTime(std::chrono::seconds(3));
+  proto::CoordinatedTaskStateInfo info = State("worker", 0);
+  EXPECT_EQ(info.state(), proto::TASKSTATE_CONNECTED);
+  EXPECT_EQ(info.incarnation(), 100u);
+  // Another incarnation cannot "reconnect".
+  EXPECT_THAT(Call<proto::RegisterTaskResponse>(leader_, Reconnect("worker", 0, 101), agent),
+              StatusIs(Code::kFailedPrecondition, HasSubstr("incarnation 101")));
+}
+
+TEST_F(CoordinatorDurableTest, Restore_OtherIncarnation_FailedPrecondition) {
+  SpawnDurable(Recovered());
+  auto agent = Agent(&reports_);
+  EXPECT_THAT(
+      Call<proto::RegisterTaskResponse>(leader_, Reconnect("worker", 0, 101), agent),
+      StatusIs(Code::kFailedPrecondition, AllOf(HasSubstr("cannot reconnect with incarnation 101"),
+                                                HasSubstr("CONNECTED with incarnation 100"))));
+  // A task the leader knows DISCONNECTED cannot reconnect either.
+  EXPECT_THAT(Call<proto::RegisterTaskResponse>(leader_, Reconnect("ps", 0, 100), agent),
+              StatusIs(Code::kFailedPrecondition, HasSubstr("DISCONNECTED")));
+}
+
+TEST_F(CoordinatorDurableTest, Restore_NoReconnectWithinTheWindow_TaskFailsUnavailable) {
+  SpawnDurable(Recovered(), std::chrono::seconds(2));
+  AdvanceTime(std::chrono::milliseconds(1999));
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
+  AdvanceTime(std::chrono::milliseconds(1));
+  proto::CoordinatedTaskStateInfo info = State("worker", 0);
+  EXPECT_EQ(info.state(), proto::TASKSTATE_ERROR);
+  EXPECT_EQ(info.error_code(), static_cast<int>(Code::kUnavailable));
+  EXPECT_THAT(info.error_message(), AllOf(HasSubstr("reconnect window"), HasSubstr("2000 ms")));
+  auto task = OnDisk<proto::TaskRecord>(TaskStateKey("/job:worker/task:0"));
+  ASSERT_TRUE(task.has_value());
+  EXPECT_EQ(task->state(), proto::TASKSTATE_ERROR);
+  EXPECT_EQ(task->error_code(), static_cast<int>(Code::kUnavailable));
+}
+
+// ---- Resumed watches ----
+
+TEST_F(CoordinatorDurableTest, WatchResume_ReplaysExactlyTheChangesAfterTheRevision) {
+  SpawnDurable();
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/a", "1")), IsOk());
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/b", "2")), IsOk());
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("e/c", "3")), IsOk());
+  EventLog log = std::make_shared<std::vector<proto::KeyValueChangeEvent>>();
+  KvWatcherActor watcher = Keep(SpawnWatcher(system_, log));
+  proto::WatchKeyRequest watch = WatchRequest("d");
+  watch.set_from_revision(1);
+  auto reply = Call<proto::WatchKeyResponse>(leader_, watch, watcher);
+  ASSERT_THAT(reply, IsOk());
+  EXPECT_EQ(reply->revision(), 2);
+  ASSERT_EQ(log->size(), 1u);
+  EXPECT_EQ(log->at(0).key(), "d/b");
+  EXPECT_EQ(log->at(0).value(), "2");
+  EXPECT_EQ(log->at(0).revision(), 2);
+  EXPECT_EQ(log->at(0).kind(), proto::KeyValueChangeEvent::INSERTED);
+  EXPECT_EQ(log->at(0).watched_key(), "d");
+  // Later changes follow as usual.
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/c", "4")), IsOk());
+  ASSERT_EQ(log->size(), 2u);
+  EXPECT_EQ(log->at(1).revision(), 3);
+}
+
+TEST_F(CoordinatorDurableTest, WatchResume_OfAKeyReplaysOnlyThatKey) {
+  SpawnDurable();
+  for (const char* key : {"d/a", "d/ab", "d/a/x", "d/b"}) {
+    ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest(key, "v")), IsOk());
+  }
+  EventLog log = std::make_shared<std::vector<proto::KeyValueChangeEvent>>();
+  KvWatcherActor watcher = Keep(SpawnWatcher(system_, log));
+  proto::WatchKeyRequest watch = WatchRequest("d/a");
+  watch.set_from_revision(1);
+  ASSERT_THAT(Call<proto::WatchKeyResponse>(leader_, watch, watcher), IsOk());
+  std::vector<std::string> keys;
+  for (const auto& event : *log) keys.push_back(absl::StrCat(event.key(), "@", event.revision()));
+  EXPECT_THAT(keys, ElementsAre("d/a/x@3"));
+}
+
+TEST_F(CoordinatorDurableTest, WatchResume_AheadOrWithoutHistory_OutOfRange) {
+  SpawnDurable();
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/a", "1")), IsOk());
+  EventLog log = std::make_shared<std::vector<proto::KeyValueChangeEvent>>();
+  KvWatcherActor watcher = Keep(SpawnWatcher(system_, log));
+  proto::WatchKeyRequest watch = WatchRequest("d");
+  watch.set_from_revision(2);
+  EXPECT_THAT(Call<proto::WatchKeyResponse>(leader_, watch, watcher),
+              StatusIs(Code::kOutOfRange, HasSubstr("ahead")));
+  EXPECT_TRUE(log->empty());
+}
+
+TEST_F(CoordinatorDurableTest, WatchResume_AfterRestoreBehindTheHistory_OutOfRange) {
+  // Recovered() has revision 5 and no history: a resume from 3 cannot be served.
+  SpawnDurable(Recovered());
+  EventLog log = std::make_shared<std::vector<proto::KeyValueChangeEvent>>();
+  KvWatcherActor watcher = Keep(SpawnWatcher(system_, log));
+  proto::WatchKeyRequest watch = WatchRequest("d");
+  watch.set_from_revision(3);
+  EXPECT_THAT(Call<proto::WatchKeyResponse>(leader_, watch, watcher),
+              StatusIs(Code::kOutOfRange, HasSubstr("oldest kept")));
+  // From the current revision nothing is missed.
+  watch.set_from_revision(5);
+  auto reply = Call<proto::WatchKeyResponse>(leader_, watch, watcher);
+  ASSERT_THAT(reply, IsOk());
+  EXPECT_EQ(reply->revision(), 5);
+  EXPECT_TRUE(log->empty());
+}
+
+TEST_F(CoordinatorDurableTest, WatchResume_WithoutStateDir_OutOfRange) {
+  Spawn(Config(1));
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/a", "1")), IsOk());
+  EventLog log = std::make_shared<std::vector<proto::KeyValueChangeEvent>>();
+  KvWatcherActor watcher = Keep(SpawnWatcher(system_, log));
+  proto::WatchKeyRequest watch = WatchRequest("d");
+  watch.set_from_revision(1);
+  EXPECT_THAT(Call<proto::WatchKeyResponse>(leader_, watch, watcher),
+              StatusIs(Code::kOutOfRange, HasSubstr("no change history")));
+}
+
+// A watch resumed while a change is still being written: the watcher must see it once, and
+// only once it is durable.
+TEST_F(CoordinatorDurableTest, WatchResumeWhileAChangeIsPending_SeesItOnceWhenDurable) {
+  SpawnDurable();
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/a", "1")), IsOk());
+  disk_->hold = true;
+  auto pending = Send<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/b", "2"));
+  EXPECT_FALSE(pending->has_value());
+  EventLog log = std::make_shared<std::vector<proto::KeyValueChangeEvent>>();
+  KvWatcherActor watcher = Keep(SpawnWatcher(system_, log));
+  proto::WatchKeyRequest watch = WatchRequest("d");
+  watch.set_from_revision(1);
+  auto reply = Send<proto::WatchKeyResponse>(leader_, watch, watcher);
+  EXPECT_TRUE(log->empty()) << "a change was revealed before it was durable";
+  Release();
+  ASSERT_TRUE(reply->has_value());
+  ASSERT_THAT(**reply, IsOk());
+  std::vector<int64_t> revisions;
+  for (const auto& event : *log) revisions.push_back(event.revision());
+  EXPECT_THAT(revisions, ElementsAre(2));
+}
+
+}  // namespace
+}  // namespace muster::testing

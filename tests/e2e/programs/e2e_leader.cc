@@ -1,5 +1,6 @@
 // A leader for the multi-process tests: every service option as a flag, the same ready line as
 // `muster serve` ("muster leader ready at HOST:PORT incarnation=0x..."), SIGTERM to stop.
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -23,6 +24,9 @@ ABSL_FLAG(int64_t, shutdown_barrier_timeout_ms, 0, "shutdown barrier timeout (0:
 ABSL_FLAG(std::vector<std::string>, recoverable_jobs, {}, "recoverable jobs");
 ABSL_FLAG(int64_t, stuck_after_ms, 0, "stuck rule: no step advance for this long (0: off)");
 ABSL_FLAG(int64_t, max_step_lag, 0, "stuck rule: steps behind the median (0: off)");
+ABSL_FLAG(std::string, state_dir, "", "state dir (empty: memory only)");
+ABSL_FLAG(int64_t, reconnect_window_ms, 0,
+          "reconnect window after a restart (0: heartbeat timeout)");
 ABSL_FLAG(int64_t, max_frame_bytes, muster::WireLimits{}.max_frame_bytes, "frame size limit");
 ABSL_FLAG(int64_t, handshake_timeout_ms, muster::WireLimits{}.handshake_timeout_ms,
           "handshake deadline of accepted connections");
@@ -46,6 +50,8 @@ int main(int argc, char** argv) {
   for (const auto& job : absl::GetFlag(FLAGS_recoverable_jobs)) config.add_recoverable_jobs(job);
   config.set_stuck_after_ms(absl::GetFlag(FLAGS_stuck_after_ms));
   config.set_max_step_lag(absl::GetFlag(FLAGS_max_step_lag));
+  options.state_dir = absl::GetFlag(FLAGS_state_dir);
+  options.reconnect_window = std::chrono::milliseconds(absl::GetFlag(FLAGS_reconnect_window_ms));
 
   sigset_t signals;
   sigemptyset(&signals);
@@ -63,6 +69,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", leader.status().ToString().c_str());
     return 1;
   }
+  if (!(*leader)->recovery().empty()) std::printf("%s\n", (*leader)->recovery().c_str());
   std::printf("muster leader ready at %s incarnation=0x%016llx\n", (*leader)->address().c_str(),
               static_cast<unsigned long long>((*leader)->incarnation()));
   std::fflush(stdout);

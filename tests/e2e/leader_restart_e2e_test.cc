@@ -1,0 +1,232 @@
+// A leader restart is a pause: a real leader (e2e_leader --state_dir) killed with SIGKILL and
+// started again on the same port and state dir, with real worker processes (restart_worker)
+// whose agents reconnect. Blocked calls complete, acknowledged writes are all there exactly
+// once, a worker that died meanwhile is reported after the reconnect window, and a damaged
+// state dir is refused or recovered up to the damage.
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include <absl/strings/numbers.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/e2e/e2e_fixture.h"
+
+namespace muster::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+class LeaderRestartE2eTest : public E2eTest {
+ protected:
+  void SetUp() override {
+    state_dir_ = fs::path(::testing::TempDir()) /
+                 absl::StrCat("muster_state_", getpid(), "_",
+                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(state_dir_);
+  }
+  void TearDown() override { fs::remove_all(state_dir_); }
+
+  // Starts the leader on `port` (0: any) with the state dir and `flags`.
+  void Start(int port, std::vector<std::string> flags) {
+    flags.push_back("--state_dir=" + state_dir_.string());
+    flags.push_back(absl::StrCat("--port=", port));
+    StartLeader(std::move(flags));
+    port_ = std::stoi(address_.substr(address_.find(':') + 1));
+  }
+
+  void KillLeader() {
+    leader_->Signal(SIGKILL);
+    (void)leader_->Wait(kBound);
+  }
+
+  Subprocess* StartRestartWorker(int task, const std::string& scenario,
+                                 std::vector<std::string> flags = {}) {
+    return StartProgram(MUSTER_RESTART_WORKER_BIN, task, scenario, std::move(flags));
+  }
+
+  // The number after `name=` in `line` (-1 when absent).
+  static int64_t Field(const std::string& line, const std::string& name) {
+    size_t pos = line.find(name + "=");
+    if (pos == std::string::npos) return -1;
+    pos += name.size() + 1;
+    int64_t value = -1;
+    return absl::SimpleAtoi(line.substr(pos, line.find(' ', pos) - pos), &value) ? value : -1;
+  }
+
+  // The newest LevelDB log file of the state dir.
+  fs::path NewestLog() const {
+    fs::path newest;
+    for (const auto& entry : fs::directory_iterator(state_dir_)) {
+      if (entry.path().extension() == ".log" &&
+          (newest.empty() || entry.path().filename() > newest.filename())) {
+        newest = entry.path();
+      }
+    }
+    return newest;
+  }
+
+  fs::path state_dir_;
+  int port_ = 0;
+};
+
+TEST_F(LeaderRestartE2eTest, KilledLeaderRestarted_BlockedGetAndBarrierComplete_NoErrorCallback) {
+  const std::vector<std::string> leader_flags = {"--jobs=worker=4", "--heartbeat_timeout_ms=2000",
+                                                 "--reconnect_window_ms=10000"};
+  Start(0, leader_flags);
+  Subprocess* getter = StartRestartWorker(0, "get");
+  std::vector<Subprocess*> waiting;
+  for (int task : {1, 2, 3}) waiting.push_back(StartRestartWorker(task, "barrier"));
+  ASSERT_TRUE(getter->WaitForLine("EVENT waiting get", kBound).ok()) << getter->output();
+  for (Subprocess* worker : waiting) {
+    ASSERT_TRUE(worker->WaitForLine("EVENT waiting barrier", kBound).ok()) << worker->output();
+  }
+  absl::SleepFor(absl::Milliseconds(200));  // the calls reach the leader
+  KillLeader();
+  absl::SleepFor(absl::Milliseconds(500));  // the workers notice and retry
+  Start(port_, leader_flags);
+  EXPECT_THAT(leader_->output(), HasSubstr("recovered 4 tasks (4 connected"));
+  Subprocess* put = StartRestartWorker(9, "put", {"--value=after-restart"});
+  ExpectExit(put, 0);
+  auto got = getter->WaitForLine("EVENT got", kBound);
+  ASSERT_TRUE(got.ok()) << got.status() << getter->output();
+  EXPECT_THAT(*got, HasSubstr("value=after-restart"));
+  for (Subprocess* worker : waiting) {
+    auto passed = worker->WaitForLine("EVENT barrier", kBound);
+    ASSERT_TRUE(passed.ok()) << passed.status() << worker->output();
+    EXPECT_THAT(*passed, HasSubstr("code=OK"));
+  }
+  for (auto& owned : workers_) {
+    Subprocess* worker = owned.get();
+    if (worker == put) continue;
+    ExpectExit(worker, 0);
+    EXPECT_THAT(worker->output(), ::testing::Not(HasSubstr("EVENT error"))) << worker->output();
+    EXPECT_THAT(worker->output(), HasSubstr("EVENT shutdown code=OK"));
+  }
+}
+
+TEST_F(LeaderRestartE2eTest, EightWritersFiveRestarts_EveryAcknowledgedWriteIsThereExactlyOnce) {
+  const std::vector<std::string> leader_flags = {"--jobs=worker=8", "--heartbeat_timeout_ms=2000",
+                                                 "--reconnect_window_ms=10000"};
+  Start(0, leader_flags);
+  std::vector<Subprocess*> clients;
+  for (int task = 0; task < 8; ++task) {
+    clients.push_back(StartRestartWorker(task, "loss", {"--duration_ms=7000"}));
+  }
+  for (Subprocess* client : clients) {
+    ASSERT_TRUE(client->WaitForLine("EVENT connect code=OK", kBound).ok()) << client->output();
+  }
+  std::mt19937 random(20261125);
+  for (int restart = 0; restart < 5; ++restart) {
+    absl::SleepFor(absl::Milliseconds(std::uniform_int_distribution<int>(150, 700)(random)));
+    KillLeader();
+    Start(port_, leader_flags);
+  }
+  std::map<int, std::pair<int64_t, int64_t>> acknowledged;  // client -> (inserts, increments)
+  for (int task = 0; task < 8; ++task) {
+    auto done = clients[task]->WaitForLine("EVENT done", kBound);
+    ASSERT_TRUE(done.ok()) << done.status() << clients[task]->output();
+    EXPECT_EQ(Field(*done, "failures"), 0) << clients[task]->output();
+    acknowledged[task] = {Field(*done, "inserts"), Field(*done, "increments")};
+    EXPECT_GT(acknowledged[task].first, 0);
+    ExpectExit(clients[task], 0);
+  }
+  Subprocess* check = StartRestartWorker(9, "check", {"--clients=8"});
+  for (int task = 0; task < 8; ++task) {
+    auto line = check->WaitForLine(absl::StrCat("EVENT check client=", task, " "), kBound);
+    ASSERT_TRUE(line.ok()) << line.status() << check->output();
+    EXPECT_EQ(Field(*line, "keys"), acknowledged[task].first) << *line;
+    EXPECT_EQ(Field(*line, "right"), acknowledged[task].first) << *line;
+    EXPECT_EQ(Field(*line, "counter"), acknowledged[task].second) << *line;
+  }
+  ExpectExit(check, 0);
+}
+
+TEST_F(LeaderRestartE2eTest, WorkerKilledWhileLeaderDown_ReportedAfterTheReconnectWindow) {
+  const std::vector<std::string> leader_flags = {"--jobs=worker=2", "--heartbeat_timeout_ms=2000",
+                                                 "--reconnect_window_ms=1500"};
+  Start(0, leader_flags);
+  Subprocess* survivor = StartRestartWorker(0, "idle");
+  Subprocess* victim = StartRestartWorker(1, "idle");
+  ASSERT_TRUE(survivor->WaitForLine("EVENT connect code=OK", kBound).ok()) << survivor->output();
+  ASSERT_TRUE(victim->WaitForLine("EVENT connect code=OK", kBound).ok()) << victim->output();
+  KillLeader();
+  victim->Signal(SIGKILL);
+  (void)victim->Wait(kBound);
+  Start(port_, leader_flags);
+  int64_t restarted_us = absl::ToUnixMicros(absl::Now());
+  auto error = survivor->WaitForLine("EVENT error", kBound);
+  ASSERT_TRUE(error.ok()) << error.status() << survivor->output();
+  EXPECT_THAT(*error, HasSubstr("code=UNAVAILABLE"));
+  EXPECT_THAT(*error, HasSubstr("/job:worker/task:1"));
+  EXPECT_THAT(*error, HasSubstr("reconnect window"));
+  int64_t after_us = ErrorTime(*error) - restarted_us;
+  EXPECT_GE(after_us, 1'300'000) << *error;  // not before the window (less the start-up line)
+  EXPECT_LT(after_us, 4'000'000) << *error;
+  ExpectExit(survivor, 0);
+}
+
+TEST_F(LeaderRestartE2eTest, TornLastWrite_RecoversEverythingBefore) {
+  const std::vector<std::string> leader_flags = {"--jobs=worker=1"};
+  Start(0, leader_flags);
+  ExpectExit(StartRestartWorker(9, "put", {"--value=first"}), 0);
+  KillLeader();
+  fs::path log = NewestLog();
+  ASSERT_FALSE(log.empty());
+  auto size = fs::file_size(log);
+  ASSERT_GT(size, 4u);
+  fs::resize_file(log, size - 3);  // the last record loses its tail
+  Start(port_, leader_flags);
+  EXPECT_THAT(leader_->output(), HasSubstr("state dir"));
+  // The torn record was the last write; the leader serves what came before, and new writes.
+  // boot/key's record was the one torn, so inserting it again succeeds.
+  Subprocess* put = StartRestartWorker(9, "put", {"--value=second"});
+  auto line = put->WaitForLine("EVENT put", kBound);
+  ASSERT_TRUE(line.ok()) << line.status() << put->output();
+  EXPECT_THAT(*line, HasSubstr("code=OK"));
+}
+
+TEST_F(LeaderRestartE2eTest, GarbageInTheStateDir_LeaderRefusesToStart) {
+  const std::vector<std::string> leader_flags = {"--jobs=worker=1"};
+  Start(0, leader_flags);
+  ExpectExit(StartRestartWorker(9, "put", {"--value=kept"}), 0);
+  KillLeader();
+  {
+    std::ofstream current(state_dir_ / "CURRENT", std::ios::binary | std::ios::trunc);
+    std::mt19937 random(7);
+    for (int i = 0; i < 63; ++i) current.put(static_cast<char>(random()));
+    current.put('x');  // not a manifest name followed by a newline
+  }
+  std::vector<std::string> argv = {MUSTER_E2E_LEADER_BIN, "--jobs=worker=1",
+                                   "--state_dir=" + state_dir_.string(),
+                                   absl::StrCat("--port=", port_)};
+  auto leader = Subprocess::Start(argv);
+  ASSERT_TRUE(leader.ok()) << leader.status();
+  auto exit = (*leader)->Wait(kBound);
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_EQ(*exit, 1) << (*leader)->output();
+  EXPECT_THAT((*leader)->output(), HasSubstr("DATA_LOSS"));
+  EXPECT_THAT((*leader)->output(), HasSubstr("is damaged"));
+}
+
+TEST_F(LeaderRestartE2eTest, SecondLeaderOnTheSameStateDir_Refused) {
+  Start(0, {"--jobs=worker=1"});
+  std::vector<std::string> argv = {MUSTER_E2E_LEADER_BIN, "--jobs=worker=1",
+                                   "--state_dir=" + state_dir_.string(), "--port=0"};
+  auto second = Subprocess::Start(argv);
+  ASSERT_TRUE(second.ok()) << second.status();
+  auto exit = (*second)->Wait(kBound);
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_EQ(*exit, 1) << (*second)->output();
+  EXPECT_THAT((*second)->output(), HasSubstr("FAILED_PRECONDITION"));
+  EXPECT_THAT((*second)->output(), HasSubstr("in use by another leader"));
+}
+
+}  // namespace
+}  // namespace muster::testing

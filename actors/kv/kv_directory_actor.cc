@@ -361,6 +361,11 @@ caf::result<proto::WatchKeyResponse> WatchKeyNow(KvDirectoryPointer self,
   }
   if (!self->state.subscribers.Knows(watcher.address())) self->monitor(watcher);
   self->state.subscribers.Watch(request.key(), watcher);
+  if (self->state.durable.enabled() && !self->state.durable.keeps_history()) {
+    StateBatch marker;
+    self->state.durable.StartHistory(store, marker);
+    self->state.durable.gate().Persist(self, std::move(marker));
+  }
   for (proto::KeyValueChangeEvent& event : missed) {
     const std::string& key = event.key();
     if (key != request.key() && !absl::StartsWith(key, absl::StrCat(request.key(), "/"))) continue;

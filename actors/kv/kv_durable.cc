@@ -1,5 +1,6 @@
 #include "muster/actors/kv/kv_durable.h"
 
+#include <algorithm>
 #include <utility>
 
 #include <absl/strings/str_cat.h>
@@ -16,9 +17,14 @@ int KvDurable::Restore(const proto::RecoveredKvDirectory& recovered, KvStore& st
     bool ephemeral = !record.owner_task().empty() && record.owner_incarnation() != 0;
     if (!store.Restore(recovered.entries(i), ephemeral ? &owner : nullptr).ok()) ++skipped;
   }
-  store.RestoreRevision(recovered.revision());
+  history_on_ = recovered.watched();
   for (const proto::KeyValueChangeEvent& event : recovered.history()) history_.push_back(event);
   while (history_.size() > kHistory) history_.pop_front();
+  // The newest change carries the revision; the marker has it for a directory without changes
+  // since it was first watched.
+  int64_t revision = recovered.revision();
+  if (!history_.empty()) revision = std::max(revision, history_.back().revision());
+  store.RestoreRevision(revision);
   for (const auto& reply : recovered.replies()) {
     auto [it, added] = replies_.try_emplace(reply.client());
     if (added) clients_.push_back(reply.client());
@@ -42,6 +48,7 @@ void KvDurable::Record(const KvStore& store, const KvStore::Changes& changes, St
       }
       batch.Put(KvStateKey(change.key()), record.SerializeAsString());
     }
+    if (!history_on_) continue;
     proto::KvHistoryRecord event;
     *event.mutable_event() = change;
     batch.Put(KvHistoryStateKey(directory, change.revision()), event.SerializeAsString());
@@ -51,9 +58,15 @@ void KvDurable::Record(const KvStore& store, const KvStore::Changes& changes, St
       history_.pop_front();
     }
   }
-  proto::KvRevisionRecord revision;
-  revision.set_revision(store.revision());
-  batch.Put(KvRevisionStateKey(directory), revision.SerializeAsString());
+}
+
+void KvDurable::StartHistory(const KvStore& store, StateBatch& batch) {
+  if (history_on_) return;
+  history_on_ = true;
+  proto::KvRevisionRecord marker;
+  marker.set_revision(store.revision());
+  marker.set_watched(true);
+  batch.Put(KvRevisionStateKey(store.directory()), marker.SerializeAsString());
 }
 
 const proto::StoredReply* KvDurable::FindReply(const proto::RequestId& id) const {

@@ -1,5 +1,6 @@
 // A key-value directory's durable side (a leader with a state dir), without actors: the records
-// each change writes (keys, revision, recent history), the replies of applied writes by request
+// each change writes (keys; recent history once the directory is watched), the replies of
+// applied writes by request
 // id (so a write re-sent after a lost connection is answered, not applied twice), and the
 // recent history that resumed watches replay. The directory actor owns one, with the gate that
 // holds its replies until their changes are on disk.
@@ -38,8 +39,13 @@ class KvDurable {
   // refuses (limits lowered since) are skipped; returns how many.
   int Restore(const proto::RecoveredKvDirectory& recovered, KvStore& store);
 
-  // Adds the records of `changes` (made to `store`) to `batch` and keeps them as history.
+  // Adds the records of `changes` (made to `store`) to `batch`, and keeps them as history once
+  // the directory is watched.
   void Record(const KvStore& store, const KvStore::Changes& changes, StateBatch& batch);
+  // The directory has a watch: from now on (and after a restart) its changes are kept as
+  // history for resuming watches. Adds the marker to `batch` the first time.
+  void StartHistory(const KvStore& store, StateBatch& batch);
+  bool keeps_history() const { return history_on_; }
 
   // The stored reply of an applied write; null when the id is new (or no longer kept).
   const proto::StoredReply* FindReply(const proto::RequestId& id) const;
@@ -54,6 +60,9 @@ class KvDurable {
 
  private:
   DurableGate gate_;
+  // History is kept only for directories that were ever watched: a write to any other directory
+  // costs one record (its key).
+  bool history_on_ = false;
   std::deque<proto::KeyValueChangeEvent> history_;
   absl::flat_hash_map<uint64_t, std::map<uint64_t, proto::StoredReply>> replies_;
   std::deque<uint64_t> clients_;  // in the order they first wrote

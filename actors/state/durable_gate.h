@@ -51,14 +51,18 @@ class DurableGate {
   }
 
   // Sends `batch` to the writer from actor `self` (nothing without a writer or for an empty
-  // batch); After() then waits for it.
+  // batch); After() then waits for it. One write per actor is in flight at a time: batches made
+  // meanwhile travel together in the next one (a group commit before the writer's own).
   template <class Self>
   void Persist(Self* self, StateBatch batch) {
     if (!enabled() || batch.empty()) return;
-    uint64_t seq = ++sent_;
-    self->request(writer_, caf::infinite, persist_atom::value, std::move(batch))
-        .then([this, seq](bool) { Acked(seq, absl::OkStatus()); },
-              [this, seq](caf::error& error) { Acked(seq, ToStatus(error)); });
+    ++sent_;
+    if (waiting_.empty()) {
+      waiting_ = std::move(batch);
+    } else {
+      for (auto& op : batch.ops) waiting_.ops.push_back(std::move(op));
+    }
+    if (!in_flight_) Flush(self);
   }
 
   // Delivers `response` through `promise` once durable (an error if the write failed).
@@ -74,6 +78,25 @@ class DurableGate {
   }
 
  private:
+  // Sends the batches waiting, up to the last one made.
+  template <class Self>
+  void Flush(Self* self) {
+    uint64_t seq = sent_;
+    in_flight_ = true;
+    StateBatch batch = std::move(waiting_);
+    waiting_ = StateBatch();
+    self->request(writer_, caf::infinite, persist_atom::value, std::move(batch))
+        .then([this, self, seq](bool) { Done(self, seq, absl::OkStatus()); },
+              [this, self, seq](caf::error& error) { Done(self, seq, ToStatus(error)); });
+  }
+
+  template <class Self>
+  void Done(Self* self, uint64_t seq, const absl::Status& status) {
+    in_flight_ = false;
+    Acked(seq, status);
+    if (!in_flight_ && !waiting_.empty()) Flush(self);
+  }
+
   void Acked(uint64_t seq, const absl::Status& status) {
     if (seq > durable_) durable_ = seq;
     if (!status.ok() && failed_.ok()) failed_ = status;
@@ -87,7 +110,9 @@ class DurableGate {
   StateWriterActor writer_;
   uint64_t sent_ = 0;
   uint64_t durable_ = 0;
-  absl::Status failed_;  // the first failed write's error
+  bool in_flight_ = false;  // a write to the writer awaits its answer
+  StateBatch waiting_;      // the batches made since, for the next write
+  absl::Status failed_;     // the first failed write's error
   std::deque<std::pair<uint64_t, Work>> queued_;
 };
 

@@ -145,6 +145,7 @@ absl::StatusOr<proto::RecoveredState> StateStore::Load() const {
       proto::KvRevisionRecord record;
       parsed = Parse(dir_, key, value, &record);
       Directory(dirs, name).set_revision(record.revision());
+      Directory(dirs, name).set_watched(record.watched());
     } else if (absl::ConsumePrefix(&name, "h/")) {
       proto::KvHistoryRecord record;
       parsed = Parse(dir_, key, value, &record);

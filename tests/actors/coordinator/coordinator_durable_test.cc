@@ -68,6 +68,14 @@ class CoordinatorDurableTest : public LeaderTest {
     return leader_;
   }
 
+  // A watch of `key` from a watcher of its own (the directory keeps history from then on, as
+  // after any agent's first watch).
+  void WatchFirst(const std::string& key) {
+    KvWatcherActor first =
+        Keep(SpawnWatcher(system_, std::make_shared<std::vector<proto::KeyValueChangeEvent>>()));
+    ASSERT_THAT(Call<proto::WatchKeyResponse>(leader_, WatchRequest(key), first), IsOk());
+  }
+
   // Lets the fake writer answer every batch it holds, and drains.
   void Release() {
     caf::anon_send(fake_, release_atom::value);
@@ -100,6 +108,7 @@ class CoordinatorDurableTest : public LeaderTest {
     proto::RecoveredKvDirectory* dir = state->add_directories();
     dir->set_directory("d");
     dir->set_revision(5);
+    dir->set_watched(true);
     proto::KeyValueEntry* entry = dir->add_entries();
     entry->set_key("d/x");
     entry->set_value("1");
@@ -162,15 +171,20 @@ TEST_F(CoordinatorDurableTest, Insert_AnsweredOnlyOnceDurable_ParkedGetToo) {
   EXPECT_THAT(Call<proto::TryGetKeyValueResponse>(leader_, TryGetRequest("d/x")), IsOk());
 }
 
-TEST_F(CoordinatorDurableTest, Insert_RecordsKeyRevisionAndHistory) {
+TEST_F(CoordinatorDurableTest, Insert_RecordsTheKeyOnly_WatchedDirectoryAlsoItsHistory) {
   SpawnDurable();
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("e/x", "1")), IsOk());
+  EXPECT_TRUE(OnDisk<proto::KvRecord>(KvStateKey("e/x")).has_value());
+  EXPECT_FALSE(OnDisk<proto::KvHistoryRecord>(KvHistoryStateKey("e", 1)).has_value());
+  EXPECT_FALSE(OnDisk<proto::KvRevisionRecord>(KvRevisionStateKey("e")).has_value());
+  WatchFirst("d");
+  auto marker = OnDisk<proto::KvRevisionRecord>(KvRevisionStateKey("d"));
+  ASSERT_TRUE(marker.has_value());
+  EXPECT_TRUE(marker->watched());
   ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/x", "1")), IsOk());
   auto record = OnDisk<proto::KvRecord>(KvStateKey("d/x"));
   ASSERT_TRUE(record.has_value());
   EXPECT_EQ(record->value(), "1");
-  auto revision = OnDisk<proto::KvRevisionRecord>(KvRevisionStateKey("d"));
-  ASSERT_TRUE(revision.has_value());
-  EXPECT_EQ(revision->revision(), 1);
   EXPECT_TRUE(OnDisk<proto::KvHistoryRecord>(KvHistoryStateKey("d", 1)).has_value());
   ASSERT_THAT(Call<proto::DeleteKeyValueResponse>(leader_, DeleteRequest("d/x", false)), IsOk());
   EXPECT_FALSE(disk_->data.count(KvStateKey("d/x")));
@@ -331,9 +345,9 @@ TEST_F(CoordinatorDurableTest, Restore_KeysTasksAndBarrierResultsContinue) {
 TEST_F(CoordinatorDurableTest, Restore_KeysContinueTheRecoveredRevision) {
   SpawnDurable(Recovered());
   ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/y", "2")), IsOk());
-  auto revision = OnDisk<proto::KvRevisionRecord>(KvRevisionStateKey("d"));
-  ASSERT_TRUE(revision.has_value());
-  EXPECT_EQ(revision->revision(), 6);
+  auto change = OnDisk<proto::KvHistoryRecord>(KvHistoryStateKey("d", 6));
+  ASSERT_TRUE(change.has_value());
+  EXPECT_EQ(change->event().key(), "d/y");
   auto listing = Call<proto::GetKeyValueDirResponse>(leader_, DirRequest("d"));
   ASSERT_THAT(listing, IsOk());
   EXPECT_THAT(Keys(*listing), ElementsAre("d/x", "d/y"));
@@ -394,6 +408,7 @@ TEST_F(CoordinatorDurableTest, Restore_NoReconnectWithinTheWindow_TaskFailsUnava
 
 TEST_F(CoordinatorDurableTest, WatchResume_ReplaysExactlyTheChangesAfterTheRevision) {
   SpawnDurable();
+  WatchFirst("d");
   ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/a", "1")), IsOk());
   ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/b", "2")), IsOk());
   ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("e/c", "3")), IsOk());
@@ -418,6 +433,7 @@ TEST_F(CoordinatorDurableTest, WatchResume_ReplaysExactlyTheChangesAfterTheRevis
 
 TEST_F(CoordinatorDurableTest, WatchResume_OfAKeyReplaysOnlyThatKey) {
   SpawnDurable();
+  WatchFirst("d");
   for (const char* key : {"d/a", "d/ab", "d/a/x", "d/b"}) {
     ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest(key, "v")), IsOk());
   }
@@ -475,6 +491,7 @@ TEST_F(CoordinatorDurableTest, WatchResume_WithoutStateDir_OutOfRange) {
 // only once it is durable.
 TEST_F(CoordinatorDurableTest, WatchResumeWhileAChangeIsPending_SeesItOnceWhenDurable) {
   SpawnDurable();
+  WatchFirst("d");
   ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/a", "1")), IsOk());
   disk_->hold = true;
   auto pending = Send<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/b", "2"));

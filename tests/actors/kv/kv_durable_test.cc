@@ -75,6 +75,12 @@ class KvDurableTest : public ::testing::Test {
     return batch;
   }
 
+  // The directory is watched (it keeps history) unless a test says otherwise.
+  void SetUp() override {
+    StateBatch marker;
+    durable_.StartHistory(store_, marker);
+  }
+
   KvStore store_{"d", KvLimits()};
   KvDurable durable_;
 };
@@ -90,9 +96,37 @@ TEST_F(KvDurableTest, WithoutWriter_NotEnabledAndGateIdle) {
   EXPECT_TRUE(ran);
 }
 
-TEST_F(KvDurableTest, Record_InsertPutsKeyHistoryAndRevision) {
+TEST_F(KvDurableTest, Record_UnwatchedDirectory_PutsOnlyTheKey) {
+  KvStore store("u", KvLimits());
+  KvDurable durable;
+  KvStore::Changes changes;
+  ASSERT_THAT(store.Insert(Entry("u/x", "1"), false, changes), IsOk());
+  StateBatch batch;
+  durable.Record(store, changes, batch);
+  EXPECT_THAT(Ops(batch), ElementsAre("put k/u/x"));
+  EXPECT_FALSE(durable.keeps_history());
+}
+
+TEST_F(KvDurableTest, StartHistory_PutsTheWatchedMarkerWithTheRevisionOnce) {
+  KvStore store("u", KvLimits());
+  KvDurable durable;
+  KvStore::Changes changes;
+  ASSERT_THAT(store.Insert(Entry("u/x", "1"), false, changes), IsOk());
+  StateBatch batch;
+  durable.StartHistory(store, batch);
+  EXPECT_THAT(Ops(batch), ElementsAre("put r/u"));
+  proto::KvRevisionRecord marker;
+  ASSERT_TRUE(marker.ParseFromString(*PutOf(batch, "r/u")));
+  EXPECT_EQ(marker.revision(), 1);
+  EXPECT_TRUE(marker.watched());
+  StateBatch again;
+  durable.StartHistory(store, again);
+  EXPECT_TRUE(again.empty());
+}
+
+TEST_F(KvDurableTest, Record_InsertPutsKeyAndHistory) {
   StateBatch batch = Put("d/x", "1");
-  EXPECT_THAT(Ops(batch), ElementsAre("put k/d/x", "put h/d/0000000000000001", "put r/d"));
+  EXPECT_THAT(Ops(batch), ElementsAre("put k/d/x", "put h/d/0000000000000001"));
   proto::KvRecord record;
   ASSERT_TRUE(record.ParseFromString(*PutOf(batch, "k/d/x")));
   EXPECT_EQ(record.value(), "1");
@@ -104,9 +138,6 @@ TEST_F(KvDurableTest, Record_InsertPutsKeyHistoryAndRevision) {
   EXPECT_EQ(history.event().key(), "d/x");
   EXPECT_EQ(history.event().value(), "1");
   EXPECT_EQ(history.event().revision(), 1);
-  proto::KvRevisionRecord revision;
-  ASSERT_TRUE(revision.ParseFromString(*PutOf(batch, "r/d")));
-  EXPECT_EQ(revision.revision(), 1);
 }
 
 TEST_F(KvDurableTest, Record_EphemeralKeyKeepsItsOwner) {
@@ -126,7 +157,7 @@ TEST_F(KvDurableTest, Record_DeleteOfASubtree_DeletesEachKeyWithAHistoryEventEac
   StateBatch batch;
   durable_.Record(store_, changes, batch);
   EXPECT_THAT(Ops(batch), ElementsAre("del k/d/a/1", "put h/d/0000000000000003", "del k/d/a/2",
-                                      "put h/d/0000000000000004", "put r/d"));
+                                      "put h/d/0000000000000004"));
   proto::KvHistoryRecord history;
   ASSERT_TRUE(history.ParseFromString(*PutOf(batch, "h/d/0000000000000004")));
   EXPECT_EQ(history.event().kind(), Kind::DELETED);
@@ -146,7 +177,7 @@ TEST_F(KvDurableTest, History_BoundedAtKHistory_EvictedRevisionsDeleted) {
   // The last change evicts revision total - kHistory (= 5).
   EXPECT_THAT(Ops(last),
               ElementsAre("put k/d/k", absl::StrCat("put ", KvHistoryStateKey("d", total)),
-                          absl::StrCat("del ", KvHistoryStateKey("d", 5)), "put r/d"));
+                          absl::StrCat("del ", KvHistoryStateKey("d", 5))));
   // Kept: revisions 6..total. A watch from 5 misses nothing; from 4 it would miss revision 5.
   auto from5 = durable_.ChangesAfter(5, total);
   ASSERT_THAT(from5, IsOk());
@@ -275,7 +306,8 @@ TEST_F(KvDurableTest, RememberReply_KeepsKClients_FirstClientForgotten) {
 TEST_F(KvDurableTest, Restore_LoadsKeysOwnersRevisionHistoryAndReplies) {
   proto::RecoveredKvDirectory recovered;
   recovered.set_directory("d");
-  recovered.set_revision(5);
+  recovered.set_revision(3);  // the marker's; the newest change (5) wins
+  recovered.set_watched(true);
   *recovered.add_entries() = Entry("d/e", "eph");
   proto::KvRecord* eph = recovered.add_records();
   eph->set_owner_task("/job:worker/task:0");

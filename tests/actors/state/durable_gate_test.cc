@@ -94,21 +94,22 @@ TEST_F(DurableGateTest, WorkWaitsForEveryBatchBeforeIt_InOrder) {
   Tell(owner, "after-1");
   Persist(owner, "k2");
   Tell(owner, "after-2a");
-  Tell(owner, "after-2b");
+  Persist(owner, "k3");
+  Tell(owner, "after-3");
   AskIdle(owner);
   EXPECT_THAT(*log_, ElementsAre("before:OK", "waiting"));
-  EXPECT_EQ(disk_->held.size(), 2u);
-  // Answer only the first batch: the work after the second one keeps waiting.
-  auto second = disk_->held.back();
-  disk_->held.pop_back();
+  // One write in flight: k2 and k3, made meanwhile, wait for it and then go together.
+  ASSERT_EQ(disk_->held.size(), 1u);
   Release();
   EXPECT_THAT(*log_, ElementsAre("before:OK", "waiting", "after-1:OK"));
-  disk_->held.push_back(second);
+  ASSERT_EQ(disk_->held.size(), 1u);  // the next write: k2 and k3 in one batch
+  ASSERT_EQ(disk_->batches.size(), 2u);
+  EXPECT_EQ(disk_->batches[1].ops.size(), 2u);
   Release();
   AskIdle(owner);
-  EXPECT_THAT(*log_, ElementsAre("before:OK", "waiting", "after-1:OK", "after-2a:OK", "after-2b:OK",
+  EXPECT_THAT(*log_, ElementsAre("before:OK", "waiting", "after-1:OK", "after-2a:OK", "after-3:OK",
                                  "idle"));
-  EXPECT_EQ(disk_->data.count("k1") + disk_->data.count("k2"), 2u);
+  EXPECT_EQ(disk_->data.count("k2") + disk_->data.count("k3"), 2u);
 }
 
 TEST_F(DurableGateTest, EmptyBatch_NotSentAndNothingWaits) {

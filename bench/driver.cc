@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <vector>
@@ -247,6 +249,43 @@ int Failure(const Run& run) {
   return 0;
 }
 
+// Leader restart: every client process's agents are connected; the leader is killed
+// (SIGKILL) and started again on the same port and state dir. resume_ms: new leader up -> every
+// agent reconnected and its call answered; outage_ms: kill -> the same.
+int Resume(const Run& run) {
+  std::unique_ptr<Child> server;
+  int port = StartServer(run, &server);
+  if (port == 0) return run.Fail("the server did not start");
+  Children clients;
+  if (!StartClients(run, port, run.procs, &clients)) return run.Fail("clients did not start");
+  int64_t killed = MonoNs();
+  server->Signal(SIGKILL);
+  server.reset();  // reaped
+  Go(clients);     // the agents' calls wait for the new leader
+  if (int64_t delay = run.Int("restart_delay_ms", 0); delay > 0) {
+    struct timespec pause {
+      delay / 1000, (delay % 1000) * 1'000'000
+    };
+    nanosleep(&pause, nullptr);
+  }
+  Run again = run;
+  again.flags["listen_port"] = std::to_string(port);
+  if (StartServer(again, &server) != port) return run.Fail("the leader did not restart");
+  int64_t up = MonoNs();
+  int64_t end = 0, errors = 0;
+  Record result;
+  for (auto& client : clients) {
+    if (!client->NextOf("result", &result, run.deadline_ns)) return run.Fail("no result");
+    end = std::max(end, result.Int("end"));
+    errors += result.Int("errors");
+  }
+  run.Row("resume_ms", (end - up) / 1e6, "ms");
+  run.Row("outage_ms", (end - killed) / 1e6, "ms");
+  run.Row("restart_ms", (up - killed) / 1e6, "ms");
+  run.Row("errors", static_cast<double>(errors), "count");
+  return 0;
+}
+
 int DefaultProcs(const std::string& workload, int64_t param) {
   if (workload == "seq") return 1;
   if (workload == "failure") return static_cast<int>(param);
@@ -293,8 +332,25 @@ int RunDriver(const Flags& flags, const std::string& system, ChildMain child_mai
   run.flags["procs"] = std::to_string(run.procs);
   run.flags.erase("role");
   run.deadline_ns = MonoNs() + flags.Int("deadline_s", 120) * 1'000'000'000;
+  // A durable leader (a --variant ending in -durable, and the resume workload) gets a fresh
+  // state dir, removed afterwards.
+  std::string state_dir;
+  if (system == "muster" &&
+      (run.workload == "resume" || run.variant.find("-durable") != std::string::npos)) {
+    char pattern[] = "/tmp/muster-bench-state-XXXXXX";
+    if (mkdtemp(pattern) == nullptr) return run.Fail("cannot create a state dir");
+    state_dir = pattern;
+    run.flags["state_dir"] = state_dir;
+  }
+  struct RemoveDir {
+    std::string dir;
+    ~RemoveDir() {
+      if (!dir.empty()) std::filesystem::remove_all(dir);
+    }
+  } remove_dir{state_dir};
   if (run.workload == "heartbeat") return Heartbeat(run);
   if (run.workload == "failure") return Failure(run);
+  if (run.workload == "resume") return Resume(run);
   std::unique_ptr<Child> server;
   int port = StartServer(run, &server);
   if (port == 0) return run.Fail("the server did not start");
@@ -304,7 +360,7 @@ int RunDriver(const Flags& flags, const std::string& system, ChildMain child_mai
   if (run.workload == "conc") return Conc(run, clients);
   if (run.workload == "barrier") return Barrier(run, clients);
   if (run.workload == "bringup") return Bringup(run, clients);
-  return run.Fail("unknown workload (seq, conc, barrier, bringup, heartbeat, failure)");
+  return run.Fail("unknown workload (seq, conc, barrier, bringup, heartbeat, failure, resume)");
 }
 
 }  // namespace muster::bench

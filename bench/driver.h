@@ -14,6 +14,8 @@
 //     bringup    result end=   (ns when its last task was released)
 //     heartbeat  result ok= errors=
 //     failure    report at_ns=  (when a survivor learnt of the failure)
+//     resume     result end= errors=  (ns when every agent's call, made while the leader was
+//                down, was answered by the restarted leader)
 
 #include <cstdint>
 #include <string>

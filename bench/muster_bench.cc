@@ -19,6 +19,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include "muster/actors/coordinator/coordinator_actor.h"
+#include "muster/actors/state/state_store.h"
 #include "muster/bench/harness.h"
 #include "muster/messages/status_codec.h"
 #include "muster/net/agent/leader_connector_actor.h"
@@ -101,8 +102,23 @@ int RunLeader(const Flags& flags) {
     Emit("baseline", "rss_kib=" + std::to_string(usage.rss_kib) +
                          " heap_kib=" + std::to_string(usage.heap_kib));
   }
-  auto coordinator = SpawnCoordinator(system, LeaderOptions(flags));
-  auto port = PublishCoordinator(system, coordinator, 0);
+  CoordinatorOptions options = LeaderOptions(flags);
+  if (std::string dir = flags.Get("state_dir"); !dir.empty()) {  // a durable leader
+    auto store = StateStore::Open(dir);
+    absl::StatusOr<proto::RecoveredState> recovered =
+        store.ok() ? (*store)->Load() : absl::StatusOr<proto::RecoveredState>(store.status());
+    if (!recovered.ok()) {
+      std::fprintf(stderr, "muster_bench leader: %s\n", recovered.status().ToString().c_str());
+      std::_Exit(1);
+    }
+    if (!recovered->fresh()) options.incarnation = recovered->leader().incarnation();
+    options.recovered = std::make_shared<const proto::RecoveredState>(*std::move(recovered));
+    options.state_writer = SpawnStateWriter(system, *std::move(store));
+    options.reconnect_window = std::chrono::seconds(30);
+  }
+  auto coordinator = SpawnCoordinator(system, std::move(options));
+  auto port =
+      PublishCoordinator(system, coordinator, static_cast<uint16_t>(flags.Int("listen_port", 0)));
   if (!port.ok()) {
     std::fprintf(stderr, "muster_bench leader: %s\n", port.status().ToString().c_str());
     std::_Exit(1);
@@ -130,6 +146,8 @@ int RunClient(const Flags& flags) {
     code = RunHeartbeatClient(system, args);
   } else if (args.workload == "failure") {
     code = RunFailureClient(system, args);
+  } else if (args.workload == "resume") {
+    code = RunResumeClient(system, args);
   } else {
     std::fprintf(stderr, "muster_bench: unknown workload %s\n", args.workload.c_str());
   }

@@ -38,5 +38,7 @@ int RunBarrierClient(caf::actor_system& system, const ClientArgs& args);
 int RunBringupClient(caf::actor_system& system, const ClientArgs& args);
 int RunHeartbeatClient(caf::actor_system& system, const ClientArgs& args);
 int RunFailureClient(caf::actor_system& system, const ClientArgs& args);
+// muster_resume.cc: agents that reconnect to a restarted durable leader.
+int RunResumeClient(caf::actor_system& system, const ClientArgs& args);
 
 }  // namespace muster::bench

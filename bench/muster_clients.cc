@@ -1,10 +1,13 @@
 // Muster key-value clients: sequential round trips (one event-based actor, or a blocking
 // scoped_actor for comparison) and concurrent clients (actors, one request in flight each).
 // Variants of the round trip: tryget, insert (KV directory actor behind the coordinator) and
-// state (GetTaskState, answered by the coordinator itself).
+// state (GetTaskState, answered by the coordinator itself); insert-durable is insert against a
+// leader with a state dir. The concurrent clients read (tryget) or write (insert*) a key each.
 #include <string>
 #include <vector>
 
+#include <absl/strings/match.h>
+#include <absl/strings/str_cat.h>
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/stateful_actor.hpp>
@@ -133,10 +136,11 @@ caf::behavior SeqActor(LoopActor<Request>* self, CoordinatorActor leader, Reques
 }
 
 // Back-to-back requests for `duration`: replies to run_atom with the number completed.
-caf::behavior ConcActor(LoopActor<proto::TryGetKeyValueRequest>* self, CoordinatorActor leader,
+template <class Request>
+caf::behavior ConcActor(LoopActor<Request>* self, CoordinatorActor leader, Request request,
                         ClientArgs args) {
   self->state.leader = std::move(leader);
-  self->state.request = TryGetRequest();
+  self->state.request = std::move(request);
   self->state.timeout = Timeout(args);
   return {[=](run_atom) {
     self->state.end = self->clock().now() + caf::timespan{args.duration_ms * 1'000'000};
@@ -185,7 +189,7 @@ int RunSeqClient(caf::actor_system& system, const ClientArgs& args, bool blockin
   if (args.variant == "state") {
     us = blocking ? RunSeqBlocking(system, leader, TaskStateRequest(), args)
                   : RunSeq(system, leader, TaskStateRequest(), args);
-  } else if (args.variant == "insert") {
+  } else if (absl::StartsWith(args.variant, "insert")) {
     us = blocking ? RunSeqBlocking(system, leader, InsertRequest(), args)
                   : RunSeq(system, leader, InsertRequest(), args);
   } else {
@@ -200,8 +204,17 @@ int RunConcClient(caf::actor_system& system, const ClientArgs& args) {
   CoordinatorActor leader = ConnectToLeader(system, args.port);
   InsertKey(system, leader);
   std::vector<caf::actor> actors;
-  for (int64_t i = 0; i < args.Count(); ++i)
-    actors.push_back(system.spawn(ConcActor, leader, args));
+  for (int64_t i = 0; i < args.Count(); ++i) {
+    if (absl::StartsWith(args.variant, "insert")) {  // each client overwrites a key of its own
+      proto::InsertKeyValueRequest request = InsertRequest();
+      request.mutable_kv()->set_key(absl::StrCat(kKey, "/", args.First() + i));
+      actors.push_back(
+          system.spawn(ConcActor<proto::InsertKeyValueRequest>, leader, request, args));
+    } else {
+      actors.push_back(
+          system.spawn(ConcActor<proto::TryGetKeyValueRequest>, leader, TryGetRequest(), args));
+    }
+  }
   Emit("ready");
   WaitForGo();
   int64_t start = MonoNs(), ops = 0;

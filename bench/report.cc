@@ -164,6 +164,12 @@ const std::vector<Target>& Targets() {
        "leader RSS < 4 KiB per task (batched)"},
       {"heartbeat", 10000, "rss_per_task_kib", "muster", "", true, 4,
        "leader RSS < 4 KiB per task (one message per task)"},
+      {"conc", 64, "ops_per_s", "muster:insert-durable", "muster:insert", false, 0.5,
+       "64 clients: durable inserts ≥ 0.5× in-memory inserts"},
+      {"resume", 64, "resume_ms", "muster", "", true, 1000,
+       "leader restart: 64 tasks back < 1 s after the new leader is up"},
+      {"resume", 1024, "resume_ms", "muster", "", true, 1000,
+       "leader restart: 1,024 tasks back < 1 s after the new leader is up"},
   };
   return targets;
 }

@@ -7,7 +7,7 @@
 #   bench/run.sh                 all workloads, 3 repetitions (about 7-8 minutes)
 #   bench/run.sh --quick         1 repetition, short windows (about 1-2 minutes)
 #   bench/run.sh --tune          CAF scheduler / middleman settings (about 9 minutes)
-#   options: --reps=N --workloads=seq,conc,barrier,bringup,failure,heartbeat
+#   options: --reps=N --workloads=seq,conc,barrier,bringup,failure,heartbeat,durable,resume
 #            --pin=both|none|only --build-dir=DIR
 set -euo pipefail
 
@@ -15,7 +15,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD="$ROOT/build"
 RESULTS="$ROOT/bench/results"
 REPS=3
-WORKLOADS="seq,conc,barrier,bringup,failure,heartbeat"
+WORKLOADS="seq,conc,barrier,bringup,failure,heartbeat,durable,resume"
 PIN=both
 QUICK=0
 TUNE=0
@@ -132,6 +132,18 @@ repetition() {
       run "$pin" "$rep" tcp "" barrier "$n" 60 "--rounds=$ROUNDS"
       run "$pin" "$rep" tcpstore "" barrier "$n" 60 "--rounds=$ROUNDS"
     done
+  fi
+  if wants durable; then  # a leader with a state dir against memory only
+    run "$pin" "$rep" muster insert seq 1 60 "--ops=$OPS"
+    run "$pin" "$rep" muster insert-durable seq 1 60 "--ops=$OPS"
+    for c in 1 64; do
+      run "$pin" "$rep" muster insert conc "$c" 30 "--duration_ms=$DURATION"
+      run "$pin" "$rep" muster insert-durable conc "$c" 30 "--duration_ms=$DURATION"
+    done
+  fi
+  if wants resume; then  # kill -9 of a durable leader, restarted: every agent back
+    run "$pin" "$rep" muster "" resume 64 60
+    run "$pin" "$rep" muster "" resume 1024 90
   fi
   if wants bringup; then
     run "$pin" "$rep" muster "" bringup 1024 60

@@ -184,7 +184,12 @@ absl::StatusOr<proto::RecoveredState> StateStore::Load() const {
   return state;
 }
 
+void StateStore::Close() { db_.reset(); }
+
 absl::Status StateStore::Write(const StateBatch& batch) {
+  if (!db_) {
+    return absl::InternalError(absl::StrCat("cannot write state dir ", dir_, ": it is closed"));
+  }
   leveldb::WriteBatch write;
   for (const auto& [key, value] : batch.ops) {
     if (value) {

@@ -66,6 +66,10 @@ class StateStore {
   // Possible errors: Internal (naming the dir and the cause).
   absl::Status Write(const StateBatch& batch);
 
+  // Closes the database and releases the dir's lock (the state writer does as it stops, so
+  // that a leader restarted in the same process can open the dir). Later writes fail.
+  void Close();
+
   const std::string& dir() const { return dir_; }
 
  private:

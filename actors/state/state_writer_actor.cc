@@ -54,6 +54,7 @@ void WriterLoop(caf::blocking_actor* self, std::shared_ptr<StateStore> store) {
     waiting.clear();
     group.ops.clear();
   }
+  store->Close();  // the lock goes with the writer, not with the last handle to it
 }
 
 }  // namespace

@@ -37,6 +37,7 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
   ThreadLoggerGuard logger_guard;
   if (absl::Status tls = CheckTlsFiles(TlsFilesOf(system.config())); !tls.ok()) return tls;
   std::string recovery;
+  caf::actor writer;
   if (!options.state_dir.empty()) {
     absl::StatusOr<std::shared_ptr<StateStore>> store = StateStore::Open(options.state_dir);
     if (!store.ok()) return store.status();
@@ -49,6 +50,7 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
     recovery = RecoverySummary(options.state_dir, *recovered);
     options.recovered = std::make_shared<const proto::RecoveredState>(*std::move(recovered));
     options.state_writer = SpawnStateWriter(system, *std::move(store));
+    writer = caf::actor_cast<caf::actor>(options.state_writer);
   }
   if (options.incarnation == 0) options.incarnation = NewIncarnation();
   uint64_t incarnation = options.incarnation;
@@ -66,6 +68,7 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
   auto leader = std::unique_ptr<Leader>(new Leader(
       system, std::move(coordinator), std::move(published), std::move(host), *port, incarnation));
   leader->recovery_ = std::move(recovery);
+  leader->state_writer_ = std::move(writer);
   return leader;
 }
 
@@ -91,11 +94,19 @@ void Leader::Stop(absl::Duration timeout) {
   system_.middleman().unpublish(published_, port_);
   caf::scoped_actor self{system_};
   self->monitor(coordinator_);
+  if (state_writer_) self->monitor(state_writer_);  // stopped with the coordinator's children
   caf::anon_send_exit(coordinator_, caf::exit_reason::user_shutdown);
-  bool down = false;
-  self->receive_while([&] { return !down; })(
-      [&](caf::down_msg& msg) { down = msg.source == coordinator_.address(); },
-      caf::after(absl::ToChronoNanoseconds(timeout)) >> [&] { down = true; });
+  int waiting = state_writer_ ? 2 : 1;
+  bool timed_out = false;
+  self->receive_while([&] { return waiting > 0 && !timed_out; })(
+      [&](caf::down_msg& msg) {
+        if (msg.source == coordinator_.address() ||
+            (state_writer_ && msg.source == state_writer_.address())) {
+          --waiting;
+        }
+      },
+      caf::after(absl::ToChronoNanoseconds(timeout)) >> [&] { timed_out = true; });
+  state_writer_ = nullptr;
 }
 
 }  // namespace muster

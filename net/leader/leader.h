@@ -80,6 +80,7 @@ class Leader {
   uint64_t incarnation_;
   bool running_ = true;
   std::string recovery_;
+  caf::actor state_writer_;  // with a state dir: Stop() waits until it released the dir
 };
 
 }  // namespace muster

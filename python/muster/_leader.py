@@ -27,6 +27,12 @@ class Leader:
             serve --stuck-after.
         max_step_lag: a task whose step is more than this behind its job's median step is
             stuck (reason "lagging"). 0: off. As muster serve --max-step-lag.
+        state_dir: keep the job's state in this directory, each change on disk before it is
+            acknowledged; a leader started again on the same dir (and port) continues the job,
+            and agents with leader_reconnect_timeout reconnect to it. Empty: memory only. As
+            muster serve --state-dir (docs/operations.md).
+        reconnect_window: with state_dir, how long tasks that were connected have to come back
+            to the restarted leader before they fail. None: heartbeat_timeout.
 
     Usable as a context manager; stop() (or interpreter exit) stops it.
     """
@@ -35,14 +41,16 @@ class Leader:
                  heartbeat_timeout: Duration = 10.0, register_timeout: Duration = None,
                  shutdown_barrier_timeout: Duration = None,
                  recoverable_jobs: Iterable[str] = (), policy: str = "", token: str = "",
-                 stuck_after: Duration = None, max_step_lag: int = 0):
+                 stuck_after: Duration = None, max_step_lag: int = 0,
+                 state_dir: str = "", reconnect_window: Duration = None):
         self._core = _CoreLeader(
             jobs={str(k): int(v) for k, v in dict(jobs).items()}, host=host, port=int(port),
             heartbeat_timeout=seconds(heartbeat_timeout) or 10.0,
             register_timeout=seconds(register_timeout),
             shutdown_barrier_timeout=seconds(shutdown_barrier_timeout),
             recoverable_jobs=list(recoverable_jobs), policy=policy, token=token,
-            stuck_after=seconds(stuck_after), max_step_lag=int(max_step_lag))
+            stuck_after=seconds(stuck_after), max_step_lag=int(max_step_lag),
+            state_dir=str(state_dir or ""), reconnect_window=seconds(reconnect_window))
 
     @property
     def address(self) -> str:
@@ -60,13 +68,19 @@ class Leader:
         return self._core.incarnation
 
     @property
+    def recovery(self) -> str:
+        """With state_dir: what the leader recovered, in one line ("" without one)."""
+        return self._core.recovery
+
+    @property
     def running(self) -> bool:
         """False once stop() was called (or the context was left)."""
         return self._core.running
 
     def stop(self) -> None:
         """Stops the coordinator: waiting calls end with an error and connected agents learn
-        that the leader is gone. Idempotent."""
+        that the leader is gone (with state_dir a stop is a pause: waiting calls stay
+        unanswered, for agents to re-send to the restarted leader). Idempotent."""
         self._core.stop()
 
     def __enter__(self) -> "Leader":

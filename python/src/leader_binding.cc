@@ -25,6 +25,7 @@ class PyLeader : public Closable {
       : address_(leader->address()),
         port_(leader->port()),
         incarnation_(leader->incarnation()),
+        recovery_(leader->recovery()),
         leader_(std::move(leader)) {
     Runtime::Get().Register(this);
   }
@@ -55,6 +56,7 @@ class PyLeader : public Closable {
   const std::string address_;
   const uint16_t port_;
   const uint64_t incarnation_;
+  const std::string recovery_;
 
  private:
   absl::Mutex mutex_;
@@ -94,7 +96,9 @@ std::unique_ptr<PyLeader> MakeLeader(const std::map<std::string, int>& jobs,
                                      std::optional<double> shutdown_barrier_timeout,
                                      const std::vector<std::string>& recoverable_jobs,
                                      const std::string& policy, const std::string& token,
-                                     std::optional<double> stuck_after, int64_t max_step_lag) {
+                                     std::optional<double> stuck_after, int64_t max_step_lag,
+                                     const std::string& state_dir,
+                                     std::optional<double> reconnect_window) {
   if (jobs.empty())
     throw StatusError(absl::InvalidArgumentError("jobs is empty: e.g. {\"worker\": 4}"));
   if (port < 0 || port > 65535) throw py::value_error("port must be 0 to 65535");
@@ -126,6 +130,15 @@ std::unique_ptr<PyLeader> MakeLeader(const std::map<std::string, int>& jobs,
   options.config.set_stuck_after_ms(stuck_after_ms);
   options.config.set_max_step_lag(max_step_lag);
   options.policy = PolicyOf(policy, recoverable_jobs);
+  if (reconnect_window.has_value() && *reconnect_window < 0) {
+    throw py::value_error("reconnect_window must be >= 0 seconds");
+  }
+  if (Millis(reconnect_window) > 0 && state_dir.empty()) {
+    throw StatusError(absl::InvalidArgumentError(
+        "reconnect_window needs state_dir: without one a restarted leader knows no task"));
+  }
+  options.state_dir = state_dir;
+  options.reconnect_window = std::chrono::milliseconds(Millis(reconnect_window));
   caf::actor_system* system = ValueOrThrow(Runtime::Get().LeaderSystem());
   absl::StatusOr<std::unique_ptr<Leader>> leader;
   {
@@ -143,12 +156,14 @@ void BindLeader(py::module_& m) {
       .def(py::init(&MakeLeader), py::arg("jobs"), py::arg("host"), py::arg("port"),
            py::arg("heartbeat_timeout"), py::arg("register_timeout"),
            py::arg("shutdown_barrier_timeout"), py::arg("recoverable_jobs"), py::arg("policy"),
-           py::arg("token"), py::arg("stuck_after"), py::arg("max_step_lag"))
+           py::arg("token"), py::arg("stuck_after"), py::arg("max_step_lag"), py::arg("state_dir"),
+           py::arg("reconnect_window"))
       .def("stop", &PyLeader::Close, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("running", &PyLeader::running)
       .def_readonly("address", &PyLeader::address_)
       .def_readonly("port", &PyLeader::port_)
-      .def_readonly("incarnation", &PyLeader::incarnation_);
+      .def_readonly("incarnation", &PyLeader::incarnation_)
+      .def_readonly("recovery", &PyLeader::recovery_);
 }
 
 }  // namespace muster::python

@@ -9,7 +9,7 @@
 #include <absl/time/time.h>
 #include <caf/result.hpp>
 
-#include "muster/actors/kv/kv_durable.h"
+#include "muster/actors/state/kv_durable.h"
 #include "muster/actors/kv/kv_store.h"
 #include "muster/actors/kv/kv_subscribers.h"
 #include "muster/messages/status_codec.h"

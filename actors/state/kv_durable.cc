@@ -1,4 +1,4 @@
-#include "muster/actors/kv/kv_durable.h"
+#include "muster/actors/state/kv_durable.h"
 
 #include <algorithm>
 #include <utility>

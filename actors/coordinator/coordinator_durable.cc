@@ -93,6 +93,53 @@ void RestoreGenerations(CoordinatorPointer self) {
   st.recovered_generations.clear();
 }
 
+void StopChildrenOnExit(CoordinatorPointer self) {
+  // A leader with a state dir pauses its children (waiting calls stay unanswered, to be re-sent
+  // to the restarted leader); one without stops them (waiting calls fail).
+  caf::error reason = self->state.durable.enabled() ? LeaderPauseReason()
+                                                    : caf::error(caf::exit_reason::user_shutdown);
+  self->attach_functor([children = self->state.children, reason](const caf::error&) {
+    for (auto& child : *children) {
+      if (child) {
+        child->enqueue(nullptr, caf::make_message_id(),
+                       caf::make_message(caf::exit_msg{child->address(), reason}), nullptr);
+      }
+    }
+  });
+}
+
+KvRouter NewKvRouter(CoordinatorPointer self) {
+  auto& st = self->state;
+  KvRouter router(KvLimits::FromConfig(st.options.config), [self](const std::string& directory,
+                                                                  const KvLimits& limits) {
+    const auto& options = self->state.options;
+    KvDurability durability{.writer = options.state_writer, .recovered = options.recovered};
+    if (options.recovered) {
+      const auto& dirs = options.recovered->directories();
+      for (int i = 0; i < dirs.size(); ++i) {
+        if (dirs[i].directory() == directory) durability.directory_index = i;
+      }
+    }
+    KvDirectoryActor actor = SpawnKvDirectory(self->system(), directory, limits, durability);
+    self->monitor(actor);
+    self->state.children->push_back(caf::actor_cast<caf::actor>(actor));
+    return actor;
+  });
+  if (const auto* recovered = st.options.recovered.get()) {
+    for (const auto& dir : recovered->directories()) {
+      if (auto opened = router.Open(dir.directory()); !opened.ok()) {
+        CAF_LOG_ERROR("cannot restore key-value directory" << dir.directory() << ":"
+                                                           << opened.status().ToString());
+      }
+    }
+  }
+  st.options.recovered.reset();  // restored: a directory spawned later starts empty
+  if (st.options.state_writer) {
+    st.children->push_back(caf::actor_cast<caf::actor>(st.options.state_writer));
+  }
+  return router;
+}
+
 void PersistTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo& info) {
   auto& st = self->state;
   if (!st.durable.enabled()) return;

@@ -177,6 +177,13 @@ absl::StatusOr<uint64_t> EphemeralOwner(CoordinatorPointer self, bool ephemeral,
 std::vector<caf::timespan> RestoreCoordinator(CoordinatorPointer self);
 // Gives the task slots the generations recovered (after the tasks were spawned).
 void RestoreGenerations(CoordinatorPointer self);
+// The key-value router of the coordinator: directory actors it spawns are supervised, record
+// their changes through the state writer, and the directories recovered exist from the start
+// (root-wide reads and deletes reach them). Adds the state writer to the children.
+KvRouter NewKvRouter(CoordinatorPointer self);
+// Stops every child when the coordinator stops; a leader with a state dir pauses them instead
+// (waiting calls stay unanswered, to be re-sent to the restarted leader).
+void StopChildrenOnExit(CoordinatorPointer self);
 // Records a task's new state and the job-state version.
 void PersistTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo& info);
 // Records a new round: the barrier results of the last one are dropped.

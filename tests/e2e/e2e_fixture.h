@@ -41,8 +41,8 @@ class E2eTest : public ::testing::Test {
   // A worker program that takes --leader, --task and --scenario.
   Subprocess* StartProgram(const std::string& program, int task, const std::string& scenario,
                            std::vector<std::string> flags = {}) {
-    std::vector<std::string> argv = {program, "--leader=" + address_,
-                                     absl::StrCat("--task=", task), "--scenario=" + scenario};
+    std::vector<std::string> argv = {program, "--leader=" + address_, absl::StrCat("--task=", task),
+                                     "--scenario=" + scenario};
     argv.insert(argv.end(), flags.begin(), flags.end());
     auto worker = Subprocess::Start(argv);
     EXPECT_TRUE(worker.ok()) << worker.status();
@@ -54,6 +54,15 @@ class E2eTest : public ::testing::Test {
     auto exit = process->Wait(kBound);
     ASSERT_TRUE(exit.ok()) << exit.status();
     EXPECT_EQ(*exit, code) << process->output();
+  }
+
+  // The number after `name=` in `line` (-1 when absent).
+  static int64_t Field(const std::string& line, const std::string& name) {
+    size_t pos = line.find(name + "=");
+    if (pos == std::string::npos) return -1;
+    pos += name.size() + 1;
+    int64_t value = -1;
+    return absl::SimpleAtoi(line.substr(pos, line.find(' ', pos) - pos), &value) ? value : -1;
   }
 
   // The wall-clock microseconds of the worker's error event.

@@ -23,15 +23,6 @@ class HealthE2eTest : public E2eTest {
                                 std::vector<std::string> flags = {}) {
     return StartProgram(MUSTER_HEALTH_WORKER_BIN, task, scenario, std::move(flags));
   }
-
-  // The number after `name=` in `line` (-1 when absent).
-  static int64_t Field(const std::string& line, const std::string& name) {
-    size_t pos = line.find(name + "=");
-    if (pos == std::string::npos) return -1;
-    pos += name.size() + 1;
-    int64_t value = -1;
-    return absl::SimpleAtoi(line.substr(pos, line.find(' ', pos) - pos), &value) ? value : -1;
-  }
 };
 
 TEST_F(HealthE2eTest, WorkerBlockedWithHeartbeatsFlowing_ReportedStuckWithinStuckAfterPlusOne) {

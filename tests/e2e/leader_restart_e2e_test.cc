@@ -51,15 +51,6 @@ class LeaderRestartE2eTest : public E2eTest {
     return StartProgram(MUSTER_RESTART_WORKER_BIN, task, scenario, std::move(flags));
   }
 
-  // The number after `name=` in `line` (-1 when absent).
-  static int64_t Field(const std::string& line, const std::string& name) {
-    size_t pos = line.find(name + "=");
-    if (pos == std::string::npos) return -1;
-    pos += name.size() + 1;
-    int64_t value = -1;
-    return absl::SimpleAtoi(line.substr(pos, line.find(' ', pos) - pos), &value) ? value : -1;
-  }
-
   // The newest LevelDB log file of the state dir.
   fs::path NewestLog() const {
     fs::path newest;

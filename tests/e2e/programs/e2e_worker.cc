@@ -22,6 +22,7 @@
 #include "muster/net/agent/agent.h"
 #include "muster/net/agent/distributed_runtime_client.h"
 #include "muster/net/leader/job_token.h"
+#include "tests/e2e/programs/worker_events.h"
 
 ABSL_FLAG(std::string, leader, "127.0.0.1:7400", "leader HOST:PORT");
 ABSL_FLAG(std::string, job, "worker", "job name");
@@ -40,17 +41,9 @@ ABSL_FLAG(std::string, token_file, "", "the job token to present (scenario full 
 
 namespace {
 
-int64_t NowMicros() { return absl::ToUnixMicros(absl::Now()); }
-
-void Event(const std::string& text) {
-  std::printf("EVENT %s\n", text.c_str());
-  std::fflush(stdout);
-}
-
-std::string Describe(const absl::Status& status) {
-  return absl::StrCat("code=", absl::StatusCodeToString(status.code()),
-                      " message=", status.message());
-}
+using ::muster::testing::Describe;
+using ::muster::testing::Event;
+using ::muster::testing::NowMicros;
 
 struct Worker {
   std::unique_ptr<muster::Agent> agent;

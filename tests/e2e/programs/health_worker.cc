@@ -22,6 +22,7 @@
 
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/agent.h"
+#include "tests/e2e/programs/worker_events.h"
 
 ABSL_FLAG(std::string, leader, "127.0.0.1:7400", "leader HOST:PORT");
 ABSL_FLAG(int, task, 0, "task id of job worker");
@@ -36,17 +37,9 @@ ABSL_FLAG(bool, expect_gone, false, "ephemeral: the key of an earlier incarnatio
 
 namespace {
 
-int64_t NowMicros() { return absl::ToUnixMicros(absl::Now()); }
-
-void Event(const std::string& text) {
-  std::printf("EVENT %s\n", text.c_str());
-  std::fflush(stdout);
-}
-
-std::string Describe(const absl::Status& status) {
-  return absl::StrCat("code=", absl::StatusCodeToString(status.code()),
-                      " message=", status.message());
-}
+using ::muster::testing::Describe;
+using ::muster::testing::Event;
+using ::muster::testing::NowMicros;
 
 void Step() { absl::SleepFor(absl::Milliseconds(absl::GetFlag(FLAGS_step_ms))); }
 

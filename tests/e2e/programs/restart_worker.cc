@@ -24,6 +24,7 @@
 #include <caf/actor_system.hpp>
 
 #include "muster/net/agent/agent.h"
+#include "tests/e2e/programs/worker_events.h"
 
 ABSL_FLAG(std::string, leader, "127.0.0.1:7400", "leader HOST:PORT");
 ABSL_FLAG(int, task, 0, "task id of job worker");
@@ -36,17 +37,9 @@ ABSL_FLAG(int, clients, 8, "check: how many loss clients wrote");
 
 namespace {
 
-int64_t NowMicros() { return absl::ToUnixMicros(absl::Now()); }
-
-void Event(const std::string& text) {
-  std::printf("EVENT %s\n", text.c_str());
-  std::fflush(stdout);
-}
-
-std::string Describe(const absl::Status& status) {
-  return absl::StrCat("code=", absl::StatusCodeToString(status.code()),
-                      " message=", status.message());
-}
+using ::muster::testing::Describe;
+using ::muster::testing::Event;
+using ::muster::testing::NowMicros;
 
 int Finish(muster::Agent& agent, bool ok) {
   absl::Status shutdown = agent.Shutdown();

@@ -288,11 +288,11 @@ void Init(CoordinatorPointer self, CoordinatorOptions options) {
   st.barriers = NewBarrierRegistry(st);  // after the options: it reads their limits
   st.heartbeats = SpawnHeartbeatMonitor(self, st.options.incarnation, st.heartbeat_timeout);
   st.children->push_back(caf::actor_cast<caf::actor>(st.heartbeats));
-  std::vector<caf::timespan> windows = RestoreCoordinator(self);
-  for (size_t i = 0; i < st.view.tasks().size(); ++i) {
-    const proto::CoordinatedTask& task = st.view.tasks()[i];
+  // A task recovered CONNECTED has the reconnect window to come back (see TaskSpec).
+  caf::timespan window = RestoreCoordinator(self);
+  for (const auto& task : st.view.tasks()) {
     if (st.options.policy->IsRecoverable(task)) st.view.SetRecoverable(task, true);
-    SpawnTask(self, task, *st.view.Find(task), windows[i]);
+    SpawnTask(self, task, *st.view.Find(task), window);
   }
   RestoreGenerations(self);
   st.kv = NewKvRouter(self);  // with the directories a restarted leader recovered

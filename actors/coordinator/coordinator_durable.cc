@@ -38,12 +38,9 @@ void PutLeader(CoordinatorPointer self, StateBatch& batch) {
 
 }  // namespace
 
-std::vector<caf::timespan> RestoreCoordinator(CoordinatorPointer self) {
+caf::timespan RestoreCoordinator(CoordinatorPointer self) {
   auto& st = self->state;
   st.durable = DurableGate(st.options.state_writer);
-  std::vector<caf::timespan> windows(st.view.tasks().size());
-  st.reconnect_window = st.options.reconnect_window > caf::timespan{0} ? st.options.reconnect_window
-                                                                       : st.heartbeat_timeout;
   const proto::RecoveredState* recovered = st.options.recovered.get();
   if (recovered != nullptr) {
     st.leader_record = recovered->leader();
@@ -58,19 +55,13 @@ std::vector<caf::timespan> RestoreCoordinator(CoordinatorPointer self) {
       info.set_error_code(record.error_code());
       info.set_error_message(record.error_message());
       st.view.Update(info);
-      st.recovered_generations[TaskName(record.task())] = record.generation();
-      if (record.state() == proto::TASKSTATE_CONNECTED) {
-        const auto& tasks = st.view.tasks();
-        for (size_t i = 0; i < tasks.size(); ++i) {
-          if (SameTask(tasks[i], record.task())) windows[i] = st.reconnect_window;
-        }
-      }
     }
     for (const proto::BarrierRecord& record : recovered->barriers()) {
       st.barriers.Restore(record.id(), record.counter(), LoadStatus(record.result()));
     }
   }
   if (st.durable.enabled()) {
+    // A calendar time for operators reading the record, never used to time anything.
     auto now = std::chrono::system_clock::now().time_since_epoch();
     st.leader_record.set_starts(st.leader_record.starts() + 1);
     st.leader_record.add_started_unix_ms(
@@ -81,16 +72,17 @@ std::vector<caf::timespan> RestoreCoordinator(CoordinatorPointer self) {
     PutLeader(self, batch);
     st.durable.Persist(self, std::move(batch));
   }
-  return windows;
+  return st.options.reconnect_window > caf::timespan{0} ? st.options.reconnect_window
+                                                        : st.heartbeat_timeout;
 }
 
 void RestoreGenerations(CoordinatorPointer self) {
   auto& st = self->state;
-  for (const auto& [name, generation] : st.recovered_generations) {
-    auto it = st.tasks.find(name);
-    if (it != st.tasks.end()) it->second.generation = generation;
+  if (!st.options.recovered) return;
+  for (const proto::TaskRecord& record : st.options.recovered->tasks()) {
+    auto it = st.tasks.find(TaskName(record.task()));
+    if (it != st.tasks.end()) it->second.generation = record.generation();
   }
-  st.recovered_generations.clear();
 }
 
 void StopChildrenOnExit(CoordinatorPointer self) {

@@ -89,8 +89,6 @@ struct CoordinatorState {
   // long tasks recovered CONNECTED have to come back.
   DurableGate durable;
   proto::LeaderRecord leader_record;
-  caf::timespan reconnect_window{0};
-  absl::flat_hash_map<std::string, int64_t> recovered_generations;  // until the slots exist
 };
 
 using CoordinatorPointer = CoordinatorActor::stateful_pointer<CoordinatorState>;
@@ -173,8 +171,8 @@ absl::StatusOr<uint64_t> EphemeralOwner(CoordinatorPointer self, bool ephemeral,
 
 // Durable state (coordinator_durable.cc).
 // Restores the view, version, round and barrier results from options.recovered and records the
-// leader's start; returns each task's reconnect window (by view index; 0: none).
-std::vector<caf::timespan> RestoreCoordinator(CoordinatorPointer self);
+// leader's start; returns the reconnect window of the tasks recovered CONNECTED.
+caf::timespan RestoreCoordinator(CoordinatorPointer self);
 // Gives the task slots the generations recovered (after the tasks were spawned).
 void RestoreGenerations(CoordinatorPointer self);
 // The key-value router of the coordinator: directory actors it spawns are supervised, record

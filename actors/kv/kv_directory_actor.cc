@@ -9,9 +9,9 @@
 #include <absl/time/time.h>
 #include <caf/result.hpp>
 
-#include "muster/actors/state/kv_durable.h"
 #include "muster/actors/kv/kv_store.h"
 #include "muster/actors/kv/kv_subscribers.h"
+#include "muster/actors/state/kv_durable.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 
@@ -111,6 +111,13 @@ void Publish(KvDirectoryPointer self, const KvStore::Changes& changes, StateBatc
   });
 }
 
+// The outcome of a key-value request as its reply.
+template <class Response>
+caf::result<Response> Answer(absl::StatusOr<Response> outcome) {
+  if (!outcome.ok()) return ToKvError(outcome.status());
+  return *std::move(outcome);
+}
+
 // A write: applied by `apply` (which fills the changes it made), published, and answered once
 // recorded. With a request id a write already applied is answered from its stored reply.
 template <class Response, class Request, class Apply>
@@ -119,11 +126,7 @@ caf::result<Response> Write(KvDirectoryPointer self, const Request& request, App
   const bool dedup = durable.enabled() && request.request_id().client() != 0;
   if (dedup) {
     if (const proto::StoredReply* stored = durable.FindReply(request.request_id())) {
-      absl::StatusOr<Response> replayed = LoadReply<Response>(*stored);
-      caf::result<Response> result = replayed.ok()
-                                         ? caf::result<Response>(*std::move(replayed))
-                                         : caf::result<Response>(ToKvError(replayed.status()));
-      return AfterDurable(self, durable.gate(), std::move(result));
+      return AfterDurable(self, durable.gate(), Answer(LoadReply<Response>(*stored)));
     }
   }
   KvStore::Changes changes;
@@ -135,9 +138,7 @@ caf::result<Response> Write(KvDirectoryPointer self, const Request& request, App
                           batch);
   }
   Publish(self, changes, std::move(batch));
-  caf::result<Response> result = outcome.ok() ? caf::result<Response>(*std::move(outcome))
-                                              : caf::result<Response>(ToKvError(outcome.status()));
-  return AfterDurable(self, durable.gate(), std::move(result));
+  return AfterDurable(self, durable.gate(), Answer(std::move(outcome)));
 }
 
 // The owner an ephemeral write names (stamped by the coordinator); nullopt for a persistent one.
@@ -156,13 +157,6 @@ void FailWaiter(KvWaiter& waiter, const absl::Status& status) {
   } else {
     waiter.promise.deliver(ToKvError(status));
   }
-}
-
-// Answers `response` when `status` is OK, else the status as an error.
-template <class Response>
-caf::result<Response> Answer(const absl::Status& status, Response response = {}) {
-  if (!status.ok()) return ToKvError(status);
-  return response;
 }
 
 caf::result<proto::InsertKeyValueResponse> InsertKeyValue(
@@ -413,12 +407,7 @@ void ResumeWatch(KvDirectoryPointer self, uint64_t id) {
   if (!self->state.durable.gate().idle()) return QueueResume(self, id);  // more changes came
   ResumingWatch watch = std::move(it->second);
   self->state.resuming.erase(it);
-  caf::result<proto::WatchKeyResponse> result = WatchKeyNow(self, watch.request, watch.watcher);
-  if (result.flag == caf::rt_error) {
-    watch.promise.deliver(result.err);
-  } else {
-    watch.promise.deliver(result.value.get_as<proto::WatchKeyResponse>(0));
-  }
+  DeliverResult(watch.promise, WatchKeyNow(self, watch.request, watch.watcher));
 }
 
 caf::result<proto::StopWatchKeyResponse> StopWatchKey(KvDirectoryPointer self,

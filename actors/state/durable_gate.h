@@ -38,7 +38,6 @@ class DurableGate {
   explicit DurableGate(StateWriterActor writer) : writer_(std::move(writer)) {}
 
   bool enabled() const { return static_cast<bool>(writer_); }
-  const StateWriterActor& writer() const { return writer_; }
   // False once a write failed: nothing may be answered as durable after that.
   bool idle() const { return durable_ == sent_ && failed_.ok(); }
 

@@ -94,6 +94,17 @@ absl::StatusOr<Response> LoadReply(const proto::StoredReply& reply) {
   return response;
 }
 
+// Delivers a value or error `result` through `promise`.
+template <class Response>
+void DeliverResult(caf::typed_response_promise<Response>& promise,
+                   const caf::result<Response>& result) {
+  if (result.flag == caf::rt_error) {
+    promise.deliver(result.err);
+  } else {
+    promise.deliver(result.value.template get_as<Response>(0));
+  }
+}
+
 // Answers the current request with `result` once the gate is idle: at once without pending
 // writes (or for a result answered later through a promise of its own).
 template <class Response, class Self>
@@ -103,13 +114,8 @@ caf::result<Response> AfterDurable(Self* self, DurableGate& gate, caf::result<Re
   }
   auto promise = self->template make_response_promise<Response>();
   gate.After([promise, result](const absl::Status& written) mutable {
-    if (!written.ok()) {
-      promise.deliver(ToError(written));
-    } else if (result.flag == caf::rt_error) {
-      promise.deliver(result.err);
-    } else {
-      promise.deliver(result.value.template get_as<Response>(0));
-    }
+    if (written.ok()) return DeliverResult(promise, result);
+    promise.deliver(ToError(written));
   });
   return promise;
 }

@@ -9,6 +9,7 @@
 #include <caf/actor_clock.hpp>
 #include <caf/system_messages.hpp>
 
+#include "muster/actors/placement.h"
 #include "muster/actors/state/durable_gate.h"
 #include "muster/actors/state/state_store.h"
 #include "muster/messages/status_codec.h"
@@ -155,6 +156,7 @@ void Init(BarrierPointer self, BarrierSpec spec, BarrierParentActor parent) {
 
 BarrierActor::behavior_type BarrierBehavior(BarrierPointer self, BarrierSpec spec,
                                             BarrierParentActor parent) {
+  HostOnNetworkThread(self);
   Init(self, std::move(spec), std::move(parent));
   return {
       [self](const proto::BarrierRequest& request) { return OnBarrier(self, request); },

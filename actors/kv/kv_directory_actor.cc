@@ -11,6 +11,7 @@
 
 #include "muster/actors/kv/kv_store.h"
 #include "muster/actors/kv/kv_subscribers.h"
+#include "muster/actors/placement.h"
 #include "muster/actors/state/kv_durable.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
@@ -473,6 +474,7 @@ caf::result<int64_t, int64_t, int64_t, int64_t> Stats(KvDirectoryPointer self) {
 
 KvDirectoryActor::behavior_type KvDirectoryBehavior(KvDirectoryPointer self, std::string directory,
                                                     KvLimits limits, KvDurability durability) {
+  HostOnNetworkThread(self);
   self->state.store = KvStore(std::move(directory), limits);
   self->state.durable = KvDurable(std::move(durability.writer));
   if (durability.recovered && durability.directory_index >= 0) {

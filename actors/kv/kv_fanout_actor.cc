@@ -1,4 +1,5 @@
 #include "muster/actors/kv/kv_fanout_actor.h"
+#include "muster/actors/placement.h"
 
 #include <algorithm>
 #include <utility>
@@ -91,6 +92,7 @@ caf::result<proto::DeleteKeyValueResponse> DeleteKeyValue(
 
 KvFanOutActor::behavior_type KvFanOutBehavior(KvFanOutPointer self,
                                               std::vector<KvDirectoryActor> directories) {
+  HostOnNetworkThread(self);
   self->state.directories = std::move(directories);
   return {
       [=](const proto::GetKeyValueDirRequest& request) { return GetKeyValueDir(self, request); },

@@ -7,6 +7,7 @@
 #include <caf/local_actor.hpp>
 
 #include "muster/actors/cluster/cluster_view.h"
+#include "muster/actors/placement.h"
 #include "muster/actors/tasks/heartbeat_deadlines.h"
 #include "muster/messages/group_reply.h"
 #include "muster/messages/status_codec.h"
@@ -77,6 +78,7 @@ caf::result<proto::HeartbeatBatchResponse> BeatAll(MonitorPointer self,
 HeartbeatMonitorActor::behavior_type MonitorBehavior(MonitorPointer self,
                                                      uint64_t leader_incarnation,
                                                      caf::timespan timeout) {
+  HostOnNetworkThread(self);
   self->state.leader_incarnation = leader_incarnation;
   self->state.deadlines.emplace(timeout);
   return {

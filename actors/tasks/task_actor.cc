@@ -5,6 +5,7 @@
 
 #include <absl/strings/str_cat.h>
 
+#include "muster/actors/placement.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 
@@ -369,6 +370,7 @@ absl::Status StatusFromInfo(const proto::CoordinatedTaskStateInfo& info) {
 }
 
 TaskActor::behavior_type TaskBehavior(TaskPointer self, TaskSpec spec) {
+  HostOnNetworkThread(self);
   auto& st = self->state;
   st.spec = {.leader_incarnation = spec.leader_incarnation,
              .heartbeat_timeout = spec.heartbeat_timeout,

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <thread>
 
 #include <absl/strings/str_cat.h>
 #include <caf/actor_system_config.hpp>
@@ -17,6 +18,8 @@
 #include <caf/io/network/stream.hpp>
 #include <caf/make_counted.hpp>
 #include <caf/policy/tcp.hpp>
+
+#include "muster/net/transport/guarded_stream.h"
 
 namespace muster {
 namespace {
@@ -70,77 +73,6 @@ class SheddingTcp {
 
 }  // namespace
 
-// The byte layer of a connection: plain TCP, or TLS over it (in CAF's stream-policy shape).
-class WirePolicy {
- public:
-  explicit WirePolicy(std::unique_ptr<TlsSession> tls) : tls_(std::move(tls)) {}
-
-  net::rw_state read_some(size_t& result, net::native_socket fd, void* buf, size_t len) {
-    return tls_ ? tls_->Read(result, buf, len) : caf::policy::tcp::read_some(result, fd, buf, len);
-  }
-  net::rw_state write_some(size_t& result, net::native_socket fd, const void* buf, size_t len) {
-    return tls_ ? tls_->Write(result, buf, len)
-                : caf::policy::tcp::write_some(result, fd, buf, len);
-  }
-  bool must_read_more(net::native_socket, size_t threshold) const {
-    size_t pending = tls_ ? tls_->Pending() : 0;
-    return pending > 0 && pending >= threshold;
-  }
-  TlsSession* tls() const { return tls_.get(); }
-
- private:
-  std::unique_ptr<TlsSession> tls_;
-};
-
-// CAF's stream over a WirePolicy. While a TLS handshake waits for the peer, writing is paused
-// (CAF 0.17 would poll a writable socket in a loop); a failed handshake is reported once.
-class GuardedStream : public net::stream {
- public:
-  GuardedStream(GuardedMultiplexer& mpx, net::native_socket fd, bool inbound,
-                std::unique_ptr<TlsSession> tls)
-      : stream(mpx, fd), mpx_(mpx), inbound_(inbound), policy_(std::move(tls)) {
-    if (policy_.tls() != nullptr) {  // now: a refused peer has often closed by the time it is
-      auto host = net::remote_addr_of_fd(fd);
-      auto port = net::remote_port_of_fd(fd);
-      peer_ = absl::StrCat(host ? *host : "?", ":", port ? *port : 0);
-    }
-  }
-
-  void handle_event(net::operation op) override {
-    handle_event_impl(op, policy_);
-    TlsSession* tls = policy_.tls();
-    if (tls == nullptr) return;
-    if (tls->failed()) {
-      std::string why = tls->TakeHandshakeFailure();
-      if (!why.empty()) ReportHandshakeFailure(why);
-    } else if (op == net::operation::write && state_.writing && tls->waiting_for_peer()) {
-      backend().del(net::operation::write, fd(), this);
-      write_paused_ = true;
-    } else if (op == net::operation::read && write_paused_ && !tls->waiting_for_peer()) {
-      write_paused_ = false;
-      if (state_.writing) backend().add(net::operation::write, fd(), this);
-    }
-  }
-
-  bool tls() const { return policy_.tls() != nullptr; }
-
- private:
-  void ReportHandshakeFailure(const std::string& why) {
-    auto host = net::remote_addr_of_fd(fd());
-    auto port = net::remote_port_of_fd(fd());
-    std::string peer = absl::StrCat(host ? *host : "?", ":", port ? *port : 0);
-    mpx_.Report(inbound_ ? absl::StrCat("refused a connection from ", peer,
-                                        " (TLS handshake failed: ", why, ")")
-                         : absl::StrCat("TLS handshake with ", peer, " failed: ", why));
-  }
-
-  GuardedMultiplexer& mpx_;
-  bool inbound_;
-  std::string peer_;
-  WirePolicy policy_;
-  bool write_paused_ = false;
-};
-
 // A connection whose frames pass a FrameGuard before CAF reads them. A refused frame never
 // reaches CAF: the connection is shut down, and what still arrives is dropped until CAF sees it
 // closed. Otherwise CAF's scribe_impl, over a GuardedStream.
@@ -184,14 +116,32 @@ class GuardedScribe : public caf::io::scribe {
     stream_.configure_read(config);
     if (!launched_) Launch();
   }
-  void ack_writes(bool enable) override { stream_.ack_writes(enable); }
+  void ack_writes(bool enable) override {
+    ack_writes_ = enable;
+    stream_.ack_writes(enable);
+  }
   std::vector<char>& wr_buf() override { return stream_.wr_buf(); }
   std::vector<char>& rd_buf() override { return stream_.rd_buf(); }
   void graceful_shutdown() override {
+    FlushDeferred();  // what was queued before the shutdown still goes out
     stream_.graceful_shutdown();
     detach(&stream_.backend(), false);
   }
-  void flush() override { stream_.flush(this); }
+  // On the network thread, a flush is deferred to the end of the event loop's turn, so that
+  // the messages of one turn leave in one write (GuardedMultiplexer::run).
+  void flush() override {
+    if (ack_writes_ || stream_.tls() || !mpx_.DefersFlushes()) {
+      stream_.flush(this);
+    } else if (!flush_deferred_) {
+      flush_deferred_ = true;
+      mpx_.DeferFlush(this);
+    }
+  }
+  void FlushDeferred() {
+    if (!flush_deferred_) return;
+    flush_deferred_ = false;
+    if (!closed_) stream_.FlushNow(this);
+  }
   std::string addr() const override {
     auto x = net::remote_addr_of_fd(stream_.fd());
     return x ? *x : std::string{};
@@ -228,6 +178,8 @@ class GuardedScribe : public caf::io::scribe {
   FrameGuard guard_;
   bool closed_ = false;
   bool launched_ = false;
+  bool ack_writes_ = false;
+  bool flush_deferred_ = false;
   uint64_t watch_id_ = 0;
   GuardedStream stream_;
 };
@@ -387,6 +339,20 @@ caf::expected<caf::io::doorman_ptr> GuardedMultiplexer::new_tcp_doorman(uint16_t
   auto fd = net::new_tcp_acceptor_impl(port, in, reuse_addr);
   if (!fd) return std::move(fd.error());
   return new_doorman(*fd);
+}
+
+void GuardedMultiplexer::DeferFlush(GuardedScribe* scribe) {
+  deferred_flushes_.emplace_back(scribe);
+}
+
+void GuardedMultiplexer::DropDeferredWrites() { deferred_flushes_.clear(); }
+
+void GuardedMultiplexer::FlushDeferredWrites() {
+  if (deferred_flushes_.empty()) return;
+  std::vector<caf::intrusive_ptr<GuardedScribe>> flushes;
+  flushes.swap(deferred_flushes_);
+  for (auto& scribe : flushes) scribe->FlushDeferred();
+  handle_internal_events();  // a write that must wait for EPOLLOUT registers before the wait
 }
 
 uint64_t GuardedMultiplexer::WatchHandshake(GuardedScribe* scribe) {

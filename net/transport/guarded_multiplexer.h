@@ -11,6 +11,8 @@
 //  - with TLS files configured (NodeOptions::tls), every connection is mutual TLS (see
 //    net/transport/tls_context.h): the guards read the decrypted frames; a peer that fails the TLS
 //    handshake (plain TCP, a certificate of another CA, none) gets a closed connection.
+//  - an actor marked network-hosted (actors/placement.h) that is woken on the network thread is
+//    run there, in the same turn of the event loop, instead of waking a scheduler thread.
 // Each refusal is logged to stderr, at most one line a second. ConfigureNode installs it; the
 // limits come from the configuration keys set there (see NodeOptions::wire_limits).
 #pragma once
@@ -55,6 +57,13 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   caf::expected<caf::io::doorman_ptr> new_tcp_doorman(uint16_t port, const char* in,
                                                       bool reuse_addr) override;
 
+  // On the network thread: hosted actors (actors/placement.h), brokers and posted functions go
+  // to the loop's local queue; everything else as CAF does.
+  void exec_later(caf::resumable* job) override;
+  // CAF's event loop, plus: each turn drains the local queue completely, then the writes that
+  // connections deferred during the turn go out, each connection's in one system call.
+  void run() override;
+
   const WireLimits& limits() const { return limits_; }
   // A TLS session for a new connection on `fd`; null when this node does not use TLS.
   std::unique_ptr<TlsSession> NewTlsSession(caf::io::network::native_socket fd,
@@ -67,8 +76,16 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   void Unwatch(uint64_t id);
   void SweepHandshakes();
   void Report(const std::string& what);
+  // True on the network thread while run() serves the loop: a flush may wait for the turn's end.
+  bool DefersFlushes() const;
+  void DeferFlush(GuardedScribe* scribe);
 
  private:
+  // Runs the network thread's queue of hosted actors, brokers and posted functions.
+  void DrainLocal();
+  void FlushDeferredWrites();
+  void DropDeferredWrites();
+
   WireLimits limits_;
   std::unique_ptr<TlsContext> tls_;
   absl::Mutex watch_mutex_;
@@ -77,6 +94,9 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   std::deque<std::pair<std::chrono::steady_clock::time_point, uint64_t>> deadlines_;
   uint64_t next_watch_id_ = 1;
   std::unique_ptr<HandshakeSweeper> sweeper_;
+  bool looping_ = false;  // run() serves the loop (read on the network thread only)
+  std::deque<caf::intrusive_ptr<caf::resumable>> local_;
+  std::vector<caf::intrusive_ptr<GuardedScribe>> deferred_flushes_;
   absl::Mutex report_mutex_;
   std::chrono::steady_clock::time_point last_report_ ABSL_GUARDED_BY(report_mutex_){};
   int suppressed_reports_ ABSL_GUARDED_BY(report_mutex_) = 0;

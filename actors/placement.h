@@ -1,0 +1,29 @@
+// Where an actor runs. An actor marked network-hosted promises that its handlers never block
+// and stay short (no I/O, no waiting, no user callbacks). A node's network thread then runs it
+// itself when a message for it arrives from the network, or from another actor that the
+// network thread is running (net/transport/guarded_multiplexer.h), instead of handing it to a
+// scheduler thread: a request that crosses the leader's coordinator, a KV directory and the
+// reply's connection is handled in one thread, without a wake-up. Messages from anywhere else
+// (timers, blocking actors, user threads) still go through the scheduler, so a hosted actor runs
+// wherever its next message comes from, one thread at a time as every CAF actor does.
+//
+//   unmarked --HostOnNetworkThread(self)--> hosted   (for the actor's lifetime)
+#pragma once
+
+#include <caf/abstract_actor.hpp>
+#include <caf/local_actor.hpp>
+
+namespace muster {
+
+// A bit of CAF's per-actor runtime flags that CAF 0.17 leaves unused (it uses 0x0004-0x2000).
+inline constexpr int kNetworkHostedFlag = 0x40000000;
+
+// Marks the calling actor as network-hosted. Call it from the actor itself (its behavior's
+// initialisation), before it handles messages.
+inline void HostOnNetworkThread(caf::local_actor* self) { self->setf(kNetworkHostedFlag); }
+
+inline bool IsNetworkHosted(const caf::abstract_actor& actor) {
+  return actor.getf(kNetworkHostedFlag);
+}
+
+}  // namespace muster

@@ -1,0 +1,215 @@
+// The network thread's event loop (net/transport/event_loop.cc, guarded_stream.h) over real TCP
+// on 127.0.0.1: network-hosted actors run on the network thread, others on the scheduler;
+// replies of one turn leave together and large messages get through partial writes; the
+// read-ahead serves CAF's exact-size reads from one recv.
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "muster/actors/placement.h"
+#include "muster/net/transport/guarded_stream.h"
+#include "muster/net/transport/node_config.h"
+
+namespace muster {
+namespace {
+
+using namespace std::chrono_literals;
+namespace net = caf::io::network;
+
+std::string ThreadKey(std::thread::id id) {
+  return std::to_string(std::hash<std::thread::id>{}(id));
+}
+
+// Answers every string with the calling thread's key, then the string.
+caf::behavior WhereAmI(caf::event_based_actor* self, bool hosted) {
+  if (hosted) HostOnNetworkThread(self);
+  return {
+      [](const std::string& text) { return ThreadKey(std::this_thread::get_id()) + " " + text; }};
+}
+
+// Hosted; hands each string to `next` and answers with its answer.
+caf::behavior Forwarder(caf::event_based_actor* self, caf::actor next) {
+  HostOnNetworkThread(self);
+  return {[=](const std::string& text) { return self->delegate(next, text); }};
+}
+
+class EventLoopTest : public ::testing::Test {
+ protected:
+  // The actor systems wait for every actor at their end: stop the ones a test spawned.
+  void TearDown() override {
+    for (const auto& actor : spawned_) caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+  }
+
+  template <class... Ts>
+  caf::actor Spawn(caf::actor_system& system, Ts&&... xs) {
+    spawned_.push_back(system.spawn(std::forward<Ts>(xs)...));
+    return spawned_.back();
+  }
+
+  // Publishes `actor` on the server node and returns its handle as the client node sees it.
+  caf::actor Remote(const caf::actor& actor) {
+    auto port = server_.middleman().publish(actor, 0, "127.0.0.1", true);
+    EXPECT_TRUE(port) << server_.render(port.error());
+    auto remote = client_.middleman().remote_actor("127.0.0.1", *port);
+    EXPECT_TRUE(remote) << client_.render(remote.error());
+    return *remote;
+  }
+
+  std::string Ask(const caf::actor& actor, const std::string& text) {
+    caf::scoped_actor self{client_};
+    std::string answer;
+    self->request(actor, 10s, text)
+        .receive([&](std::string& reply) { answer = std::move(reply); },
+                 [&](caf::error& error) { ADD_FAILURE() << client_.render(error); });
+    return answer;
+  }
+
+  std::string NetworkThread() { return ThreadKey(server_.middleman().backend().thread_id()); }
+
+  NodeConfig server_config_;
+  caf::actor_system server_{server_config_};
+  NodeConfig client_config_;
+  caf::actor_system client_{client_config_};
+  std::vector<caf::actor> spawned_;
+};
+
+TEST_F(EventLoopTest, HostedActorRunsOnTheNetworkThread) {
+  auto remote = Remote(Spawn(server_, WhereAmI, true));
+  EXPECT_EQ(Ask(remote, "a"), NetworkThread() + " a");
+  EXPECT_EQ(Ask(remote, "b"), NetworkThread() + " b");
+}
+
+TEST_F(EventLoopTest, UnmarkedActorRunsOnASchedulerThread) {
+  auto remote = Remote(Spawn(server_, WhereAmI, false));
+  std::string answer = Ask(remote, "a");
+  ASSERT_FALSE(answer.empty());
+  EXPECT_NE(answer, NetworkThread() + " a");
+  EXPECT_EQ(answer.substr(answer.size() - 2), " a");
+}
+
+TEST_F(EventLoopTest, MessagesBetweenHostedActorsStayOnTheNetworkThread) {
+  auto last = Spawn(server_, WhereAmI, true);
+  auto remote = Remote(Spawn(server_, Forwarder, last));
+  EXPECT_EQ(Ask(remote, "x"), NetworkThread() + " x");
+}
+
+TEST_F(EventLoopTest, HostedActorWokenByALocalThreadRunsOnTheScheduler) {
+  auto local = Spawn(server_, WhereAmI, true);
+  caf::scoped_actor self{server_};
+  std::string answer;
+  self->request(local, 10s, std::string("y"))
+      .receive([&](std::string& reply) { answer = std::move(reply); },
+               [&](caf::error& error) { ADD_FAILURE() << server_.render(error); });
+  ASSERT_FALSE(answer.empty());
+  EXPECT_NE(answer, NetworkThread() + " y");
+}
+
+// 500 requests in flight from one actor: their replies leave in few writes and all arrive.
+TEST_F(EventLoopTest, ManyRequestsInFlight_AllAnsweredInOrder) {
+  auto remote = Remote(Spawn(server_, WhereAmI, true));
+  caf::scoped_actor self{client_};
+  constexpr int kRequests = 500;
+  std::vector<std::string> answers;
+  auto collector = Spawn(client_, [&, remote](caf::event_based_actor* actor) -> caf::behavior {
+    return {[&, actor, remote](int count) {
+      auto promise = actor->make_response_promise<bool>();
+      auto left = std::make_shared<int>(count);
+      for (int i = 0; i < count; ++i) {
+        actor->request(remote, 10s, std::to_string(i))
+            .then(
+                [&, promise, left](std::string& reply) mutable {
+                  answers.push_back(reply.substr(reply.find(' ') + 1));
+                  if (--*left == 0) promise.deliver(true);
+                },
+                [promise](caf::error& error) mutable { promise.deliver(error); });
+      }
+      return promise;
+    }};
+  });
+  bool done = false;
+  self->request(collector, 30s, kRequests)
+      .receive([&](bool ok) { done = ok; },
+               [&](caf::error& error) { ADD_FAILURE() << client_.render(error); });
+  ASSERT_TRUE(done);
+  ASSERT_EQ(answers.size(), size_t{kRequests});
+  for (int i = 0; i < kRequests; ++i) EXPECT_EQ(answers[i], std::to_string(i));
+}
+
+// A message far larger than the read-ahead and the socket buffers: written in parts (what the
+// socket does not take waits for EPOLLOUT) and read in parts.
+TEST_F(EventLoopTest, LargeMessagesBothWays) {
+  auto remote = Remote(Spawn(server_, WhereAmI, true));
+  std::string big(4 << 20, 'm');
+  big[12345] = 'q';
+  std::string answer = Ask(remote, big);
+  EXPECT_EQ(answer, NetworkThread() + " " + big);
+  EXPECT_EQ(Ask(remote, "small"), NetworkThread() + " small");
+}
+
+class WirePolicyTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds_), 0); }
+  void TearDown() override {
+    ::close(fds_[0]);
+    ::close(fds_[1]);
+  }
+  void Send(const std::string& bytes) {
+    ASSERT_EQ(::write(fds_[1], bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  }
+  // One read_some of at most `len` bytes.
+  std::string Read(size_t len) {
+    std::string buf(len, '\0');
+    size_t got = 99;
+    EXPECT_EQ(policy_.read_some(got, fds_[0], buf.data(), len), net::rw_state::success);
+    buf.resize(got);
+    return buf;
+  }
+
+  int fds_[2] = {-1, -1};
+  WirePolicy policy_{nullptr};
+};
+
+TEST_F(WirePolicyTest, ExactReadsAreServedFromOneRecv) {
+  ASSERT_EQ(::fcntl(fds_[0], F_SETFL, O_NONBLOCK), 0);
+  Send("headerPAYLOAD-1header2");
+  EXPECT_EQ(Read(6), "header");
+  EXPECT_TRUE(policy_.must_read_more(fds_[0], 9));
+  EXPECT_FALSE(policy_.must_read_more(fds_[0], 17));
+  EXPECT_EQ(Read(9), "PAYLOAD-1");
+  EXPECT_EQ(Read(7), "header2");
+  EXPECT_FALSE(policy_.must_read_more(fds_[0], 1));
+  // The recv took less than it asked for: the socket is empty, the next read says so without
+  // asking the kernel; after that it asks again and gets what came meanwhile.
+  Send("later");
+  EXPECT_EQ(Read(5), "");
+  EXPECT_EQ(Read(5), "later");
+}
+
+TEST_F(WirePolicyTest, NothingToRead_ReportsNoBytes) {
+  ASSERT_EQ(::fcntl(fds_[0], F_SETFL, O_NONBLOCK), 0);
+  EXPECT_EQ(Read(32), "");
+}
+
+TEST_F(WirePolicyTest, PeerClosed_IsAFailure) {
+  ASSERT_EQ(::fcntl(fds_[0], F_SETFL, O_NONBLOCK), 0);
+  ::shutdown(fds_[1], SHUT_WR);
+  char buf[8];
+  size_t got = 0;
+  EXPECT_EQ(policy_.read_some(got, fds_[0], buf, sizeof(buf)), net::rw_state::failure);
+}
+
+}  // namespace
+}  // namespace muster

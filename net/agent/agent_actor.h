@@ -146,7 +146,9 @@ using AgentControlActor = caf::typed_actor<
     caf::replies_to<agent_state_atom>::with<AgentStatus>, caf::reacts_to<beat_atom, uint64_t>,
     caf::reacts_to<retry_atom>,
     // Reconnecting: the next try (by try number) and the deadline (by reconnect episode).
-    caf::reacts_to<retry_atom, uint64_t>, caf::reacts_to<deadline_atom, uint64_t>>;
+    caf::reacts_to<retry_atom, uint64_t>, caf::reacts_to<deadline_atom, uint64_t>,
+    // The earliest deadline of the calls in flight (call_deadlines.h).
+    caf::reacts_to<deadline_atom>>;
 
 AgentControlActor SpawnAgentActor(caf::actor_system& system, AgentConfig config);
 

@@ -141,6 +141,32 @@ void CancelGets(AgentPointer self, const std::string& key) {
 
 }  // namespace
 
+void StartDeadline(AgentPointer self, uint64_t id, caf::duration timeout) {
+  auto& deadlines = self->state.call_deadlines;
+  deadlines.Remove(id);
+  if (!timeout.valid()) return;
+  auto now = self->clock().now();
+  auto deadline = now;
+  deadline += timeout;
+  if (auto arm = deadlines.Add(id, deadline)) {
+    self->delayed_send(self, *arm - now, deadline_atom::value);
+  }
+}
+
+void ExpireCalls(AgentPointer self) {
+  auto& st = self->state;
+  auto now = self->clock().now();
+  std::optional<caf::actor_clock::time_point> rearm;
+  for (uint64_t id : st.call_deadlines.TakeExpired(now, rearm)) {
+    auto it = st.pending.find(id);
+    if (it == st.pending.end() || st.reconnecting) continue;  // answered, or re-sent later
+    auto fail = std::move(it->second.fail);
+    st.pending.erase(it);
+    fail(caf::make_error(caf::sec::request_timeout));
+  }
+  if (rearm) self->delayed_send(self, *rearm - now, deadline_atom::value);
+}
+
 void WithLeader(AgentPointer self, std::function<void(const absl::Status&)> then) {
   auto& st = self->state;
   if (!st.leader && st.config.local_leader) {
@@ -293,6 +319,7 @@ AgentControlActor::behavior_type AgentBehavior(AgentPointer self) {
       [=](retry_atom) { OnRetry(self); },
       [=](retry_atom, uint64_t attempt) { OnReconnectRetry(self, attempt); },
       [=](deadline_atom, uint64_t episode) { OnReconnectDeadline(self, episode); },
+      [=](deadline_atom) { ExpireCalls(self); },
   };
 }
 

@@ -20,6 +20,7 @@
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/agent_actor.h"
+#include "muster/net/agent/call_deadlines.h"
 
 namespace muster {
 
@@ -50,12 +51,16 @@ struct AgentActorState {
     // ignored); a call made while reconnecting is first sent once the leader is back.
     std::function<void()> send;
     uint64_t attempt = 0;
+    // Finite: the call fails with CAF's request_timeout this long after each attempt was sent
+    // (the agent's own deadline, see call_deadlines; the request itself has none).
+    caf::duration timeout = caf::duration{caf::infinite};
     bool cancel_on_shutdown = false;  // blocking calls: GetKeyValue, Barrier
     std::string key;                  // GetKeyValue: the key to withdraw at the leader
     caf::actor_addr caller;           // GetKeyValue: who may cancel it ((cancel_atom))
   };
   std::map<uint64_t, Pending> pending;
   uint64_t next_call = 0;
+  CallDeadlines call_deadlines;  // of the pending calls with a finite timeout, by call id
   absl::flat_hash_map<std::string, int64_t> barrier_counters;    // last counter per barrier id
   absl::flat_hash_map<std::string, int64_t> barriers_in_flight;  // id -> counter sent
   // Watches by normalised key: the callback, and the highest revision delivered (first the
@@ -121,6 +126,12 @@ absl::Status NoLeader(AgentPointer self);
 // come back (calls are then kept and sent once it is back).
 inline bool HasLeader(AgentPointer self) { return self->state.leader || self->state.reconnecting; }
 
+// Call deadlines (agent_calls.cc): (re)starts the deadline of call `id` for an attempt sent
+// now (nothing for an infinite timeout), and fails the calls whose deadline passed (the timer:
+// (deadline_atom)); while reconnecting an expired call waits for its re-send instead.
+void StartDeadline(AgentPointer self, uint64_t id, caf::duration timeout);
+void ExpireCalls(AgentPointer self);
+
 // Makes a call to the leader with `send` (which returns the request's response handle, and
 // may be called again to re-send the call after a reconnect) and calls `on_result` exactly
 // once: with the reply, the error, or Unavailable as soon as the leader is lost for good (CAF
@@ -136,6 +147,7 @@ void CallThrough(AgentPointer self, AgentActorState::Pending info,
     auto it = self->state.pending.find(id);
     if (it == self->state.pending.end()) return;
     uint64_t attempt = ++it->second.attempt;
+    StartDeadline(self, id, it->second.timeout);
     auto current = [self, id, attempt]() -> AgentActorState::Pending* {
       auto it = self->state.pending.find(id);
       if (it == self->state.pending.end() || it->second.attempt != attempt) return nullptr;
@@ -146,6 +158,7 @@ void CallThrough(AgentPointer self, AgentActorState::Pending info,
     send().then(
         [self, id, current, on_result](Response& response) {
           if (current() == nullptr) return;
+          self->state.call_deadlines.Remove(id);
           self->state.pending.erase(id);
           on_result(std::move(response));
         },
@@ -153,6 +166,7 @@ void CallThrough(AgentPointer self, AgentActorState::Pending info,
           AgentActorState::Pending* call = current();
           if (call == nullptr || self->state.reconnecting) return;
           auto fail = std::move(call->fail);
+          self->state.call_deadlines.Remove(id);
           self->state.pending.erase(id);
           fail(error);
         });
@@ -161,13 +175,15 @@ void CallThrough(AgentPointer self, AgentActorState::Pending info,
   if (!st.reconnecting) call.send();  // else sent once the leader is back
 }
 
-// CallThrough with `request` sent straight to the leader.
+// CallThrough with `request` sent straight to the leader. A finite `timeout` is the agent's
+// own deadline (one timer for all calls instead of one of CAF's per request).
 template <class Response, class... Request>
 void CallLeader(AgentPointer self, caf::duration timeout, AgentActorState::Pending info,
                 std::function<void(absl::StatusOr<Response>)> on_result,
                 const Request&... request) {
-  CallThrough<Response>(self, std::move(info), std::move(on_result), [self, timeout, request...] {
-    return self->request(self->state.leader, timeout, request...);
+  info.timeout = timeout;
+  CallThrough<Response>(self, std::move(info), std::move(on_result), [self, request...] {
+    return self->request(self->state.leader, caf::infinite, request...);
   });
 }
 

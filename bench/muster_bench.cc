@@ -102,6 +102,12 @@ int RunLeader(const Flags& flags) {
     Emit("baseline", "rss_kib=" + std::to_string(usage.rss_kib) +
                          " heap_kib=" + std::to_string(usage.heap_kib));
   }
+  if (IsFloorVariant(flags.Get("variant"))) {
+    if (int code = RunFloorServer(system, flags.Get("variant")); code != 0) std::_Exit(code);
+    for (int received = 0; sigwait(&signals, &received) == 0 && received != SIGTERM;) {
+    }
+    std::_Exit(0);
+  }
   CoordinatorOptions options = LeaderOptions(flags);
   if (std::string dir = flags.Get("state_dir"); !dir.empty()) {  // a durable leader
     auto store = StateStore::Open(dir);

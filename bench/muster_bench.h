@@ -38,6 +38,13 @@ int RunBarrierClient(caf::actor_system& system, const ClientArgs& args);
 int RunBringupClient(caf::actor_system& system, const ClientArgs& args);
 int RunHeartbeatClient(caf::actor_system& system, const ClientArgs& args);
 int RunFailureClient(caf::actor_system& system, const ClientArgs& args);
+// muster_floor.cc: the bare CAF request/response with Muster's node configuration.
+// Variants "floor" and "floor-hosted"; a variant ending in "hosted" hosts the client actors
+// on the network thread (actors/placement.h).
+bool IsFloorVariant(const std::string& variant);
+bool IsHostedVariant(const std::string& variant);
+int RunFloorServer(caf::actor_system& system, const std::string& variant);
+CoordinatorActor ConnectToFloor(caf::actor_system& system, int port);
 // muster_resume.cc: agents that reconnect to a restarted durable leader.
 int RunResumeClient(caf::actor_system& system, const ClientArgs& args);
 

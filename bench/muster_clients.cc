@@ -12,10 +12,12 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include "muster/actors/placement.h"
 #include "muster/bench/harness.h"
 #include "muster/bench/muster_bench.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
+#include "muster/net/agent/call_deadlines.h"
 
 namespace muster::bench {
 namespace {
@@ -85,6 +87,12 @@ struct LoopState {
   int64_t ops = 0;                   // timed requests (seq)
   caf::actor_clock::time_point end;  // stop time (conc)
   caf::duration timeout;
+  // Hosted clients keep their own deadlines (net/agent/call_deadlines.h): one timer instead of
+  // CAF's per-request one.
+  bool own_deadlines = false;
+  caf::timespan deadline_after{0};
+  CallDeadlines deadlines;
+  uint64_t next_call = 0;
   std::vector<double> us;
   int64_t done = 0;
   caf::response_promise promise;
@@ -103,10 +111,19 @@ void Next(LoopActor<Request>* self, bool timed) {
     if (timed) return st.promise.deliver(st.us), void();
     return st.promise.deliver(st.done), void();
   }
-  self->request(st.leader, st.timeout, st.request)
+  uint64_t call = st.next_call++;
+  caf::duration timeout = st.timeout;
+  if (st.own_deadlines && st.deadline_after.count() > 0) {
+    if (auto arm = st.deadlines.Add(call, start + st.deadline_after)) {
+      self->delayed_send(self, *arm - start, caf::timeout_atom::value);
+    }
+    timeout = caf::duration{caf::infinite};
+  }
+  self->request(st.leader, timeout, st.request)
       .then(
           [=](const typename ResponseOf<Request>::type&) {
             auto& st = self->state;
+            st.deadlines.Remove(call);
             if (st.warmup > 0) {
               --st.warmup;
               return Next(self, timed);
@@ -118,36 +135,58 @@ void Next(LoopActor<Request>* self, bool timed) {
           [=](caf::error& error) { Die(error); });
 }
 
+template <class Request>
+void InitLoop(LoopActor<Request>* self, CoordinatorActor leader, Request request,
+              const ClientArgs& args) {
+  bool hosted = IsHostedVariant(args.variant);
+  if (hosted) HostOnNetworkThread(self);
+  self->state.own_deadlines = hosted;
+  self->state.deadline_after =
+      std::chrono::milliseconds(std::max<int64_t>(0, args.request_timeout_ms));
+  self->state.leader = std::move(leader);
+  self->state.request = std::move(request);
+  self->state.timeout = Timeout(args);
+}
+
+// The deadline timer: a call past its deadline ends the run as CAF's timeout would.
+template <class Request>
+void ExpireCalls(LoopActor<Request>* self) {
+  std::optional<caf::actor_clock::time_point> rearm;
+  auto now = self->clock().now();
+  if (!self->state.deadlines.TakeExpired(now, rearm).empty()) {
+    Die(caf::make_error(caf::sec::request_timeout));
+  }
+  if (rearm) self->delayed_send(self, *rearm - now, caf::timeout_atom::value);
+}
+
 // Sequential round trips: replies to run_atom with the latencies of `ops` requests (µs).
 template <class Request>
 caf::behavior SeqActor(LoopActor<Request>* self, CoordinatorActor leader, Request request,
                        ClientArgs args) {
-  self->state.leader = std::move(leader);
-  self->state.request = std::move(request);
+  InitLoop(self, std::move(leader), std::move(request), args);
   self->state.warmup = args.warmup;
   self->state.ops = args.ops;
-  self->state.timeout = Timeout(args);
   self->state.us.reserve(static_cast<size_t>(args.ops));
-  return {[=](run_atom) {
-    self->state.promise = self->make_response_promise();
-    Next(self, /*timed=*/true);
-    return self->state.promise;
-  }};
+  return {[=](caf::timeout_atom) { ExpireCalls(self); },
+          [=](run_atom) {
+            self->state.promise = self->make_response_promise();
+            Next(self, /*timed=*/true);
+            return self->state.promise;
+          }};
 }
 
 // Back-to-back requests for `duration`: replies to run_atom with the number completed.
 template <class Request>
 caf::behavior ConcActor(LoopActor<Request>* self, CoordinatorActor leader, Request request,
                         ClientArgs args) {
-  self->state.leader = std::move(leader);
-  self->state.request = std::move(request);
-  self->state.timeout = Timeout(args);
-  return {[=](run_atom) {
-    self->state.end = self->clock().now() + caf::timespan{args.duration_ms * 1'000'000};
-    self->state.promise = self->make_response_promise();
-    Next(self, /*timed=*/false);
-    return self->state.promise;
-  }};
+  InitLoop(self, std::move(leader), std::move(request), args);
+  return {[=](caf::timeout_atom) { ExpireCalls(self); },
+          [=](run_atom) {
+            self->state.end = self->clock().now() + caf::timespan{args.duration_ms * 1'000'000};
+            self->state.promise = self->make_response_promise();
+            Next(self, /*timed=*/false);
+            return self->state.promise;
+          }};
 }
 
 template <class Request>
@@ -181,12 +220,14 @@ std::vector<double> RunSeqBlocking(caf::actor_system& system, const CoordinatorA
 }  // namespace
 
 int RunSeqClient(caf::actor_system& system, const ClientArgs& args, bool blocking) {
-  CoordinatorActor leader = ConnectToLeader(system, args.port);
-  InsertKey(system, leader);
+  bool floor = IsFloorVariant(args.variant);
+  CoordinatorActor leader =
+      floor ? ConnectToFloor(system, args.port) : ConnectToLeader(system, args.port);
+  if (!floor) InsertKey(system, leader);
   Emit("ready");
   WaitForGo();
   std::vector<double> us;
-  if (args.variant == "state") {
+  if (absl::StartsWith(args.variant, "state")) {
     us = blocking ? RunSeqBlocking(system, leader, TaskStateRequest(), args)
                   : RunSeq(system, leader, TaskStateRequest(), args);
   } else if (absl::StartsWith(args.variant, "insert")) {
@@ -201,8 +242,10 @@ int RunSeqClient(caf::actor_system& system, const ClientArgs& args, bool blockin
 }
 
 int RunConcClient(caf::actor_system& system, const ClientArgs& args) {
-  CoordinatorActor leader = ConnectToLeader(system, args.port);
-  InsertKey(system, leader);
+  bool floor = IsFloorVariant(args.variant);
+  CoordinatorActor leader =
+      floor ? ConnectToFloor(system, args.port) : ConnectToLeader(system, args.port);
+  if (!floor) InsertKey(system, leader);
   std::vector<caf::actor> actors;
   for (int64_t i = 0; i < args.Count(); ++i) {
     if (absl::StartsWith(args.variant, "insert")) {  // each client overwrites a key of its own

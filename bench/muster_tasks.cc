@@ -10,6 +10,7 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include "muster/actors/placement.h"
 #include "muster/bench/harness.h"
 #include "muster/bench/muster_bench.h"
 #include "muster/messages/incarnation.h"
@@ -67,8 +68,10 @@ Results Collect(caf::actor_system& system, const caf::actor& collector) {
   return results;
 }
 
-// The agent of a task: forwards the arrival time of a pushed error to `sink` (if any).
-AgentActor::behavior_type Agent(AgentActor::pointer self, caf::actor sink) {
+// The agent of a task: forwards the arrival time of a pushed error to `sink` (if any); with
+// `hosted`, on the network thread (actors/placement.h).
+AgentActor::behavior_type Agent(AgentActor::pointer self, caf::actor sink, bool hosted) {
+  if (hosted) HostOnNetworkThread(self);
   return {[=](const proto::ReportErrorToTaskRequest&) {
             if (sink) caf::anon_send(sink, report_atom::value, ClockNs(self->clock().now()));
           },
@@ -236,7 +239,7 @@ int RunBringupClient(caf::actor_system& system, const ClientArgs& args) {
   auto collector = system.spawn(Collector, static_cast<size_t>(args.Count()));
   std::vector<AgentActor> agents;
   for (int64_t i = 0; i < args.Count(); ++i) {
-    agents.push_back(system.spawn(Agent, caf::actor{}));
+    agents.push_back(system.spawn(Agent, caf::actor{}, false));
     system.spawn(BringupTask, leader, args.First() + i, agents.back(), collector);
   }
   int64_t end = 0;
@@ -261,7 +264,7 @@ int RunHeartbeatClient(caf::actor_system& system, const ClientArgs& args) {
     // Phases spread the tasks of all processes evenly over the second.
     auto phase =
         caf::timespan{(args.First() + static_cast<int64_t>(i)) * 1'000'000'000 / args.param};
-    agents.push_back(system.spawn(Agent, caf::actor{}));
+    agents.push_back(system.spawn(Agent, caf::actor{}, false));
     tasks.push_back(system.spawn(HeartbeatTask, leader, args.First() + static_cast<int64_t>(i),
                                  agents.back(), batcher, registered, finished, phase, duration));
   }
@@ -284,7 +287,8 @@ int RunFailureClient(caf::actor_system& system, const ClientArgs& args) {
   auto collector = system.spawn(Collector, static_cast<size_t>(args.Count()));
   std::vector<AgentActor> agents;
   for (int64_t i = 0; i < args.Count(); ++i) {
-    agents.push_back(system.spawn(Agent, caf::actor_cast<caf::actor>(self)));
+    agents.push_back(system.spawn(Agent, caf::actor_cast<caf::actor>(self),
+                                   IsHostedVariant(args.variant)));
     system.spawn(BringupTask, leader, args.First() + i, agents.back(), collector);
   }
   Collect(system, collector);

@@ -116,10 +116,16 @@ repetition() {
     run "$pin" "$rep" muster insert seq 1 60 "--ops=$OPS"
     run "$pin" "$rep" tcpstore add seq 1 60 "--ops=$OPS"
     run "$pin" "$rep" muster state seq 1 60 "--ops=$OPS"
+    # Client actors hosted on the network thread, and the floor: bare CAF with Muster's settings.
+    run "$pin" "$rep" muster tryget-hosted seq 1 60 "--ops=$OPS"
+    run "$pin" "$rep" muster insert-hosted seq 1 60 "--ops=$OPS"
+    run "$pin" "$rep" muster floor seq 1 60 "--ops=$OPS"
+    run "$pin" "$rep" muster floor-hosted seq 1 60 "--ops=$OPS"
   fi
   if wants conc; then
     for c in 1 4 16 64; do
       run "$pin" "$rep" muster "" conc "$c" 30 "--duration_ms=$DURATION"
+      run "$pin" "$rep" muster hosted conc "$c" 30 "--duration_ms=$DURATION"
       run "$pin" "$rep" tcp "" conc "$c" 30 "--duration_ms=$DURATION"
       run "$pin" "$rep" tcpstore add conc "$c" 30 "--duration_ms=$DURATION"
       run "$pin" "$rep" tcpstore get conc "$c" 30 "--duration_ms=$DURATION"
@@ -160,6 +166,9 @@ long_workloads() {
   if wants failure; then
     run "$pin" 1 muster "" failure 64 150 "--trials=$TRIALS"
     run "$pin" 1 tcp "" failure 64 90 "--trials=$TRIALS"
+  fi
+  if wants bringup && [ "$pin" = unpinned ]; then
+    run "$pin" 1 muster "" bringup 100000 120 --procs=16
   fi
   if wants heartbeat && [ "$pin" = unpinned ]; then
     run "$pin" 1 muster batched heartbeat "$BIG" $((WINDOW / 1000 + 60)) "--window_ms=$WINDOW" \

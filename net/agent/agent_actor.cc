@@ -355,22 +355,13 @@ void OnRetry(AgentPointer self) {
   if (self->state.connecting.pending()) Register(self);
 }
 
-// Runs the user callbacks it is sent, one after the other, on a scheduler thread; ends after
-// the ones sent before its agent ended.
-CallbackRunnerActor::behavior_type CallbackRunner(CallbackRunnerActor::pointer self) {
-  return {
-      [](const UserCallback& callback) { callback.run(); },
-      [self](caf::close_atom) { self->quit(); },
-  };
-}
-
 void RunUserCallback(AgentPointer self, std::function<void()> callback) {
   self->send(self->state.callbacks, UserCallback{std::move(callback)});
 }
 
-void InitAgent(AgentPointer self, AgentConfig config) {
+void InitAgent(AgentPointer self, AgentConfig config, CallbackRunnerActor runner) {
   HostOnNetworkThread(self);
-  self->state.callbacks = self->spawn(CallbackRunner);
+  self->state.callbacks = runner ? std::move(runner) : SpawnCallbackRunner(self->system());
   self->attach_functor([runner = self->state.callbacks](const caf::error&) {
     caf::anon_send(runner, caf::close_atom::value);
   });
@@ -384,13 +375,24 @@ void HandlePushedError(AgentPointer self, const proto::ReportErrorToTaskRequest&
   OnPushedError(self, report);
 }
 
-AgentControlActor SpawnAgentActor(caf::actor_system& system, AgentConfig config) {
+CallbackRunnerActor SpawnCallbackRunner(caf::actor_system& system) {
+  return system.spawn([](CallbackRunnerActor::pointer self) -> CallbackRunnerActor::behavior_type {
+    return {
+        [](const UserCallback& callback) { callback.run(); },
+        [self](caf::close_atom) { self->quit(); },
+        [](caf::ok_atom ok) { return ok; },
+    };
+  });
+}
+
+AgentControlActor SpawnAgentActor(caf::actor_system& system, AgentConfig config,
+                                  CallbackRunnerActor runner) {
   return system.spawn(
-      [](AgentPointer self, AgentConfig config) {
-        InitAgent(self, std::move(config));
+      [](AgentPointer self, AgentConfig config, CallbackRunnerActor runner) {
+        InitAgent(self, std::move(config), std::move(runner));
         return AgentBehavior(self);
       },
-      std::move(config));
+      std::move(config), std::move(runner));
 }
 
 }  // namespace muster

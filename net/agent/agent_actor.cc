@@ -355,13 +355,22 @@ void OnRetry(AgentPointer self) {
   if (self->state.connecting.pending()) Register(self);
 }
 
+// Runs the user callbacks it is sent, one after the other, on a scheduler thread; ends after
+// the ones sent before its agent ended.
+CallbackRunnerActor::behavior_type CallbackRunner(CallbackRunnerActor::pointer self) {
+  return {
+      [](const UserCallback& callback) { callback.run(); },
+      [self](caf::close_atom) { self->quit(); },
+  };
+}
+
 void RunUserCallback(AgentPointer self, std::function<void()> callback) {
   self->send(self->state.callbacks, UserCallback{std::move(callback)});
 }
 
-void InitAgent(AgentPointer self, AgentConfig config, CallbackRunnerActor runner) {
+void InitAgent(AgentPointer self, AgentConfig config) {
   HostOnNetworkThread(self);
-  self->state.callbacks = runner ? std::move(runner) : SpawnCallbackRunner(self->system());
+  self->state.callbacks = self->spawn(CallbackRunner);
   self->attach_functor([runner = self->state.callbacks](const caf::error&) {
     caf::anon_send(runner, caf::close_atom::value);
   });
@@ -375,24 +384,13 @@ void HandlePushedError(AgentPointer self, const proto::ReportErrorToTaskRequest&
   OnPushedError(self, report);
 }
 
-CallbackRunnerActor SpawnCallbackRunner(caf::actor_system& system) {
-  return system.spawn([](CallbackRunnerActor::pointer self) -> CallbackRunnerActor::behavior_type {
-    return {
-        [](const UserCallback& callback) { callback.run(); },
-        [self](caf::close_atom) { self->quit(); },
-        [](caf::ok_atom ok) { return ok; },
-    };
-  });
-}
-
-AgentControlActor SpawnAgentActor(caf::actor_system& system, AgentConfig config,
-                                  CallbackRunnerActor runner) {
+AgentControlActor SpawnAgentActor(caf::actor_system& system, AgentConfig config) {
   return system.spawn(
-      [](AgentPointer self, AgentConfig config, CallbackRunnerActor runner) {
-        InitAgent(self, std::move(config), std::move(runner));
+      [](AgentPointer self, AgentConfig config) {
+        InitAgent(self, std::move(config));
         return AgentBehavior(self);
       },
-      std::move(config), std::move(runner));
+      std::move(config));
 }
 
 }  // namespace muster

@@ -71,26 +71,8 @@ caf::result<proto::NotifyPreemptionResponse> NotifyPreemption(
   auto& st = self->state;
   if (st.state != AgentState::kRunning) return ToError(WrongState(self, "NotifyPreemption()"));
   *request.mutable_source_task() = st.config.task;
-  if (absl::Status size = CheckRequestSize(self, request); !size.ok()) return ToError(size);
-  using Response = proto::NotifyPreemptionResponse;
-  auto promise = self->make_response_promise<Response>();
-  auto on_result = [self, promise](absl::StatusOr<Response> result) mutable {
-    // The notice reaches this agent before the answer: its on_preemption callback, queued on
-    // the callback runner, runs before the caller learns that it notified.
-    auto deliver = [promise, result]() mutable {
-      if (result.ok()) {
-        promise.deliver(*std::move(result));
-      } else {
-        promise.deliver(ToError(result.status()));
-      }
-    };
-    self->request(self->state.callbacks, caf::infinite, caf::ok_atom::value)
-        .then([deliver](caf::ok_atom) mutable { deliver(); },
-              [deliver](caf::error&) mutable { deliver(); });
-  };
-  CallLeader<Response>(self, caf::duration{st.config.rpc_timeout}, {}, std::move(on_result),
-                       request);
-  return promise;
+  return Forward<proto::NotifyPreemptionResponse>(self, request,
+                                                  caf::duration{st.config.rpc_timeout});
 }
 
 void ForgetPreemption(AgentPointer self) {

@@ -24,6 +24,10 @@
 
 namespace muster {
 
+// Runs the user callbacks it is sent, in order, off the network thread (RunUserCallback).
+using CallbackRunnerActor =
+    caf::typed_actor<caf::reacts_to<UserCallback>, caf::reacts_to<caf::close_atom>>;
+
 struct AgentActorState {
   static inline const char* name = "muster.agent";
   AgentConfig config;
@@ -60,7 +64,7 @@ struct AgentActorState {
   };
   std::map<uint64_t, Pending> pending;
   uint64_t next_call = 0;
-  CallDeadlines call_deadlines;   // of the pending calls with a finite timeout, by call id
+  CallDeadlines call_deadlines;  // of the pending calls with a finite timeout, by call id
   CallbackRunnerActor callbacks;  // runs the user's callbacks, in order (RunUserCallback)
   absl::flat_hash_map<std::string, int64_t> barrier_counters;    // last counter per barrier id
   absl::flat_hash_map<std::string, int64_t> barriers_in_flight;  // id -> counter sent

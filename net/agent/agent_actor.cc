@@ -5,7 +5,6 @@
 
 #include <absl/strings/str_cat.h>
 
-#include "muster/actors/placement.h"
 #include "muster/messages/incarnation.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
@@ -172,9 +171,7 @@ void SetError(AgentPointer self, const absl::Status& status) {
   st.error = status;
   StopHeartbeats(self);
   FailSyncWaiters(self, status);
-  if (st.config.on_error) {
-    RunUserCallback(self, [on_error = st.config.on_error, status] { on_error(status); });
-  }
+  if (st.config.on_error) st.config.on_error(status);
 }
 
 void FailPending(AgentPointer self, const absl::Status& status, bool blocking_only) {
@@ -355,25 +352,7 @@ void OnRetry(AgentPointer self) {
   if (self->state.connecting.pending()) Register(self);
 }
 
-// Runs the user callbacks it is sent, one after the other, on a scheduler thread; ends after
-// the ones sent before its agent ended.
-CallbackRunnerActor::behavior_type CallbackRunner(CallbackRunnerActor::pointer self) {
-  return {
-      [](const UserCallback& callback) { callback.run(); },
-      [self](caf::close_atom) { self->quit(); },
-  };
-}
-
-void RunUserCallback(AgentPointer self, std::function<void()> callback) {
-  self->send(self->state.callbacks, UserCallback{std::move(callback)});
-}
-
 void InitAgent(AgentPointer self, AgentConfig config) {
-  HostOnNetworkThread(self);
-  self->state.callbacks = self->spawn(CallbackRunner);
-  self->attach_functor([runner = self->state.callbacks](const caf::error&) {
-    caf::anon_send(runner, caf::close_atom::value);
-  });
   if (config.incarnation == 0) config.incarnation = NewIncarnation();
   self->state.config = std::move(config);
   self->state.request_client = NewIncarnation();  // random, non-zero

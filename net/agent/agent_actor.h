@@ -100,15 +100,6 @@ struct AgentConfig {
 
 }  // namespace muster
 
-namespace muster {
-// A user callback (on_error, on_preemption, a watch's on_change), run in order by the agent's
-// callback runner: the agent actor itself is network-hosted and never runs user code.
-struct UserCallback {
-  std::function<void()> run;
-};
-}  // namespace muster
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(muster::UserCallback)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(muster::WatchCallback)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(muster::AgentStatus)
 

@@ -34,10 +34,7 @@ proto::PreemptionAck OnPreemptionNotice(AgentPointer self, const proto::Preempti
     if (step != AgentProgress::kNoStep) st.answered_step = step;
   }
   if (st.answered_step) ack.set_step(*st.answered_step);
-  if (first && st.config.on_preemption) {
-    RunUserCallback(self,
-                    [on_preemption = st.config.on_preemption, notice] { on_preemption(notice); });
-  }
+  if (first && st.config.on_preemption) st.config.on_preemption(notice);
   return ack;
 }
 

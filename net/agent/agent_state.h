@@ -24,10 +24,6 @@
 
 namespace muster {
 
-// Runs the user callbacks it is sent, in order, off the network thread (RunUserCallback).
-using CallbackRunnerActor =
-    caf::typed_actor<caf::reacts_to<UserCallback>, caf::reacts_to<caf::close_atom>>;
-
 struct AgentActorState {
   static inline const char* name = "muster.agent";
   AgentConfig config;
@@ -65,7 +61,6 @@ struct AgentActorState {
   std::map<uint64_t, Pending> pending;
   uint64_t next_call = 0;
   CallDeadlines call_deadlines;  // of the pending calls with a finite timeout, by call id
-  CallbackRunnerActor callbacks;  // runs the user's callbacks, in order (RunUserCallback)
   absl::flat_hash_map<std::string, int64_t> barrier_counters;    // last counter per barrier id
   absl::flat_hash_map<std::string, int64_t> barriers_in_flight;  // id -> counter sent
   // Watches by normalised key: the callback, and the highest revision delivered (first the
@@ -106,10 +101,6 @@ struct AgentActorState {
 };
 
 using AgentPointer = AgentControlActor::stateful_pointer<AgentActorState>;
-
-// Runs `callback` (user code) on the agent's callback runner, after the ones before it: the
-// agent actor runs on the network thread, where user code must not run.
-void RunUserCallback(AgentPointer self, std::function<void()> callback);
 
 // Puts the agent in ERROR with `status` and calls the error callback (once per episode).
 void SetError(AgentPointer self, const absl::Status& status);

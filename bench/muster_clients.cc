@@ -87,9 +87,8 @@ struct LoopState {
   int64_t ops = 0;                   // timed requests (seq)
   caf::actor_clock::time_point end;  // stop time (conc)
   caf::duration timeout;
-  // Hosted clients keep their own deadlines (net/agent/call_deadlines.h): one timer instead of
-  // CAF's per-request one.
-  bool own_deadlines = false;
+  // Positive: the client keeps its own deadlines (net/agent/call_deadlines.h), one timer
+  // instead of CAF's per-request one (hosted clients with a finite timeout).
   caf::timespan deadline_after{0};
   CallDeadlines deadlines;
   uint64_t next_call = 0;
@@ -113,7 +112,7 @@ void Next(LoopActor<Request>* self, bool timed) {
   }
   uint64_t call = st.next_call++;
   caf::duration timeout = st.timeout;
-  if (st.own_deadlines && st.deadline_after.count() > 0) {
+  if (st.deadline_after.count() > 0) {
     if (auto arm = st.deadlines.Add(call, start + st.deadline_after)) {
       self->delayed_send(self, *arm - start, caf::timeout_atom::value);
     }
@@ -138,11 +137,11 @@ void Next(LoopActor<Request>* self, bool timed) {
 template <class Request>
 void InitLoop(LoopActor<Request>* self, CoordinatorActor leader, Request request,
               const ClientArgs& args) {
-  bool hosted = IsHostedVariant(args.variant);
-  if (hosted) HostOnNetworkThread(self);
-  self->state.own_deadlines = hosted;
-  self->state.deadline_after =
-      std::chrono::milliseconds(std::max<int64_t>(0, args.request_timeout_ms));
+  if (IsHostedVariant(args.variant)) {
+    HostOnNetworkThread(self);
+    self->state.deadline_after =
+        std::chrono::milliseconds(std::max<int64_t>(0, args.request_timeout_ms));
+  }
   self->state.leader = std::move(leader);
   self->state.request = std::move(request);
   self->state.timeout = Timeout(args);

@@ -1,5 +1,4 @@
 #include "muster/actors/kv/kv_fanout_actor.h"
-#include "muster/actors/placement.h"
 
 #include <algorithm>
 #include <utility>
@@ -7,6 +6,8 @@
 #include <absl/status/status.h>
 #include <caf/response_promise.hpp>
 #include <caf/result.hpp>
+
+#include "muster/actors/placement.h"
 
 namespace muster {
 namespace {

@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <thread>
 
 #include <absl/strings/str_cat.h>
 #include <caf/actor_system_config.hpp>
@@ -15,9 +14,7 @@
 #include <caf/io/doorman.hpp>
 #include <caf/io/network/acceptor_impl.hpp>
 #include <caf/io/network/native_socket.hpp>
-#include <caf/io/network/stream.hpp>
 #include <caf/make_counted.hpp>
-#include <caf/policy/tcp.hpp>
 
 #include "muster/net/transport/guarded_stream.h"
 

@@ -295,6 +295,9 @@ int RunFailureClient(caf::actor_system& system, const ClientArgs& args) {
   Emit("ready");
   self->receive(
       [](report_atom, int64_t at_ns) { Emit("report", "at_ns=" + std::to_string(at_ns)); });
+  // Stays connected until the driver ends the trial: a survivor that left now would be one more
+  // task failure for the leader to fan out while the other survivors are still being measured.
+  WaitForGo();
   return 0;
 }
 

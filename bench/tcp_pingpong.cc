@@ -118,6 +118,7 @@ int Failure(const ClientArgs& args) {
   while (TcpReceive(fd, &frame)) {
     if (frame.op == kNotify) {
       Emit("report", "at_ns=" + std::to_string(MonoNs()));
+      WaitForGo();  // stays connected until the driver ends the trial, as Muster's survivors do
       return 0;
     }
   }

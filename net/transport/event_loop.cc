@@ -13,11 +13,22 @@
 //               --> flush (one send per connection) --> poll
 //
 // A request that crosses the leader is handled in one thread with three system calls.
+//
+// CAF also hands actors to the scheduler directly, without an execution unit: a remote actor's
+// proxy that dies with its connection sends its down and exit messages that way, as does
+// anon_send. The node's scheduler (MakeNodeScheduler) keeps a hosted actor woken like that on
+// the network thread too, so a lost connection is handled there from end to end.
 #include <thread>
 
+#include <caf/atom.hpp>
+#include <caf/policy/work_sharing.hpp>
+#include <caf/policy/work_stealing.hpp>
 #include <caf/ref_counted.hpp>
 #include <caf/resumable.hpp>
 #include <caf/scheduled_actor.hpp>
+#include <caf/scheduler/coordinator.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <caf/settings.hpp>
 
 #include "muster/actors/placement.h"
 #include "muster/net/transport/guarded_multiplexer.h"
@@ -30,28 +41,60 @@ constexpr size_t kHostedThroughput = 64;
 // Resumptions per drain before the loop serves the network again.
 constexpr int kDrainBudget = 4096;
 
-}  // namespace
+// The loop this thread serves, if it is a network thread.
+thread_local GuardedMultiplexer* this_thread_loop = nullptr;
 
-void GuardedMultiplexer::exec_later(caf::resumable* job) {
-  if (std::this_thread::get_id() == thread_id() && looping_) {
-    auto kind = job->subtype();
-    if (kind == caf::resumable::io_actor || kind == caf::resumable::function_object ||
-        (kind == caf::resumable::scheduled_actor &&
-         IsNetworkHosted(*static_cast<caf::scheduled_actor*>(job)))) {
-      local_.emplace_back(job, /*add_ref=*/false);  // adopts the caller's reference
-      return;
+// CAF's coordinator for `Policy`, with hosted actors kept on the network thread.
+template <class Policy>
+class NodeScheduler final : public caf::scheduler::coordinator<Policy> {
+ public:
+  using caf::scheduler::coordinator<Policy>::coordinator;
+
+  void enqueue(caf::resumable* job) override {
+    if (!GuardedMultiplexer::AdoptOnNetworkThread(job)) {
+      caf::scheduler::coordinator<Policy>::enqueue(job);
     }
   }
-  default_multiplexer::exec_later(job);
+};
+
+}  // namespace
+
+caf::actor_system::module* MakeNodeScheduler(caf::actor_system& system) {
+  auto policy = caf::get_or(system.config(), "scheduler.policy", caf::atom("stealing"));
+  if (policy == caf::atom("testing")) return new caf::scheduler::test_coordinator(system);
+  if (policy == caf::atom("sharing")) return new NodeScheduler<caf::policy::work_sharing>(system);
+  return new NodeScheduler<caf::policy::work_stealing>(system);
+}
+
+bool GuardedMultiplexer::AdoptOnNetworkThread(caf::resumable* job) {
+  return this_thread_loop != nullptr && this_thread_loop->Adopt(job, /*any_kind=*/false);
+}
+
+bool GuardedMultiplexer::Adopt(caf::resumable* job, bool any_kind) {
+  if (std::this_thread::get_id() != thread_id() || !looping_) return false;
+  auto kind = job->subtype();
+  bool hosted = kind == caf::resumable::scheduled_actor &&
+                IsNetworkHosted(*static_cast<caf::scheduled_actor*>(job));
+  bool here =
+      hosted ||
+      (any_kind && (kind == caf::resumable::io_actor || kind == caf::resumable::function_object));
+  if (here) local_.emplace_back(job, /*add_ref=*/false);  // adopts the caller's reference
+  return here;
+}
+
+void GuardedMultiplexer::exec_later(caf::resumable* job) {
+  if (!Adopt(job, /*any_kind=*/true)) default_multiplexer::exec_later(job);
 }
 
 void GuardedMultiplexer::run() {
   looping_ = true;
+  this_thread_loop = this;
   while (num_socket_handlers() > 0) {
     DrainLocal();
     FlushDeferredWrites();
     poll_once(/*block=*/local_.empty());
   }
+  this_thread_loop = nullptr;
   looping_ = false;
   local_.clear();  // the system is shutting down: nothing more runs here
   DropDeferredWrites();

@@ -43,6 +43,12 @@ class HandshakeSweeper;
 void SetTlsFiles(caf::actor_system_config& cfg, const TlsFiles& files);
 TlsFiles TlsFilesOf(const caf::actor_system_config& cfg);
 
+// The scheduler of a node configured by ConfigureNode: CAF's own, as `scheduler.policy` says
+// (work sharing, work stealing, or the test coordinator), except that a network-hosted actor
+// handed to it on the network thread stays on that thread (GuardedMultiplexer::
+// AdoptOnNetworkThread).
+caf::actor_system::module* MakeNodeScheduler(caf::actor_system& system);
+
 class GuardedMultiplexer : public caf::io::network::default_multiplexer {
  public:
   explicit GuardedMultiplexer(caf::actor_system* system);
@@ -60,6 +66,11 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   // On the network thread: hosted actors (actors/placement.h), brokers and posted functions go
   // to the loop's local queue; everything else as CAF does.
   void exec_later(caf::resumable* job) override;
+  // The node's scheduler calls this first: true if `job` is a hosted actor and the caller is
+  // the network thread, in which case the job (and the caller's reference) joined the loop's
+  // queue. CAF hands actors to the scheduler without an execution unit when, for example, the
+  // proxy of a remote actor dies with its connection.
+  static bool AdoptOnNetworkThread(caf::resumable* job);
   // CAF's event loop, plus: each turn drains the local queue completely, then the writes that
   // connections deferred during the turn go out, each connection's in one system call.
   void run() override;
@@ -81,6 +92,8 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   void DeferFlush(GuardedScribe* scribe);
 
  private:
+  // Takes `job` into the local queue if this is the network thread and the job belongs there.
+  bool Adopt(caf::resumable* job, bool any_kind);
   // Runs the network thread's queue of hosted actors, brokers and posted functions.
   void DrainLocal();
   void FlushDeferredWrites();

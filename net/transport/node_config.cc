@@ -12,6 +12,7 @@ namespace muster {
 void ConfigureNode(caf::actor_system_config& cfg, const NodeOptions& options) {
   AddMessageTypes(cfg);
   cfg.load<caf::io::middleman, GuardedMultiplexer>();
+  cfg.module_factories.push_back(&MakeNodeScheduler);
   // Read by GuardedMultiplexer; not CAF options, so they go into the settings directly.
   caf::put(cfg.content, "muster.max-frame-bytes", int64_t{options.wire_limits.max_frame_bytes});
   caf::put(cfg.content, "muster.max-handshake-bytes",

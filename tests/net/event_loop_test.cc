@@ -46,6 +46,18 @@ caf::behavior Forwarder(caf::event_based_actor* self, caf::actor next) {
   return {[=](const std::string& text) { return self->delegate(next, text); }};
 }
 
+// Hosted; monitors each actor it is given and answers "watching"; tells `sink` on which thread
+// it learnt that one went down.
+caf::behavior DownWatcher(caf::event_based_actor* self, caf::actor sink) {
+  HostOnNetworkThread(self);
+  self->set_down_handler(
+      [=](caf::down_msg&) { self->send(sink, ThreadKey(std::this_thread::get_id())); });
+  return {[=](const caf::actor& target) {
+    self->monitor(target);
+    return std::string("watching");
+  }};
+}
+
 class EventLoopTest : public ::testing::Test {
  protected:
   // The actor systems wait for every actor at their end: stop the ones a test spawned.
@@ -115,6 +127,26 @@ TEST_F(EventLoopTest, HostedActorWokenByALocalThreadRunsOnTheScheduler) {
                [&](caf::error& error) { ADD_FAILURE() << server_.render(error); });
   ASSERT_FALSE(answer.empty());
   EXPECT_NE(answer, NetworkThread() + " y");
+}
+
+// CAF kills the proxy of a remote actor that went down (or whose connection was lost) without
+// an execution unit, so the down message reaches the scheduler; the node's scheduler keeps a
+// hosted monitor on the network thread all the same.
+TEST_F(EventLoopTest, RemoteActorDown_HostedMonitorLearnsOnTheNetworkThread) {
+  caf::scoped_actor sink{server_};
+  auto remote = Remote(Spawn(server_, DownWatcher, caf::actor{sink}));
+  auto target = client_.spawn(WhereAmI, false);
+  caf::scoped_actor self{client_};
+  std::string answer;
+  self->request(remote, 10s, target)
+      .receive([&](std::string& reply) { answer = std::move(reply); },
+               [&](caf::error& error) { ADD_FAILURE() << client_.render(error); });
+  ASSERT_EQ(answer, "watching");
+  caf::anon_send_exit(target, caf::exit_reason::user_shutdown);
+  std::string key;
+  sink->receive([&](std::string& reply) { key = std::move(reply); },
+                caf::after(10s) >> [] { ADD_FAILURE() << "no down message"; });
+  EXPECT_EQ(key, NetworkThread());
 }
 
 // 500 requests in flight from one actor: their replies leave in few writes and all arrive.

@@ -167,6 +167,8 @@ const std::vector<Target>& Targets() {
        "bring-up 100,000 (16 processes) < 10 s"},
       {"failure", 64, "detect_median_ms", "muster", "", true, 10,
        "kill -9 → last of 63 survivors < 10 ms"},
+      {"failure", 64, "detect_median_ms", "muster:hosted", "", true, 10,
+       "kill -9 → last of 63 survivors < 10 ms (workers' agent actors hosted)"},
       {"heartbeat", 10000, "cpu_pct_median", "muster:batched", "", true, 5,
        "leader CPU < 5% of a core (batched per process)"},
       {"heartbeat", 10000, "cpu_pct_median", "muster", "", true, 5,

@@ -165,6 +165,7 @@ long_workloads() {
   local pin=$1
   if wants failure; then
     run "$pin" 1 muster "" failure 64 150 "--trials=$TRIALS"
+    run "$pin" 1 muster hosted failure 64 150 "--trials=$TRIALS"
     run "$pin" 1 tcp "" failure 64 90 "--trials=$TRIALS"
   fi
   if wants bringup && [ "$pin" = unpinned ]; then

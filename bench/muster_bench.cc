@@ -103,8 +103,12 @@ int RunLeader(const Flags& flags) {
                          " heap_kib=" + std::to_string(usage.heap_kib));
   }
   if (IsFloorVariant(flags.Get("variant"))) {
-    if (int code = RunFloorServer(system, flags.Get("variant")); code != 0) std::_Exit(code);
+    if (int code = RunFloorServer(system, flags.Get("variant"), flags.Get("workload"));
+        code != 0) {
+      std::_Exit(code);
+    }
     for (int received = 0; sigwait(&signals, &received) == 0 && received != SIGTERM;) {
+      EmitSample();
     }
     std::_Exit(0);
   }

@@ -4,6 +4,10 @@
 // answers every TryGetKeyValueRequest with a fixed TryGetKeyValueResponse.
 //   floor         both actors scheduled by CAF's scheduler (what any CAF program pays)
 //   floor-hosted  both actors network-hosted (actors/placement.h), as Muster's leader actors are
+// For the heartbeat workload, "floor" is the least the design holds per task: the server
+// publishes a registrar that, for each task's agent actor it is sent, spawns one hosted actor
+// that monitors the agent (so the server also holds a proxy of it) and answers the task's
+// HeartbeatRequests with an empty HeartbeatResponse. No coordinator, no task state.
 #include <absl/strings/match.h>
 #include <caf/event_based_actor.hpp>
 #include <caf/io/middleman.hpp>
@@ -28,10 +32,26 @@ caf::behavior Echo(caf::event_based_actor* self, bool hosted) {
   return {[=](const proto::TryGetKeyValueRequest&) { return response; }};
 }
 
+// One task's actor on the floor: watches the task's agent, answers its beats.
+caf::behavior FloorTask(caf::event_based_actor* self, const caf::actor& agent) {
+  HostOnNetworkThread(self);
+  self->monitor(agent);
+  self->set_down_handler([self](caf::down_msg&) { self->quit(); });
+  return {[](const proto::HeartbeatRequest&) { return proto::HeartbeatResponse(); }};
+}
+
+// Answers each agent actor with the task actor it spawned for it.
+caf::behavior Registrar(caf::event_based_actor* self) {
+  HostOnNetworkThread(self);
+  return {[self](const caf::actor& agent) { return self->spawn(FloorTask, agent); }};
+}
+
 }  // namespace
 
-int RunFloorServer(caf::actor_system& system, const std::string& variant) {
-  auto echo = system.spawn(Echo, IsHostedVariant(variant));
+int RunFloorServer(caf::actor_system& system, const std::string& variant,
+                   const std::string& workload) {
+  auto echo = workload == "heartbeat" ? system.spawn(Registrar)
+                                      : system.spawn(Echo, IsHostedVariant(variant));
   auto port = system.middleman().publish(echo, 0, "127.0.0.1", true);
   if (!port) {
     std::fprintf(stderr, "muster_bench floor: %s\n", system.render(port.error()).c_str());

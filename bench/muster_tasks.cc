@@ -182,14 +182,32 @@ void Beat(TaskPointer self, caf::actor_clock::time_point end) {
   self->delayed_send(self, std::chrono::seconds(1), caf::tick_atom::value, end);
 }
 
+// The floor's registration (muster_floor.cc): `leader` is the floor's registrar, which answers
+// with this task's own actor; the beats go there.
+template <class Next>
+void RegisterOnFloor(TaskPointer self, const AgentActor& agent, Next next) {
+  self->request(caf::actor_cast<caf::actor>(self->state.leader), kRequestTimeout,
+                caf::actor_cast<caf::actor>(agent))
+      .then(
+          [=](caf::actor& task) {
+            self->state.leader = caf::actor_cast<CoordinatorActor>(task);
+            next();
+          },
+          [](caf::error& e) { Die(e); });
+}
+
 // Registers (values: none), then on go_atom heartbeats once a second after `phase` until `end`,
-// through `batcher` when it is set.
+// through `batcher` when it is set; with `floor`, registers with the floor's registrar instead.
 caf::behavior HeartbeatTask(TaskPointer self, CoordinatorActor leader, int64_t id, AgentActor agent,
-                            HeartbeatBatcherActor batcher, caf::actor registered,
+                            HeartbeatBatcherActor batcher, bool floor, caf::actor registered,
                             caf::actor finished, caf::timespan phase, caf::timespan duration) {
   InitTask(self, std::move(leader), id, std::move(registered));
   self->state.batcher = std::move(batcher);
-  Register(self, agent, [=] { Done(self); });
+  if (floor) {
+    RegisterOnFloor(self, agent, [=] { Done(self); });
+  } else {
+    Register(self, agent, [=] { Done(self); });
+  }
   return {
       [=](go_atom) {
         self->state.collector = finished;
@@ -249,7 +267,9 @@ int RunBringupClient(caf::actor_system& system, const ClientArgs& args) {
 }
 
 int RunHeartbeatClient(caf::actor_system& system, const ClientArgs& args) {
-  CoordinatorActor leader = ConnectToLeader(system, args.port);
+  bool floor = IsFloorVariant(args.variant);
+  CoordinatorActor leader =
+      floor ? ConnectToFloor(system, args.port) : ConnectToLeader(system, args.port);
   size_t count = static_cast<size_t>(args.Count());
   auto registered = system.spawn(Collector, count);
   auto finished = system.spawn(Collector, count);
@@ -266,7 +286,8 @@ int RunHeartbeatClient(caf::actor_system& system, const ClientArgs& args) {
         caf::timespan{(args.First() + static_cast<int64_t>(i)) * 1'000'000'000 / args.param};
     agents.push_back(system.spawn(Agent, caf::actor{}, false));
     tasks.push_back(system.spawn(HeartbeatTask, leader, args.First() + static_cast<int64_t>(i),
-                                 agents.back(), batcher, registered, finished, phase, duration));
+                                 agents.back(), batcher, floor, registered, finished, phase,
+                                 duration));
   }
   Collect(system, registered);
   Emit("ready");

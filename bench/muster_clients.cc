@@ -2,12 +2,14 @@
 // scoped_actor for comparison) and concurrent clients (actors, one request in flight each).
 // Variants of the round trip: tryget, insert (KV directory actor behind the coordinator) and
 // state (GetTaskState, answered by the coordinator itself); insert-durable is insert against a
-// leader with a state dir. The concurrent clients read (tryget) or write (insert*) a key each.
+// leader with a state dir; agent and agent-async are a TryGet through muster::Agent. The
+// concurrent clients read (tryget) or write (insert*) a key each.
 #include <string>
 #include <vector>
 
 #include <absl/strings/match.h>
 #include <absl/strings/str_cat.h>
+#include <absl/synchronization/mutex.h>
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/stateful_actor.hpp>
@@ -17,6 +19,7 @@
 #include "muster/bench/muster_bench.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
+#include "muster/net/agent/agent.h"
 #include "muster/net/agent/call_deadlines.h"
 
 namespace muster::bench {
@@ -216,6 +219,47 @@ std::vector<double> RunSeqBlocking(caf::actor_system& system, const CoordinatorA
   return us;
 }
 
+// The round trip through muster::Agent, task worker/0: its blocking TryGetKeyValue (what a C++
+// program calls), or with `async` its CallAsync and the caller waiting on a mutex (what the
+// Python binding does, without Python).
+std::vector<double> RunSeqAgent(caf::actor_system& system, const ClientArgs& args, bool async) {
+  AgentOptions options{.leader = "127.0.0.1:" + std::to_string(args.port),
+                       .job_name = "worker",
+                       .task_id = 0};
+  auto agent = Agent::Create(system, options, [](const absl::Status&) {});
+  absl::Status connected = agent.ok() ? (*agent)->Connect() : agent.status();
+  if (!connected.ok()) {
+    std::fprintf(stderr, "muster_bench client: %s\n", connected.ToString().c_str());
+    std::_Exit(1);
+  }
+  std::vector<double> us;
+  for (int64_t i = -args.warmup; i < args.ops; ++i) {
+    int64_t start = MonoNs();
+    absl::Status status;
+    if (async) {
+      absl::Mutex mutex;
+      bool done = false;
+      (*agent)->CallAsync<proto::TryGetKeyValueResponse>(
+          [&](absl::StatusOr<proto::TryGetKeyValueResponse> result) {
+            absl::MutexLock lock(&mutex);
+            status = result.status();
+            done = true;
+          },
+          TryGetRequest());
+      absl::MutexLock lock(&mutex);
+      mutex.Await(absl::Condition(&done));
+    } else {
+      status = (*agent)->TryGetKeyValue(kKey).status();
+    }
+    if (!status.ok()) {
+      std::fprintf(stderr, "muster_bench client: %s\n", status.ToString().c_str());
+      std::_Exit(1);
+    }
+    if (i >= 0) us.push_back((MonoNs() - start) / 1e3);
+  }
+  return us;
+}
+
 }  // namespace
 
 int RunSeqClient(caf::actor_system& system, const ClientArgs& args, bool blocking) {
@@ -226,7 +270,9 @@ int RunSeqClient(caf::actor_system& system, const ClientArgs& args, bool blockin
   Emit("ready");
   WaitForGo();
   std::vector<double> us;
-  if (absl::StartsWith(args.variant, "state")) {
+  if (absl::StartsWith(args.variant, "agent")) {
+    us = RunSeqAgent(system, args, args.variant == "agent-async");
+  } else if (absl::StartsWith(args.variant, "state")) {
     us = blocking ? RunSeqBlocking(system, leader, TaskStateRequest(), args)
                   : RunSeq(system, leader, TaskStateRequest(), args);
   } else if (absl::StartsWith(args.variant, "insert")) {

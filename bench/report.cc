@@ -144,6 +144,8 @@ const std::vector<Target>& Targets() {
        "TryGet median ≤ TCPStore add (toward; client actor hosted)"},
       {"seq", 1, "median_us", "muster:tryget", "tcpstore:get", true, 1,
        "TryGet median ≤ TCPStore get (plain client actor)"},
+      {"seq", 1, "median_us", "muster:agent", "tcpstore:get", true, 1,
+       "TryGet median ≤ TCPStore get (through muster::Agent)"},
       {"seq", 1, "p99_us", "muster:tryget-hosted", "muster:tryget-hosted", true, 3,
        "TryGet p99 ≤ 3× its median (client actor hosted)", "median_us"},
       {"seq", 1, "median_us", "muster:tryget-hosted", "muster:floor-hosted", true, 1.5,

@@ -121,6 +121,9 @@ repetition() {
     run "$pin" "$rep" muster insert-hosted seq 1 60 "--ops=$OPS"
     run "$pin" "$rep" muster floor seq 1 60 "--ops=$OPS"
     run "$pin" "$rep" muster floor-hosted seq 1 60 "--ops=$OPS"
+    # Through muster::Agent: its blocking call, and CallAsync as the Python binding uses it.
+    run "$pin" "$rep" muster agent seq 1 60 "--ops=$OPS"
+    run "$pin" "$rep" muster agent-async seq 1 60 "--ops=$OPS"
   fi
   if wants conc; then
     for c in 1 4 16 64; do

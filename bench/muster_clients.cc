@@ -223,9 +223,8 @@ std::vector<double> RunSeqBlocking(caf::actor_system& system, const CoordinatorA
 // program calls), or with `async` its CallAsync and the caller waiting on a mutex (what the
 // Python binding does, without Python).
 std::vector<double> RunSeqAgent(caf::actor_system& system, const ClientArgs& args, bool async) {
-  AgentOptions options{.leader = "127.0.0.1:" + std::to_string(args.port),
-                       .job_name = "worker",
-                       .task_id = 0};
+  AgentOptions options{
+      .leader = "127.0.0.1:" + std::to_string(args.port), .job_name = "worker", .task_id = 0};
   auto agent = Agent::Create(system, options, [](const absl::Status&) {});
   absl::Status connected = agent.ok() ? (*agent)->Connect() : agent.status();
   if (!connected.ok()) {

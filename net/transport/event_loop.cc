@@ -73,8 +73,10 @@ bool GuardedMultiplexer::AdoptOnNetworkThread(caf::resumable* job) {
 bool GuardedMultiplexer::Adopt(caf::resumable* job, bool any_kind) {
   if (std::this_thread::get_id() != thread_id() || !looping_) return false;
   auto kind = job->subtype();
-  bool hosted = kind == caf::resumable::scheduled_actor &&
-                IsNetworkHosted(*static_cast<caf::scheduled_actor*>(job));
+  // A hosted actor of another actor system in this process stays with that system's loop.
+  auto* actor =
+      kind == caf::resumable::scheduled_actor ? static_cast<caf::scheduled_actor*>(job) : nullptr;
+  bool hosted = actor != nullptr && IsNetworkHosted(*actor) && &actor->home_system() == &system();
   bool here =
       hosted ||
       (any_kind && (kind == caf::resumable::io_actor || kind == caf::resumable::function_object));

@@ -37,13 +37,14 @@ std::string ThreadKey(std::thread::id id) {
 caf::behavior WhereAmI(caf::event_based_actor* self, bool hosted) {
   if (hosted) HostOnNetworkThread(self);
   return {
-      [](const std::string& text) { return ThreadKey(std::this_thread::get_id()) + " " + text; }};
+      [](const std::string& text) { return ThreadKey(std::this_thread::get_id()) + " " + text; },
+      [](caf::ok_atom) {}};
 }
 
 // Hosted; hands each string to `next` and answers with its answer.
 caf::behavior Forwarder(caf::event_based_actor* self, caf::actor next) {
   HostOnNetworkThread(self);
-  return {[=](const std::string& text) { return self->delegate(next, text); }};
+  return {[=](const std::string& text) { return self->delegate(next, text); }, [](caf::ok_atom) {}};
 }
 
 // Hosted; monitors each actor it is given and answers "watching"; tells `sink` on which thread
@@ -53,9 +54,10 @@ caf::behavior DownWatcher(caf::event_based_actor* self, caf::actor sink) {
   self->set_down_handler(
       [=](caf::down_msg&) { self->send(sink, ThreadKey(std::this_thread::get_id())); });
   return {[=](const caf::actor& target) {
-    self->monitor(target);
-    return std::string("watching");
-  }};
+            self->monitor(target);
+            return std::string("watching");
+          },
+          [](caf::ok_atom) {}};
 }
 
 class EventLoopTest : public ::testing::Test {
@@ -65,9 +67,14 @@ class EventLoopTest : public ::testing::Test {
     for (const auto& actor : spawned_) caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
   }
 
+  // Spawns an actor and waits until it has initialised (so a hosted one is marked as such
+  // before any message reaches it).
   template <class... Ts>
   caf::actor Spawn(caf::actor_system& system, Ts&&... xs) {
     spawned_.push_back(system.spawn(std::forward<Ts>(xs)...));
+    caf::scoped_actor self{system};
+    self->request(spawned_.back(), 10s, caf::ok_atom::value)
+        .receive([] {}, [&](caf::error& error) { ADD_FAILURE() << system.render(error); });
     return spawned_.back();
   }
 
@@ -118,6 +125,18 @@ TEST_F(EventLoopTest, MessagesBetweenHostedActorsStayOnTheNetworkThread) {
   EXPECT_EQ(Ask(remote, "x"), NetworkThread() + " x");
 }
 
+// Two actor systems in one process: a hosted actor of the client system, woken by the server's
+// network thread, does not join the server's loop (its sends would reach the client's brokers
+// from the wrong thread).
+TEST_F(EventLoopTest, HostedActorOfAnotherSystemStaysOffThisNetworkThread) {
+  auto other = Spawn(client_, WhereAmI, true);
+  auto remote = Remote(Spawn(server_, Forwarder, other));
+  std::string answer = Ask(remote, "z");
+  ASSERT_FALSE(answer.empty());
+  EXPECT_NE(answer, NetworkThread() + " z");
+  EXPECT_EQ(answer.substr(answer.size() - 2), " z");
+}
+
 TEST_F(EventLoopTest, HostedActorWokenByALocalThreadRunsOnTheScheduler) {
   auto local = Spawn(server_, WhereAmI, true);
   caf::scoped_actor self{server_};
@@ -157,19 +176,20 @@ TEST_F(EventLoopTest, ManyRequestsInFlight_AllAnsweredInOrder) {
   std::vector<std::string> answers;
   auto collector = Spawn(client_, [&, remote](caf::event_based_actor* actor) -> caf::behavior {
     return {[&, actor, remote](int count) {
-      auto promise = actor->make_response_promise<bool>();
-      auto left = std::make_shared<int>(count);
-      for (int i = 0; i < count; ++i) {
-        actor->request(remote, 10s, std::to_string(i))
-            .then(
-                [&, promise, left](std::string& reply) mutable {
-                  answers.push_back(reply.substr(reply.find(' ') + 1));
-                  if (--*left == 0) promise.deliver(true);
-                },
-                [promise](caf::error& error) mutable { promise.deliver(error); });
-      }
-      return promise;
-    }};
+              auto promise = actor->make_response_promise<bool>();
+              auto left = std::make_shared<int>(count);
+              for (int i = 0; i < count; ++i) {
+                actor->request(remote, 10s, std::to_string(i))
+                    .then(
+                        [&, promise, left](std::string& reply) mutable {
+                          answers.push_back(reply.substr(reply.find(' ') + 1));
+                          if (--*left == 0) promise.deliver(true);
+                        },
+                        [promise](caf::error& error) mutable { promise.deliver(error); });
+              }
+              return promise;
+            },
+            [](caf::ok_atom) {}};
   });
   bool done = false;
   self->request(collector, 30s, kRequests)

@@ -18,8 +18,6 @@
 // proxy that dies with its connection sends its down and exit messages that way, as does
 // anon_send. The node's scheduler (MakeNodeScheduler) keeps a hosted actor woken like that on
 // the network thread too, so a lost connection is handled there from end to end.
-#include <thread>
-
 #include <caf/atom.hpp>
 #include <caf/policy/work_sharing.hpp>
 #include <caf/policy/work_stealing.hpp>
@@ -41,7 +39,7 @@ constexpr size_t kHostedThroughput = 64;
 // Resumptions per drain before the loop serves the network again.
 constexpr int kDrainBudget = 4096;
 
-// The loop this thread serves, if it is a network thread.
+// The loop this thread serves while its run() does: set only on a network thread.
 thread_local GuardedMultiplexer* this_thread_loop = nullptr;
 
 // CAF's coordinator for `Policy`, with hosted actors kept on the network thread.
@@ -71,7 +69,7 @@ bool GuardedMultiplexer::AdoptOnNetworkThread(caf::resumable* job) {
 }
 
 bool GuardedMultiplexer::Adopt(caf::resumable* job, bool any_kind) {
-  if (std::this_thread::get_id() != thread_id() || !looping_) return false;
+  if (this_thread_loop != this) return false;
   auto kind = job->subtype();
   // A hosted actor of another actor system in this process stays with that system's loop.
   auto* actor =
@@ -89,7 +87,6 @@ void GuardedMultiplexer::exec_later(caf::resumable* job) {
 }
 
 void GuardedMultiplexer::run() {
-  looping_ = true;
   this_thread_loop = this;
   while (num_socket_handlers() > 0) {
     DrainLocal();
@@ -97,7 +94,6 @@ void GuardedMultiplexer::run() {
     poll_once(/*block=*/local_.empty());
   }
   this_thread_loop = nullptr;
-  looping_ = false;
   local_.clear();  // the system is shutting down: nothing more runs here
   DropDeferredWrites();
 }
@@ -118,8 +114,6 @@ void GuardedMultiplexer::DrainLocal() {
   }
 }
 
-bool GuardedMultiplexer::DefersFlushes() const {
-  return std::this_thread::get_id() == thread_id() && looping_;
-}
+bool GuardedMultiplexer::DefersFlushes() const { return this_thread_loop == this; }
 
 }  // namespace muster

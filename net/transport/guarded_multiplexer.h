@@ -107,7 +107,6 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   std::deque<std::pair<std::chrono::steady_clock::time_point, uint64_t>> deadlines_;
   uint64_t next_watch_id_ = 1;
   std::unique_ptr<HandshakeSweeper> sweeper_;
-  bool looping_ = false;  // run() serves the loop (read on the network thread only)
   std::deque<caf::intrusive_ptr<caf::resumable>> local_;
   std::vector<caf::intrusive_ptr<GuardedScribe>> deferred_flushes_;
   absl::Mutex report_mutex_;

@@ -87,16 +87,26 @@ class EventLoopTest : public ::testing::Test {
     return *remote;
   }
 
-  std::string Ask(const caf::actor& actor, const std::string& text) {
+  // Sends `message` (a string; an actor to a DownWatcher) from the client node and returns the
+  // answer.
+  template <class Message>
+  std::string Ask(const caf::actor& actor, const Message& message) {
     caf::scoped_actor self{client_};
     std::string answer;
-    self->request(actor, 10s, text)
+    self->request(actor, 10s, message)
         .receive([&](std::string& reply) { answer = std::move(reply); },
                  [&](caf::error& error) { ADD_FAILURE() << client_.render(error); });
     return answer;
   }
 
   std::string NetworkThread() { return ThreadKey(server_.middleman().backend().thread_id()); }
+
+  // `answer` is the answer to `text`, given on a thread other than the server's network thread.
+  void ExpectAnsweredOffTheNetworkThread(const std::string& answer, const std::string& text) {
+    ASSERT_FALSE(answer.empty());
+    EXPECT_NE(answer, NetworkThread() + " " + text);
+    EXPECT_EQ(answer.substr(answer.size() - text.size() - 1), " " + text);
+  }
 
   NodeConfig server_config_;
   caf::actor_system server_{server_config_};
@@ -113,10 +123,7 @@ TEST_F(EventLoopTest, HostedActorRunsOnTheNetworkThread) {
 
 TEST_F(EventLoopTest, UnmarkedActorRunsOnASchedulerThread) {
   auto remote = Remote(Spawn(server_, WhereAmI, false));
-  std::string answer = Ask(remote, "a");
-  ASSERT_FALSE(answer.empty());
-  EXPECT_NE(answer, NetworkThread() + " a");
-  EXPECT_EQ(answer.substr(answer.size() - 2), " a");
+  ExpectAnsweredOffTheNetworkThread(Ask(remote, "a"), "a");
 }
 
 TEST_F(EventLoopTest, MessagesBetweenHostedActorsStayOnTheNetworkThread) {
@@ -131,10 +138,7 @@ TEST_F(EventLoopTest, MessagesBetweenHostedActorsStayOnTheNetworkThread) {
 TEST_F(EventLoopTest, HostedActorOfAnotherSystemStaysOffThisNetworkThread) {
   auto other = Spawn(client_, WhereAmI, true);
   auto remote = Remote(Spawn(server_, Forwarder, other));
-  std::string answer = Ask(remote, "z");
-  ASSERT_FALSE(answer.empty());
-  EXPECT_NE(answer, NetworkThread() + " z");
-  EXPECT_EQ(answer.substr(answer.size() - 2), " z");
+  ExpectAnsweredOffTheNetworkThread(Ask(remote, "z"), "z");
 }
 
 TEST_F(EventLoopTest, HostedActorWokenByALocalThreadRunsOnTheScheduler) {
@@ -155,12 +159,7 @@ TEST_F(EventLoopTest, RemoteActorDown_HostedMonitorLearnsOnTheNetworkThread) {
   caf::scoped_actor sink{server_};
   auto remote = Remote(Spawn(server_, DownWatcher, caf::actor{sink}));
   auto target = client_.spawn(WhereAmI, false);
-  caf::scoped_actor self{client_};
-  std::string answer;
-  self->request(remote, 10s, target)
-      .receive([&](std::string& reply) { answer = std::move(reply); },
-               [&](caf::error& error) { ADD_FAILURE() << client_.render(error); });
-  ASSERT_EQ(answer, "watching");
+  ASSERT_EQ(Ask(remote, target), "watching");
   caf::anon_send_exit(target, caf::exit_reason::user_shutdown);
   std::string key;
   sink->receive([&](std::string& reply) { key = std::move(reply); },

@@ -70,10 +70,12 @@ proto::TryGetKeyValueRequest TryGetRequest() {
   return request;
 }
 
-[[noreturn]] void Die(const caf::error& error) {
-  std::fprintf(stderr, "muster_bench client: %s\n", ToStatus(error).ToString().c_str());
+[[noreturn]] void Die(const absl::Status& status) {
+  std::fprintf(stderr, "muster_bench client: %s\n", status.ToString().c_str());
   std::_Exit(1);
 }
+
+[[noreturn]] void Die(const caf::error& error) { Die(ToStatus(error)); }
 
 // Stores the key every client reads, so that TryGet finds it.
 void InsertKey(caf::actor_system& system, const CoordinatorActor& leader) {
@@ -227,10 +229,7 @@ std::vector<double> RunSeqAgent(caf::actor_system& system, const ClientArgs& arg
       .leader = "127.0.0.1:" + std::to_string(args.port), .job_name = "worker", .task_id = 0};
   auto agent = Agent::Create(system, options, [](const absl::Status&) {});
   absl::Status connected = agent.ok() ? (*agent)->Connect() : agent.status();
-  if (!connected.ok()) {
-    std::fprintf(stderr, "muster_bench client: %s\n", connected.ToString().c_str());
-    std::_Exit(1);
-  }
+  if (!connected.ok()) Die(connected);
   std::vector<double> us;
   for (int64_t i = -args.warmup; i < args.ops; ++i) {
     int64_t start = MonoNs();
@@ -250,10 +249,7 @@ std::vector<double> RunSeqAgent(caf::actor_system& system, const ClientArgs& arg
     } else {
       status = (*agent)->TryGetKeyValue(kKey).status();
     }
-    if (!status.ok()) {
-      std::fprintf(stderr, "muster_bench client: %s\n", status.ToString().c_str());
-      std::_Exit(1);
-    }
+    if (!status.ok()) Die(status);
     if (i >= 0) us.push_back((MonoNs() - start) / 1e3);
   }
   return us;

@@ -50,9 +50,9 @@ caf::behavior Registrar(caf::event_based_actor* self) {
 
 int RunFloorServer(caf::actor_system& system, const std::string& variant,
                    const std::string& workload) {
-  auto echo = workload == "heartbeat" ? system.spawn(Registrar)
-                                      : system.spawn(Echo, IsHostedVariant(variant));
-  auto port = system.middleman().publish(echo, 0, "127.0.0.1", true);
+  auto published = workload == "heartbeat" ? system.spawn(Registrar)
+                                           : system.spawn(Echo, IsHostedVariant(variant));
+  auto port = system.middleman().publish(published, 0, "127.0.0.1", true);
   if (!port) {
     std::fprintf(stderr, "muster_bench floor: %s\n", system.render(port.error()).c_str());
     return 1;
@@ -67,7 +67,8 @@ CoordinatorActor ConnectToFloor(caf::actor_system& system, int port) {
     std::fprintf(stderr, "muster_bench floor: %s\n", system.render(echo.error()).c_str());
     std::_Exit(1);
   }
-  // The echo answers only the TryGet of the typed interface, which is all the loop sends.
+  // The echo answers only the TryGet of the typed interface, which is all the loop sends (the
+  // heartbeat registrar only actor handles, which is all RegisterOnFloor sends).
   return caf::actor_cast<CoordinatorActor>(*echo);
 }
 

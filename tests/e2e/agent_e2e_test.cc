@@ -62,7 +62,10 @@ TEST_F(AgentE2eTest, KillOneWorker_OthersLearnWithinMillisecondsNamingIt) {
 TEST_F(AgentE2eTest, StoppedWorker_UnavailableAfterHeartbeatTimeoutThenMustReset) {
   StartLeader({"--jobs=worker=2", "--heartbeat_timeout_ms=2000"});
   auto* alive = StartWorker(0, "wait_error", {"--heartbeat_timeout_ms=2000"});
-  auto* stopped = StartWorker(1, "wait_error", {"--heartbeat_timeout_ms=2000"});
+  // The stopped worker's CAF connection outlives its stop: on SIGCONT it must learn of its error
+  // from the leader (ABORTED), not from its own connection timeout firing first.
+  auto* stopped = StartWorker(1, "wait_error",
+                              {"--heartbeat_timeout_ms=2000", "--connection_timeout_ms=60000"});
   ASSERT_TRUE(alive->WaitForLine("EVENT ready", kBound).ok());
   ASSERT_TRUE(stopped->WaitForLine("EVENT ready", kBound).ok());
   int64_t stopped_at = absl::ToUnixMicros(absl::Now());

@@ -34,6 +34,8 @@ ABSL_FLAG(
     "shutdown | probes | outsider | drop_agent | drop_rejoin | rejoin_peer");
 ABSL_FLAG(int, local_tasks, 2, "tasks hosted by this process, from --task on (scenario batched)");
 ABSL_FLAG(int64_t, heartbeat_timeout_ms, 10'000, "heartbeat timeout");
+ABSL_FLAG(int64_t, connection_timeout_ms, 0,
+          "CAF's connection timeout (0: WorkerNodeOptions', the heartbeat timeout, at least 2 s)");
 ABSL_FLAG(int64_t, register_timeout_ms, 20'000, "connect deadline");
 ABSL_FLAG(bool, recoverable, false, "recoverable task");
 ABSL_FLAG(int64_t, wait_ms, 20'000, "how long to wait for an expected event");
@@ -338,7 +340,11 @@ int main(int argc, char** argv) {
     return Xla(system);
   }
   absl::Duration heartbeat = absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_timeout_ms));
-  muster::NodeConfig cfg(muster::WorkerNodeOptions(heartbeat));
+  muster::NodeOptions node = muster::WorkerNodeOptions(heartbeat);
+  if (int64_t ms = absl::GetFlag(FLAGS_connection_timeout_ms); ms > 0) {
+    node.connection_timeout = std::chrono::milliseconds(ms);
+  }
+  muster::NodeConfig cfg(node);
   caf::actor_system system{cfg};
   if (absl::GetFlag(FLAGS_scenario) == "batched") return Batched(system, heartbeat);
   Worker w;

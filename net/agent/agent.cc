@@ -119,6 +119,12 @@ Agent::~Agent() {
       caf::after(std::chrono::seconds(10)) >> [&] { down = true; });
 }
 
+caf::error Agent::Unanswered() const {
+  return ToError(absl::UnavailableError(
+      absl::StrCat("the agent of ", TaskName(task_),
+                   " stopped before answering: its actor system is shutting down")));
+}
+
 absl::Status Agent::Connect() {
   return Ask<proto::RegisterTaskResponse>(caf::connect_atom::value).status();
 }
@@ -330,8 +336,13 @@ absl::Status Agent::WaitAtBarrier(const std::string& id, absl::Duration timeout,
 void Agent::WaitAtBarrierAsync(const std::string& id, absl::Duration timeout,
                                const std::vector<proto::CoordinatedTask>& tasks,
                                StatusCallback done) {
+  // The user's callback runs in an actor of its own, outside the agent actor's turn: it may
+  // call the agent's blocking methods.
+  caf::actor_system& system = system_;
   CallAsync<proto::BarrierResponse>(
-      [done](absl::StatusOr<proto::BarrierResponse> response) { done(response.status()); },
+      [&system, done](absl::StatusOr<proto::BarrierResponse> response) {
+        system.spawn([done, status = response.status()] { done(status); });
+      },
       MakeBarrier(id, timeout, tasks));
 }
 

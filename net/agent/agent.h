@@ -20,20 +20,23 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <absl/status/status.h>
 #include <absl/status/statusor.h>
+#include <absl/strings/str_cat.h>
 #include <absl/synchronization/mutex.h>
+#include <absl/synchronization/notification.h>
 #include <absl/time/time.h>
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
-#include <caf/event_based_actor.hpp>
-#include <caf/scoped_actor.hpp>
+#include <caf/response_type.hpp>
 
 #include "muster/messages/status_codec.h"
 #include "muster/net/agent/agent_actor.h"
 #include "muster/net/agent/heartbeat_batcher_actor.h"
+#include "muster/net/agent/reply_sink.h"
 #include "muster/net/process/thread_logger_guard.h"
 #include "muster/net/transport/frame_guard.h"
 #include "muster/net/transport/node_config.h"
@@ -263,17 +266,14 @@ class Agent {
 
   // Any call of the agent's protocol, asynchronously: `request` is what the blocking method of
   // the same name sends (a proto::*Request, or caf::connect_atom for Connect), `Response` its
-  // proto::*Response. `done` runs exactly once, on an actor-system thread, with the response or
-  // the error (the same errors as the blocking method). For bindings to other languages.
+  // proto::*Response. `done` runs exactly once with the response or the error (the same errors
+  // as the blocking method), on the actor-system thread that completes the call, inside the
+  // agent actor's turn: it must return quickly and must not call the agent's blocking methods
+  // (hand such work to a thread of your own). For bindings to other languages.
   template <class Response, class... Request>
   void CallAsync(std::function<void(absl::StatusOr<Response>)> done, Request... request) const {
     ThreadLoggerGuard logger_guard;
-    AgentControlActor actor = actor_;
-    system_.spawn([=](caf::event_based_actor* self) {
-      self->request(actor, caf::infinite, request...)
-          .then([=](Response& response) { done(std::move(response)); },
-                [=](caf::error& error) { done(ToStatus(error)); });
-    });
+    Send<Response>(std::move(done), std::move(request)...);
   }
 
   // ERROR also when the agent actor has stopped (its actor system is shutting down).
@@ -291,6 +291,11 @@ class Agent {
   Agent(caf::actor_system& system, AgentControlActor actor, proto::CoordinatedTask task,
         uint64_t incarnation, bool shutdown_on_destruction,
         std::shared_ptr<AgentProgress> progress);
+  // Sends one request to the agent actor; `done` gets its answer (see CallAsync).
+  template <class Response, class... Request>
+  void Send(std::function<void(absl::StatusOr<Response>)> done, Request&&... request) const;
+  // The error of a call the agent actor dropped unanswered (its actor system is stopping).
+  caf::error Unanswered() const;
   template <class Response, class... Args>
   absl::StatusOr<Response> Ask(Args&&... args) const;
 
@@ -304,15 +309,44 @@ class Agent {
   proto::CoordinationServiceDeviceInfo cluster_devices_ ABSL_GUARDED_BY(devices_mutex_);
 };
 
+template <class Response, class... Request>
+void Agent::Send(std::function<void(absl::StatusOr<Response>)> done, Request&&... request) const {
+  using Answer = typename caf::response_type<typename AgentControlActor::signatures,
+                                             std::decay_t<Request>...>::type;
+  static_assert(std::is_same_v<Answer, caf::detail::type_list<Response>>,
+                "the agent actor answers this request with another response type");
+  RequestWithSink(
+      caf::actor_cast<caf::strong_actor_ptr>(actor_),
+      caf::make_message(std::forward<Request>(request)...),
+      [done = std::move(done)](caf::message& reply) {
+        if (reply.match_elements<Response>()) {
+          done(std::move(reply.get_mutable_as<Response>(0)));
+        } else if (reply.match_elements<caf::error>()) {
+          done(ToStatus(reply.get_as<caf::error>(0)));
+        } else {
+          done(absl::InternalError(
+              absl::StrCat("unexpected answer from the agent actor: ", caf::to_string(reply))));
+        }
+      },
+      Unanswered());
+}
+
 template <class Response, class... Args>
 absl::StatusOr<Response> Agent::Ask(Args&&... args) const {
   ThreadLoggerGuard logger_guard;
-  caf::scoped_actor self{system_};
-  absl::StatusOr<Response> result = absl::InternalError("no answer from the agent actor");
-  self->request(actor_, caf::infinite, std::forward<Args>(args)...)
-      .receive([&](Response& response) { result = std::move(response); },
-               [&](caf::error& error) { result = ToStatus(error); });
-  return result;
+  struct Slot {
+    absl::Notification answered;
+    absl::StatusOr<Response> result;
+  };
+  auto slot = std::make_shared<Slot>();
+  Send<Response>(
+      [slot](absl::StatusOr<Response> result) {
+        slot->result = std::move(result);
+        slot->answered.Notify();
+      },
+      std::forward<Args>(args)...);
+  slot->answered.WaitForNotification();
+  return std::move(slot->result);
 }
 
 }  // namespace muster

@@ -179,6 +179,39 @@ TEST_F(AgentApiTest, GetKeyValueAsyncCancel_OnlyThatCallCancelledOthersComplete)
   EXPECT_EQ(agent->state(), AgentState::kRunning);
 }
 
+// CallAsync completes from the agent actor's turn (no actor of its own per call); the user's
+// WaitAtBarrierAsync callback still runs outside that turn, so it may call the agent.
+TEST_F(AgentApiTest, AsyncCalls_CompleteAndABarrierCallbackMayCallTheAgent) {
+  StartLeader(Jobs(1));
+  auto agent = NewAgent(0);
+  ASSERT_THAT(agent->Connect(), IsOk());
+  ASSERT_THAT(agent->InsertKeyValue("cfg/a", "1"), IsOk());
+  std::promise<absl::StatusOr<proto::TryGetKeyValueResponse>> got;
+  proto::TryGetKeyValueRequest request;
+  request.set_key("cfg/a");
+  agent->CallAsync<proto::TryGetKeyValueResponse>(
+      [&](absl::StatusOr<proto::TryGetKeyValueResponse> r) { got.set_value(std::move(r)); },
+      request);
+  auto got_future = got.get_future();
+  ASSERT_EQ(got_future.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  auto response = got_future.get();
+  ASSERT_THAT(response.status(), IsOk());
+  EXPECT_EQ(response->kv().value(), "1");
+
+  std::promise<std::pair<absl::Status, absl::StatusOr<std::string>>> barrier;
+  Agent* raw = agent.get();
+  agent->WaitAtBarrierAsync("b", absl::Seconds(10), {}, [&](const absl::Status& status) {
+    barrier.set_value({status, raw->TryGetKeyValue("cfg/a")});
+  });
+  auto barrier_future = barrier.get_future();
+  ASSERT_EQ(barrier_future.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  auto [status, value] = barrier_future.get();
+  EXPECT_THAT(status, IsOk());
+  ASSERT_THAT(value.status(), IsOk());
+  EXPECT_EQ(*value, "1");
+  EXPECT_TRUE(errors_.empty());
+}
+
 TEST_F(AgentApiTest, ValueOverTheLeadersFrameLimit_RefusedLocallyConnectionKept) {
   StartLeader(Jobs(1));
   auto agent = NewAgent(0);

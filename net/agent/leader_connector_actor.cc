@@ -21,6 +21,9 @@ struct ConnectorState {
   caf::timespan backoff{0};
   int attempts = 0;
   std::string last_error = "no attempt made";
+  // An attempt ended with the leader closing the connection before CAF's handshake. Sticky: the
+  // last attempt may instead be one the overall deadline cut short.
+  bool refused_at_handshake = false;
   std::minstd_rand jitter{std::random_device{}()};
 };
 
@@ -38,7 +41,7 @@ void Fail(ConnectorPointer self) {
   auto& st = self->state;
   // A leader that closes the connection before CAF's handshake is one that refused this node at
   // the transport: TLS on one side only, or certificates of different CAs.
-  const bool refused = absl::StrContains(st.last_error, "disconnect_during_handshake");
+  const bool refused = st.refused_at_handshake;
   st.promise.deliver(ToError(absl::DeadlineExceededError(absl::StrCat(
       "could not reach the Muster leader at ", Address(st.options), " within ",
       std::chrono::duration_cast<std::chrono::milliseconds>(st.options.timeout).count(), " ms (",
@@ -53,6 +56,9 @@ void Fail(ConnectorPointer self) {
 void ScheduleRetry(ConnectorPointer self, std::string error) {
   auto& st = self->state;
   st.last_error = std::move(error);
+  if (absl::StrContains(st.last_error, "disconnect_during_handshake")) {
+    st.refused_at_handshake = true;
+  }
   caf::timespan left = TimeLeft(self);
   if (left <= caf::timespan{0}) return Fail(self);
   std::uniform_real_distribution<double> factor(0.5, 1.5);

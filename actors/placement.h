@@ -5,9 +5,14 @@
 // scheduler thread: a request that crosses the leader's coordinator, a KV directory and the
 // reply's connection is handled in one thread, without a wake-up. Messages from anywhere else
 // (timers, blocking actors, user threads) still go through the scheduler, so a hosted actor runs
-// wherever its next message comes from, one thread at a time as every CAF actor does.
+// wherever its next message comes from, one thread at a time as every CAF actor does. An actor
+// pinned to the network thread runs there whoever wakes it: a message from another thread reaches
+// it through the event loop's wake-up pipe (one hand-off) instead of a scheduler thread (which
+// would then hand its sends to the network thread: two). For the agent actor, which user threads
+// call and whose every call goes to the network.
 //
 //   unmarked --HostOnNetworkThread(self)--> hosted   (for the actor's lifetime)
+//   unmarked --PinToNetworkThread(self)---> hosted and pinned
 #pragma once
 
 #include <caf/abstract_actor.hpp>
@@ -17,13 +22,23 @@ namespace muster {
 
 // A bit of CAF's per-actor runtime flags that CAF 0.17 leaves unused (it uses 0x0004-0x2000).
 inline constexpr int kNetworkHostedFlag = 0x40000000;
+inline constexpr int kNetworkPinnedFlag = 0x20000000;
 
 // Marks the calling actor as network-hosted. Call it from the actor itself (its behavior's
 // initialisation), before it handles messages.
 inline void HostOnNetworkThread(caf::local_actor* self) { self->setf(kNetworkHostedFlag); }
 
+// Marks the calling actor as network-hosted and pinned (see above); the same rules as hosted.
+inline void PinToNetworkThread(caf::local_actor* self) {
+  self->setf(kNetworkHostedFlag | kNetworkPinnedFlag);
+}
+
 inline bool IsNetworkHosted(const caf::abstract_actor& actor) {
   return actor.getf(kNetworkHostedFlag);
+}
+
+inline bool IsNetworkPinned(const caf::abstract_actor& actor) {
+  return actor.getf(kNetworkPinnedFlag);
 }
 
 }  // namespace muster

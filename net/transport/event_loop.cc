@@ -19,6 +19,7 @@
 // anon_send. The node's scheduler (MakeNodeScheduler) keeps a hosted actor woken like that on
 // the network thread too, so a lost connection is handled there from end to end.
 #include <caf/atom.hpp>
+#include <caf/io/middleman.hpp>
 #include <caf/policy/work_sharing.hpp>
 #include <caf/policy/work_stealing.hpp>
 #include <caf/ref_counted.hpp>
@@ -49,9 +50,9 @@ class NodeScheduler final : public caf::scheduler::coordinator<Policy> {
   using caf::scheduler::coordinator<Policy>::coordinator;
 
   void enqueue(caf::resumable* job) override {
-    if (!GuardedMultiplexer::AdoptOnNetworkThread(job)) {
-      caf::scheduler::coordinator<Policy>::enqueue(job);
-    }
+    if (GuardedMultiplexer::AdoptOnNetworkThread(job)) return;
+    if (GuardedMultiplexer::PostToNetworkThread(job)) return;
+    caf::scheduler::coordinator<Policy>::enqueue(job);
   }
 };
 
@@ -62,6 +63,22 @@ caf::actor_system::module* MakeNodeScheduler(caf::actor_system& system) {
   if (policy == caf::atom("testing")) return new caf::scheduler::test_coordinator(system);
   if (policy == caf::atom("sharing")) return new NodeScheduler<caf::policy::work_sharing>(system);
   return new NodeScheduler<caf::policy::work_stealing>(system);
+}
+
+bool GuardedMultiplexer::PostToNetworkThread(caf::resumable* job) {
+  if (this_thread_loop != nullptr || job->subtype() != caf::resumable::scheduled_actor) {
+    return false;
+  }
+  auto* actor = static_cast<caf::scheduled_actor*>(job);
+  if (!IsNetworkPinned(*actor)) return false;
+  auto* loop = dynamic_cast<GuardedMultiplexer*>(&actor->home_system().middleman().backend());
+  if (loop == nullptr || !loop->serving_.load(std::memory_order_acquire)) return false;
+  // Holds the caller's reference: a posted function dropped unrun (the loop stopped) releases it.
+  loop->post([loop, held = caf::intrusive_ptr<caf::resumable>(job, /*add_ref=*/false)]() mutable {
+    caf::resumable* adopted = held.detach();
+    if (!loop->Adopt(adopted, /*any_kind=*/false)) caf::intrusive_ptr_release(adopted);
+  });
+  return true;
 }
 
 bool GuardedMultiplexer::AdoptOnNetworkThread(caf::resumable* job) {
@@ -88,11 +105,13 @@ void GuardedMultiplexer::exec_later(caf::resumable* job) {
 
 void GuardedMultiplexer::run() {
   this_thread_loop = this;
+  serving_.store(true, std::memory_order_release);
   while (num_socket_handlers() > 0) {
     DrainLocal();
     FlushDeferredWrites();
     poll_once(/*block=*/local_.empty());
   }
+  serving_.store(false, std::memory_order_release);
   this_thread_loop = nullptr;
   local_.clear();  // the system is shutting down: nothing more runs here
   DropDeferredWrites();

@@ -17,6 +17,7 @@
 // limits come from the configuration keys set there (see NodeOptions::wire_limits).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -71,6 +72,10 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   // queue. CAF hands actors to the scheduler without an execution unit when, for example, the
   // proxy of a remote actor dies with its connection.
   static bool AdoptOnNetworkThread(caf::resumable* job);
+  // Then this, off the network thread: true if `job` is a pinned actor (actors/placement.h) of a
+  // system whose loop is serving, in which case the job (and the caller's reference) was posted
+  // to that loop through its wake-up pipe.
+  static bool PostToNetworkThread(caf::resumable* job);
   // CAF's event loop, plus: each turn drains the local queue completely, then the writes that
   // connections deferred during the turn go out, each connection's in one system call.
   void run() override;
@@ -108,6 +113,7 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   uint64_t next_watch_id_ = 1;
   std::unique_ptr<HandshakeSweeper> sweeper_;
   std::deque<caf::intrusive_ptr<caf::resumable>> local_;
+  std::atomic<bool> serving_{false};  // run() serves the loop (PostToNetworkThread may post)
   std::vector<caf::intrusive_ptr<GuardedScribe>> deferred_flushes_;
   absl::Mutex report_mutex_;
   std::chrono::steady_clock::time_point last_report_ ABSL_GUARDED_BY(report_mutex_){};

@@ -41,6 +41,12 @@ caf::behavior WhereAmI(caf::event_based_actor* self, bool hosted) {
       [](caf::ok_atom) {}};
 }
 
+// WhereAmI, pinned to the network thread.
+caf::behavior PinnedWhereAmI(caf::event_based_actor* self) {
+  PinToNetworkThread(self);
+  return WhereAmI(self, false);
+}
+
 // Hosted; hands each string to `next` and answers with its answer.
 caf::behavior Forwarder(caf::event_based_actor* self, caf::actor next) {
   HostOnNetworkThread(self);
@@ -91,11 +97,17 @@ class EventLoopTest : public ::testing::Test {
   // answer.
   template <class Message>
   std::string Ask(const caf::actor& actor, const Message& message) {
-    caf::scoped_actor self{client_};
+    return AskFrom(client_, actor, message);
+  }
+
+  // The same, from this thread (not an actor's) of `system`.
+  template <class Message>
+  std::string AskFrom(caf::actor_system& system, const caf::actor& actor, const Message& message) {
+    caf::scoped_actor self{system};
     std::string answer;
     self->request(actor, 10s, message)
         .receive([&](std::string& reply) { answer = std::move(reply); },
-                 [&](caf::error& error) { ADD_FAILURE() << client_.render(error); });
+                 [&](caf::error& error) { ADD_FAILURE() << system.render(error); });
     return answer;
   }
 
@@ -142,14 +154,15 @@ TEST_F(EventLoopTest, HostedActorOfAnotherSystemStaysOffThisNetworkThread) {
 }
 
 TEST_F(EventLoopTest, HostedActorWokenByALocalThreadRunsOnTheScheduler) {
-  auto local = Spawn(server_, WhereAmI, true);
-  caf::scoped_actor self{server_};
-  std::string answer;
-  self->request(local, 10s, std::string("y"))
-      .receive([&](std::string& reply) { answer = std::move(reply); },
-               [&](caf::error& error) { ADD_FAILURE() << server_.render(error); });
-  ASSERT_FALSE(answer.empty());
-  EXPECT_NE(answer, NetworkThread() + " y");
+  ExpectAnsweredOffTheNetworkThread(AskFrom(server_, Spawn(server_, WhereAmI, true), "y"), "y");
+}
+
+// A pinned actor runs on the network thread whoever wakes it: a user thread's message reaches it
+// through the loop's wake-up pipe.
+TEST_F(EventLoopTest, PinnedActorWokenByALocalThreadRunsOnTheNetworkThread) {
+  auto pinned = Spawn(server_, PinnedWhereAmI);
+  EXPECT_EQ(AskFrom(server_, pinned, "b"), NetworkThread() + " b");
+  EXPECT_EQ(AskFrom(server_, pinned, "c"), NetworkThread() + " c");
 }
 
 // CAF kills the proxy of a remote actor that went down (or whose connection was lost) without

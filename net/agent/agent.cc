@@ -91,16 +91,19 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(caf::actor_system& system,
   proto::CoordinatedTask task = config.task;
   uint64_t incarnation = config.incarnation;
   std::shared_ptr<AgentProgress> progress = config.progress;
-  AgentControlActor actor = SpawnAgentActor(system, std::move(config));
-  return std::unique_ptr<Agent>(new Agent(system, std::move(actor), std::move(task), incarnation,
+  CallbackRunnerActor callbacks = SpawnCallbackRunner(system);
+  AgentControlActor actor = SpawnAgentActor(system, std::move(config), callbacks);
+  return std::unique_ptr<Agent>(new Agent(system, std::move(actor), std::move(callbacks),
+                                          std::move(task), incarnation,
                                           options.shutdown_on_destruction, std::move(progress)));
 }
 
-Agent::Agent(caf::actor_system& system, AgentControlActor actor, proto::CoordinatedTask task,
-             uint64_t incarnation, bool shutdown_on_destruction,
+Agent::Agent(caf::actor_system& system, AgentControlActor actor, CallbackRunnerActor callbacks,
+             proto::CoordinatedTask task, uint64_t incarnation, bool shutdown_on_destruction,
              std::shared_ptr<AgentProgress> progress)
     : system_(system),
       actor_(std::move(actor)),
+      callbacks_(std::move(callbacks)),
       task_(std::move(task)),
       incarnation_(incarnation),
       shutdown_on_destruction_(shutdown_on_destruction),
@@ -110,13 +113,19 @@ Agent::~Agent() {
   ThreadLoggerGuard logger_guard;
   if (shutdown_on_destruction_ && state() == AgentState::kRunning) Shutdown().IgnoreError();
   // Without a shutdown, the actor's exit is what the leader sees: its task actor monitors it.
+  // The callback runner stops after the callbacks the agent actor sent before it stopped: no
+  // callback runs once the destructor has returned.
   caf::scoped_actor self{system_};
   self->monitor(actor_);
+  self->monitor(callbacks_);
   caf::anon_send_exit(actor_, caf::exit_reason::user_shutdown);
-  bool down = false;
-  self->receive_while([&] { return !down; })(
-      [&](caf::down_msg& msg) { down = msg.source == actor_.address(); },
-      caf::after(std::chrono::seconds(10)) >> [&] { down = true; });
+  int running = 2;
+  bool timed_out = false;
+  self->receive_while([&] { return running > 0 && !timed_out; })(
+      [&](caf::down_msg& msg) {
+        if (msg.source == actor_.address() || msg.source == callbacks_.address()) --running;
+      },
+      caf::after(std::chrono::seconds(10)) >> [&] { timed_out = true; });
 }
 
 caf::error Agent::Unanswered() const {

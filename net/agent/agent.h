@@ -288,8 +288,8 @@ class Agent {
   uint64_t incarnation() const { return incarnation_; }
 
  private:
-  Agent(caf::actor_system& system, AgentControlActor actor, proto::CoordinatedTask task,
-        uint64_t incarnation, bool shutdown_on_destruction,
+  Agent(caf::actor_system& system, AgentControlActor actor, CallbackRunnerActor callbacks,
+        proto::CoordinatedTask task, uint64_t incarnation, bool shutdown_on_destruction,
         std::shared_ptr<AgentProgress> progress);
   // Sends one request to the agent actor; `done` gets its answer (see CallAsync).
   template <class Response, class... Request>
@@ -301,6 +301,7 @@ class Agent {
 
   caf::actor_system& system_;
   AgentControlActor actor_;
+  CallbackRunnerActor callbacks_;
   proto::CoordinatedTask task_;
   uint64_t incarnation_;
   bool shutdown_on_destruction_;

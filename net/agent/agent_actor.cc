@@ -5,6 +5,7 @@
 
 #include <absl/strings/str_cat.h>
 
+#include "muster/actors/placement.h"
 #include "muster/messages/incarnation.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
@@ -171,7 +172,9 @@ void SetError(AgentPointer self, const absl::Status& status) {
   st.error = status;
   StopHeartbeats(self);
   FailSyncWaiters(self, status);
-  if (st.config.on_error) st.config.on_error(status);
+  if (st.config.on_error) {
+    RunUserCallback(self, [on_error = st.config.on_error, status] { on_error(status); });
+  }
 }
 
 void FailPending(AgentPointer self, const absl::Status& status, bool blocking_only) {
@@ -352,7 +355,16 @@ void OnRetry(AgentPointer self) {
   if (self->state.connecting.pending()) Register(self);
 }
 
-void InitAgent(AgentPointer self, AgentConfig config) {
+void RunUserCallback(AgentPointer self, std::function<void()> callback) {
+  self->send(self->state.callbacks, UserCallback{std::move(callback)});
+}
+
+void InitAgent(AgentPointer self, AgentConfig config, CallbackRunnerActor runner) {
+  PinToNetworkThread(self);
+  self->state.callbacks = runner ? std::move(runner) : SpawnCallbackRunner(self->system());
+  self->attach_functor([runner = self->state.callbacks](const caf::error&) {
+    caf::anon_send(runner, caf::close_atom::value);
+  });
   if (config.incarnation == 0) config.incarnation = NewIncarnation();
   self->state.config = std::move(config);
   self->state.request_client = NewIncarnation();  // random, non-zero
@@ -363,13 +375,24 @@ void HandlePushedError(AgentPointer self, const proto::ReportErrorToTaskRequest&
   OnPushedError(self, report);
 }
 
-AgentControlActor SpawnAgentActor(caf::actor_system& system, AgentConfig config) {
+CallbackRunnerActor SpawnCallbackRunner(caf::actor_system& system) {
+  return system.spawn([](CallbackRunnerActor::pointer self) -> CallbackRunnerActor::behavior_type {
+    return {
+        [](const UserCallback& callback) { callback.run(); },
+        [self](caf::close_atom) { self->quit(); },
+        [](caf::ok_atom ok) { return ok; },
+    };
+  });
+}
+
+AgentControlActor SpawnAgentActor(caf::actor_system& system, AgentConfig config,
+                                  CallbackRunnerActor runner) {
   return system.spawn(
-      [](AgentPointer self, AgentConfig config) {
-        InitAgent(self, std::move(config));
+      [](AgentPointer self, AgentConfig config, CallbackRunnerActor runner) {
+        InitAgent(self, std::move(config), std::move(runner));
         return AgentBehavior(self);
       },
-      std::move(config));
+      std::move(config), std::move(runner));
 }
 
 }  // namespace muster

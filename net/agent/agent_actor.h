@@ -64,6 +64,12 @@ struct AgentStatus {
   std::vector<std::string> dropped_watches;
 };
 
+// A user callback (on_error, on_preemption, a watch's on_change), run in order by the agent's
+// callback runner: the agent actor itself is network-hosted and never runs user code.
+struct UserCallback {
+  std::function<void()> run;
+};
+
 struct AgentConfig {
   proto::CoordinatedTask task;  // job name, task id, recoverable flag
   uint64_t incarnation = 0;     // 0: a fresh random one
@@ -100,6 +106,7 @@ struct AgentConfig {
 
 }  // namespace muster
 
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(muster::UserCallback)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(muster::WatchCallback)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(muster::AgentStatus)
 
@@ -150,6 +157,16 @@ using AgentControlActor = caf::typed_actor<
     // The earliest deadline of the calls in flight (call_deadlines.h).
     caf::reacts_to<deadline_atom>>;
 
-AgentControlActor SpawnAgentActor(caf::actor_system& system, AgentConfig config);
+// Runs the user callbacks it is sent, in order, on a scheduler thread; stops on close_atom
+// (the agent actor sends it when it ends, after its last callback).
+// ok_atom is answered once the callbacks sent before it have run.
+using CallbackRunnerActor =
+    caf::typed_actor<caf::reacts_to<UserCallback>, caf::reacts_to<caf::close_atom>,
+                     caf::replies_to<caf::ok_atom>::with<caf::ok_atom>>;
+CallbackRunnerActor SpawnCallbackRunner(caf::actor_system& system);
+
+// `runner`: where the agent's user callbacks run (null: the agent spawns its own).
+AgentControlActor SpawnAgentActor(caf::actor_system& system, AgentConfig config,
+                                  CallbackRunnerActor runner = {});
 
 }  // namespace muster

@@ -34,7 +34,10 @@ proto::PreemptionAck OnPreemptionNotice(AgentPointer self, const proto::Preempti
     if (step != AgentProgress::kNoStep) st.answered_step = step;
   }
   if (st.answered_step) ack.set_step(*st.answered_step);
-  if (first && st.config.on_preemption) st.config.on_preemption(notice);
+  if (first && st.config.on_preemption) {
+    RunUserCallback(self,
+                    [on_preemption = st.config.on_preemption, notice] { on_preemption(notice); });
+  }
   return ack;
 }
 
@@ -68,8 +71,26 @@ caf::result<proto::NotifyPreemptionResponse> NotifyPreemption(
   auto& st = self->state;
   if (st.state != AgentState::kRunning) return ToError(WrongState(self, "NotifyPreemption()"));
   *request.mutable_source_task() = st.config.task;
-  return Forward<proto::NotifyPreemptionResponse>(self, request,
-                                                  caf::duration{st.config.rpc_timeout});
+  if (absl::Status size = CheckRequestSize(self, request); !size.ok()) return ToError(size);
+  using Response = proto::NotifyPreemptionResponse;
+  auto promise = self->make_response_promise<Response>();
+  auto on_result = [self, promise](absl::StatusOr<Response> result) mutable {
+    // The notice reaches this agent before the answer: its on_preemption callback, queued on
+    // the callback runner, runs before the caller learns that it notified.
+    auto deliver = [promise, result]() mutable {
+      if (result.ok()) {
+        promise.deliver(*std::move(result));
+      } else {
+        promise.deliver(ToError(result.status()));
+      }
+    };
+    self->request(self->state.callbacks, caf::infinite, caf::ok_atom::value)
+        .then([deliver](caf::ok_atom) mutable { deliver(); },
+              [deliver](caf::error&) mutable { deliver(); });
+  };
+  CallLeader<Response>(self, caf::duration{st.config.rpc_timeout}, {}, std::move(on_result),
+                       request);
+  return promise;
 }
 
 void ForgetPreemption(AgentPointer self) {

@@ -60,7 +60,8 @@ struct AgentActorState {
   };
   std::map<uint64_t, Pending> pending;
   uint64_t next_call = 0;
-  CallDeadlines call_deadlines;  // of the pending calls with a finite timeout, by call id
+  CallDeadlines call_deadlines;   // of the pending calls with a finite timeout, by call id
+  CallbackRunnerActor callbacks;  // runs the user's callbacks, in order (RunUserCallback)
   absl::flat_hash_map<std::string, int64_t> barrier_counters;    // last counter per barrier id
   absl::flat_hash_map<std::string, int64_t> barriers_in_flight;  // id -> counter sent
   // Watches by normalised key: the callback, and the highest revision delivered (first the
@@ -101,6 +102,10 @@ struct AgentActorState {
 };
 
 using AgentPointer = AgentControlActor::stateful_pointer<AgentActorState>;
+
+// Runs `callback` (user code) on the agent's callback runner, after the ones before it: the
+// agent actor runs on the network thread, where user code must not run.
+void RunUserCallback(AgentPointer self, std::function<void()> callback);
 
 // Puts the agent in ERROR with `status` and calls the error callback (once per episode).
 void SetError(AgentPointer self, const absl::Status& status);
@@ -222,9 +227,12 @@ caf::result<Response> Forward(AgentPointer self, const Request& request, caf::du
 void WithLeader(AgentPointer self, std::function<void(const absl::Status&)> then);
 
 // A key-value call that arrived before the agent had a leader: answered by sending the same
-// request to this actor again once WithLeader succeeded.
+// request to this actor again once WithLeader succeeded. In ERROR (the leader was lost) it fails
+// at once with that error, as the calls pending at the loss did, instead of connecting again:
+// a call made just before the loss may reach the agent just after it.
 template <class Response, class... Request>
 caf::result<Response> AfterLeader(AgentPointer self, const Request&... request) {
+  if (self->state.state == AgentState::kError) return ToError(self->state.error);
   auto promise = self->make_response_promise<Response>();
   WithLeader(self, [self, promise, request...](const absl::Status& status) mutable {
     if (!status.ok()) {

@@ -91,7 +91,9 @@ void OnChange(AgentPointer self, const proto::KeyValueChangeEvent& event) {
     if (event.revision() <= watch.revision) return;  // delivered already (a resumed watch)
     watch.revision = event.revision();
   }
-  if (watch.callback.on_change) watch.callback.on_change(event);
+  if (watch.callback.on_change) {
+    RunUserCallback(self, [on_change = watch.callback.on_change, event] { on_change(event); });
+  }
 }
 
 void ResumeWatches(AgentPointer self) {

@@ -258,5 +258,19 @@ TEST_F(AgentActorTest, LeaderStops_PendingCallsUnavailableAndCallbackFires) {
   EXPECT_THAT(errors_->front(), StatusIs(Code::kUnavailable));
 }
 
+// A call that reaches the agent after the leader was lost (the caller sent it just before) fails
+// at once with the loss, like the calls that were pending; it does not connect again.
+TEST_F(AgentActorTest, LeaderStops_LaterKeyValueCallFailsAtOnceWithTheLoss) {
+  auto a0 = Spawn(0);
+  ASSERT_THAT(Connect(a0), IsOk());
+  caf::anon_send_exit(leader_, caf::exit_reason::kill);
+  Drain();
+  ASSERT_EQ(StateOf(a0), AgentState::kError);
+  proto::TryGetKeyValueRequest get;
+  get.set_key("config/lr");
+  EXPECT_THAT(Call<proto::TryGetKeyValueResponse>(a0, get),
+              StatusIs(Code::kUnavailable, HasSubstr("lost the connection")));
+}
+
 }  // namespace
 }  // namespace muster::testing

@@ -3,6 +3,7 @@
 // of GetKeyValueAsync, destruction with and without shutdown, waiting for a lost leader
 // (leader_reconnect_timeout), and actor systems destroyed while threads that used an Agent are
 // still alive.
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -15,6 +16,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <caf/actor_system.hpp>
+#include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
 #include "muster/messages/status_codec.h"
@@ -308,6 +310,33 @@ TEST_F(AgentApiTest, KeyValueBeforeConnect_WorksOverTcpAndLeavesTheTaskUnregiste
   // Connect() afterwards registers over the same connection.
   ASSERT_THAT(writer->Connect(), IsOk());
   EXPECT_EQ(LeaderState(0).state(), proto::TASKSTATE_CONNECTED);
+}
+
+// The agent actor runs on the worker's network thread; the user's callbacks never do, and may
+// call the agent (a blocking call from the agent actor's own thread would never be answered).
+TEST_F(AgentApiTest, WatchCallback_RunsOffTheNetworkThread_AndMayCallTheAgent) {
+  StartLeader(Jobs(1));
+  auto agent = NewAgent(0);
+  ASSERT_NE(agent, nullptr);
+  ASSERT_THAT(agent->Connect(), IsOk());
+  std::promise<std::pair<std::thread::id, absl::StatusOr<std::string>>> seen;
+  std::atomic<bool> first{true};
+  Agent* raw = agent.get();
+  ASSERT_THAT(agent->StartWatchKeyEvents(
+                  "cfg/a",
+                  [&](const proto::KeyValueChangeEvent&) {
+                    if (!first.exchange(false)) return;
+                    seen.set_value({std::this_thread::get_id(), raw->TryGetKeyValue("cfg/a")});
+                  }),
+              IsOk());
+  ASSERT_THAT(agent->InsertKeyValue("cfg/a", "1"), IsOk());
+  auto future = seen.get_future();
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  auto [thread, value] = future.get();
+  EXPECT_NE(thread, worker_system_.middleman().backend().thread_id());
+  ASSERT_THAT(value, IsOk());
+  EXPECT_EQ(*value, "1");
+  EXPECT_TRUE(errors_.empty());
 }
 
 }  // namespace

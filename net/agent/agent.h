@@ -4,8 +4,9 @@
 //
 // Threads: every blocking method may be called from any thread EXCEPT from inside an actor (it
 // waits for the agent actor's answer). Async methods return at once; their callback runs on
-// one of the actor system's threads, never under the caller's locks. The error callback runs on
-// the agent actor's thread: keep it short and never call blocking Agent methods from it.
+// one of the actor system's threads, never under the caller's locks (CallAsync's inside the
+// agent actor's turn: see there). The error, preemption and watch callbacks run in order on the
+// agent's callback runner, off the network thread: they may call blocking Agent methods.
 //
 // State machine (the seed agent's): DISCONNECTED --Connect--> RUNNING --error--> ERROR,
 // Reset: ERROR --> DISCONNECTED, Shutdown: any --> DISCONNECTED. A call in the wrong state
@@ -106,8 +107,8 @@ struct AgentOptions {
   // file named by $MUSTER_TOKEN_FILE if set, else present none. Never logged.
   std::string token;
   // Called once when the leader tells this task that the job will be preempted (another task,
-  // or this one, called NotifyPreemption), on the agent actor's thread: keep it short, never
-  // call blocking Agent methods from it.
+  // or this one, called NotifyPreemption), on the agent's callback runner (after the callbacks
+  // before it): keep it short; it may call blocking Agent methods.
   std::function<void(const proto::PreemptionNotice&)> on_preemption;
   // How long a connected agent waits for a lost leader to come back (a leader restarted with
   // its --state-dir) before it fails its calls with Unavailable and goes to ERROR. Meanwhile

@@ -91,7 +91,7 @@ struct AgentConfig {
   std::function<void(const absl::Status&)> on_error;
   // Shared with the Agent (never null once spawned through Agent::Create).
   std::shared_ptr<AgentProgress> progress = std::make_shared<AgentProgress>();
-  // Called once per preemption notice the leader pushes, on the agent actor's thread.
+  // Called once per preemption notice the leader pushes, on the agent's callback runner.
   std::function<void(const proto::PreemptionNotice&)> on_preemption;
   // How long a RUNNING agent waits for a lost leader to come back (a leader restarted from its
   // state dir) before failing its calls; meanwhile calls are kept and sent once it is back.

@@ -35,7 +35,7 @@ struct PreemptionSink {
   PyHandle callback;  // called as callback(notified_by, deadline_unix_seconds or None, reason)
 };
 
-// Called on the agent actor's thread: no GIL, no Python.
+// Called on the agent's callback runner (an actor thread): no GIL, no Python.
 void OnPreemptionNotice(const std::shared_ptr<PreemptionSink>& sink,
                         const proto::PreemptionNotice& notice);
 

@@ -13,7 +13,7 @@ namespace {
 
 void Settle(AgentPointer self) {
   auto& st = self->state;
-  if (!st.sync_step) return;
+  if (!st.sync_step || !st.notice_delivered) return;
   for (auto& [step, promise] : st.sync_waiters) promise.deliver(step == *st.sync_step);
   st.sync_waiters.clear();
 }
@@ -34,9 +34,21 @@ proto::PreemptionAck OnPreemptionNotice(AgentPointer self, const proto::Preempti
     if (step != AgentProgress::kNoStep) st.answered_step = step;
   }
   if (st.answered_step) ack.set_step(*st.answered_step);
-  if (first && st.config.on_preemption) {
-    RunUserCallback(self,
-                    [on_preemption = st.config.on_preemption, notice] { on_preemption(notice); });
+  if (first) {
+    if (st.config.on_preemption) {
+      RunUserCallback(self,
+                      [on_preemption = st.config.on_preemption, notice] { on_preemption(notice); });
+    }
+    // Answers of ReachedSyncPoint wait until the callbacks queued so far (this one) have run.
+    uint64_t seq = ++st.notice_seq;
+    auto delivered = [self, seq] {
+      if (self->state.notice_seq != seq) return;  // a later episode
+      self->state.notice_delivered = true;
+      Settle(self);
+    };
+    self->request(st.callbacks, caf::infinite, caf::ok_atom::value)
+        .then([delivered](caf::ok_atom) { delivered(); },
+              [delivered](caf::error&) { delivered(); });
   }
   return ack;
 }
@@ -52,7 +64,7 @@ void OnSyncPoint(AgentPointer self, const proto::SyncPointNotice& notice) {
 caf::result<bool> ReachedSyncPoint(AgentPointer self, int64_t step) {
   auto& st = self->state;
   st.config.progress->step.store(step);
-  if (st.sync_step) return step == *st.sync_step;
+  if (st.sync_step && st.notice_delivered) return step == *st.sync_step;
   if (!st.preemption || (st.answered_step && step <= *st.answered_step)) return false;
   if (st.state != AgentState::kRunning) {
     return ToError(absl::FailedPreconditionError(absl::StrCat(
@@ -98,6 +110,8 @@ void ForgetPreemption(AgentPointer self) {
   st.preemption.reset();
   st.answered_step.reset();
   st.sync_step.reset();
+  st.notice_delivered = false;
+  ++st.notice_seq;
   st.config.progress->preempting.store(false);
 }
 

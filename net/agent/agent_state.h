@@ -99,6 +99,10 @@ struct AgentActorState {
   std::optional<int64_t> answered_step;
   std::optional<int64_t> sync_step;
   std::vector<std::pair<int64_t, caf::typed_response_promise<bool>>> sync_waiters;
+  // The notice's on_preemption has run on the callback runner: a task learns of the notice
+  // before ReachedSyncPoint says true. notice_seq tells a stale runner answer from the current.
+  bool notice_delivered = false;
+  uint64_t notice_seq = 0;
 };
 
 using AgentPointer = AgentControlActor::stateful_pointer<AgentActorState>;

@@ -11,6 +11,7 @@
 
 #include "muster/actors/coordinator/coordinator_actor.h"
 #include "muster/messages/task_name.h"
+#include "muster/net/agent/reply_sink.h"
 #include "tests/testing/deterministic_fixture.h"
 #include "tests/testing/status_matchers.h"
 
@@ -270,6 +271,40 @@ TEST_F(AgentActorTest, LeaderStops_LaterKeyValueCallFailsAtOnceWithTheLoss) {
   get.set_key("config/lr");
   EXPECT_THAT(Call<proto::TryGetKeyValueResponse>(a0, get),
               StatusIs(Code::kUnavailable, HasSubstr("lost the connection")));
+}
+
+// The user's on_preemption runs on the callback runner; a task must still learn of the notice
+// before ReachedSyncPoint says true, even when the sync step is there before the runner ran.
+TEST_F(AgentActorTest, PreemptionNotice_CallbackRunsBeforeTheSyncStepIsAnswered) {
+  auto order = std::make_shared<std::vector<std::string>>();
+  AgentConfig config;
+  config.task = MakeTask("worker", 0);
+  config.incarnation = 100;
+  config.local_leader = leader_;
+  config.heartbeat_timeout = 10s;
+  config.on_preemption = [order](const proto::PreemptionNotice& notice) {
+    order->push_back("notice " + notice.reason());
+  };
+  auto agent = Keep(SpawnAgentActor(system_, config));
+  ASSERT_THAT(Connect(agent), IsOk());
+  config.progress->step.store(4);
+  proto::PreemptionNotice notice;
+  notice.set_reason("maintenance");
+  proto::SyncPointNotice sync;
+  sync.set_step(5);
+  // All three reach the agent's mailbox before anything runs.
+  caf::anon_send(agent, notice);
+  caf::anon_send(agent, sync);
+  RequestWithSink(
+      caf::actor_cast<caf::strong_actor_ptr>(agent),
+      caf::make_message(sync_point_atom::value, int64_t{5}),
+      [order](caf::message& reply) {
+        order->push_back(reply.match_elements<bool>() && reply.get_as<bool>(0) ? "sync true"
+                                                                               : "sync other");
+      },
+      caf::error{});
+  Drain();
+  EXPECT_EQ(*order, (std::vector<std::string>{"notice maintenance", "sync true"}));
 }
 
 }  // namespace

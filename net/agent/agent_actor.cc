@@ -359,6 +359,11 @@ void RunUserCallback(AgentPointer self, std::function<void()> callback) {
   self->send(self->state.callbacks, UserCallback{std::move(callback)});
 }
 
+void AfterUserCallbacks(AgentPointer self, std::function<void()> then) {
+  self->request(self->state.callbacks, caf::infinite, caf::ok_atom::value)
+      .then([then](caf::ok_atom) { then(); }, [then](caf::error&) { then(); });
+}
+
 void InitAgent(AgentPointer self, AgentConfig config, CallbackRunnerActor runner) {
   PinToNetworkThread(self);
   self->state.callbacks = runner ? std::move(runner) : SpawnCallbackRunner(self->system());

@@ -41,14 +41,11 @@ proto::PreemptionAck OnPreemptionNotice(AgentPointer self, const proto::Preempti
     }
     // Answers of ReachedSyncPoint wait until the callbacks queued so far (this one) have run.
     uint64_t seq = ++st.notice_seq;
-    auto delivered = [self, seq] {
+    AfterUserCallbacks(self, [self, seq] {
       if (self->state.notice_seq != seq) return;  // a later episode
       self->state.notice_delivered = true;
       Settle(self);
-    };
-    self->request(st.callbacks, caf::infinite, caf::ok_atom::value)
-        .then([delivered](caf::ok_atom) { delivered(); },
-              [delivered](caf::error&) { delivered(); });
+    });
   }
   return ack;
 }
@@ -89,16 +86,13 @@ caf::result<proto::NotifyPreemptionResponse> NotifyPreemption(
   auto on_result = [self, promise](absl::StatusOr<Response> result) mutable {
     // The notice reaches this agent before the answer: its on_preemption callback, queued on
     // the callback runner, runs before the caller learns that it notified.
-    auto deliver = [promise, result]() mutable {
+    AfterUserCallbacks(self, [promise, result]() mutable {
       if (result.ok()) {
         promise.deliver(*std::move(result));
       } else {
         promise.deliver(ToError(result.status()));
       }
-    };
-    self->request(self->state.callbacks, caf::infinite, caf::ok_atom::value)
-        .then([deliver](caf::ok_atom) mutable { deliver(); },
-              [deliver](caf::error&) mutable { deliver(); });
+    });
   };
   CallLeader<Response>(self, caf::duration{st.config.rpc_timeout}, {}, std::move(on_result),
                        request);

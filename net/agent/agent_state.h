@@ -110,6 +110,8 @@ using AgentPointer = AgentControlActor::stateful_pointer<AgentActorState>;
 // Runs `callback` (user code) on the agent's callback runner, after the ones before it: the
 // agent actor runs on the network thread, where user code must not run.
 void RunUserCallback(AgentPointer self, std::function<void()> callback);
+// Runs `then` once the user callbacks sent so far have run (or the runner has stopped).
+void AfterUserCallbacks(AgentPointer self, std::function<void()> then);
 
 // Puts the agent in ERROR with `status` and calls the error callback (once per episode).
 void SetError(AgentPointer self, const absl::Status& status);

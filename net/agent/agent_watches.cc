@@ -75,11 +75,25 @@ caf::result<proto::StopWatchKeyResponse> StopWatchKey(AgentPointer self,
                                                       const proto::StopWatchKeyRequest& request) {
   auto& st = self->state;
   st.watches.erase(NormalizeKey(request.key()));
-  if (!st.leader) return proto::StopWatchKeyResponse{};
+  // Answered once the callbacks of the watch already queued on the runner have run: none runs
+  // after StopWatchKey returns.
   auto promise = self->make_response_promise<proto::StopWatchKeyResponse>();
+  auto answer = [self, promise](caf::error error) mutable {
+    AfterUserCallbacks(self, [promise, error]() mutable {
+      if (error) {
+        promise.deliver(std::move(error));
+      } else {
+        promise.deliver(proto::StopWatchKeyResponse{});
+      }
+    });
+  };
+  if (!st.leader) {
+    answer(caf::none);
+    return promise;
+  }
   self->request(st.leader, st.config.rpc_timeout, request, caf::actor_cast<KvWatcherActor>(self))
-      .then([promise](proto::StopWatchKeyResponse& r) mutable { promise.deliver(r); },
-            [promise](caf::error& e) mutable { promise.deliver(e); });
+      .then([answer](proto::StopWatchKeyResponse&) mutable { answer(caf::none); },
+            [answer](caf::error& e) mutable { answer(std::move(e)); });
   return promise;
 }
 

@@ -307,5 +307,40 @@ TEST_F(AgentActorTest, PreemptionNotice_CallbackRunsBeforeTheSyncStepIsAnswered)
   EXPECT_EQ(*order, (std::vector<std::string>{"notice maintenance", "sync true"}));
 }
 
+// Watch callbacks run on the callback runner; StopWatchKey returns only after the ones queued
+// before it ran, so none runs after it returned (the runner is held back here until the stop
+// was answered by the leader).
+TEST_F(AgentActorTest, StopWatchKey_ReturnsAfterTheWatchsQueuedCallbacksRan) {
+  auto order = std::make_shared<std::vector<std::string>>();
+  CallbackRunnerActor runner = Keep(SpawnCallbackRunner(system_));
+  AgentConfig config;
+  config.task = MakeTask("worker", 0);
+  config.incarnation = 100;
+  config.local_leader = leader_;
+  config.heartbeat_timeout = 10s;
+  auto agent = Keep(SpawnAgentActor(system_, config, runner));
+  ASSERT_THAT(Connect(agent), IsOk());
+  proto::WatchKeyRequest watch;
+  watch.set_key("cfg");
+  WatchCallback callback{
+      [order](const proto::KeyValueChangeEvent& e) { order->push_back("event " + e.key()); }};
+  ASSERT_THAT(Call<proto::WatchKeyResponse>(agent, watch, callback).status(), IsOk());
+  proto::KeyValueChangeEvent event;
+  event.set_watched_key("cfg");
+  event.set_key("cfg/a");
+  event.set_revision(100);
+  caf::anon_send(agent, event);
+  proto::StopWatchKeyRequest stop;
+  stop.set_key("cfg");
+  RequestWithSink(
+      caf::actor_cast<caf::strong_actor_ptr>(agent), caf::make_message(stop),
+      [order](caf::message&) { order->push_back("stopped"); }, caf::error{});
+  auto* held = caf::actor_cast<caf::abstract_actor*>(runner);
+  scheduler_.run_jobs_filtered(
+      [held](caf::resumable* job) { return dynamic_cast<caf::abstract_actor*>(job) != held; });
+  Drain();
+  EXPECT_EQ(*order, (std::vector<std::string>{"event cfg/a", "stopped"}));
+}
+
 }  // namespace
 }  // namespace muster::testing

@@ -66,13 +66,16 @@ caf::actor_system::module* MakeNodeScheduler(caf::actor_system& system) {
 }
 
 bool GuardedMultiplexer::PostToNetworkThread(caf::resumable* job) {
-  if (this_thread_loop != nullptr || job->subtype() != caf::resumable::scheduled_actor) {
-    return false;
-  }
+  if (job->subtype() != caf::resumable::scheduled_actor) return false;
   auto* actor = static_cast<caf::scheduled_actor*>(job);
   if (!IsNetworkPinned(*actor)) return false;
   auto* loop = dynamic_cast<GuardedMultiplexer*>(&actor->home_system().middleman().backend());
-  if (loop == nullptr || !loop->serving_.load(std::memory_order_acquire)) return false;
+  // On its own loop's thread the actor was adopted already (AdoptOnNetworkThread); the network
+  // thread of another actor system in this process posts it like any other thread.
+  if (loop == nullptr || loop == this_thread_loop ||
+      !loop->serving_.load(std::memory_order_acquire)) {
+    return false;
+  }
   // Holds the caller's reference: a posted function dropped unrun (the loop stopped) releases it.
   loop->post([loop, held = caf::intrusive_ptr<caf::resumable>(job, /*add_ref=*/false)]() mutable {
     caf::resumable* adopted = held.detach();

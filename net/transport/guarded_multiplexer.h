@@ -72,9 +72,9 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   // queue. CAF hands actors to the scheduler without an execution unit when, for example, the
   // proxy of a remote actor dies with its connection.
   static bool AdoptOnNetworkThread(caf::resumable* job);
-  // Then this, off the network thread: true if `job` is a pinned actor (actors/placement.h) of a
-  // system whose loop is serving, in which case the job (and the caller's reference) was posted
-  // to that loop through its wake-up pipe.
+  // Then this, off the actor's own network thread: true if `job` is a pinned actor
+  // (actors/placement.h) of a system whose loop is serving, in which case the job (and the
+  // caller's reference) was posted to that loop through its wake-up pipe.
   static bool PostToNetworkThread(caf::resumable* job);
   // CAF's event loop, plus: each turn drains the local queue completely, then the writes that
   // connections deferred during the turn go out, each connection's in one system call.

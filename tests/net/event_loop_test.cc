@@ -153,6 +153,14 @@ TEST_F(EventLoopTest, HostedActorOfAnotherSystemStaysOffThisNetworkThread) {
   ExpectAnsweredOffTheNetworkThread(Ask(remote, "z"), "z");
 }
 
+// A pinned actor of the client system, woken by the server's network thread, goes to the
+// client's own network thread.
+TEST_F(EventLoopTest, PinnedActorOfAnotherSystemRunsOnItsOwnNetworkThread) {
+  auto other = Spawn(client_, PinnedWhereAmI);
+  auto remote = Remote(Spawn(server_, Forwarder, other));
+  EXPECT_EQ(Ask(remote, "p"), ThreadKey(client_.middleman().backend().thread_id()) + " p");
+}
+
 TEST_F(EventLoopTest, HostedActorWokenByALocalThreadRunsOnTheScheduler) {
   ExpectAnsweredOffTheNetworkThread(AskFrom(server_, Spawn(server_, WhereAmI, true), "y"), "y");
 }

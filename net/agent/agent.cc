@@ -107,7 +107,10 @@ Agent::Agent(caf::actor_system& system, AgentControlActor actor, CallbackRunnerA
       task_(std::move(task)),
       incarnation_(incarnation),
       shutdown_on_destruction_(shutdown_on_destruction),
-      progress_(std::move(progress)) {}
+      progress_(std::move(progress)),
+      unanswered_(ToError(absl::UnavailableError(
+          absl::StrCat("the agent of ", TaskName(task_),
+                       " stopped before answering: its actor system is shutting down")))) {}
 
 Agent::~Agent() {
   ThreadLoggerGuard logger_guard;
@@ -126,12 +129,6 @@ Agent::~Agent() {
         if (msg.source == actor_.address() || msg.source == callbacks_.address()) --running;
       },
       caf::after(std::chrono::seconds(10)) >> [&] { timed_out = true; });
-}
-
-caf::error Agent::Unanswered() const {
-  return ToError(absl::UnavailableError(
-      absl::StrCat("the agent of ", TaskName(task_),
-                   " stopped before answering: its actor system is shutting down")));
 }
 
 absl::Status Agent::Connect() {

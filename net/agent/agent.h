@@ -295,8 +295,6 @@ class Agent {
   // Sends one request to the agent actor; `done` gets its answer (see CallAsync).
   template <class Response, class... Request>
   void Send(std::function<void(absl::StatusOr<Response>)> done, Request&&... request) const;
-  // The error of a call the agent actor dropped unanswered (its actor system is stopping).
-  caf::error Unanswered() const;
   template <class Response, class... Args>
   absl::StatusOr<Response> Ask(Args&&... args) const;
 
@@ -307,6 +305,9 @@ class Agent {
   uint64_t incarnation_;
   bool shutdown_on_destruction_;
   std::shared_ptr<AgentProgress> progress_;
+  // The error of a call the agent actor dropped unanswered (its actor system is stopping); made
+  // once, copied into each call's reply sink.
+  caf::error unanswered_;
   mutable absl::Mutex devices_mutex_;
   proto::CoordinationServiceDeviceInfo cluster_devices_ ABSL_GUARDED_BY(devices_mutex_);
 };
@@ -330,7 +331,7 @@ void Agent::Send(std::function<void(absl::StatusOr<Response>)> done, Request&&..
               absl::StrCat("unexpected answer from the agent actor: ", caf::to_string(reply))));
         }
       },
-      Unanswered());
+      unanswered_);
 }
 
 template <class Response, class... Args>

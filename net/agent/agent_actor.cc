@@ -380,16 +380,6 @@ void HandlePushedError(AgentPointer self, const proto::ReportErrorToTaskRequest&
   OnPushedError(self, report);
 }
 
-CallbackRunnerActor SpawnCallbackRunner(caf::actor_system& system) {
-  return system.spawn([](CallbackRunnerActor::pointer self) -> CallbackRunnerActor::behavior_type {
-    return {
-        [](const UserCallback& callback) { callback.run(); },
-        [self](caf::close_atom) { self->quit(); },
-        [](caf::ok_atom ok) { return ok; },
-    };
-  });
-}
-
 AgentControlActor SpawnAgentActor(caf::actor_system& system, AgentConfig config,
                                   CallbackRunnerActor runner) {
   return system.spawn(

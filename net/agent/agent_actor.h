@@ -30,6 +30,7 @@
 #include "muster/messages/atoms.h"
 #include "muster/messages/interfaces.h"
 #include "muster/net/agent/barrier_combiner_actor.h"
+#include "muster/net/agent/callback_runner_actor.h"
 #include "muster/net/agent/heartbeat_batcher_actor.h"
 #include "muster/net/agent/leader_connector_actor.h"
 
@@ -62,12 +63,6 @@ struct AgentStatus {
   // Watched keys whose watch the leader could not resume after a reconnect (its change
   // history no longer reached back far enough): no more events come; watch them again.
   std::vector<std::string> dropped_watches;
-};
-
-// A user callback (on_error, on_preemption, a watch's on_change), run in order by the agent's
-// callback runner: the agent actor itself is network-hosted and never runs user code.
-struct UserCallback {
-  std::function<void()> run;
 };
 
 struct AgentConfig {
@@ -106,7 +101,6 @@ struct AgentConfig {
 
 }  // namespace muster
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(muster::UserCallback)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(muster::WatchCallback)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(muster::AgentStatus)
 
@@ -156,14 +150,6 @@ using AgentControlActor = caf::typed_actor<
     caf::reacts_to<retry_atom, uint64_t>, caf::reacts_to<deadline_atom, uint64_t>,
     // The earliest deadline of the calls in flight (call_deadlines.h).
     caf::reacts_to<deadline_atom>>;
-
-// Runs the user callbacks it is sent, in order, on a scheduler thread; stops on close_atom
-// (the agent actor sends it when it ends, after its last callback).
-// ok_atom is answered once the callbacks sent before it have run.
-using CallbackRunnerActor =
-    caf::typed_actor<caf::reacts_to<UserCallback>, caf::reacts_to<caf::close_atom>,
-                     caf::replies_to<caf::ok_atom>::with<caf::ok_atom>>;
-CallbackRunnerActor SpawnCallbackRunner(caf::actor_system& system);
 
 // `runner`: where the agent's user callbacks run (null: the agent spawns its own).
 AgentControlActor SpawnAgentActor(caf::actor_system& system, AgentConfig config,

@@ -168,6 +168,9 @@ TEST_F(EventLoopTest, HostedActorWokenByALocalThreadRunsOnTheScheduler) {
 // A pinned actor runs on the network thread whoever wakes it: a user thread's message reaches it
 // through the loop's wake-up pipe.
 TEST_F(EventLoopTest, PinnedActorWokenByALocalThreadRunsOnTheNetworkThread) {
+  // Pinning takes effect once the loop serves: a round trip through it makes sure it does (the
+  // network thread may not have started when the system's constructor returned).
+  ASSERT_EQ(Ask(Remote(Spawn(server_, WhereAmI, true)), "a"), NetworkThread() + " a");
   auto pinned = Spawn(server_, PinnedWhereAmI);
   EXPECT_EQ(AskFrom(server_, pinned, "b"), NetworkThread() + " b");
   EXPECT_EQ(AskFrom(server_, pinned, "c"), NetworkThread() + " c");

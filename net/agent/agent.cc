@@ -45,7 +45,11 @@ absl::StatusOr<ConnectOptions> LeaderOptions(const AgentOptions& options) {
 
 NodeOptions WorkerNodeOptions(absl::Duration heartbeat_timeout) {
   NodeOptions options;
-  options.connection_timeout = ToSpan(std::max(heartbeat_timeout, absl::Seconds(2)));
+  absl::Duration timeout = std::max(heartbeat_timeout, absl::Seconds(2));
+  options.connection_timeout = ToSpan(timeout);
+  // CAF checks the timeout on each of the node's own keep-alive ticks: a frozen leader is
+  // detected within 1.25 timeouts.
+  options.connection_heartbeat_interval = ToSpan(timeout / 4);
   return options;
 }
 

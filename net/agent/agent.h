@@ -119,8 +119,11 @@ struct AgentOptions {
 };
 
 // The actor-system options a worker should use: Muster's message types, low-latency
-// scheduling, and CAF connection heartbeats with a connection timeout of `heartbeat_timeout`
-// (at least 2 s) so that a frozen leader is detected.
+// scheduling, and a CAF connection timeout of `heartbeat_timeout` (at least 2 s) so that a
+// frozen leader is detected. The worker's own keep-alive frames go out every quarter of that
+// timeout (every 2.5 s with the default, 500 ms at least): the leader judges tasks by
+// their heartbeats, so they only drive the worker's check, and each one costs the leader a
+// wake-up (docs/performance.md, "Heartbeats").
 NodeOptions WorkerNodeOptions(absl::Duration heartbeat_timeout = absl::Seconds(10));
 
 // The handle of one GetKeyValueAsync call.

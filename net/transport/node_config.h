@@ -13,8 +13,10 @@
 namespace muster {
 
 struct NodeOptions {
-  // How often CAF's network layer sends keep-alive frames on each connection. Every node of a
-  // job must send them, or its peers with a connection timeout declare it dead.
+  // How often CAF's network layer sends keep-alive frames on each connection; it also checks
+  // `connection_timeout` at this pace. Every node of a job must send them more often than its
+  // peers' timeout, or they declare it dead: the leader sends them every 500 ms (workers time it
+  // out after 2 s at least), workers every quarter of their timeout (WorkerNodeOptions).
   caf::timespan connection_heartbeat_interval = std::chrono::milliseconds(500);
   // Closes a connection that carried nothing for this long (0: never). Workers set it to detect
   // a frozen leader; the leader leaves it 0 and judges workers by their task heartbeats.

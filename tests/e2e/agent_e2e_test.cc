@@ -118,6 +118,25 @@ TEST_F(AgentE2eTest, BatchedHeartbeatsAndCombinedBarrier_TasksStayUpThenStoppedP
   stopped->Signal(SIGCONT);
 }
 
+TEST_F(AgentE2eTest, FrozenLeader_PendingCallUnavailableWithinATimeoutAndAQuarter) {
+  StartLeader({"--jobs=worker=1"});
+  // A 4 s heartbeat timeout: CAF's connection timeout of 4 s, checked every 1 s.
+  auto* worker = StartWorker(0, "pending_get", {"--heartbeat_timeout_ms=4000"});
+  ASSERT_TRUE(worker->WaitForLine("EVENT ready", kBound).ok()) << worker->output();
+  absl::Time stopped_at = absl::Now();
+  leader_->Signal(SIGSTOP);
+  auto get = worker->WaitForLine("EVENT get", kBound);
+  double after_ms = absl::ToDoubleMilliseconds(absl::Now() - stopped_at);
+  leader_->Signal(SIGCONT);
+  ASSERT_TRUE(get.ok()) << get.status() << worker->output();
+  std::printf("SIGSTOP of the leader -> pending call failed: %.0f ms (timeout 4000 ms)\n",
+              after_ms);
+  EXPECT_THAT(*get, HasSubstr("code=UNAVAILABLE"));
+  EXPECT_GE(after_ms, 3000);  // its last keep-alive (every 500 ms) + the timeout, not before
+  EXPECT_LE(after_ms, 6500);  // the timeout + one check interval (1 s) + scheduling slack
+  ExpectExit(worker, 0);
+}
+
 TEST_F(AgentE2eTest, KillLeader_CallbacksFireAndPendingCallsReturnUnavailable) {
   StartLeader({"--jobs=worker=2"});
   auto* w0 = StartWorker(0, "pending_get");

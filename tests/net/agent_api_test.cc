@@ -88,6 +88,20 @@ class AgentApiTest : public testing::TwoNodesTest {
   std::vector<absl::Status> errors_;
 };
 
+TEST(WorkerNodeOptionsTest, TimesTheLeaderOutAfterTheHeartbeatTimeoutKeepAlivesEveryQuarter) {
+  NodeOptions normal = WorkerNodeOptions(absl::Seconds(10));
+  EXPECT_EQ(normal.connection_timeout, std::chrono::seconds(10));
+  EXPECT_EQ(normal.connection_heartbeat_interval, std::chrono::milliseconds(2500));
+  // Never below 2 s, so the leader's keep-alives (every 500 ms) always arrive several times.
+  NodeOptions short_timeout = WorkerNodeOptions(absl::Milliseconds(300));
+  EXPECT_EQ(short_timeout.connection_timeout, std::chrono::seconds(2));
+  EXPECT_EQ(short_timeout.connection_heartbeat_interval, std::chrono::milliseconds(500));
+  // The leader keeps its own: keep-alives every 500 ms, no connection timeout.
+  NodeOptions leader;
+  EXPECT_EQ(leader.connection_heartbeat_interval, std::chrono::milliseconds(500));
+  EXPECT_EQ(leader.connection_timeout, caf::timespan{0});
+}
+
 TEST_F(AgentApiTest, Incarnation_GivenOrDrawnAndSentToTheLeader) {
   StartLeader(Jobs(2));
   auto given = NewAgent(0, {.incarnation = 42});

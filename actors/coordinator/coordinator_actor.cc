@@ -289,7 +289,7 @@ void Init(CoordinatorPointer self, CoordinatorOptions options) {
   st.options = std::move(options);
   st.barriers = NewBarrierRegistry(st);  // after the options: it reads their limits
   st.heartbeats = SpawnHeartbeatMonitor(self, st.options.incarnation, st.heartbeat_timeout);
-  st.children->push_back(caf::actor_cast<caf::actor>(st.heartbeats));
+  st.children->emplace(st.heartbeats.address(), caf::actor_cast<caf::actor>(st.heartbeats));
   // A task recovered CONNECTED has the reconnect window to come back (see TaskSpec).
   caf::timespan window = RestoreCoordinator(self);
   for (const auto& task : st.view.tasks()) {
@@ -300,8 +300,7 @@ void Init(CoordinatorPointer self, CoordinatorOptions options) {
   st.kv = NewKvRouter(self);  // with the directories a restarted leader recovered
   StartProgressChecks(self);
   self->set_down_handler([=](caf::down_msg& down) {
-    auto& children = *self->state.children;  // a dead child needs no stopping at shutdown
-    children.erase(std::remove(children.begin(), children.end(), down.source), children.end());
+    self->state.children->erase(down.source);  // a dead child needs no stopping at shutdown
     if (!self->state.kv.Forget(down.source) && !ForgetLauncher(self, down.source)) {
       OnChildDown(self, down);
     }

@@ -45,10 +45,11 @@ void SetAllTasksError(CoordinatorPointer self, const absl::Status& status) {
 // Pushes `status` to every connected agent except those of `skip`.
 void PropagateToAll(CoordinatorPointer self, const absl::Status& status,
                     const absl::flat_hash_set<std::string>& skip) {
+  if (self->state.untold_agents == 0) return;
   proto::ReportErrorToTaskRequest report;
   SetStatusFields(status, &report);
-  for (const auto& [name, slot] : self->state.tasks) {
-    if (slot.agent && !skip.contains(name)) self->send(slot.agent, report);
+  for (auto& [name, slot] : self->state.tasks) {
+    if (!skip.contains(name)) PushError(self, slot, report);
   }
 }
 

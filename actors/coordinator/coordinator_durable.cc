@@ -91,7 +91,7 @@ void StopChildrenOnExit(CoordinatorPointer self) {
   caf::error reason = self->state.durable.enabled() ? LeaderPauseReason()
                                                     : caf::error(caf::exit_reason::user_shutdown);
   self->attach_functor([children = self->state.children, reason](const caf::error&) {
-    for (auto& child : *children) {
+    for (auto& [address, child] : *children) {
       if (child) {
         child->enqueue(nullptr, caf::make_message_id(),
                        caf::make_message(caf::exit_msg{child->address(), reason}), nullptr);
@@ -114,7 +114,7 @@ KvRouter NewKvRouter(CoordinatorPointer self) {
     }
     KvDirectoryActor actor = SpawnKvDirectory(self->system(), directory, limits, durability);
     self->monitor(actor);
-    self->state.children->push_back(caf::actor_cast<caf::actor>(actor));
+    self->state.children->emplace(actor.address(), caf::actor_cast<caf::actor>(actor));
     return actor;
   });
   if (const auto* recovered = st.options.recovered.get()) {
@@ -127,7 +127,8 @@ KvRouter NewKvRouter(CoordinatorPointer self) {
   }
   st.options.recovered.reset();  // restored: a directory spawned later starts empty
   if (st.options.state_writer) {
-    st.children->push_back(caf::actor_cast<caf::actor>(st.options.state_writer));
+    st.children->emplace(st.options.state_writer.address(),
+                         caf::actor_cast<caf::actor>(st.options.state_writer));
   }
   return router;
 }

@@ -51,6 +51,9 @@ struct TaskSlot {
   std::optional<caf::actor_clock::time_point> connected_at;
   // The live incarnation made an ephemeral write: its end sends the directories a drop.
   bool wrote_ephemeral = false;
+  // An error was pushed to the current agent, which is in ERROR since: it would ignore another.
+  // When many tasks fail at once, each agent gets one report, not one per failed task.
+  bool error_pushed = false;
 };
 
 struct CoordinatorState {
@@ -74,9 +77,14 @@ struct CoordinatorState {
   caf::timespan register_timeout{0};
   caf::timespan shutdown_barrier_timeout{0};
   // Every child spawned; all of them are stopped when the coordinator stops.
-  std::shared_ptr<std::vector<caf::actor>> children = std::make_shared<std::vector<caf::actor>>();
+  // (By address: a child's death removes it in O(1), also when thousands die at once.)
+  using Children = absl::flat_hash_map<caf::actor_addr, caf::actor>;
+  std::shared_ptr<Children> children = std::make_shared<Children>();
   // The last error propagated to the whole cluster: agents that connect later learn it too.
   std::optional<absl::Status> cluster_error;
+  // Connected agents not pushed an error yet (TaskSlot::error_pushed): when none is left, the
+  // next failure of a mass failure pushes nothing and costs no walk over the tasks.
+  int64_t untold_agents = 0;
   // Every registered launcher (monitored), and how often every task was restarted together.
   std::vector<LauncherActor> launchers;
   int64_t round = 0;
@@ -102,6 +110,15 @@ void SpawnTask(CoordinatorPointer self, const proto::CoordinatedTask& task,
 // Records a task's new state and tells everything that depends on task states.
 void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo& info,
                  const AgentActor& agent);
+
+// Pushes `report` to the slot's agent, unless it is not connected or was pushed an error since
+// it connected.
+void PushError(CoordinatorPointer self, TaskSlot& slot,
+               const proto::ReportErrorToTaskRequest& report);
+
+// The task's agent while it is connected (none when it leaves CONNECTED), counted in
+// untold_agents until an error is pushed to it.
+void SetAgent(CoordinatorPointer self, TaskSlot& slot, AgentActor agent);
 
 // Handles the death of a child: a task actor that died with an error is a task failure.
 void OnChildDown(CoordinatorPointer self, const caf::down_msg& down);

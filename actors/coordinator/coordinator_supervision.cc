@@ -27,12 +27,13 @@ proto::ReportErrorToTaskRequest ErrorReport(const absl::Status& status,
 // Pushes `status` to every connected agent (of `job` only, when not empty) except `source`'s.
 void Propagate(CoordinatorPointer self, const absl::Status& status,
                const proto::CoordinatedTask& source, const std::string& job) {
+  if (self->state.untold_agents == 0) return;
   proto::ReportErrorToTaskRequest report = ErrorReport(status, source);
   const auto& tasks = self->state.view.tasks();
-  for (const auto& [name, slot] : self->state.tasks) {
-    if (!slot.agent || SameTask(tasks[slot.index], source)) continue;
+  for (auto& [name, slot] : self->state.tasks) {
+    if (!slot.agent || slot.error_pushed || SameTask(tasks[slot.index], source)) continue;
     if (!job.empty() && tasks[slot.index].job_name() != job) continue;
-    self->send(slot.agent, report);
+    PushError(self, slot, report);
   }
 }
 
@@ -92,7 +93,7 @@ void SpawnTask(CoordinatorPointer self, const proto::CoordinatedTask& task,
                 .parent = caf::actor_cast<TaskParentActor>(self)};
   TaskActor actor = SpawnTaskActor(self->system(), std::move(spec));
   self->monitor(actor);
-  st.children->push_back(caf::actor_cast<caf::actor>(actor));
+  st.children->emplace(actor.address(), caf::actor_cast<caf::actor>(actor));
   auto [slot, added] = st.tasks.try_emplace(TaskName(task));
   // Init spawns the tasks in the order of the view: the n-th new slot is the view's n-th task.
   if (added) slot->second.index = static_cast<uint32_t>(st.tasks.size() - 1);
@@ -111,6 +112,21 @@ proto::WatchJobStateResponse JobState(CoordinatorPointer self, const std::string
   return response;
 }
 
+void PushError(CoordinatorPointer self, TaskSlot& slot,
+               const proto::ReportErrorToTaskRequest& report) {
+  if (!slot.agent || slot.error_pushed) return;
+  self->send(slot.agent, report);
+  slot.error_pushed = true;
+  --self->state.untold_agents;
+}
+
+void SetAgent(CoordinatorPointer self, TaskSlot& slot, AgentActor agent) {
+  if (slot.agent && !slot.error_pushed) --self->state.untold_agents;
+  slot.agent = std::move(agent);
+  slot.error_pushed = false;
+  if (slot.agent) ++self->state.untold_agents;
+}
+
 void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo& info,
                  const AgentActor& agent) {
   auto& st = self->state;
@@ -119,15 +135,15 @@ void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo&
   if (info.state() == proto::TASKSTATE_CONNECTED) {
     TaskSlot& slot = st.tasks.at(name);
     self->send(st.heartbeats, hb_watch_atom::value, slot.index, info.incarnation(), slot.actor);
-    slot.agent = agent;
+    SetAgent(self, slot, agent);
     if (agent) slot.agent_node = agent.node();
     if (st.cluster_error && !st.view.IsRecoverable(info.task())) {
-      self->send(agent, ErrorReport(*st.cluster_error, info.task()));
+      PushError(self, slot, ErrorReport(*st.cluster_error, info.task()));
     }
   } else {
     TaskSlot& slot = st.tasks.at(name);
     self->send(st.heartbeats, hb_unwatch_atom::value, slot.index);
-    slot.agent = nullptr;
+    SetAgent(self, slot, AgentActor{});
   }
   OnHealthState(self, info, st.tasks.at(name));
   ++st.version;

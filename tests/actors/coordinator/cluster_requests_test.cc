@@ -220,6 +220,37 @@ TEST_F(ClusterTest, RecoverableJob_FailureToleratedAndTaskRejoinsWithNewIncarnat
   EXPECT_EQ(State("worker", 0).incarnation(), 7u);
 }
 
+// Every connected agent was told of the first failure; a recoverable task's new agent (not
+// handed the old error when it connects) is counted again and told of the next failure.
+TEST_F(ClusterTest, AgentRejoinedAfterAFailure_ToldOfTheNextFailureOthersNotAgain) {
+  auto config = Config(2);
+  config.add_recoverable_jobs("worker");
+  Spawn(config);
+  Reports w0, w1, ps, w0_again, ps_again;
+  ASSERT_TRUE(Register("worker", 0, 1, Agent(&w0)).ok());
+  ASSERT_TRUE(Register("worker", 1, 2, Agent(&w1)).ok());
+  ASSERT_TRUE(Register("ps", 0, 3, Agent(&ps)).ok());
+  auto fail_ps = [&](Code code) {
+    proto::ReportErrorToServiceRequest report;
+    report.set_error_code(static_cast<int>(code));
+    report.set_error_message("oom");
+    *report.mutable_error_origin() = MakeTask("ps", 0);
+    ASSERT_THAT(Call<proto::ReportErrorToServiceResponse>(leader_, report), IsOk());
+  };
+  fail_ps(Code::kDataLoss);
+  ASSERT_EQ(w0->size(), 1u);
+  ASSERT_EQ(w1->size(), 1u);
+  ASSERT_TRUE((TaskCall<proto::ResetTaskResponse, proto::ResetTaskRequest>("worker", 0)).ok());
+  ASSERT_TRUE(Register("worker", 0, 7, Agent(&w0_again)).ok());
+  EXPECT_TRUE(w0_again->empty());
+  ASSERT_TRUE((TaskCall<proto::ResetTaskResponse, proto::ResetTaskRequest>("ps", 0)).ok());
+  ASSERT_TRUE(Register("ps", 0, 8, Agent(&ps_again)).ok());
+  fail_ps(Code::kInternal);
+  ASSERT_EQ(w0_again->size(), 1u);
+  EXPECT_EQ((*w0_again)[0].error_code(), static_cast<int>(Code::kInternal));
+  EXPECT_EQ(w1->size(), 1u);  // in ERROR since the first: not told again
+}
+
 TEST_F(ClusterTest, RestartIntensity_ThirdFailureFailsTheWholeJob) {
   Spawn(Config(3), std::make_shared<RestartIntensity>(
                        std::make_unique<RecoverableJobs>(std::vector<std::string>{"worker"}), 2,

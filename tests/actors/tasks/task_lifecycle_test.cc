@@ -296,6 +296,35 @@ TEST_F(LeaderTest, ReportErrorToService_ErrorWithReportedPayloadPropagated) {
               StatusIs(Code::kFailedPrecondition));
 }
 
+// An agent is in ERROR after its first pushed error and would ignore more: when many tasks
+// fail, each agent is told once (not once per failed task) until it connects again.
+TEST_F(LeaderTest, TwoFailures_EachAgentToldOnceUntilItConnectsAgain) {
+  Spawn(Config(3));
+  Reports r0, r1, r2;
+  ASSERT_TRUE(Register("worker", 0, 5, Agent(&r0)).ok());
+  ASSERT_TRUE(Register("worker", 1, 6, Agent(&r1)).ok());
+  auto survivor = Agent(&r2);
+  ASSERT_TRUE(Register("worker", 2, 7, survivor).ok());
+  for (int failed : {0, 1}) {
+    proto::ReportErrorToServiceRequest report;
+    report.set_error_code(static_cast<int>(failed == 0 ? Code::kDataLoss : Code::kInternal));
+    report.set_error_message("disk on fire");
+    *report.mutable_error_origin() = MakeTask("worker", failed);
+    ASSERT_THAT(Call<proto::ReportErrorToServiceResponse>(leader_, report), IsOk());
+  }
+  EXPECT_EQ(State("worker", 1).state(), proto::TASKSTATE_ERROR);
+  ASSERT_EQ(r2->size(), 1u);
+  EXPECT_EQ((*r2)[0].error_code(), static_cast<int>(Code::kDataLoss));
+  EXPECT_EQ(TaskName((*r2)[0].error_payload().source_task()), "/job:worker/task:0");
+  ASSERT_EQ(r1->size(), 1u);  // task 0's, before its own
+  EXPECT_TRUE(r0->empty());   // in ERROR at the leader: no longer connected
+  // Reset and connected again, the survivor's agent is told the cluster's error anew.
+  ASSERT_THAT((TaskCall<proto::ResetTaskResponse, proto::ResetTaskRequest>("worker", 2)), IsOk());
+  ASSERT_THAT(Register("worker", 2, 8, survivor), IsOk());
+  ASSERT_EQ(r2->size(), 2u);
+  EXPECT_EQ((*r2)[1].error_code(), static_cast<int>(Code::kInternal));
+}
+
 TEST_F(LeaderTest, LateAgent_LearnsEarlierClusterErrorWhenItConnects) {
   Spawn(Config(2));
   Reports first, late;

@@ -185,6 +185,18 @@ int Heartbeat(const Run& run) {
     ok += result.Int("ok", 0);
     errors += result.Int("errors", 0);
   }
+  // The client processes exit once they reported: the leader loses every task at once. Its CPU
+  // from then until a 100 ms sample finds it idle (under 2% of a core; 30 s at most).
+  Record last = taken.back(), now;
+  int64_t lost_at = MonoNs(), quiet_at = lost_at;
+  for (Record before = last; MonoNs() - lost_at < 30'000'000'000LL; before = now) {
+    SleepUntilNs(MonoNs() + 500'000'000);
+    server->Signal(SIGUSR1);
+    if (!server->NextOf("sample", &now, run.deadline_ns)) return run.Fail("no sample");
+    quiet_at = now.Int("mono_ns", 0);
+    if (CpuPercents({before, now})[0] < 2) break;
+  }
+  double loss_cpu_ms = (now.Double("cpu_ns") - last.Double("cpu_ns")) / 1e6;
   Summary cpu = Summarize(CpuPercents(taken));
   double rss = taken.back().Double("rss_kib");
   run.Row("cpu_pct_median", cpu.median, "%core");
@@ -195,6 +207,8 @@ int Heartbeat(const Run& run) {
   run.Row("heap_per_task_kib", (heap - baseline.Double("heap_kib")) / run.param, "KiB");
   run.Row("beats_per_s", ok * 1000.0 / run.Int("duration_ms", 1000), "1/s");
   run.Row("beat_errors", static_cast<double>(errors), "count");
+  run.Row("loss_cpu_ms", loss_cpu_ms, "ms");
+  run.Row("loss_quiet_ms", (quiet_at - lost_at) / 1e6, "ms");
   return 0;
 }
 

@@ -80,8 +80,9 @@ CoordinatorOptions LeaderOptions(const Flags& flags) {
   auto* job = options.config.add_coordinated_job_list();
   job->set_name("worker");
   job->set_num_tasks(static_cast<int32_t>(std::max<int64_t>(1, flags.Int("param", 1))));
-  // Only the heartbeat workload heartbeats; the others must not time out meanwhile.
-  bool beats = flags.Get("workload") == "heartbeat";
+  // Only the heartbeat workload heartbeats (its keepalive variant with connection keep-alives
+  // only); the others must not time out meanwhile.
+  bool beats = flags.Get("workload") == "heartbeat" && flags.Get("variant") != "keepalive";
   options.config.set_heartbeat_timeout_in_ms(
       flags.Int("heartbeat_timeout_ms", beats ? 10'000 : 3'600'000));
   return options;
@@ -142,6 +143,12 @@ int RunClient(const Flags& flags) {
   ClientArgs args = ParseClientArgs(flags);
   NodeConfig cfg;
   ApplyCafOverrides(cfg, flags.Get("caf"));
+  if (args.workload == "heartbeat" && args.variant == "keepalive") {
+    // One CAF keep-alive frame a second for each task of this process, as if each task were a
+    // process of its own.
+    cfg.set("middleman.heartbeat-interval",
+            caf::timespan{1'000'000'000 / std::max<int64_t>(1, args.Count())});
+  }
   caf::actor_system system{cfg};
   int code = 2;
   if (args.workload == "seq") {

@@ -148,8 +148,12 @@ int Bringup(const ClientArgs& args) {
   return 0;
 }
 
-// Each connection sends one echo frame per second, phases spread evenly over the second.
+// Each connection sends one echo frame per second, phases spread evenly over the second; with
+// variant "oneway", a frame the server does not answer (each counts as ok when sent).
 int Heartbeat(const ClientArgs& args) {
+  bool oneway = args.variant == "oneway";
+  TcpFrame beat;
+  if (oneway) beat.op = kBeat;
   Multi multi;
   std::vector<int> fds = ConnectAll(args, &multi);
   Emit("ready");
@@ -161,7 +165,7 @@ int Heartbeat(const ClientArgs& args) {
   };
   while (MonoNs() < end) {
     for (int64_t now = MonoNs(); due(sent) <= now; ++sent) {
-      TcpSend(fds[sent % fds.size()], TcpFrame{});
+      ok += TcpSend(fds[sent % fds.size()], beat) && oneway;
     }
     int wait_ms = static_cast<int>(std::max<int64_t>(0, (due(sent) - MonoNs()) / 1'000'000));
     multi.Poll(

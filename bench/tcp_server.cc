@@ -139,6 +139,7 @@ void TcpServer::Read(int fd) {
 }
 
 void TcpServer::Handle(int fd, const TcpFrame& frame) {
+  if (frame.op == kBeat) return;
   if (frame.op == kBarrier) {
     std::vector<int>& waiting = barriers_[frame.b];
     waiting.push_back(fd);

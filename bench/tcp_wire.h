@@ -12,6 +12,7 @@ enum TcpOp : uint8_t {
   kBarrier = 1,  // a = participants, b = round: answered when a calls of round b arrived
   kWatch = 2,    // answered at once; the connection is told when another watcher disconnects
   kNotify = 3,   // server -> watchers: a watcher's connection closed
+  kBeat = 4,     // not answered: a one-way heartbeat (the floor of a frame per process)
 };
 
 inline constexpr size_t kTcpBodyBytes = 64;

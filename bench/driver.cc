@@ -186,9 +186,11 @@ int Heartbeat(const Run& run) {
     errors += result.Int("errors", 0);
   }
   // The client processes exit once they reported: the leader loses every task at once. Its CPU
-  // from then until a 100 ms sample finds it idle (under 2% of a core; 30 s at most).
-  Record last = taken.back(), now;
-  int64_t lost_at = MonoNs(), quiet_at = lost_at;
+  // from then until a 500 ms sample finds it idle (under 2% of a core; 30 s at most).
+  Record last, now;
+  server->Signal(SIGUSR1);
+  if (!server->NextOf("sample", &last, run.deadline_ns)) return run.Fail("no sample");
+  int64_t lost_at = last.Int("mono_ns", 0), quiet_at = lost_at;
   for (Record before = last; MonoNs() - lost_at < 30'000'000'000LL; before = now) {
     SleepUntilNs(MonoNs() + 500'000'000);
     server->Signal(SIGUSR1);

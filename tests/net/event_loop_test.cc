@@ -17,6 +17,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/io/middleman.hpp>
+#include <caf/scheduled_actor.hpp>
 #include <caf/scoped_actor.hpp>
 
 #include "muster/actors/placement.h"
@@ -113,6 +114,18 @@ class EventLoopTest : public ::testing::Test {
 
   std::string NetworkThread() { return ThreadKey(server_.middleman().backend().thread_id()); }
 
+  // Waits (10 s at most) until `actor` has finished its turn with an empty mailbox: an actor
+  // still in its turn handles a message that arrives meanwhile in the same turn, on the thread
+  // it runs on, so only a message that wakes it shows where it is placed.
+  static void WaitUntilIdle(const caf::actor& actor) {
+    auto* self = static_cast<caf::scheduled_actor*>(caf::actor_cast<caf::abstract_actor*>(actor));
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!self->mailbox().blocked() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    ASSERT_TRUE(self->mailbox().blocked());
+  }
+
   // `answer` is the answer to `text`, given on a thread other than the server's network thread.
   void ExpectAnsweredOffTheNetworkThread(const std::string& answer, const std::string& text) {
     ASSERT_FALSE(answer.empty());
@@ -157,6 +170,7 @@ TEST_F(EventLoopTest, HostedActorOfAnotherSystemStaysOffThisNetworkThread) {
 // client's own network thread.
 TEST_F(EventLoopTest, PinnedActorOfAnotherSystemRunsOnItsOwnNetworkThread) {
   auto other = Spawn(client_, PinnedWhereAmI);
+  WaitUntilIdle(other);
   auto remote = Remote(Spawn(server_, Forwarder, other));
   EXPECT_EQ(Ask(remote, "p"), ThreadKey(client_.middleman().backend().thread_id()) + " p");
 }
@@ -172,6 +186,8 @@ TEST_F(EventLoopTest, PinnedActorWokenByALocalThreadRunsOnTheNetworkThread) {
   // network thread may not have started when the system's constructor returned).
   ASSERT_EQ(Ask(Remote(Spawn(server_, WhereAmI, true)), "a"), NetworkThread() + " a");
   auto pinned = Spawn(server_, PinnedWhereAmI);
+  // Its initialisation ran on a scheduler thread; "b" must wake it, not join that turn.
+  WaitUntilIdle(pinned);
   EXPECT_EQ(AskFrom(server_, pinned, "b"), NetworkThread() + " b");
   EXPECT_EQ(AskFrom(server_, pinned, "c"), NetworkThread() + " c");
 }

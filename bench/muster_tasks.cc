@@ -199,11 +199,14 @@ void RegisterOnFloor(TaskPointer self, const AgentActor& agent, Next next) {
 
 // Registers (values: none), then on go_atom heartbeats once a second after `phase` until `end`,
 // through `batcher` when it is set; with `floor`, registers with the floor's registrar instead.
-caf::behavior HeartbeatTask(TaskPointer self, CoordinatorActor leader, int64_t id, AgentActor agent,
+// The task is its own agent, as muster::Agent's one actor both registers and heartbeats: the
+// leader holds one proxy per task, as it does for a real job.
+caf::behavior HeartbeatTask(TaskPointer self, CoordinatorActor leader, int64_t id,
                             HeartbeatBatcherActor batcher, bool floor, caf::actor registered,
                             caf::actor finished, caf::timespan phase, caf::timespan duration) {
   InitTask(self, std::move(leader), id, std::move(registered));
   self->state.batcher = std::move(batcher);
+  auto agent = caf::actor_cast<AgentActor>(self);
   if (floor) {
     RegisterOnFloor(self, agent, [=] { Done(self); });
   } else {
@@ -216,6 +219,10 @@ caf::behavior HeartbeatTask(TaskPointer self, CoordinatorActor leader, int64_t i
         self->delayed_send(self, phase, caf::tick_atom::value, end);
       },
       [=](caf::tick_atom, caf::actor_clock::time_point end) { Beat(self, end); },
+      // The agent's interface (AgentActor).
+      [](const proto::ReportErrorToTaskRequest&) {},
+      [](const proto::PreemptionNotice&) { return proto::PreemptionAck(); },
+      [](const proto::SyncPointNotice&) {},
   };
 }
 
@@ -274,7 +281,6 @@ int RunHeartbeatClient(caf::actor_system& system, const ClientArgs& args) {
   size_t count = static_cast<size_t>(args.Count());
   auto registered = system.spawn(Collector, count);
   auto finished = system.spawn(Collector, count);
-  std::vector<AgentActor> agents;
   std::vector<caf::actor> tasks;
   auto duration = caf::timespan{args.duration_ms * 1'000'000};
   // Variant "batched": the process's tasks heartbeat through one batcher, as agents that share
@@ -285,10 +291,8 @@ int RunHeartbeatClient(caf::actor_system& system, const ClientArgs& args) {
     // Phases spread the tasks of all processes evenly over the second.
     auto phase =
         caf::timespan{(args.First() + static_cast<int64_t>(i)) * 1'000'000'000 / args.param};
-    agents.push_back(system.spawn(Agent, caf::actor{}, false));
     tasks.push_back(system.spawn(HeartbeatTask, leader, args.First() + static_cast<int64_t>(i),
-                                 agents.back(), batcher, floor, registered, finished, phase,
-                                 duration));
+                                 batcher, floor, registered, finished, phase, duration));
   }
   Collect(system, registered);
   Emit("ready");

@@ -8,6 +8,8 @@
 // publishes a registrar that, for each task's agent actor it is sent, spawns one hosted actor
 // that monitors the agent (so the server also holds a proxy of it) and answers the task's
 // HeartbeatRequests with an empty HeartbeatResponse. No coordinator, no task state.
+// "floor-oneway": the same, but the tasks send their beats as one-way messages that are not
+// answered (what a beat would cost the leader if it were not a request).
 #include <absl/strings/match.h>
 #include <caf/event_based_actor.hpp>
 #include <caf/io/middleman.hpp>
@@ -33,24 +35,27 @@ caf::behavior Echo(caf::event_based_actor* self, bool hosted) {
 }
 
 // One task's actor on the floor: watches the task's agent, answers its beats.
-caf::behavior FloorTask(caf::event_based_actor* self, const caf::actor& agent) {
+// With `oneway`, the beats come unanswered.
+caf::behavior FloorTask(caf::event_based_actor* self, const caf::actor& agent, bool oneway) {
   HostOnNetworkThread(self);
   self->monitor(agent);
   self->set_down_handler([self](caf::down_msg&) { self->quit(); });
+  if (oneway) return {[](const proto::HeartbeatRequest&) {}};
   return {[](const proto::HeartbeatRequest&) { return proto::HeartbeatResponse(); }};
 }
 
 // Answers each agent actor with the task actor it spawned for it.
-caf::behavior Registrar(caf::event_based_actor* self) {
+caf::behavior Registrar(caf::event_based_actor* self, bool oneway) {
   HostOnNetworkThread(self);
-  return {[self](const caf::actor& agent) { return self->spawn(FloorTask, agent); }};
+  return {
+      [self, oneway](const caf::actor& agent) { return self->spawn(FloorTask, agent, oneway); }};
 }
 
 }  // namespace
 
 int RunFloorServer(caf::actor_system& system, const std::string& variant,
                    const std::string& workload) {
-  auto published = workload == "heartbeat" ? system.spawn(Registrar)
+  auto published = workload == "heartbeat" ? system.spawn(Registrar, variant == "floor-oneway")
                                            : system.spawn(Echo, IsHostedVariant(variant));
   auto port = system.middleman().publish(published, 0, "127.0.0.1", true);
   if (!port) {

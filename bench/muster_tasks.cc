@@ -89,6 +89,7 @@ struct TaskState {
   caf::actor collector;
   std::vector<int64_t> values;
   int64_t ok = 0, errors = 0;
+  bool oneway = false;  // beats are sent unanswered (counted as sent)
 };
 using TaskPointer = caf::stateful_actor<TaskState>*;
 
@@ -174,7 +175,10 @@ void Beat(TaskPointer self, caf::actor_clock::time_point end) {
   request.set_incarnation(self->state.incarnation);
   auto on_ok = [=](const proto::HeartbeatResponse&) { ++self->state.ok; };
   auto on_error = [=](caf::error&) { ++self->state.errors; };
-  if (self->state.batcher) {
+  if (self->state.oneway) {
+    self->send(caf::actor_cast<caf::actor>(self->state.leader), request);
+    ++self->state.ok;
+  } else if (self->state.batcher) {
     self->request(self->state.batcher, std::chrono::seconds(5), request, self->state.leader)
         .then(on_ok, on_error);
   } else {
@@ -198,14 +202,17 @@ void RegisterOnFloor(TaskPointer self, const AgentActor& agent, Next next) {
 }
 
 // Registers (values: none), then on go_atom heartbeats once a second after `phase` until `end`,
-// through `batcher` when it is set; with `floor`, registers with the floor's registrar instead.
+// through `batcher` when it is set; with `floor`, registers with the floor's registrar instead
+// (and with `oneway` sends its beats there unanswered).
 // The task is its own agent, as muster::Agent's one actor both registers and heartbeats: the
 // leader holds one proxy per task, as it does for a real job.
 caf::behavior HeartbeatTask(TaskPointer self, CoordinatorActor leader, int64_t id,
-                            HeartbeatBatcherActor batcher, bool floor, caf::actor registered,
-                            caf::actor finished, caf::timespan phase, caf::timespan duration) {
+                            HeartbeatBatcherActor batcher, bool floor, bool oneway,
+                            caf::actor registered, caf::actor finished, caf::timespan phase,
+                            caf::timespan duration) {
   InitTask(self, std::move(leader), id, std::move(registered));
   self->state.batcher = std::move(batcher);
+  self->state.oneway = oneway;
   auto agent = caf::actor_cast<AgentActor>(self);
   if (floor) {
     RegisterOnFloor(self, agent, [=] { Done(self); });
@@ -292,7 +299,8 @@ int RunHeartbeatClient(caf::actor_system& system, const ClientArgs& args) {
     auto phase =
         caf::timespan{(args.First() + static_cast<int64_t>(i)) * 1'000'000'000 / args.param};
     tasks.push_back(system.spawn(HeartbeatTask, leader, args.First() + static_cast<int64_t>(i),
-                                 batcher, floor, registered, finished, phase, duration));
+                                 batcher, floor, args.variant == "floor-oneway", registered,
+                                 finished, phase, duration));
   }
   Collect(system, registered);
   Emit("ready");

@@ -177,6 +177,8 @@ const std::vector<Target>& Targets() {
        "leader CPU < 5% of a core (one message per task)"},
       {"heartbeat", 10000, "cpu_pct_median", "muster", "muster:floor", true, 1.5,
        "leader CPU (one message per task) ≤ 1.5× the bare CAF floor (a hosted actor per task)"},
+      {"heartbeat", 10000, "cpu_pct_median", "muster:floor-oneway", "", true, 5,
+       "bare CAF floor < 5% of a core (a hosted actor per task, beats one-way, unanswered)"},
       {"heartbeat", 10000, "cpu_pct_median", "muster:keepalive", "", true, 5,
        "leader CPU < 5% of a core (CAF keep-alive frames only, one per task)"},
       {"heartbeat", 10000, "cpu_pct_median", "tcp:oneway", "", true, 5,

@@ -183,6 +183,9 @@ long_workloads() {
       "--duration_ms=$((WINDOW + 5000))"
     run "$pin" 1 muster floor heartbeat "$BIG" $((WINDOW / 1000 + 60)) "--window_ms=$WINDOW" \
       "--duration_ms=$((WINDOW + 5000))"
+    # The same floor with beats sent as one-way messages (what a beat costs if it is not a request).
+    run "$pin" 1 muster floor-oneway heartbeat "$BIG" $((WINDOW / 1000 + 60)) \
+      "--window_ms=$WINDOW" "--duration_ms=$((WINDOW + 5000))"
     # One frame a second per simulated process and nothing else: CAF's keep-alive, and raw TCP's
     # one-way frame on a connection per task (the floor of any design that receives one).
     run "$pin" 1 muster keepalive heartbeat "$BIG" $((WINDOW / 1000 + 60)) \

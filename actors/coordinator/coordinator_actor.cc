@@ -191,21 +191,45 @@ caf::result<proto::RegisterTaskResponse> RegisterTask(CoordinatorPointer self,
   return promise;
 }
 
-// Routes a heartbeat to the heartbeat monitor with its task's actor.
-caf::result<proto::HeartbeatResponse> Heartbeat(CoordinatorPointer self,
-                                                const proto::HeartbeatRequest& request) {
+// The task slot a heartbeat refreshes, after its checks (unknown task, acting as another).
+absl::StatusOr<TaskSlot*> BeatingSlot(CoordinatorPointer self,
+                                      const proto::HeartbeatRequest& request) {
   auto& st = self->state;
   auto it = st.tasks.find(TaskName(request.source_task()));
   if (it == st.tasks.end()) {
-    return ToError(
-        UnknownTaskError("Unexpected heartbeat request from task: ", request.source_task()));
+    return UnknownTaskError("Unexpected heartbeat request from task: ", request.source_task());
   }
-  if (absl::Status own = ActsAsItself(self, request.source_task()); !own.ok()) {
-    return ToError(own);
-  }
+  if (absl::Status own = ActsAsItself(self, request.source_task()); !own.ok()) return own;
   it->second.last_heartbeat = self->clock().now();
   RecordProgress(self, request, it->second);
-  return self->delegate(st.heartbeats, request, it->second.index, it->second.actor);
+  return &it->second;
+}
+
+// A heartbeat sent one-way (not as a request): it is judged as a request would be, but only an
+// error is told, pushed to the sending agent as a ReportErrorToTaskRequest. A beat that is
+// accepted costs no reply on the wire.
+void OneWayHeartbeat(CoordinatorPointer self, const proto::HeartbeatRequest& request) {
+  auto agent = caf::actor_cast<AgentActor>(self->current_sender());
+  auto tell = [self, agent, task = request.source_task()](const absl::Status& status) {
+    if (agent) self->send(agent, ErrorReport(status, task));
+  };
+  auto slot = BeatingSlot(self, request);
+  if (!slot.ok()) return tell(slot.status());
+  self->request(self->state.heartbeats, caf::infinite, request, (*slot)->index, (*slot)->actor)
+      .then([](const proto::HeartbeatResponse&) {},
+            [tell](caf::error& error) { tell(ToStatus(error)); });
+}
+
+// Routes a heartbeat to the heartbeat monitor with its task's actor.
+caf::result<proto::HeartbeatResponse> Heartbeat(CoordinatorPointer self,
+                                                const proto::HeartbeatRequest& request) {
+  if (!self->current_message_id().is_request()) {
+    OneWayHeartbeat(self, request);
+    return caf::delegated<proto::HeartbeatResponse>{};  // nothing to answer
+  }
+  auto slot = BeatingSlot(self, request);
+  if (!slot.ok()) return ToError(slot.status());
+  return self->delegate(self->state.heartbeats, request, (*slot)->index, (*slot)->actor);
 }
 
 caf::result<proto::HeartbeatBatchResponse> HeartbeatBatch(CoordinatorPointer self,

@@ -14,16 +14,6 @@ absl::Time Now(CoordinatorPointer self) {
   return absl::FromUnixNanos(self->clock().now().time_since_epoch().count());
 }
 
-proto::ReportErrorToTaskRequest ErrorReport(const absl::Status& status,
-                                            const proto::CoordinatedTask& source) {
-  proto::ReportErrorToTaskRequest report;
-  SetStatusFields(status, &report);
-  if (!report.error_payload().has_source_task()) {
-    *report.mutable_error_payload()->mutable_source_task() = source;
-  }
-  return report;
-}
-
 // Pushes `status` to every connected agent (of `job` only, when not empty) except `source`'s.
 void Propagate(CoordinatorPointer self, const absl::Status& status,
                const proto::CoordinatedTask& source, const std::string& job) {
@@ -79,6 +69,16 @@ absl::Status FailureStatus(const caf::down_msg& down, const proto::CoordinatedTa
 }
 
 }  // namespace
+
+proto::ReportErrorToTaskRequest ErrorReport(const absl::Status& status,
+                                            const proto::CoordinatedTask& source) {
+  proto::ReportErrorToTaskRequest report;
+  SetStatusFields(status, &report);
+  if (!report.error_payload().has_source_task()) {
+    *report.mutable_error_payload()->mutable_source_task() = source;
+  }
+  return report;
+}
 
 void SpawnTask(CoordinatorPointer self, const proto::CoordinatedTask& task,
                const proto::CoordinatedTaskStateInfo& initial, caf::timespan reconnect_window) {

@@ -2,7 +2,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <caf/send.hpp>
+
 #include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
 #include "tests/actors/leader_fixture.h"
 #include "tests/testing/status_matchers.h"
 
@@ -191,6 +194,76 @@ TEST_F(LeaderTest, HeartbeatBatch_MovesEveryDeadline) {
   AdvanceTime(1ms);
   EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
   EXPECT_EQ(State("worker", 1).state(), proto::TASKSTATE_ERROR);
+}
+
+// What the sender of one-way heartbeats receives from the leader.
+struct BeaterLog {
+  int responses = 0;
+  std::vector<proto::ReportErrorToTaskRequest> reports;
+  std::vector<caf::error> errors;  // error messages sent to it as such
+};
+
+class OneWayHeartbeatTest : public LeaderTest {
+ protected:
+  void SetUp() override {
+    beater_ = Keep(system_.spawn([log = log_](caf::event_based_actor* self) -> caf::behavior {
+      self->set_error_handler([log](caf::error& error) { log->errors.push_back(error); });
+      return {[log](const proto::HeartbeatResponse&) { ++log->responses; },
+              [log](const proto::ReportErrorToTaskRequest& r) { log->reports.push_back(r); }};
+    }));
+  }
+
+  // Sends a heartbeat as a one-way message (not a request), as agents with
+  // AgentConfig::one_way_heartbeats do.
+  void BeatOneWay(const std::string& job, int id, uint64_t incarnation) {
+    caf::send_as(beater_, caf::actor_cast<caf::actor>(leader_), Beat(job, id, incarnation));
+    Drain();
+  }
+
+  std::shared_ptr<BeaterLog> log_ = std::make_shared<BeaterLog>();
+  caf::actor beater_;
+};
+
+TEST_F(OneWayHeartbeatTest, MovesTheDeadlineAndNothingIsSentBack) {
+  Spawn(Config(1));
+  Reports reports;
+  ASSERT_TRUE(Register("worker", 0, 5, Agent(&reports)).ok());
+  AdvanceTime(6s);
+  BeatOneWay("worker", 0, 5);
+  AdvanceTime(9999ms);
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
+  AdvanceTime(1ms);
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
+  EXPECT_EQ(log_->responses, 0);
+  EXPECT_TRUE(log_->reports.empty());
+  EXPECT_TRUE(log_->errors.empty());
+}
+
+TEST_F(OneWayHeartbeatTest, ErrorsArePushedToTheSenderWithTheCodesOfTheRequest) {
+  Spawn(Config(2));
+  BeatOneWay("worker", 7, 1);
+  BeatOneWay("worker", 0, 1);
+  Reports reports;
+  ASSERT_TRUE(Register("worker", 0, 5, Agent(&reports)).ok());
+  AdvanceTime(10s);
+  BeatOneWay("worker", 0, 5);
+  ASSERT_TRUE(Register("worker", 1, 8, Agent(&reports)).ok());
+  BeatOneWay("worker", 1, 9);
+  ASSERT_EQ(log_->reports.size(), 4u);
+  const auto& reported = log_->reports;
+  EXPECT_EQ(reported[0].error_code(), static_cast<int>(Code::kInvalidArgument));
+  EXPECT_THAT(reported[0].error_message(), HasSubstr("task:7"));
+  EXPECT_EQ(reported[1].error_code(), static_cast<int>(Code::kInvalidArgument));
+  EXPECT_THAT(reported[1].error_message(), HasSubstr("must be registered"));
+  EXPECT_EQ(reported[2].error_code(), static_cast<int>(Code::kAborted));
+  EXPECT_THAT(reported[2].error_message(), HasSubstr("already-in-error task"));
+  EXPECT_EQ(TaskName(reported[2].error_payload().source_task()), "/job:worker/task:0");
+  EXPECT_EQ(reported[3].error_code(), static_cast<int>(Code::kAborted));
+  EXPECT_THAT(reported[3].error_message(), HasSubstr("Incarnation ID mismatch"));
+  EXPECT_EQ(TaskName(reported[3].error_payload().source_task()), "/job:worker/task:1");
+  EXPECT_EQ(State("worker", 1).state(), proto::TASKSTATE_ERROR);
+  EXPECT_EQ(log_->responses, 0);
+  EXPECT_TRUE(log_->errors.empty());
 }
 
 TEST_F(LeaderTest, HeartbeatDeadline_ReRegisterRestartsTheDeadline) {

@@ -4,6 +4,7 @@
 
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
+#include <caf/defaults.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
 
@@ -73,6 +74,12 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(caf::actor_system& system,
   config.heartbeat_batcher = options.heartbeat_batcher;
   config.barrier_combiner = options.barrier_combiner;
   config.heartbeat_timeout = ToSpan(options.heartbeat_timeout);
+  // CAF closes a connection that was silent for its connection timeout: when that is within the
+  // heartbeat timeout, a silent leader is detected without answers to the beats.
+  auto connection_timeout = caf::get_or(system.config(), "middleman.connection-timeout",
+                                        caf::defaults::middleman::connection_timeout);
+  config.one_way_heartbeats = !options.local_leader && connection_timeout > caf::timespan{0} &&
+                              connection_timeout <= config.heartbeat_timeout;
   config.shutdown_barrier_timeout = ToSpan(options.shutdown_barrier_timeout);
   config.rpc_timeout = ToSpan(options.rpc_timeout);
   config.max_request_bytes = options.max_request_bytes;

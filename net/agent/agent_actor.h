@@ -74,6 +74,12 @@ struct AgentConfig {
   caf::timespan heartbeat_timeout = std::chrono::seconds(10);
   // When set, heartbeats go through this process's batcher instead of straight to the leader.
   HeartbeatBatcherActor heartbeat_batcher;
+  // Heartbeats sent straight to the leader go as one-way messages: the leader answers none and
+  // pushes an error (ReportErrorToTaskRequest) instead of replying with it, and the agent no
+  // longer learns of a silent leader from its beats. Set only when something else detects a
+  // silent leader within heartbeat_timeout: Agent::Create sets it when the actor system's CAF
+  // connection timeout is at most heartbeat_timeout (WorkerNodeOptions).
+  bool one_way_heartbeats = false;
   // When set, barrier calls go through this process's combiner.
   BarrierCombinerActor barrier_combiner;
   caf::timespan shutdown_barrier_timeout = std::chrono::seconds(10);

@@ -1,7 +1,11 @@
 // The agent's heartbeats: one every heartbeat_timeout/2 from an actor timer while RUNNING,
 // carrying the task's last step. A reply with another leader incarnation, an error of the
-// leader, or silence for a whole heartbeat timeout puts the agent in ERROR.
+// leader, or silence for a whole heartbeat timeout puts the agent in ERROR. With
+// one_way_heartbeats the beats are not requests: the leader pushes an error instead of
+// answering (a pushed error puts the agent in ERROR), and CAF's connection timeout detects a
+// silent leader (a lost leader puts the agent in ERROR).
 #include <absl/strings/str_cat.h>
+#include <caf/send.hpp>
 
 #include "muster/messages/status_codec.h"
 #include "muster/net/agent/agent_state.h"
@@ -32,6 +36,14 @@ void HandleBeat(AgentPointer self, uint64_t generation) {
   beat.set_incarnation(st.config.incarnation);
   if (int64_t step = st.config.progress->step.load(); step != AgentProgress::kNoStep) {
     beat.set_step(step);
+  }
+  if (st.config.one_way_heartbeats && !st.config.heartbeat_batcher) {
+    // Through untyped handles: the leader answers a one-way beat with nothing (its typed
+    // interface names the reply of the request).
+    caf::send_as(caf::actor_cast<caf::actor>(self), caf::actor_cast<caf::actor>(st.leader),
+                 std::move(beat));
+    ScheduleBeat(self);
+    return;
   }
   // Answers about a leader that is gone (lost, or replaced after a reconnect) are ignored.
   CoordinatorActor leader = st.leader;

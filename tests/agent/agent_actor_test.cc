@@ -35,8 +35,9 @@ class AgentActorTest : public DeterministicTest {
   }
 
   AgentControlActor Spawn(int task, HeartbeatBatcherActor batcher = {},
-                          BarrierCombinerActor combiner = {}) {
+                          BarrierCombinerActor combiner = {}, bool one_way_heartbeats = false) {
     AgentConfig config;
+    config.one_way_heartbeats = one_way_heartbeats;
     config.heartbeat_batcher = std::move(batcher);
     config.barrier_combiner = std::move(combiner);
     config.task = MakeTask("worker", task);
@@ -147,6 +148,32 @@ TEST_F(AgentActorTest, HeartbeatThroughBatcher_TaskFailedAtLeader_ErrorCallback)
   AdvanceTime(20ms);  // the batch goes out
   ASSERT_EQ(errors_->size(), 1u);
   EXPECT_THAT((*errors_)[0], StatusIs(Code::kAborted, HasSubstr("/job:worker/task:0")));
+  EXPECT_EQ(StateOf(agent), AgentState::kError);
+}
+
+TEST_F(AgentActorTest, OneWayHeartbeats_KeepTheTaskConnectedPastManyTimeouts) {
+  auto agent = Spawn(0, {}, {}, /*one_way_heartbeats=*/true);
+  ASSERT_THAT(Connect(agent), IsOk());
+  for (int i = 0; i < 12; ++i) AdvanceTime(5s);
+  EXPECT_EQ(LeaderState(0), proto::TASKSTATE_CONNECTED);
+  EXPECT_TRUE(errors_->empty());
+  EXPECT_EQ(StateOf(agent), AgentState::kRunning);
+}
+
+TEST_F(AgentActorTest, OneWayHeartbeat_TaskFailedAtLeader_ErrorPushedToTheAgent) {
+  auto agent = Spawn(0, {}, {}, /*one_way_heartbeats=*/true);
+  ASSERT_THAT(Connect(agent), IsOk());
+  // The task restarts elsewhere: the leader fails the first incarnation.
+  proto::RegisterTaskRequest restarted;
+  *restarted.mutable_source_task() = MakeTask("worker", 0);
+  restarted.set_incarnation(999);
+  ASSERT_FALSE(Call<proto::RegisterTaskResponse>(leader_, restarted, AgentActor{}).ok());
+  EXPECT_TRUE(errors_->empty());  // the leader tells a failed task's agent on its next beat
+  AdvanceTime(5s);
+  ASSERT_EQ(errors_->size(), 1u);
+  // Pushed (a reply to a request would carry the leader's message alone).
+  EXPECT_THAT((*errors_)[0], StatusIs(Code::kAborted, HasSubstr("Error reported from "
+                                                                "/job:worker/task:0")));
   EXPECT_EQ(StateOf(agent), AgentState::kError);
 }
 

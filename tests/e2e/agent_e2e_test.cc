@@ -88,6 +88,37 @@ TEST_F(AgentE2eTest, StoppedWorker_UnavailableAfterHeartbeatTimeoutThenMustReset
   EXPECT_THAT(*reset, HasSubstr("code=OK"));
 }
 
+// With WorkerNodeOptions' connection timeout (the heartbeat timeout), agents send their beats
+// one-way: a stopped (hung but connected) worker is still detected by its missing beats.
+TEST_F(AgentE2eTest, StoppedWorkerWithOneWayBeats_UnavailableWithinTheHeartbeatTimeout) {
+  StartLeader({"--jobs=worker=2", "--heartbeat_timeout_ms=2000"});
+  auto* alive = StartWorker(0, "wait_error", {"--heartbeat_timeout_ms=2000"});
+  auto* stopped = StartWorker(1, "wait_error", {"--heartbeat_timeout_ms=2000"});
+  ASSERT_TRUE(alive->WaitForLine("EVENT ready", kBound).ok());
+  ASSERT_TRUE(stopped->WaitForLine("EVENT ready", kBound).ok());
+  // The beats keep both connected past two heartbeat timeouts.
+  EXPECT_EQ(alive->WaitForLine("EVENT error", absl::Seconds(5)).status().code(),
+            absl::StatusCode::kDeadlineExceeded)
+      << alive->output();
+  int64_t stopped_at = absl::ToUnixMicros(absl::Now());
+  stopped->Signal(SIGSTOP);
+  auto error = alive->WaitForLine("EVENT error", kBound);
+  ASSERT_TRUE(error.ok()) << error.status();
+  double after_ms = (ErrorTime(*error) - stopped_at) / 1000.0;
+  std::printf("SIGSTOP -> survivor's error callback: %.0f ms (one-way beats, timeout 2000 ms)\n",
+              after_ms);
+  EXPECT_THAT(*error, HasSubstr("code=UNAVAILABLE"));
+  EXPECT_THAT(*error, HasSubstr("/job:worker/task:1 heartbeat timeout"));
+  EXPECT_GE(after_ms, 1000);  // last beat + 2 s, beats every 1 s
+  EXPECT_LE(after_ms, 4000);
+  // Woken, it learns that it failed: pushed by the leader on its next beat (ABORTED), or its own
+  // connection timeout saw the leader silent for the whole stop (UNAVAILABLE).
+  stopped->Signal(SIGCONT);
+  auto own = stopped->WaitForLine("EVENT error", kBound);
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_THAT(*own, ::testing::AnyOf(HasSubstr("code=ABORTED"), HasSubstr("code=UNAVAILABLE")));
+}
+
 TEST_F(AgentE2eTest, BatchedHeartbeatsAndCombinedBarrier_TasksStayUpThenStoppedProcessFails) {
   StartLeader({"--jobs=worker=4", "--heartbeat_timeout_ms=1000"});
   std::vector<std::string> flags = {"--heartbeat_timeout_ms=1000", "--tasks=4", "--local_tasks=2"};

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include <absl/strings/match.h>
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/stateful_actor.hpp>
@@ -203,7 +204,8 @@ void RegisterOnFloor(TaskPointer self, const AgentActor& agent, Next next) {
 
 // Registers (values: none), then on go_atom heartbeats once a second after `phase` until `end`,
 // through `batcher` when it is set; with `floor`, registers with the floor's registrar instead
-// (and with `oneway` sends its beats there unanswered).
+// (and with `oneway` sends its beats there unanswered). Variant "oneway": beats go to the leader
+// as one-way messages, as agents with AgentConfig::one_way_heartbeats send them.
 // The task is its own agent, as muster::Agent's one actor both registers and heartbeats: the
 // leader holds one proxy per task, as it does for a real job.
 caf::behavior HeartbeatTask(TaskPointer self, CoordinatorActor leader, int64_t id,
@@ -226,8 +228,13 @@ caf::behavior HeartbeatTask(TaskPointer self, CoordinatorActor leader, int64_t i
         self->delayed_send(self, phase, caf::tick_atom::value, end);
       },
       [=](caf::tick_atom, caf::actor_clock::time_point end) { Beat(self, end); },
-      // The agent's interface (AgentActor).
-      [](const proto::ReportErrorToTaskRequest&) {},
+      // The agent's interface (AgentActor). The leader pushes the error of a one-way beat
+      // (naming this task; the others name a failed task).
+      [=](const proto::ReportErrorToTaskRequest& report) {
+        if (TaskName(report.error_payload().source_task()) == TaskName(self->state.task)) {
+          ++self->state.errors;
+        }
+      },
       [](const proto::PreemptionNotice&) { return proto::PreemptionAck(); },
       [](const proto::SyncPointNotice&) {},
   };
@@ -299,7 +306,7 @@ int RunHeartbeatClient(caf::actor_system& system, const ClientArgs& args) {
     auto phase =
         caf::timespan{(args.First() + static_cast<int64_t>(i)) * 1'000'000'000 / args.param};
     tasks.push_back(system.spawn(HeartbeatTask, leader, args.First() + static_cast<int64_t>(i),
-                                 batcher, floor, args.variant == "floor-oneway", registered,
+                                 batcher, floor, absl::EndsWith(args.variant, "oneway"), registered,
                                  finished, phase, duration));
   }
   Collect(system, registered);
@@ -328,8 +335,8 @@ int RunFailureClient(caf::actor_system& system, const ClientArgs& args) {
   auto collector = system.spawn(Collector, static_cast<size_t>(args.Count()));
   std::vector<AgentActor> agents;
   for (int64_t i = 0; i < args.Count(); ++i) {
-    agents.push_back(system.spawn(Agent, caf::actor_cast<caf::actor>(self),
-                                   IsHostedVariant(args.variant)));
+    agents.push_back(
+        system.spawn(Agent, caf::actor_cast<caf::actor>(self), IsHostedVariant(args.variant)));
     system.spawn(BringupTask, leader, args.First() + i, agents.back(), collector);
   }
   Collect(system, collector);

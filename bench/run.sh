@@ -179,6 +179,8 @@ long_workloads() {
       "--duration_ms=$((WINDOW + 5000))"
     run "$pin" 1 muster "" heartbeat "$BIG" $((WINDOW / 1000 + 60)) "--window_ms=$WINDOW" \
       "--duration_ms=$((WINDOW + 5000))"
+    run "$pin" 1 muster oneway heartbeat "$BIG" $((WINDOW / 1000 + 60)) "--window_ms=$WINDOW" \
+      "--duration_ms=$((WINDOW + 5000))"
     run "$pin" 1 tcp "" heartbeat "$BIG" $((WINDOW / 1000 + 60)) "--window_ms=$WINDOW" \
       "--duration_ms=$((WINDOW + 5000))"
     run "$pin" 1 muster floor heartbeat "$BIG" $((WINDOW / 1000 + 60)) "--window_ms=$WINDOW" \

@@ -374,6 +374,13 @@ void InitAgent(AgentPointer self, AgentConfig config, CallbackRunnerActor runner
   self->state.config = std::move(config);
   self->state.request_client = NewIncarnation();  // random, non-zero
   self->set_down_handler([self](caf::down_msg& down) { OnLeaderDown(self, down); });
+  // An error that arrives as a message of its own, not as the answer to a request: the leader's
+  // refusal of a one-way heartbeat that did not reach the coordinator (its token gate refuses
+  // a node that presented no token). It puts a running agent in ERROR; CAF's default would end
+  // the agent actor.
+  self->set_error_handler([self](caf::error& error) {
+    if (self->state.state == AgentState::kRunning) SetError(self, ToStatus(error));
+  });
 }
 
 void HandlePushedError(AgentPointer self, const proto::ReportErrorToTaskRequest& report) {

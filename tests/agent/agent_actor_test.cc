@@ -177,6 +177,20 @@ TEST_F(AgentActorTest, OneWayHeartbeat_TaskFailedAtLeader_ErrorPushedToTheAgent)
   EXPECT_EQ(StateOf(agent), AgentState::kError);
 }
 
+TEST_F(AgentActorTest, ErrorMessageOfItsOwn_PutsTheRunningAgentInErrorAndKeepsItUp) {
+  auto agent = Spawn(0, {}, {}, /*one_way_heartbeats=*/true);
+  ASSERT_THAT(Connect(agent), IsOk());
+  // What the leader's token gate answers a one-way beat from a node it has not admitted.
+  caf::anon_send(caf::actor_cast<caf::actor>(agent),
+                 ToError(absl::UnauthenticatedError("no job token presented")));
+  Drain();
+  ASSERT_EQ(errors_->size(), 1u);
+  EXPECT_THAT((*errors_)[0], StatusIs(Code::kUnauthenticated, HasSubstr("no job token")));
+  auto status = Call<AgentStatus>(agent, agent_state_atom::value);
+  ASSERT_THAT(status.status(), IsOk());  // the agent actor is still there to answer
+  EXPECT_EQ(status->state, AgentState::kError);
+}
+
 TEST_F(AgentActorTest, BarriersThroughCombiner_PassAndCountersAdvance) {
   auto combiner = Keep(SpawnBarrierCombiner(system_));
   auto first = Spawn(0, {}, combiner);

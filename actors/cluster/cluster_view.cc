@@ -16,6 +16,16 @@ absl::Status UnknownTaskError(absl::string_view what, const proto::CoordinatedTa
                    "job name and task id (this usually implies a configuration error).")));
 }
 
+proto::ReportErrorToTaskRequest ErrorReport(const absl::Status& status,
+                                            const proto::CoordinatedTask& source) {
+  proto::ReportErrorToTaskRequest report;
+  SetStatusFields(status, &report);
+  if (!report.error_payload().has_source_task()) {
+    *report.mutable_error_payload()->mutable_source_task() = source;
+  }
+  return report;
+}
+
 ClusterView::ClusterView(const proto::CoordinationServiceConfig& config) {
   for (const auto& job : config.coordinated_job_list()) {
     if (job.num_tasks() > 0) jobs_.insert(job.name());

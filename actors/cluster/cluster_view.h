@@ -21,6 +21,10 @@ namespace muster {
 // cluster configuration...".
 absl::Status UnknownTaskError(absl::string_view what, const proto::CoordinatedTask& task);
 
+// The report pushed to an agent for `status`, naming `source` unless the status names a task.
+proto::ReportErrorToTaskRequest ErrorReport(const absl::Status& status,
+                                            const proto::CoordinatedTask& source);
+
 class ClusterView {
  public:
   ClusterView() = default;

@@ -210,14 +210,12 @@ absl::StatusOr<TaskSlot*> BeatingSlot(CoordinatorPointer self,
 // accepted costs no reply on the wire.
 void OneWayHeartbeat(CoordinatorPointer self, const proto::HeartbeatRequest& request) {
   auto agent = caf::actor_cast<AgentActor>(self->current_sender());
-  auto tell = [self, agent, task = request.source_task()](const absl::Status& status) {
-    if (agent) self->send(agent, ErrorReport(status, task));
-  };
   auto slot = BeatingSlot(self, request);
-  if (!slot.ok()) return tell(slot.status());
-  self->request(self->state.heartbeats, caf::infinite, request, (*slot)->index, (*slot)->actor)
-      .then([](const proto::HeartbeatResponse&) {},
-            [tell](caf::error& error) { tell(ToStatus(error)); });
+  if (!slot.ok()) {
+    if (agent) self->send(agent, ErrorReport(slot.status(), request.source_task()));
+    return;
+  }
+  self->send(self->state.heartbeats, request, (*slot)->index, (*slot)->actor, agent);
 }
 
 // Routes a heartbeat to the heartbeat monitor with its task's actor.

@@ -111,10 +111,6 @@ void SpawnTask(CoordinatorPointer self, const proto::CoordinatedTask& task,
 void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo& info,
                  const AgentActor& agent);
 
-// The report pushed to agents for `status`, naming `source` unless the status names a task.
-proto::ReportErrorToTaskRequest ErrorReport(const absl::Status& status,
-                                            const proto::CoordinatedTask& source);
-
 // Pushes `report` to the slot's agent, unless it is not connected or was pushed an error since
 // it connected.
 void PushError(CoordinatorPointer self, TaskSlot& slot,

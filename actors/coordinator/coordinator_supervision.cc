@@ -70,16 +70,6 @@ absl::Status FailureStatus(const caf::down_msg& down, const proto::CoordinatedTa
 
 }  // namespace
 
-proto::ReportErrorToTaskRequest ErrorReport(const absl::Status& status,
-                                            const proto::CoordinatedTask& source) {
-  proto::ReportErrorToTaskRequest report;
-  SetStatusFields(status, &report);
-  if (!report.error_payload().has_source_task()) {
-    *report.mutable_error_payload()->mutable_source_task() = source;
-  }
-  return report;
-}
-
 void SpawnTask(CoordinatorPointer self, const proto::CoordinatedTask& task,
                const proto::CoordinatedTaskStateInfo& initial, caf::timespan reconnect_window) {
   auto& st = self->state;

@@ -92,6 +92,18 @@ HeartbeatMonitorActor::behavior_type MonitorBehavior(MonitorPointer self,
         Arm(self);
         return ok;
       },
+      [=](const proto::HeartbeatRequest& beat, uint32_t slot, const TaskActor& actor,
+          const AgentActor& agent) {
+        if (self->state.deadlines->Beat(slot, beat.incarnation(), self->clock().now())) {
+          Arm(self);
+          return;
+        }
+        self->request(actor, caf::infinite, beat)
+            .then([](const proto::HeartbeatResponse&) {},
+                  [self, agent, task = beat.source_task()](caf::error& error) {
+                    if (agent) self->send(agent, ErrorReport(ToStatus(error), task));
+                  });
+      },
       [=](const proto::HeartbeatBatchRequest& batch, const std::vector<uint32_t>& slots,
           const std::vector<TaskActor>& actors) {
         auto result = BeatAll(self, batch, slots, actors);

@@ -35,6 +35,9 @@ inline constexpr uint32_t kNoTaskSlot = std::numeric_limits<uint32_t>::max();
 using HeartbeatMonitorActor = caf::typed_actor<
     // One heartbeat, its task's slot and task actor (which answers what the monitor cannot).
     caf::replies_to<proto::HeartbeatRequest, uint32_t, TaskActor>::with<proto::HeartbeatResponse>,
+    // The same beat sent one-way by `agent`: nothing is answered; a beat the task actor refuses
+    // has its error pushed to `agent` (ReportErrorToTaskRequest).
+    caf::reacts_to<proto::HeartbeatRequest, uint32_t, TaskActor, AgentActor>,
     // A batch: slots[i] and actors[i] belong to beats[i]; kNoTaskSlot for an unknown task (its
     // failure is InvalidArgument). Never fails as a whole.
     caf::replies_to<proto::HeartbeatBatchRequest, std::vector<uint32_t>,

@@ -44,6 +44,17 @@ absl::StatusOr<ConnectOptions> LeaderOptions(const AgentOptions& options) {
 
 }  // namespace
 
+bool MayBeatOneWay(const caf::actor_system_config& cfg, caf::timespan heartbeat_timeout) {
+  // CAF checks the connection timeout on each of the node's keep-alive ticks, and not at all
+  // without them: a silent leader is seen within timeout + interval.
+  auto timeout = caf::get_or(cfg, "middleman.connection-timeout",
+                             caf::defaults::middleman::connection_timeout);
+  auto interval = caf::get_or(cfg, "middleman.heartbeat-interval",
+                              caf::defaults::middleman::heartbeat_interval);
+  return timeout > caf::timespan{0} && interval > caf::timespan{0} &&
+         timeout + interval <= heartbeat_timeout + heartbeat_timeout / 4;
+}
+
 NodeOptions WorkerNodeOptions(absl::Duration heartbeat_timeout) {
   NodeOptions options;
   absl::Duration timeout = std::max(heartbeat_timeout, absl::Seconds(2));
@@ -74,12 +85,8 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(caf::actor_system& system,
   config.heartbeat_batcher = options.heartbeat_batcher;
   config.barrier_combiner = options.barrier_combiner;
   config.heartbeat_timeout = ToSpan(options.heartbeat_timeout);
-  // CAF closes a connection that was silent for its connection timeout: when that is within the
-  // heartbeat timeout, a silent leader is detected without answers to the beats.
-  auto connection_timeout = caf::get_or(system.config(), "middleman.connection-timeout",
-                                        caf::defaults::middleman::connection_timeout);
-  config.one_way_heartbeats = !options.local_leader && connection_timeout > caf::timespan{0} &&
-                              connection_timeout <= config.heartbeat_timeout;
+  config.one_way_heartbeats =
+      !options.local_leader && MayBeatOneWay(system.config(), config.heartbeat_timeout);
   config.shutdown_barrier_timeout = ToSpan(options.shutdown_barrier_timeout);
   config.rpc_timeout = ToSpan(options.rpc_timeout);
   config.max_request_bytes = options.max_request_bytes;

@@ -32,6 +32,7 @@
 #include <absl/time/time.h>
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
 #include <caf/response_type.hpp>
 
 #include "muster/messages/status_codec.h"
@@ -125,6 +126,12 @@ struct AgentOptions {
 // their heartbeats, so they only drive the worker's check, and each one costs the leader a
 // wake-up (docs/performance.md, "Heartbeats").
 NodeOptions WorkerNodeOptions(absl::Duration heartbeat_timeout = absl::Seconds(10));
+
+// Whether an agent of an actor system configured with `cfg` sends its heartbeats one-way
+// (AgentConfig::one_way_heartbeats): when CAF's connection timeout and keep-alive ticks detect a
+// silent leader within 1.25 heartbeat timeouts, as they do with WorkerNodeOptions of the same
+// heartbeat timeout (of 2 s or more).
+bool MayBeatOneWay(const caf::actor_system_config& cfg, caf::timespan heartbeat_timeout);
 
 // The handle of one GetKeyValueAsync call.
 class GetKeyValueHandle {

@@ -102,6 +102,25 @@ TEST(WorkerNodeOptionsTest, TimesTheLeaderOutAfterTheHeartbeatTimeoutKeepAlivesE
   EXPECT_EQ(leader.connection_timeout, caf::timespan{0});
 }
 
+TEST(WorkerNodeOptionsTest, OneWayHeartbeatsOnlyWhenCafDetectsASilentLeaderInTime) {
+  using namespace std::chrono_literals;
+  EXPECT_TRUE(MayBeatOneWay(NodeConfig(WorkerNodeOptions(absl::Seconds(10))), 10s));
+  EXPECT_TRUE(MayBeatOneWay(NodeConfig(WorkerNodeOptions(absl::Seconds(2))), 2s));
+  // The connection timeout is 2 s at least: longer than a heartbeat timeout of 1 s.
+  EXPECT_FALSE(MayBeatOneWay(NodeConfig(WorkerNodeOptions(absl::Seconds(1))), 1s));
+  EXPECT_FALSE(MayBeatOneWay(NodeConfig(WorkerNodeOptions(absl::Seconds(10))), 5s));
+  // The leader's options: no connection timeout.
+  EXPECT_FALSE(MayBeatOneWay(NodeConfig(NodeOptions{}), 10s));
+  // CAF ignores the connection timeout without keep-alive ticks.
+  NodeOptions no_ticks = WorkerNodeOptions(absl::Seconds(10));
+  no_ticks.connection_heartbeat_interval = caf::timespan{0};
+  EXPECT_FALSE(MayBeatOneWay(NodeConfig(no_ticks), 10s));
+  // Ticks so rare that a silent leader would be seen only after 1.25 heartbeat timeouts.
+  NodeOptions rare_ticks = WorkerNodeOptions(absl::Seconds(10));
+  rare_ticks.connection_heartbeat_interval = std::chrono::seconds(5);
+  EXPECT_FALSE(MayBeatOneWay(NodeConfig(rare_ticks), 10s));
+}
+
 TEST_F(AgentApiTest, Incarnation_GivenOrDrawnAndSentToTheLeader) {
   StartLeader(Jobs(2));
   auto given = NewAgent(0, {.incarnation = 42});

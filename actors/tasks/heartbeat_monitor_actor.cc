@@ -7,6 +7,7 @@
 #include <caf/local_actor.hpp>
 
 #include "muster/actors/cluster/cluster_view.h"
+#include "muster/actors/hardening.h"
 #include "muster/actors/placement.h"
 #include "muster/actors/tasks/heartbeat_deadlines.h"
 #include "muster/messages/group_reply.h"
@@ -79,6 +80,7 @@ HeartbeatMonitorActor::behavior_type MonitorBehavior(MonitorPointer self,
                                                      uint64_t leader_incarnation,
                                                      caf::timespan timeout) {
   HostOnNetworkThread(self);
+  DropErrorMessages(self);
   self->state.leader_incarnation = leader_incarnation;
   self->state.deadlines.emplace(timeout);
   return {
@@ -101,7 +103,12 @@ HeartbeatMonitorActor::behavior_type MonitorBehavior(MonitorPointer self,
         self->request(actor, caf::infinite, beat)
             .then([](const proto::HeartbeatResponse&) {},
                   [self, agent, task = beat.source_task()](caf::error& error) {
-                    if (agent) self->send(agent, ErrorReport(ToStatus(error), task));
+                    // The task actor's refusal; not a transport error (a task actor that just
+                    // died: the next beat reaches the one restarted in its place).
+                    absl::Status status = ToStatus(error);
+                    if (agent && GetCoordinationError(status)) {
+                      self->send(agent, ErrorReport(status, task));
+                    }
                   });
       },
       [=](const proto::HeartbeatBatchRequest& batch, const std::vector<uint32_t>& slots,

@@ -6,6 +6,7 @@
 
 #include "muster/actors/barriers/barrier_actor.h"
 #include "muster/actors/coordinator/coordinator_state.h"
+#include "muster/actors/hardening.h"
 #include "muster/actors/placement.h"
 #include "muster/messages/incarnation.h"
 #include "muster/messages/status_codec.h"
@@ -283,6 +284,7 @@ caf::result<KvResponse<Request>> RouteKvWrite(CoordinatorPointer self, Request r
 
 void Init(CoordinatorPointer self, CoordinatorOptions options) {
   HostOnNetworkThread(self);
+  DropErrorMessages(self);
   auto& st = self->state;
   if (options.incarnation == 0) options.incarnation = NewIncarnation();
   if (!options.policy) {

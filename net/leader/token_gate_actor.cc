@@ -10,6 +10,7 @@
 #include <caf/message_view.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include "muster/actors/hardening.h"
 #include "muster/actors/placement.h"
 #include "muster/messages/atoms.h"
 #include "muster/messages/status_codec.h"
@@ -91,6 +92,7 @@ caf::result<caf::message> Pass(GatePointer self, caf::message_view& view) {
 
 caf::behavior GateBehavior(GatePointer self, CoordinatorActor coordinator, std::string token) {
   HostOnNetworkThread(self);
+  DropErrorMessages(self);
   self->state.coordinator = std::move(coordinator);
   self->state.token = std::move(token);
   self->link_to(self->state.coordinator);  // the gate lives and dies with its coordinator

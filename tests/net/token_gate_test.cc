@@ -115,6 +115,15 @@ TEST_F(TokenGateTest, RightToken_NodeAdmittedWhileThePresentingActorLives) {
   }
 }
 
+TEST_F(TokenGateTest, ErrorMessageFromAnotherNode_DroppedGateAndCoordinatorStayUp) {
+  // CAF's default error handler would end the gate, and the coordinator linked to it.
+  client_self_->send(caf::actor_cast<caf::actor>(remote_), ToError(absl::InternalError("boom")));
+  // Later on the same connection: still refused by a living gate.
+  EXPECT_THAT(Insert("config/lr"),
+              StatusIs(Code::kUnauthenticated, HasSubstr("requires the job token")));
+  EXPECT_THAT(LocalTryGet("config/lr"), StatusIs(Code::kNotFound));
+}
+
 TEST_F(TokenGateTest, Agent_WithTokenConnectsWithoutIsRefused) {
   auto without =
       Agent::Create(worker_system_,

@@ -4,6 +4,7 @@
 
 #include <caf/send.hpp>
 
+#include "muster/actors/tasks/heartbeat_monitor_actor.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "tests/actors/leader_fixture.h"
@@ -264,6 +265,33 @@ TEST_F(OneWayHeartbeatTest, ErrorsArePushedToTheSenderWithTheCodesOfTheRequest) 
   EXPECT_EQ(State("worker", 1).state(), proto::TASKSTATE_ERROR);
   EXPECT_EQ(log_->responses, 0);
   EXPECT_TRUE(log_->errors.empty());
+}
+
+TEST_F(OneWayHeartbeatTest, TaskActorGoneMeanwhile_NothingPushed) {
+  auto monitor = std::make_shared<HeartbeatMonitorActor>();
+  Keep(system_.spawn([monitor](caf::event_based_actor* self) -> caf::behavior {
+    *monitor = SpawnHeartbeatMonitor(self, 77, 10s);
+    return {[](int) {}};
+  }));
+  auto gone = system_.spawn([](caf::event_based_actor*) -> caf::behavior { return {[](int) {}}; });
+  Drain();
+  caf::anon_send_exit(gone, caf::exit_reason::kill);
+  Drain();
+  // A beat of a slot without a deadline goes to its task actor, which has just died (its
+  // replacement is not in the slot yet): the transport error is not the task's to hear.
+  caf::send_as(beater_, caf::actor_cast<caf::actor>(*monitor), Beat("worker", 0, 5), uint32_t{0},
+               caf::actor_cast<TaskActor>(gone), caf::actor_cast<AgentActor>(beater_));
+  Drain();
+  EXPECT_TRUE(log_->reports.empty());
+  EXPECT_TRUE(log_->errors.empty());
+  EXPECT_EQ(log_->responses, 0);
+}
+
+TEST_F(LeaderTest, ErrorMessageOfItsOwn_DroppedTheCoordinatorStaysUp) {
+  Spawn(Config(1));
+  caf::anon_send(caf::actor_cast<caf::actor>(leader_), ToError(absl::InternalError("boom")));
+  Drain();
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_DISCONNECTED);  // it still answers
 }
 
 TEST_F(LeaderTest, HeartbeatDeadline_ReRegisterRestartsTheDeadline) {

@@ -77,8 +77,8 @@ struct AgentConfig {
   // Heartbeats sent straight to the leader go as one-way messages: the leader answers none and
   // pushes an error (ReportErrorToTaskRequest) instead of replying with it, and the agent no
   // longer learns of a silent leader from its beats. Set only when something else detects a
-  // silent leader within heartbeat_timeout: Agent::Create sets it when the actor system's CAF
-  // connection timeout is at most heartbeat_timeout (WorkerNodeOptions).
+  // silent leader in time: Agent::Create sets it when MayBeatOneWay says CAF's connection
+  // timeout and keep-alive ticks do (WorkerNodeOptions of a heartbeat timeout of 2 s or more).
   bool one_way_heartbeats = false;
   // When set, barrier calls go through this process's combiner.
   BarrierCombinerActor barrier_combiner;

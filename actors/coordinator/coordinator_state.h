@@ -120,6 +120,14 @@ void PushError(CoordinatorPointer self, TaskSlot& slot,
 // untold_agents until an error is pushed to it.
 void SetAgent(CoordinatorPointer self, TaskSlot& slot, AgentActor agent);
 
+// Routes a heartbeat (a request, or sent one-way: then only an error is told, pushed to the
+// sending agent) to the heartbeat monitor with its task's slot and actor.
+caf::result<proto::HeartbeatResponse> Heartbeat(CoordinatorPointer self,
+                                                const proto::HeartbeatRequest& request);
+// Routes a batch of heartbeats of one process to the heartbeat monitor.
+caf::result<proto::HeartbeatBatchResponse> HeartbeatBatch(CoordinatorPointer self,
+                                                          proto::HeartbeatBatchRequest& request);
+
 // Handles the death of a child: a task actor that died with an error is a task failure.
 void OnChildDown(CoordinatorPointer self, const caf::down_msg& down);
 

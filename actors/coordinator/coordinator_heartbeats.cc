@@ -1,0 +1,80 @@
+// The coordinator's heartbeat routing: a beat (a request, or sent one-way) or a batch of beats
+// is checked against the task table, its step recorded, and handed to the heartbeat monitor
+// with the task's slot and actor.
+#include "muster/actors/cluster/cluster_view.h"
+#include "muster/actors/coordinator/coordinator_state.h"
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+
+namespace muster {
+namespace {
+
+// The task slot a heartbeat refreshes, after its checks (unknown task, acting as another).
+absl::StatusOr<TaskSlot*> BeatingSlot(CoordinatorPointer self,
+                                      const proto::HeartbeatRequest& request) {
+  auto& st = self->state;
+  auto it = st.tasks.find(TaskName(request.source_task()));
+  if (it == st.tasks.end()) {
+    return UnknownTaskError("Unexpected heartbeat request from task: ", request.source_task());
+  }
+  if (absl::Status own = ActsAsItself(self, request.source_task()); !own.ok()) return own;
+  it->second.last_heartbeat = self->clock().now();
+  RecordProgress(self, request, it->second);
+  return &it->second;
+}
+
+// A heartbeat sent one-way (not as a request): it is judged as a request would be, but only an
+// error is told, pushed to the sending agent as a ReportErrorToTaskRequest. A beat that is
+// accepted costs no reply on the wire.
+void OneWayHeartbeat(CoordinatorPointer self, const proto::HeartbeatRequest& request) {
+  auto agent = caf::actor_cast<AgentActor>(self->current_sender());
+  auto slot = BeatingSlot(self, request);
+  if (!slot.ok()) {
+    if (agent) self->send(agent, ErrorReport(slot.status(), request.source_task()));
+    return;
+  }
+  self->send(self->state.heartbeats, request, (*slot)->index, (*slot)->actor, agent);
+}
+
+}  // namespace
+
+// Routes a heartbeat to the heartbeat monitor with its task's actor.
+caf::result<proto::HeartbeatResponse> Heartbeat(CoordinatorPointer self,
+                                                const proto::HeartbeatRequest& request) {
+  if (!self->current_message_id().is_request()) {
+    OneWayHeartbeat(self, request);
+    return caf::delegated<proto::HeartbeatResponse>{};  // nothing to answer
+  }
+  auto slot = BeatingSlot(self, request);
+  if (!slot.ok()) return ToError(slot.status());
+  return self->delegate(self->state.heartbeats, request, (*slot)->index, (*slot)->actor);
+}
+
+caf::result<proto::HeartbeatBatchResponse> HeartbeatBatch(CoordinatorPointer self,
+                                                          proto::HeartbeatBatchRequest& request) {
+  auto& st = self->state;
+  auto now = self->clock().now();
+  std::vector<uint32_t> slots;
+  std::vector<TaskActor> actors;
+  slots.reserve(request.beats_size());
+  actors.reserve(request.beats_size());
+  // A batch comes from one process: one beat acting as another node's task refuses the batch.
+  for (const auto& beat : request.beats()) {
+    if (absl::Status own = ActsAsItself(self, beat.source_task()); !own.ok()) return ToError(own);
+  }
+  for (const auto& beat : request.beats()) {
+    auto it = st.tasks.find(TaskName(beat.source_task()));
+    if (it == st.tasks.end()) {
+      slots.push_back(kNoTaskSlot);
+      actors.emplace_back();
+      continue;
+    }
+    it->second.last_heartbeat = now;
+    RecordProgress(self, beat, it->second);
+    slots.push_back(it->second.index);
+    actors.push_back(it->second.actor);
+  }
+  return self->delegate(st.heartbeats, std::move(request), std::move(slots), std::move(actors));
+}
+
+}  // namespace muster

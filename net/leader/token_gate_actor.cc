@@ -122,11 +122,12 @@ bool TokensEqual(const std::string& presented, const std::string& expected) {
 
 CoordinatorActor SpawnTokenGate(caf::actor_system& system, CoordinatorActor coordinator,
                                 std::string token) {
-  caf::actor gate = system.spawn<caf::lazy_init>(
-      [](caf::stateful_actor<GateState>* self, CoordinatorActor c, std::string t) {
-        return GateBehavior(self, std::move(c), std::move(t));
-      },
-      std::move(coordinator), std::move(token));
+  // Not lazily initialised: the link to the coordinator is made at once, so a gate that no
+  // message ever reached still ends with it.
+  caf::actor gate =
+      system.spawn([](caf::stateful_actor<GateState>* self, CoordinatorActor c,
+                      std::string t) { return GateBehavior(self, std::move(c), std::move(t)); },
+                   std::move(coordinator), std::move(token));
   return caf::actor_cast<CoordinatorActor>(gate);
 }
 

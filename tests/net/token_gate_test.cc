@@ -124,6 +124,17 @@ TEST_F(TokenGateTest, ErrorMessageFromAnotherNode_DroppedGateAndCoordinatorStayU
   EXPECT_THAT(LocalTryGet("config/lr"), StatusIs(Code::kNotFound));
 }
 
+// The gate is linked to the coordinator before any message reaches it: stopping the leader ends
+// every actor of its node (else the actor system's shutdown waits for the gate forever).
+TEST_F(TokenGateTest, NoMessageEverReachedTheGate_StopEndsEveryActorOfTheLeader) {
+  leader_.reset();
+  caf::scoped_actor probe{leader_system_};  // counts itself
+  for (int i = 0; i < 500 && leader_system_.registry().running() > 1; ++i) {
+    probe->receive(caf::after(std::chrono::milliseconds(10)) >> [] {});
+  }
+  EXPECT_EQ(leader_system_.registry().running(), 1u);
+}
+
 TEST_F(TokenGateTest, Agent_WithTokenConnectsWithoutIsRefused) {
   auto without =
       Agent::Create(worker_system_,

@@ -1,6 +1,13 @@
 #include "muster/net/transport/frame_guard.h"
 
+#include <absl/strings/escaping.h>
 #include <absl/strings/str_cat.h>
+#include <absl/strings/str_split.h>
+#include <absl/strings/string_view.h>
+#include <caf/actor_control_block.hpp>
+#include <caf/binary_deserializer.hpp>
+#include <caf/message_id.hpp>
+#include <caf/node_id.hpp>
 
 namespace muster {
 namespace {
@@ -8,6 +15,7 @@ namespace {
 // BASP operations (caf/io/basp/message_type.hpp).
 constexpr uint8_t kServerHandshake = 0x00;
 constexpr uint8_t kClientHandshake = 0x01;
+constexpr uint8_t kDirectMessage = 0x02;
 constexpr uint8_t kRoutedMessage = 0x03;
 constexpr uint8_t kLastOperation = 0x06;  // heartbeat
 
@@ -16,11 +24,30 @@ uint32_t PayloadLength(absl::Span<const char> header) {
   return byte(4) << 24 | byte(5) << 16 | byte(6) << 8 | byte(7);
 }
 
+// The header's operation data: a direct message's id (caf::message_id), big-endian.
+uint64_t OperationData(absl::Span<const char> header) {
+  uint64_t value = 0;
+  for (int i = 8; i < 16; ++i) value = value << 8 | static_cast<uint8_t>(header[i]);
+  return value;
+}
+
+// The message types (caf::message's type names, joined by '+' after "@<>") that CAF's actors
+// handle themselves instead of passing them to their behaviour.
+constexpr absl::string_view kControlTypes[] = {
+    "@exit", "@down", "@timeout", "@open_stream_msg", "@upstream_msg", "@downstream_msg",
+};
+// (link_atom or unlink_atom, actor): CAF's network layer links the receiver to that actor.
+constexpr absl::string_view kLinkMessage = "@<>+@atom+@strong_actor_ptr";
+constexpr absl::string_view kErrorMessage = "@<>+@error";
+
 }  // namespace
 
 absl::Status FrameGuard::Check(absl::Span<const char> chunk) {
   if (!in_payload_) return CheckHeader(chunk);
   in_payload_ = false;
+  if (inbound_ && payload_operation_ == kDirectMessage) {
+    if (absl::Status status = CheckDirectMessage(chunk); !status.ok()) return status;
+  }
   uint8_t expected_handshake = inbound_ ? kClientHandshake : kServerHandshake;
   if (payload_operation_ == expected_handshake) handshake_done_ = true;
   return absl::OkStatus();
@@ -69,6 +96,48 @@ absl::Status FrameGuard::CheckHeader(absl::Span<const char> header) {
   if (length > 0) {
     in_payload_ = true;
     payload_operation_ = operation;
+    payload_message_id_ = OperationData(header);
+  } else if (inbound_ && operation == kDirectMessage) {
+    return absl::InvalidArgumentError("a direct message without payload");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FrameGuard::CheckDirectMessage(absl::Span<const char> payload) const {
+  auto unreadable = [](absl::string_view what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a direct message whose ", what, " cannot be read"));
+  };
+  caf::binary_deserializer source{static_cast<caf::execution_unit*>(nullptr), payload.data(),
+                                  payload.size()};
+  size_t stages = 0;
+  if (source.begin_sequence(stages) || stages > source.remaining()) {
+    return unreadable("forwarding stack");
+  }
+  for (size_t i = 0; i < stages; ++i) {
+    caf::actor_id id = 0;
+    caf::node_id node;
+    if (source(id, node)) return unreadable("forwarding stack");
+  }
+  uint16_t zero = 0;
+  size_t names_size = 0;
+  if (source.end_sequence() || source(zero) || source.begin_sequence(names_size) ||
+      names_size > source.remaining()) {
+    return unreadable("type names");
+  }
+  auto bytes = source.remainder();
+  absl::string_view names(reinterpret_cast<const char*>(bytes.data()), names_size);
+  const bool answer = (payload_message_id_ & caf::message_id::response_flag_mask) != 0;
+  bool control = names == kLinkMessage || (names == kErrorMessage && !answer);
+  for (absl::string_view name : absl::StrSplit(names, '+')) {
+    for (absl::string_view type : kControlTypes) control = control || name == type;
+  }
+  if (control) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "a message of the types ", absl::CHexEscape(names.substr(0, 80)),
+        " (a control message of CAF's actors: exit, down, link, timeout, stream, or an error "
+        "that answers no request): a peer may only send requests, answers and Muster's own "
+        "messages"));
   }
   return absl::OkStatus();
 }

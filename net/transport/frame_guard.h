@@ -2,6 +2,12 @@
 // header that announces a payload over the limit, a connection whose first frame is not the
 // handshake, a handshake without payload, or (from a peer that connected to us) a routed message
 // that could claim any sender is refused before anything is allocated for it.
+// From a peer that connected to us, a direct message that CAF would handle as a control message
+// of the actor system rather than pass to the receiver's behaviour is refused too: an exit (with
+// reason kill, it ends the receiver before any handler of its own runs), a down message, a link
+// or unlink, a receive timeout, a stream message, and an error that answers no request. Muster's
+// nodes never send these to each other: CAF reports a remote actor's death in a frame of its own
+// (down_message), not as a message. A payload the guard cannot read is refused as well.
 // Pure logic; GuardedMultiplexer applies it to every connection.
 //
 // A BASP frame is a 32-byte header (operation at byte 0, payload length big-endian at bytes
@@ -42,12 +48,16 @@ class FrameGuard {
 
  private:
   absl::Status CheckHeader(absl::Span<const char> header);
+  // The payload of a direct message from an inbound peer: its forwarding stack, then the
+  // message's type names (caf::message::save), read without allocating the message.
+  absl::Status CheckDirectMessage(absl::Span<const char> payload) const;
 
   WireLimits limits_;
   bool inbound_;
   bool handshake_done_ = false;
   bool in_payload_ = false;
   uint8_t payload_operation_ = 0;
+  uint64_t payload_message_id_ = 0;  // bytes 8-15 of a direct message's header
 };
 
 }  // namespace muster

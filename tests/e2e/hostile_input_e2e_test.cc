@@ -2,7 +2,8 @@
 // header announcing a ~4 GiB payload, handshakes without payload, garbage and frames out of
 // order, half a header and a slow sender (closed at the handshake deadline), and a flood of
 // idle connections under a small descriptor limit (new ones refused, existing ones served, no
-// busy loop).
+// busy loop); a peer's exit with reason kill, error and link messages (closed, the leader
+// stays up).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -21,7 +22,14 @@
 #include <absl/time/clock.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <caf/actor_system.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
 
+#include "muster/messages/status_codec.h"
+#include "muster/net/agent/agent.h"
+#include "muster/net/leader/leader.h"
+#include "muster/net/transport/node_config.h"
 #include "tests/e2e/e2e_fixture.h"
 #include "tests/testing/basp_header.h"
 
@@ -219,6 +227,43 @@ TEST_F(HostileInputE2eTest, IdleConnectionFloodUnderDescriptorLimit_RefusedNoSpi
   EXPECT_THAT(second->output(), HasSubstr("EVENT shutdown code=OK"));
   EXPECT_TRUE(leader_->WaitForLine("out of file descriptors", absl::Seconds(5)).ok())
       << leader_->output();
+}
+
+// A CAF node that connects to the leader, with no token, and sends the published actor what
+// would end it: an exit with reason kill (fatal in CAF 0.17 before any handler runs), an error
+// as a message of its own, a link. Each connection is closed; the leader serves the job after.
+TEST_F(HostileInputE2eTest, ExitKillErrorAndLinkFromAPeer_ClosedLeaderServesTheJob) {
+  StartLeader({"--jobs=worker=2"});
+  NodeConfig config{WorkerNodeOptions()};
+  caf::actor_system system{config};
+  enum class Sent { kExit, kError, kLink };
+  for (Sent sent : {Sent::kExit, Sent::kError, Sent::kLink}) {
+    auto remote = system.middleman().remote_actor<CoordinatorActor>("127.0.0.1",
+                                                                    static_cast<uint16_t>(Port()));
+    ASSERT_TRUE(remote) << system.render(remote.error());
+    caf::scoped_actor self{system};
+    self->monitor(*remote);
+    switch (sent) {
+      case Sent::kExit:
+        self->send_exit(*remote, caf::exit_reason::kill);
+        break;
+      case Sent::kError:
+        self->send(caf::actor_cast<caf::actor>(*remote), ToError(absl::InternalError("boom")));
+        break;
+      case Sent::kLink:
+        self->link_to(*remote);
+        break;
+    }
+    bool closed = false;
+    self->receive([&](caf::down_msg&) { closed = true; },
+                  caf::after(std::chrono::seconds(5)) >> [] {});
+    EXPECT_TRUE(closed) << static_cast<int>(sent);
+    if (sent == Sent::kLink) self->unlink_from(*remote);
+  }
+  // The first refusal is logged; the next ones within a second are counted in the line after.
+  EXPECT_TRUE(leader_->WaitForLine("@<>+@exit (a control message", kBound).ok())
+      << leader_->output();
+  ExpectNormalJob();
 }
 
 }  // namespace

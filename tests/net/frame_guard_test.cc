@@ -1,9 +1,18 @@
 #include "muster/net/transport/frame_guard.h"
 
 #include <string>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/atom.hpp>
+#include <caf/binary_serializer.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/message.hpp>
+#include <caf/message_id.hpp>
+#include <caf/system_messages.hpp>
 
 #include "tests/testing/basp_header.h"
 #include "tests/testing/status_matchers.h"
@@ -22,9 +31,23 @@ constexpr uint8_t kDirectMessage = 2;
 constexpr uint8_t kRoutedMessage = 3;
 constexpr uint8_t kHeartbeat = 6;
 
-std::string Header(uint8_t operation, uint32_t length) {
-  return ::muster::testing::BaspHeader(operation, length);
+std::string Header(uint8_t operation, uint32_t length, uint64_t message_id = 0) {
+  return ::muster::testing::BaspHeader(operation, length, message_id);
 }
+
+// A direct message's payload as CAF writes it: the forwarding stack, then the message.
+std::string DirectPayload(const caf::message& message,
+                          std::vector<caf::strong_actor_ptr> stages = {}) {
+  caf::actor_system_config config;  // for the type names of CAF's own types
+  caf::actor_system system{config};
+  std::vector<char> bytes;
+  caf::binary_serializer sink{system, bytes};
+  caf::message copy = message;
+  EXPECT_FALSE(sink(stages, copy));
+  return std::string(bytes.begin(), bytes.end());
+}
+
+constexpr uint64_t kAnswer = caf::message_id::response_flag_mask | 7;
 
 absl::Span<const char> Bytes(const std::string& s) { return absl::MakeConstSpan(s); }
 
@@ -41,10 +64,77 @@ TEST(FrameGuardTest, Inbound_HandshakeThenMessages_Pass) {
   EXPECT_FALSE(guard.handshake_done());
   EXPECT_THAT(guard.Check(Bytes(std::string(50, 'x'))), IsOk());
   EXPECT_TRUE(guard.handshake_done());
-  EXPECT_THAT(guard.Check(Bytes(Header(kDirectMessage, 1000))), IsOk());
-  EXPECT_THAT(guard.Check(Bytes(std::string(1000, 'y'))), IsOk());
+  std::string payload = DirectPayload(caf::make_message(std::string("config/lr"), int32_t{3}));
+  EXPECT_THAT(guard.Check(Bytes(Header(kDirectMessage, payload.size()))), IsOk());
+  EXPECT_THAT(guard.Check(Bytes(payload)), IsOk());
   EXPECT_THAT(guard.Check(Bytes(Header(kHeartbeat, 0))), IsOk());
   EXPECT_THAT(guard.Check(Bytes(Header(kDirectMessage, 1))), IsOk());
+}
+
+// Connected, then one direct message: the guard's verdict on its payload.
+absl::Status InboundVerdict(const std::string& payload, uint64_t message_id = 0) {
+  FrameGuard guard(Limits(), /*inbound=*/true);
+  EXPECT_THAT(guard.Check(Bytes(Header(kClientHandshake, 10))), IsOk());
+  EXPECT_THAT(guard.Check(Bytes(std::string(10, 'x'))), IsOk());
+  EXPECT_THAT(guard.Check(Bytes(Header(kDirectMessage, payload.size(), message_id))), IsOk());
+  return guard.Check(Bytes(payload));
+}
+
+TEST(FrameGuardTest, Inbound_ControlMessagesOfCafActors_PermissionDenied) {
+  caf::actor_addr nobody;
+  const std::vector<caf::message> control = {
+      caf::make_message(caf::exit_msg{nobody, caf::exit_reason::kill}),
+      caf::make_message(caf::exit_msg{nobody, caf::exit_reason::user_shutdown}),
+      caf::make_message(caf::down_msg{nobody, caf::exit_reason::kill}),
+      caf::make_message(caf::link_atom::value, caf::strong_actor_ptr{}),
+      caf::make_message(caf::unlink_atom::value, caf::strong_actor_ptr{}),
+      caf::make_message(caf::timeout_msg{caf::receive_atom::value, 1}),
+      caf::make_message(caf::make_error(caf::sec::runtime_error)),
+  };
+  for (const caf::message& message : control) {
+    EXPECT_THAT(InboundVerdict(DirectPayload(message)),
+                StatusIs(Code::kPermissionDenied, HasSubstr("control message of CAF's actors")))
+        << caf::to_string(message);
+  }
+  // The name in the refusal is the message's.
+  EXPECT_THAT(InboundVerdict(DirectPayload(caf::make_message(caf::exit_msg{}))),
+              StatusIs(Code::kPermissionDenied, HasSubstr("@<>+@exit")));
+}
+
+TEST(FrameGuardTest, Inbound_ErrorAnsweringARequest_Passes) {
+  caf::message error = caf::make_message(caf::make_error(caf::sec::runtime_error));
+  EXPECT_THAT(InboundVerdict(DirectPayload(error), kAnswer), IsOk());
+  EXPECT_THAT(InboundVerdict(DirectPayload(error), /*request*/ 7),
+              StatusIs(Code::kPermissionDenied));
+}
+
+TEST(FrameGuardTest, Inbound_ForwardingStackIsSkipped) {
+  std::vector<caf::strong_actor_ptr> stages(2);
+  EXPECT_THAT(InboundVerdict(DirectPayload(caf::make_message(std::string("k")), stages)), IsOk());
+  EXPECT_THAT(InboundVerdict(DirectPayload(caf::make_message(caf::exit_msg{}), stages)),
+              StatusIs(Code::kPermissionDenied));
+}
+
+TEST(FrameGuardTest, Inbound_UnreadablePayload_InvalidArgument) {
+  EXPECT_THAT(InboundVerdict(std::string(100, 'y')),
+              StatusIs(Code::kInvalidArgument, HasSubstr("cannot be read")));
+  std::string payload = DirectPayload(caf::make_message(std::string("config/lr")));
+  EXPECT_THAT(InboundVerdict(payload.substr(0, 4)),  // the type names cut short
+              StatusIs(Code::kInvalidArgument, HasSubstr("type names cannot be read")));
+  FrameGuard guard(Limits(), /*inbound=*/true);
+  ASSERT_THAT(guard.Check(Bytes(Header(kClientHandshake, 10))), IsOk());
+  ASSERT_THAT(guard.Check(Bytes(std::string(10, 'x'))), IsOk());
+  EXPECT_THAT(guard.Check(Bytes(Header(kDirectMessage, 0))),
+              StatusIs(Code::kInvalidArgument, HasSubstr("without payload")));
+}
+
+TEST(FrameGuardTest, Outbound_ControlMessagesFromTheLeader_Pass) {
+  FrameGuard guard(Limits(), /*inbound=*/false);
+  ASSERT_THAT(guard.Check(Bytes(Header(kServerHandshake, 10))), IsOk());
+  ASSERT_THAT(guard.Check(Bytes(std::string(10, 'x'))), IsOk());
+  std::string payload = DirectPayload(caf::make_message(caf::exit_msg{}));
+  EXPECT_THAT(guard.Check(Bytes(Header(kDirectMessage, payload.size()))), IsOk());
+  EXPECT_THAT(guard.Check(Bytes(payload)), IsOk());
 }
 
 TEST(FrameGuardTest, Inbound_RoutedMessage_PermissionDenied) {

@@ -142,6 +142,18 @@ caf::result<Response> ToTask(CoordinatorPointer self, absl::string_view what,
   return promise;
 }
 
+// The coordinator's own messages (a task actor's state, a barrier's end, its progress timer)
+// come from its children and itself, in this process. Another node that sends one is refused:
+// it could otherwise mark any task failed, or put its own actor in place of a task's agent.
+caf::error NotFromThisNode(CoordinatorPointer self, const char* what) {
+  const caf::strong_actor_ptr& sender = self->current_sender();
+  if (sender && sender->node() == self->node()) return caf::error{};
+  return ToError(absl::PermissionDeniedError(
+      absl::StrCat("the coordinator's internal message ", what, " was sent from another node (",
+                   sender ? caf::to_string(sender->node()) : std::string("anonymous"),
+                   "); other nodes may only send requests")));
+}
+
 // A registration may not take over a live task silently: its agent must be the sender's own
 // actor, and a task connected from one node cannot be registered with the same incarnation from
 // another (a restarted task brings a new incarnation, which the reference's rules handle).
@@ -330,17 +342,27 @@ CoordinatorActor::behavior_type CoordinatorBehavior(CoordinatorPointer self,
       [=](const proto::NotifyPreemptionRequest& request) {
         return NotifyPreemption(self, request);
       },
-      [=](progress_check_atom) { CheckProgress(self); },
+      [=](progress_check_atom) -> caf::result<void> {
+        if (caf::error refused = NotFromThisNode(self, "progress_check")) return refused;
+        CheckProgress(self);
+        return caf::unit;
+      },
       [=](const proto::RegisterLauncherRequest& request, const LauncherActor& launcher) {
         return RegisterLauncher(self, request, launcher);
       },
       [=](const proto::TaskExitedRequest& request) { return TaskExited(self, request); },
       [=](const proto::LauncherStatusRequest&) { return LauncherStatus(self); },
-      [=](barrier_done_atom, const std::string& id, int64_t counter, const caf::error& result) {
+      [=](barrier_done_atom, const std::string& id, int64_t counter,
+          const caf::error& result) -> caf::result<void> {
+        if (caf::error refused = NotFromThisNode(self, "barrier_done")) return refused;
         OnBarrierDone(self, id, counter, result);
+        return caf::unit;
       },
-      [=](task_state_atom, const proto::CoordinatedTaskStateInfo& info, const AgentActor& agent) {
+      [=](task_state_atom, const proto::CoordinatedTaskStateInfo& info,
+          const AgentActor& agent) -> caf::result<void> {
+        if (caf::error refused = NotFromThisNode(self, "task_state")) return refused;
         OnTaskState(self, info, agent);
+        return caf::unit;
       },
   };
 }

@@ -11,6 +11,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "muster/messages/atoms.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "tests/net/two_nodes_fixture.h"
@@ -105,6 +106,36 @@ TEST_F(ActsAsItselfTest, RequestsNamingAnotherNodesTask_PermissionDeniedNothingC
   ASSERT_THAT(states.status(), IsOk());
   EXPECT_EQ((*states)[0].state(), proto::TASKSTATE_CONNECTED);
   EXPECT_THAT(victim_->WaitAtBarrier("own", absl::Seconds(5), {Victim()}), IsOk());
+}
+
+// The coordinator's own messages (a task actor's new state, a barrier's end, its timer) name no
+// sender it could check against a task: from another node they are PermissionDenied, else a
+// peer could mark any task failed or take over its agent's place.
+TEST_F(ActsAsItselfTest, CoordinatorsOwnMessagesFromAnotherNode_PermissionDeniedNothingChanged) {
+  caf::scoped_actor self{intruder_system_};
+  auto ask = [&](auto... message) {
+    absl::Status status = absl::InternalError("no reply");
+    self->request(caf::actor_cast<caf::actor>(intruder_leader_), std::chrono::seconds(5),
+                  message...)
+        .receive([&] { status = absl::OkStatus(); }, [&](caf::error& e) { status = ToStatus(e); });
+    return status;
+  };
+  proto::CoordinatedTaskStateInfo failed;
+  *failed.mutable_task() = Victim();
+  failed.set_state(proto::TASKSTATE_ERROR);
+  failed.set_error_code(static_cast<int>(Code::kInternal));
+  failed.set_error_message("forged");
+  EXPECT_THAT(ask(task_state_atom::value, failed, AgentActor{}),
+              StatusIs(Code::kPermissionDenied, HasSubstr("from another node")));
+  EXPECT_THAT(ask(barrier_done_atom::value, std::string("own"), int64_t{1},
+                  ToError(absl::InternalError("forged"))),
+              StatusIs(Code::kPermissionDenied));
+  EXPECT_THAT(ask(progress_check_atom::value), StatusIs(Code::kPermissionDenied));
+  auto states = victim_->GetTaskState({Victim()});
+  ASSERT_THAT(states.status(), IsOk());
+  EXPECT_EQ((*states)[0].state(), proto::TASKSTATE_CONNECTED);
+  EXPECT_EQ(victim_->state(), AgentState::kRunning);
+  EXPECT_TRUE(errors_.empty());
 }
 
 TEST_F(ActsAsItselfTest, RegisteringAConnectedTaskWithItsIncarnationFromAnotherNode_Denied) {

@@ -3,11 +3,17 @@
 #include <absl/strings/str_cat.h>
 #include <caf/io/middleman.hpp>
 
+#include "muster/net/transport/guarded_multiplexer.h"
+
 namespace muster {
 
 absl::StatusOr<uint16_t> PublishCoordinator(caf::actor_system& system,
                                             const CoordinatorActor& coordinator, uint16_t port,
                                             const std::string& host) {
+  // Before the port opens: its peers may send messages to the coordinator (or gate) alone.
+  if (auto* guarded = dynamic_cast<GuardedMultiplexer*>(&system.middleman().backend())) {
+    guarded->published().Add(coordinator->id());
+  }
   const char* in = host.empty() || host == "0.0.0.0" ? nullptr : host.c_str();
   caf::expected<uint16_t> bound = system.middleman().publish(coordinator, port, in, true);
   if (!bound) {

@@ -24,12 +24,15 @@ uint32_t PayloadLength(absl::Span<const char> header) {
   return byte(4) << 24 | byte(5) << 16 | byte(6) << 8 | byte(7);
 }
 
-// The header's operation data: a direct message's id (caf::message_id), big-endian.
-uint64_t OperationData(absl::Span<const char> header) {
+// Eight bytes of the header from `at`, big-endian: the operation data (a direct message's id,
+// caf::message_id) at 8, the receiving actor at 24.
+uint64_t HeaderWord(absl::Span<const char> header, int at) {
   uint64_t value = 0;
-  for (int i = 8; i < 16; ++i) value = value << 8 | static_cast<uint8_t>(header[i]);
+  for (int i = at; i < at + 8; ++i) value = value << 8 | static_cast<uint8_t>(header[i]);
   return value;
 }
+
+constexpr uint8_t kNamedReceiverFlag = 0x01;
 
 // The message types (caf::message's type names, joined by '+' after "@<>") that CAF's actors
 // handle themselves instead of passing them to their behaviour.
@@ -39,6 +42,10 @@ constexpr absl::string_view kControlTypes[] = {
 // (link_atom or unlink_atom, actor): CAF's network layer links the receiver to that actor.
 constexpr absl::string_view kLinkMessage = "@<>+@atom+@strong_actor_ptr";
 constexpr absl::string_view kErrorMessage = "@<>+@error";
+// What CAF's network layer sends a node it connects to, to its named spawn server: (sys_atom,
+// get_atom, "info"); and the reply its helper actor gets back (ok_atom, "info", actor, name).
+constexpr absl::string_view kNodeInfoRequest = "@<>+@atom+@atom+@str";
+constexpr absl::string_view kNodeInfoReply = "@<>+@atom+@str+@strong_actor_ptr+@str";
 
 }  // namespace
 
@@ -96,7 +103,9 @@ absl::Status FrameGuard::CheckHeader(absl::Span<const char> header) {
   if (length > 0) {
     in_payload_ = true;
     payload_operation_ = operation;
-    payload_message_id_ = OperationData(header);
+    payload_message_id_ = HeaderWord(header, 8);
+    payload_flags_ = static_cast<uint8_t>(header[3]);
+    payload_receiver_ = HeaderWord(header, 24);
   } else if (inbound_ && operation == kDirectMessage) {
     return absl::InvalidArgumentError("a direct message without payload");
   }
@@ -139,7 +148,20 @@ absl::Status FrameGuard::CheckDirectMessage(absl::Span<const char> payload) cons
         "that answers no request): a peer may only send requests, answers and Muster's own "
         "messages"));
   }
-  return absl::OkStatus();
+  if (published_ == nullptr || answer) return absl::OkStatus();
+  if ((payload_flags_ & kNamedReceiverFlag) != 0) {
+    if (names == kNodeInfoRequest) return absl::OkStatus();
+    return absl::PermissionDeniedError(
+        "a message to a named actor of the actor system (its config or spawn server): a peer may "
+        "only send to the actors this node published");
+  }
+  if (names == kNodeInfoReply || published_->MayReceive(payload_receiver_)) {
+    return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(
+      absl::StrCat("a message to actor ", payload_receiver_,
+                   ", which this node did not publish: a peer may only send to the actors this "
+                   "node published, and answer requests"));
 }
 
 }  // namespace muster

@@ -8,6 +8,10 @@
 // or unlink, a receive timeout, a stream message, and an error that answers no request. Muster's
 // nodes never send these to each other: CAF reports a remote actor's death in a frame of its own
 // (down_message), not as a message. A payload the guard cannot read is refused as well.
+// On a node that published its actors through PublishedActors (the leader), a peer's message
+// must also go to one of those actors, unless it answers a request: CAF 0.17 delivers a message
+// to any local actor that ever sent one to another node, by its id (the coordinator behind the
+// token gate, a task actor), and to the actor system's own named actors (its config server).
 // Pure logic; GuardedMultiplexer applies it to every connection.
 //
 // A BASP frame is a 32-byte header (operation at byte 0, payload length big-endian at bytes
@@ -17,7 +21,10 @@
 
 #include <cstdint>
 
+#include <absl/base/thread_annotations.h>
+#include <absl/container/flat_hash_set.h>
 #include <absl/status/status.h>
+#include <absl/synchronization/mutex.h>
 #include <absl/types/span.h>
 
 namespace muster {
@@ -32,12 +39,34 @@ struct WireLimits {
   int64_t handshake_timeout_ms = 10'000;
 };
 
+// The ids of the actors a node published (the leader's coordinator or its token gate): what
+// its peers may send messages to. Shared by a node's connections; thread-safe.
+class PublishedActors {
+ public:
+  void Add(uint64_t actor_id) {
+    absl::MutexLock lock(&mutex_);
+    ids_.insert(actor_id);
+  }
+  // With none added, every actor may receive (CAF's own rule), so a node that publishes only
+  // through CAF keeps working.
+  bool MayReceive(uint64_t actor_id) const {
+    absl::MutexLock lock(&mutex_);
+    return ids_.empty() || ids_.contains(actor_id);
+  }
+
+ private:
+  mutable absl::Mutex mutex_;
+  absl::flat_hash_set<uint64_t> ids_ ABSL_GUARDED_BY(mutex_);
+};
+
 class FrameGuard {
  public:
   static constexpr size_t kHeaderSize = 32;
 
   // `inbound`: the peer connected to us, so its first frame must be its client handshake.
-  FrameGuard(const WireLimits& limits, bool inbound) : limits_(limits), inbound_(inbound) {}
+  // `published`: for an inbound connection, the actors its messages may go to (null: any).
+  FrameGuard(const WireLimits& limits, bool inbound, const PublishedActors* published = nullptr)
+      : limits_(limits), inbound_(inbound), published_(published) {}
 
   // Checks one chunk as CAF is about to receive it. OK: pass it on. Otherwise the reason to
   // close the connection (the chunk must not reach CAF).
@@ -54,10 +83,13 @@ class FrameGuard {
 
   WireLimits limits_;
   bool inbound_;
+  const PublishedActors* published_;
   bool handshake_done_ = false;
   bool in_payload_ = false;
   uint8_t payload_operation_ = 0;
   uint64_t payload_message_id_ = 0;  // bytes 8-15 of a direct message's header
+  uint8_t payload_flags_ = 0;        // byte 3 (0x01: the receiver is named, not numbered)
+  uint64_t payload_receiver_ = 0;    // bytes 24-31: the receiving actor's id (or name)
 };
 
 }  // namespace muster

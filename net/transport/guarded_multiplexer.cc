@@ -80,7 +80,7 @@ class GuardedScribe : public caf::io::scribe {
       : scribe(net::conn_hdl_from_socket(fd)),
         mpx_(mpx),
         limits_(limits),
-        guard_(limits, inbound),
+        guard_(limits, inbound, inbound ? &mpx.published() : nullptr),
         stream_(mpx, fd, inbound, std::move(tls)) {}
   ~GuardedScribe() override {
     if (watch_id_ != 0) mpx_.Unwatch(watch_id_);

@@ -81,6 +81,9 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   void run() override;
 
   const WireLimits& limits() const { return limits_; }
+  // The actors this node published (PublishCoordinator adds them): what a peer that connected to
+  // this node may send messages to (FrameGuard).
+  PublishedActors& published() { return published_; }
   // A TLS session for a new connection on `fd`; null when this node does not use TLS.
   std::unique_ptr<TlsSession> NewTlsSession(caf::io::network::native_socket fd,
                                             TlsSession::Role role);
@@ -105,6 +108,7 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   void DropDeferredWrites();
 
   WireLimits limits_;
+  PublishedActors published_;
   std::unique_ptr<TlsContext> tls_;
   absl::Mutex watch_mutex_;
   absl::flat_hash_map<uint64_t, GuardedScribe*> watched_ ABSL_GUARDED_BY(watch_mutex_);

@@ -10,7 +10,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   muster::WireLimits limits;
   limits.max_frame_bytes = 1 << 16;
   limits.max_handshake_bytes = 1 << 12;
-  muster::FrameGuard guard(limits, /*inbound=*/(data[0] & 1) != 0);
+  muster::PublishedActors published;  // bit 1: a node that published actor 1
+  published.Add(1);
+  muster::FrameGuard guard(limits, /*inbound=*/(data[0] & 1) != 0,
+                           (data[0] & 2) != 0 ? &published : nullptr);
   const char* bytes = reinterpret_cast<const char*>(data + 1);
   size_t left = size - 1;
   bool header = true;

@@ -128,6 +128,46 @@ TEST(FrameGuardTest, Inbound_UnreadablePayload_InvalidArgument) {
               StatusIs(Code::kInvalidArgument, HasSubstr("without payload")));
 }
 
+// Connected to a node that published actor 5, then one direct message to `receiver`.
+absl::Status VerdictWithPublished(const PublishedActors& published, const std::string& payload,
+                                  uint64_t receiver, uint64_t message_id = 0, uint8_t flags = 0) {
+  FrameGuard guard(Limits(), /*inbound=*/true, &published);
+  EXPECT_THAT(guard.Check(Bytes(Header(kClientHandshake, 10))), IsOk());
+  EXPECT_THAT(guard.Check(Bytes(std::string(10, 'x'))), IsOk());
+  EXPECT_THAT(guard.Check(Bytes(::muster::testing::BaspHeader(kDirectMessage, payload.size(),
+                                                              message_id, flags, receiver))),
+              IsOk());
+  return guard.Check(Bytes(payload));
+}
+
+TEST(FrameGuardTest, Inbound_MessagesOnlyToPublishedActorsOrAnswers) {
+  PublishedActors published;
+  published.Add(5);
+  std::string request = DirectPayload(caf::make_message(std::string("config/lr")));
+  EXPECT_THAT(VerdictWithPublished(published, request, 5), IsOk());
+  EXPECT_THAT(VerdictWithPublished(published, request, 6),
+              StatusIs(Code::kPermissionDenied, HasSubstr("actor 6, which this node did not")));
+  EXPECT_THAT(VerdictWithPublished(published, request, 6, kAnswer), IsOk());
+  // CAF's own exchange when nodes connect: a request to the named spawn server, and its reply
+  // to the helper actor that asked.
+  std::string info = DirectPayload(
+      caf::make_message(caf::sys_atom::value, caf::get_atom::value, std::string("info")));
+  const uint64_t spawn_server = static_cast<uint64_t>(caf::atom("SpawnServ"));
+  EXPECT_THAT(VerdictWithPublished(published, info, spawn_server, 0, /*named=*/1), IsOk());
+  std::string info_reply = DirectPayload(caf::make_message(
+      caf::ok_atom::value, std::string("info"), caf::strong_actor_ptr{}, std::string("x")));
+  EXPECT_THAT(VerdictWithPublished(published, info_reply, 6), IsOk());
+  // Anything else to a named actor (the config server answers what the node's configuration
+  // holds).
+  std::string get =
+      DirectPayload(caf::make_message(caf::get_atom::value, std::string("muster.tls-key")));
+  EXPECT_THAT(VerdictWithPublished(published, get, static_cast<uint64_t>(caf::atom("ConfigServ")),
+                                   0, /*named=*/1),
+              StatusIs(Code::kPermissionDenied, HasSubstr("named actor")));
+  // A node that published nothing through Muster keeps CAF's rule.
+  EXPECT_THAT(VerdictWithPublished(PublishedActors{}, request, 6), IsOk());
+}
+
 TEST(FrameGuardTest, Outbound_ControlMessagesFromTheLeader_Pass) {
   FrameGuard guard(Limits(), /*inbound=*/false);
   ASSERT_THAT(guard.Check(Bytes(Header(kServerHandshake, 10))), IsOk());

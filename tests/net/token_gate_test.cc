@@ -160,6 +160,42 @@ TEST_F(TokenGateTest, LinkFromAnotherNode_RefusedAtTheWireLeaderStaysUp) {
   ExpectConnectionClosedAndLeaderServing();
 }
 
+// The coordinator answers through the gate in its own name, and CAF delivers a message to any
+// actor that ever sent one to another node, by its id: a node no longer admitted that addresses
+// the coordinator directly is refused at the wire (only the gate is published).
+TEST_F(TokenGateTest, CoordinatorAddressedDirectly_RefusedAtTheWireNothingChanged) {
+  caf::actor coordinator;
+  {
+    caf::scoped_actor presenter{worker_system_};
+    proto::AuthenticateRequest authenticate;
+    authenticate.set_token(kToken);
+    presenter->request(remote_, std::chrono::seconds(5), authenticate)
+        .receive([](proto::AuthenticateResponse&) {}, [](caf::error&) {});
+    proto::InsertKeyValueRequest insert;
+    insert.mutable_kv()->set_key("config/lr");
+    insert.mutable_kv()->set_value("v");
+    presenter->request(remote_, std::chrono::seconds(5), insert)
+        .receive(
+            [&](proto::InsertKeyValueResponse&) {
+              coordinator = caf::actor_cast<caf::actor>(presenter->current_sender());
+            },
+            [](caf::error&) {});
+  }  // the presenter ends: its node is no longer admitted
+  ASSERT_TRUE(coordinator);
+  ASSERT_NE(coordinator.id(), remote_.id());  // answered by the coordinator itself
+  absl::Status through_gate = absl::OkStatus();
+  for (int i = 0; i < 100 && through_gate.ok(); ++i) through_gate = Insert("config/other");
+  ASSERT_THAT(through_gate, StatusIs(Code::kUnauthenticated));
+  proto::InsertKeyValueRequest forged;
+  forged.mutable_kv()->set_key("config/forged");
+  forged.mutable_kv()->set_value("v");
+  absl::Status direct = absl::OkStatus();
+  client_self_->request(coordinator, std::chrono::seconds(2), forged)
+      .receive([](proto::InsertKeyValueResponse&) {}, [&](caf::error& e) { direct = ToStatus(e); });
+  EXPECT_FALSE(direct.ok());
+  EXPECT_THAT(LocalTryGet("config/forged"), StatusIs(Code::kNotFound));
+}
+
 // The gate is linked to the coordinator before any message reaches it: stopping the leader ends
 // every actor of its node (else the actor system's shutdown waits for the gate forever).
 TEST_F(TokenGateTest, NoMessageEverReachedTheGate_StopEndsEveryActorOfTheLeader) {

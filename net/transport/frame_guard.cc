@@ -4,10 +4,8 @@
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_split.h>
 #include <absl/strings/string_view.h>
-#include <caf/actor_control_block.hpp>
 #include <caf/binary_deserializer.hpp>
 #include <caf/message_id.hpp>
-#include <caf/node_id.hpp>
 
 namespace muster {
 namespace {
@@ -120,13 +118,14 @@ absl::Status FrameGuard::CheckDirectMessage(absl::Span<const char> payload) cons
   caf::binary_deserializer source{static_cast<caf::execution_unit*>(nullptr), payload.data(),
                                   payload.size()};
   size_t stages = 0;
-  if (source.begin_sequence(stages) || stages > source.remaining()) {
-    return unreadable("forwarding stack");
-  }
-  for (size_t i = 0; i < stages; ++i) {
-    caf::actor_id id = 0;
-    caf::node_id node;
-    if (source(id, node)) return unreadable("forwarding stack");
+  if (source.begin_sequence(stages)) return unreadable("forwarding stack");
+  // The actors a message's result is to be forwarded to, in the receiver's name: a peer could
+  // have the coordinator answer (an error, say) to any actor of this node. Muster sends none.
+  if (stages > 0) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "a message with a forwarding stack of ", stages,
+        " actors (its result would go to them in the receiver's name): a peer may only send "
+        "requests, answers and Muster's own messages"));
   }
   uint16_t zero = 0;
   size_t names_size = 0;

@@ -5,7 +5,8 @@
 // From a peer that connected to us, a direct message that CAF would handle as a control message
 // of the actor system rather than pass to the receiver's behaviour is refused too: an exit (with
 // reason kill, it ends the receiver before any handler of its own runs), a down message, a link
-// or unlink, a receive timeout, a stream message, and an error that answers no request. Muster's
+// or unlink, a receive timeout, a stream message, an error that answers no request, and any
+// message with a forwarding stack (whose result would go on to other actors). Muster's
 // nodes never send these to each other: CAF reports a remote actor's death in a frame of its own
 // (down_message), not as a message. A payload the guard cannot read is refused as well.
 // On a node that published its actors through PublishedActors (the leader), a peer's message
@@ -77,8 +78,8 @@ class FrameGuard {
 
  private:
   absl::Status CheckHeader(absl::Span<const char> header);
-  // The payload of a direct message from an inbound peer: its forwarding stack, then the
-  // message's type names (caf::message::save), read without allocating the message.
+  // The payload of a direct message from an inbound peer: its forwarding stack (empty), then
+  // the message's type names (caf::message::save), read without allocating the message.
   absl::Status CheckDirectMessage(absl::Span<const char> payload) const;
 
   WireLimits limits_;

@@ -108,16 +108,17 @@ TEST(FrameGuardTest, Inbound_ErrorAnsweringARequest_Passes) {
               StatusIs(Code::kPermissionDenied));
 }
 
-TEST(FrameGuardTest, Inbound_ForwardingStackIsSkipped) {
+TEST(FrameGuardTest, Inbound_ForwardingStack_PermissionDenied) {
   std::vector<caf::strong_actor_ptr> stages(2);
-  EXPECT_THAT(InboundVerdict(DirectPayload(caf::make_message(std::string("k")), stages)), IsOk());
-  EXPECT_THAT(InboundVerdict(DirectPayload(caf::make_message(caf::exit_msg{}), stages)),
-              StatusIs(Code::kPermissionDenied));
+  EXPECT_THAT(InboundVerdict(DirectPayload(caf::make_message(std::string("k")), stages)),
+              StatusIs(Code::kPermissionDenied, HasSubstr("a forwarding stack of 2 actors")));
 }
 
 TEST(FrameGuardTest, Inbound_UnreadablePayload_InvalidArgument) {
-  EXPECT_THAT(InboundVerdict(std::string(100, 'y')),
-              StatusIs(Code::kInvalidArgument, HasSubstr("cannot be read")));
+  EXPECT_THAT(InboundVerdict(std::string(100, '\xff')),  // a size that never ends
+              StatusIs(Code::kInvalidArgument, HasSubstr("forwarding stack cannot be read")));
+  EXPECT_THAT(InboundVerdict(std::string(1, '\0')),
+              StatusIs(Code::kInvalidArgument, HasSubstr("type names cannot be read")));
   std::string payload = DirectPayload(caf::make_message(std::string("config/lr")));
   EXPECT_THAT(InboundVerdict(payload.substr(0, 4)),  // the type names cut short
               StatusIs(Code::kInvalidArgument, HasSubstr("type names cannot be read")));

@@ -11,8 +11,11 @@ absl::StatusOr<uint16_t> PublishCoordinator(caf::actor_system& system,
                                             const CoordinatorActor& coordinator, uint16_t port,
                                             const std::string& host) {
   // Before the port opens: its peers may send messages to the coordinator (or gate) alone.
-  if (auto* guarded = dynamic_cast<GuardedMultiplexer*>(&system.middleman().backend())) {
-    guarded->published().Add(coordinator->id());
+  auto* guarded = dynamic_cast<GuardedMultiplexer*>(&system.middleman().backend());
+  if (guarded != nullptr && !guarded->published().Add(coordinator->id())) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("this node published ", PublishedActors::kCapacity,
+                     " coordinators already; start the leader in an actor system of its own"));
   }
   const char* in = host.empty() || host == "0.0.0.0" ? nullptr : host.c_str();
   caf::expected<uint16_t> bound = system.middleman().publish(coordinator, port, in, true);

@@ -1,11 +1,10 @@
 #include "muster/net/transport/frame_guard.h"
 
 #include <absl/strings/escaping.h>
+#include <absl/strings/match.h>
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_split.h>
 #include <absl/strings/string_view.h>
-#include <caf/binary_deserializer.hpp>
-#include <caf/message_id.hpp>
 
 namespace muster {
 namespace {
@@ -31,6 +30,20 @@ uint64_t HeaderWord(absl::Span<const char> header, int at) {
 }
 
 constexpr uint8_t kNamedReceiverFlag = 0x01;
+constexpr uint64_t kResponseFlag = uint64_t{1} << 63;  // caf::message_id::response_flag_mask
+
+// A size as CAF's binary serializer writes it (begin_sequence): 7 bits a byte, lowest first,
+// the high bit set on every byte but the last; at most 5 bytes (a uint32).
+bool ReadSize(absl::string_view& in, size_t& size) {
+  size = 0;
+  for (int shift = 0; shift < 35 && !in.empty(); shift += 7) {
+    const auto byte = static_cast<uint8_t>(in.front());
+    in.remove_prefix(1);
+    size |= size_t{byte & 0x7fu} << shift;
+    if ((byte & 0x80u) == 0) return true;
+  }
+  return false;
+}
 
 // The message types (caf::message's type names, joined by '+' after "@<>") that CAF's actors
 // handle themselves instead of passing them to their behaviour.
@@ -115,10 +128,9 @@ absl::Status FrameGuard::CheckDirectMessage(absl::Span<const char> payload) cons
     return absl::InvalidArgumentError(
         absl::StrCat("a direct message whose ", what, " cannot be read"));
   };
-  caf::binary_deserializer source{static_cast<caf::execution_unit*>(nullptr), payload.data(),
-                                  payload.size()};
+  absl::string_view in(payload.data(), payload.size());
   size_t stages = 0;
-  if (source.begin_sequence(stages)) return unreadable("forwarding stack");
+  if (!ReadSize(in, stages)) return unreadable("forwarding stack");
   // The actors a message's result is to be forwarded to, in the receiver's name: a peer could
   // have the coordinator answer (an error, say) to any actor of this node. Muster sends none.
   if (stages > 0) {
@@ -127,18 +139,19 @@ absl::Status FrameGuard::CheckDirectMessage(absl::Span<const char> payload) cons
         " actors (its result would go to them in the receiver's name): a peer may only send "
         "requests, answers and Muster's own messages"));
   }
-  uint16_t zero = 0;
+  // The message: a uint16 zero, then its type names as a string (caf::message::save).
   size_t names_size = 0;
-  if (source.end_sequence() || source(zero) || source.begin_sequence(names_size) ||
-      names_size > source.remaining()) {
-    return unreadable("type names");
-  }
-  auto bytes = source.remainder();
-  absl::string_view names(reinterpret_cast<const char*>(bytes.data()), names_size);
-  const bool answer = (payload_message_id_ & caf::message_id::response_flag_mask) != 0;
-  bool control = names == kLinkMessage || (names == kErrorMessage && !answer);
-  for (absl::string_view name : absl::StrSplit(names, '+')) {
-    for (absl::string_view type : kControlTypes) control = control || name == type;
+  if (in.size() < 2) return unreadable("type names");
+  in.remove_prefix(2);
+  if (!ReadSize(in, names_size) || names_size > in.size()) return unreadable("type names");
+  absl::string_view names = in.substr(0, names_size);
+  const bool answer = (payload_message_id_ & kResponseFlag) != 0;
+  bool control = false;
+  if (absl::StrContains(names, "+@")) {  // one of CAF's own types (Muster's are "muster.…")
+    control = names == kLinkMessage || (names == kErrorMessage && !answer);
+    for (absl::string_view name : absl::StrSplit(names, '+')) {
+      for (absl::string_view type : kControlTypes) control = control || name == type;
+    }
   }
   if (control) {
     return absl::PermissionDeniedError(absl::StrCat(

@@ -20,10 +20,10 @@
 // each chunk the guard sees is one header or one payload.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 
-#include <absl/base/thread_annotations.h>
-#include <absl/container/flat_hash_set.h>
 #include <absl/status/status.h>
 #include <absl/synchronization/mutex.h>
 #include <absl/types/span.h>
@@ -41,23 +41,36 @@ struct WireLimits {
 };
 
 // The ids of the actors a node published (the leader's coordinator or its token gate): what
-// its peers may send messages to. Shared by a node's connections; thread-safe.
+// its peers may send messages to. Shared by a node's connections: added to under a lock, read
+// without one on every message.
 class PublishedActors {
  public:
-  void Add(uint64_t actor_id) {
-    absl::MutexLock lock(&mutex_);
-    ids_.insert(actor_id);
+  static constexpr int kCapacity = 64;
+
+  // False when kCapacity actors were published already.
+  bool Add(uint64_t actor_id) {
+    absl::MutexLock lock(&add_mutex_);
+    int n = count_.load(std::memory_order_relaxed);
+    if (n == kCapacity) return false;
+    ids_[n].store(actor_id, std::memory_order_relaxed);
+    count_.store(n + 1, std::memory_order_release);
+    return true;
   }
   // With none added, every actor may receive (CAF's own rule), so a node that publishes only
   // through CAF keeps working.
   bool MayReceive(uint64_t actor_id) const {
-    absl::MutexLock lock(&mutex_);
-    return ids_.empty() || ids_.contains(actor_id);
+    const int n = count_.load(std::memory_order_acquire);
+    if (n == 0) return true;
+    for (int i = 0; i < n; ++i) {
+      if (ids_[i].load(std::memory_order_relaxed) == actor_id) return true;
+    }
+    return false;
   }
 
  private:
-  mutable absl::Mutex mutex_;
-  absl::flat_hash_set<uint64_t> ids_ ABSL_GUARDED_BY(mutex_);
+  absl::Mutex add_mutex_;
+  std::array<std::atomic<uint64_t>, kCapacity> ids_{};
+  std::atomic<int> count_{0};
 };
 
 class FrameGuard {

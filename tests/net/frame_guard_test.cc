@@ -169,6 +169,16 @@ TEST(FrameGuardTest, Inbound_MessagesOnlyToPublishedActorsOrAnswers) {
   EXPECT_THAT(VerdictWithPublished(PublishedActors{}, request, 6), IsOk());
 }
 
+TEST(PublishedActorsTest, AnyActorUntilOneIsAddedThenOnlyThoseUpToTheCapacity) {
+  PublishedActors published;
+  EXPECT_TRUE(published.MayReceive(9));
+  for (uint64_t id = 1; id <= PublishedActors::kCapacity; ++id) EXPECT_TRUE(published.Add(id));
+  EXPECT_FALSE(published.Add(1000));
+  EXPECT_TRUE(published.MayReceive(1));
+  EXPECT_TRUE(published.MayReceive(PublishedActors::kCapacity));
+  EXPECT_FALSE(published.MayReceive(1000));
+}
+
 TEST(FrameGuardTest, Outbound_ControlMessagesFromTheLeader_Pass) {
   FrameGuard guard(Limits(), /*inbound=*/false);
   ASSERT_THAT(guard.Check(Bytes(Header(kServerHandshake, 10))), IsOk());

@@ -14,6 +14,8 @@ constexpr uint8_t kServerHandshake = 0x00;
 constexpr uint8_t kClientHandshake = 0x01;
 constexpr uint8_t kDirectMessage = 0x02;
 constexpr uint8_t kRoutedMessage = 0x03;
+constexpr uint8_t kMonitorMessage = 0x04;
+constexpr uint8_t kDownMessage = 0x05;
 constexpr uint8_t kLastOperation = 0x06;  // heartbeat
 
 uint32_t PayloadLength(absl::Span<const char> header) {
@@ -31,6 +33,8 @@ uint64_t HeaderWord(absl::Span<const char> header, int at) {
 
 constexpr uint8_t kNamedReceiverFlag = 0x01;
 constexpr uint64_t kResponseFlag = uint64_t{1} << 63;  // caf::message_id::response_flag_mask
+// caf::message_id's category (bits 60-61): 2 and 3 are stream messages.
+constexpr uint64_t kFirstStreamCategory = 2;
 
 // A size as CAF's binary serializer writes it (begin_sequence): 7 bits a byte, lowest first,
 // the high bit set on every byte but the last; at most 5 bytes (a uint32).
@@ -65,6 +69,9 @@ absl::Status FrameGuard::Check(absl::Span<const char> chunk) {
   in_payload_ = false;
   if (inbound_ && payload_operation_ == kDirectMessage) {
     if (absl::Status status = CheckDirectMessage(chunk); !status.ok()) return status;
+  }
+  if (inbound_ && !own_node_.empty()) {
+    if (absl::Status status = CheckNodes(chunk); !status.ok()) return status;
   }
   uint8_t expected_handshake = inbound_ ? kClientHandshake : kServerHandshake;
   if (payload_operation_ == expected_handshake) handshake_done_ = true;
@@ -123,11 +130,41 @@ absl::Status FrameGuard::CheckHeader(absl::Span<const char> header) {
   return absl::OkStatus();
 }
 
+absl::Status FrameGuard::CheckNodes(absl::Span<const char> payload) {
+  absl::string_view bytes(payload.data(), payload.size());
+  if (payload_operation_ == kClientHandshake) {  // its payload is the peer's node id
+    if (bytes == own_node_) {
+      return absl::PermissionDeniedError(
+          "a handshake claiming this node's own id: a peer may only connect as itself");
+    }
+    // CAF repeats the handshake on a connection at times; the node stays the same.
+    if (handshake_done_ && bytes != peer_node_) {
+      return absl::PermissionDeniedError(
+          "a second handshake naming another node: a peer may only connect as itself");
+    }
+    peer_node_ = std::string(bytes);
+  } else if (payload_operation_ == kMonitorMessage || payload_operation_ == kDownMessage) {
+    if (!absl::StartsWith(bytes, peer_node_) ||
+        !absl::StartsWith(bytes.substr(peer_node_.size()), own_node_)) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "a ", payload_operation_ == kDownMessage ? "down" : "monitor",
+          " frame naming another node than the peer's, or than this one: a peer may only "
+          "report its own actors' ends, and only to this node"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status FrameGuard::CheckDirectMessage(absl::Span<const char> payload) const {
   auto unreadable = [](absl::string_view what) {
     return absl::InvalidArgumentError(
         absl::StrCat("a direct message whose ", what, " cannot be read"));
   };
+  if (((payload_message_id_ >> 60) & 3) >= kFirstStreamCategory) {
+    return absl::PermissionDeniedError(
+        "a message with a stream message id: a peer may only send requests, answers and "
+        "Muster's own messages");
+  }
   absl::string_view in(payload.data(), payload.size());
   size_t stages = 0;
   if (!ReadSize(in, stages)) return unreadable("forwarding stack");

@@ -8,7 +8,11 @@
 // or unlink, a receive timeout, a stream message, an error that answers no request, and any
 // message with a forwarding stack (whose result would go on to other actors). Muster's
 // nodes never send these to each other: CAF reports a remote actor's death in a frame of its own
-// (down_message), not as a message. A payload the guard cannot read is refused as well.
+// (down_message), not as a message. A payload the guard cannot read is refused as well, and so
+// is a stream message id (CAF would read any message with one as a stream message). CAF takes
+// a peer's node id from its handshake: a peer may not claim this node's, and its monitor and
+// down frames must name its own node and this one (else it could end the proxies of another
+// node's actors, as if that node's agent had died).
 // On a node that published its actors through PublishedActors (the leader), a peer's message
 // must also go to one of those actors, unless it answers a request: CAF 0.17 delivers a message
 // to any local actor that ever sent one to another node, by its id (the coordinator behind the
@@ -23,6 +27,8 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <string>
+#include <utility>
 
 #include <absl/status/status.h>
 #include <absl/synchronization/mutex.h>
@@ -79,8 +85,11 @@ class FrameGuard {
 
   // `inbound`: the peer connected to us, so its first frame must be its client handshake.
   // `published`: for an inbound connection, the actors its messages may go to (null: any).
-  FrameGuard(const WireLimits& limits, bool inbound, const PublishedActors* published = nullptr)
-      : limits_(limits), inbound_(inbound), published_(published) {}
+  // `own_node`: this node's id as CAF serializes it (empty: not checked). A peer may not claim
+  // it in its handshake, and its monitor and down frames must be about itself and this node.
+  FrameGuard(const WireLimits& limits, bool inbound, const PublishedActors* published = nullptr,
+             std::string own_node = {})
+      : limits_(limits), inbound_(inbound), published_(published), own_node_(std::move(own_node)) {}
 
   // Checks one chunk as CAF is about to receive it. OK: pass it on. Otherwise the reason to
   // close the connection (the chunk must not reach CAF).
@@ -94,10 +103,15 @@ class FrameGuard {
   // The payload of a direct message from an inbound peer: its forwarding stack (empty), then
   // the message's type names (caf::message::save), read without allocating the message.
   absl::Status CheckDirectMessage(absl::Span<const char> payload) const;
+  // A payload of an inbound connection that names nodes: the client handshake (the peer's own
+  // id), a monitor or down frame (the peer's id, then this node's).
+  absl::Status CheckNodes(absl::Span<const char> payload);
 
   WireLimits limits_;
   bool inbound_;
   const PublishedActors* published_;
+  std::string own_node_;
+  std::string peer_node_;  // the id the peer gave in its handshake
   bool handshake_done_ = false;
   bool in_payload_ = false;
   uint8_t payload_operation_ = 0;

@@ -10,11 +10,13 @@
 
 #include <absl/strings/str_cat.h>
 #include <caf/actor_system_config.hpp>
+#include <caf/binary_serializer.hpp>
 #include <caf/io/abstract_broker.hpp>
 #include <caf/io/doorman.hpp>
 #include <caf/io/network/acceptor_impl.hpp>
 #include <caf/io/network/native_socket.hpp>
 #include <caf/make_counted.hpp>
+#include <caf/node_id.hpp>
 
 #include "muster/net/transport/guarded_stream.h"
 
@@ -80,7 +82,8 @@ class GuardedScribe : public caf::io::scribe {
       : scribe(net::conn_hdl_from_socket(fd)),
         mpx_(mpx),
         limits_(limits),
-        guard_(limits, inbound, inbound ? &mpx.published() : nullptr),
+        guard_(limits, inbound, inbound ? &mpx.published() : nullptr,
+               inbound ? mpx.own_node() : std::string{}),
         stream_(mpx, fd, inbound, std::move(tls)) {}
   ~GuardedScribe() override {
     if (watch_id_ != 0) mpx_.Unwatch(watch_id_);
@@ -327,6 +330,13 @@ caf::expected<caf::io::scribe_ptr> GuardedMultiplexer::new_tcp_scribe(const std:
 }
 
 caf::io::doorman_ptr GuardedMultiplexer::new_doorman(net::native_socket fd) {
+  if (own_node_.empty()) {  // the node's id is set by now (not yet when this backend is made)
+    std::vector<char> node;  // as CAF's handshakes carry it
+    caf::binary_serializer sink{static_cast<caf::execution_unit*>(nullptr), node};
+    if (system().node() != caf::node_id{} && !sink(system().node())) {
+      own_node_.assign(node.begin(), node.end());
+    }
+  }
   return caf::make_counted<GuardedDoorman>(*this, fd);
 }
 

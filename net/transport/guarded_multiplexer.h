@@ -84,6 +84,8 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   // The actors this node published (PublishCoordinator adds them): what a peer that connected to
   // this node may send messages to (FrameGuard).
   PublishedActors& published() { return published_; }
+  // This node's id as CAF serializes it in handshakes (FrameGuard's own_node).
+  const std::string& own_node() const { return own_node_; }
   // A TLS session for a new connection on `fd`; null when this node does not use TLS.
   std::unique_ptr<TlsSession> NewTlsSession(caf::io::network::native_socket fd,
                                             TlsSession::Role role);
@@ -109,6 +111,7 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
 
   WireLimits limits_;
   PublishedActors published_;
+  std::string own_node_;
   std::unique_ptr<TlsContext> tls_;
   absl::Mutex watch_mutex_;
   absl::flat_hash_map<uint64_t, GuardedScribe*> watched_ ABSL_GUARDED_BY(watch_mutex_);

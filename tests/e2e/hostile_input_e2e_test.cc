@@ -2,8 +2,8 @@
 // header announcing a ~4 GiB payload, handshakes without payload, garbage and frames out of
 // order, half a header and a slow sender (closed at the handshake deadline), and a flood of
 // idle connections under a small descriptor limit (new ones refused, existing ones served, no
-// busy loop); a peer's exit with reason kill, error and link messages (closed, the leader
-// stays up).
+// busy loop); a peer's exit with reason kill, error and link messages, and a handshake
+// claiming the leader's own node id (closed, the leader stays up).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -65,14 +65,16 @@ class Connection {
     return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
            static_cast<ssize_t>(bytes.size());
   }
-  // Reads the server's handshake: a header, then the payload it announces.
-  bool ReadServerHandshake() {
+  // Reads the server's handshake: a header, then the payload it announces (kept in `payload`).
+  bool ReadServerHandshake(std::string* payload = nullptr) {
     std::string header = Read(32);
     if (header.size() != 32 || header[0] != 0) return false;
     uint32_t length = static_cast<uint8_t>(header[4]) << 24 |
                       static_cast<uint8_t>(header[5]) << 16 | static_cast<uint8_t>(header[6]) << 8 |
                       static_cast<uint8_t>(header[7]);
-    return Read(length).size() == length;
+    std::string body = Read(length);
+    if (payload != nullptr) *payload = body;
+    return body.size() == length;
   }
   // True when the peer closes the connection within `timeout` (EOF or reset).
   bool ClosedWithin(absl::Duration timeout) {
@@ -227,6 +229,25 @@ TEST_F(HostileInputE2eTest, IdleConnectionFloodUnderDescriptorLimit_RefusedNoSpi
   EXPECT_THAT(second->output(), HasSubstr("EVENT shutdown code=OK"));
   EXPECT_TRUE(leader_->WaitForLine("out of file descriptors", absl::Seconds(5)).ok())
       << leader_->output();
+}
+
+// CAF takes a peer's node id from its client handshake, whose payload is that id alone. A peer
+// that hands the leader its own id back (the server handshake starts with it: an 8-byte
+// implementation id, a 4-byte process id and a 20-byte host id) would have its messages taken
+// as the leader's own: closed.
+TEST_F(HostileInputE2eTest, HandshakeClaimingTheLeadersOwnNodeId_Closed) {
+  StartLeader({"--jobs=worker=2"});
+  Connection probe(Port());
+  ASSERT_TRUE(probe.connected());
+  std::string server_handshake;
+  ASSERT_TRUE(probe.ReadServerHandshake(&server_handshake));
+  ASSERT_GE(server_handshake.size(), 32u);
+  std::string leader_node = server_handshake.substr(0, 32);
+  ASSERT_TRUE(probe.Send(Header(/*client_handshake=*/1, leader_node.size()) + leader_node));
+  EXPECT_TRUE(probe.ClosedWithin(absl::Seconds(2)));
+  EXPECT_TRUE(leader_->WaitForLine("a handshake claiming this node's own id", kBound).ok())
+      << leader_->output();
+  ExpectNormalJob();
 }
 
 // A CAF node that connects to the leader, with no token, and sends the published actor what

@@ -2,6 +2,7 @@
 // payload it announces (capped), and so on. Must never crash or read out of bounds.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "muster/net/transport/frame_guard.h"
 
@@ -13,7 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   muster::PublishedActors published;  // bit 1: a node that published actor 1
   published.Add(1);
   muster::FrameGuard guard(limits, /*inbound=*/(data[0] & 1) != 0,
-                           (data[0] & 2) != 0 ? &published : nullptr);
+                           (data[0] & 2) != 0 ? &published : nullptr,
+                           (data[0] & 4) != 0 ? std::string(32, '\1') : std::string{});
   const char* bytes = reinterpret_cast<const char*>(data + 1);
   size_t left = size - 1;
   bool header = true;

@@ -1,6 +1,7 @@
 #include "muster/net/transport/frame_guard.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -167,6 +168,66 @@ TEST(FrameGuardTest, Inbound_MessagesOnlyToPublishedActorsOrAnswers) {
               StatusIs(Code::kPermissionDenied, HasSubstr("named actor")));
   // A node that published nothing through Muster keeps CAF's rule.
   EXPECT_THAT(VerdictWithPublished(PublishedActors{}, request, 6), IsOk());
+}
+
+TEST(FrameGuardTest, Inbound_StreamMessageId_PermissionDenied) {
+  std::string payload = DirectPayload(caf::make_message(std::string("k")));
+  for (uint64_t category : {2, 3}) {
+    EXPECT_THAT(InboundVerdict(payload, category << 60 | 7),
+                StatusIs(Code::kPermissionDenied, HasSubstr("stream message id")));
+  }
+  EXPECT_THAT(InboundVerdict(payload, uint64_t{1} << 60 | 7), IsOk());  // normal category
+}
+
+// Node ids as CAF serializes them; the guard compares bytes.
+constexpr char kOwnNode[] = "own-node-id-bytes";
+constexpr char kPeerNode[] = "peer-node-id-bytes";
+
+// An inbound connection of a node whose id is kOwnNode; the peer's handshake names `peer`.
+FrameGuard ConnectedAs(const std::string& peer, absl::Status* handshake) {
+  FrameGuard guard(Limits(), /*inbound=*/true, nullptr, kOwnNode);
+  EXPECT_THAT(guard.Check(Bytes(Header(kClientHandshake, peer.size()))), IsOk());
+  *handshake = guard.Check(Bytes(peer));
+  return guard;
+}
+
+TEST(FrameGuardTest, Inbound_HandshakeClaimingThisNodesId_PermissionDenied) {
+  absl::Status handshake;
+  ConnectedAs(kOwnNode, &handshake);
+  EXPECT_THAT(handshake, StatusIs(Code::kPermissionDenied, HasSubstr("this node's own id")));
+  FrameGuard guard = ConnectedAs(kPeerNode, &handshake);
+  EXPECT_THAT(handshake, IsOk());
+  // CAF may repeat the handshake, as the same node only.
+  ASSERT_THAT(guard.Check(Bytes(Header(kClientHandshake, sizeof(kPeerNode) - 1))), IsOk());
+  EXPECT_THAT(guard.Check(Bytes(kPeerNode)), IsOk());
+  const std::string other = "another-node-bytes";
+  ASSERT_THAT(guard.Check(Bytes(Header(kClientHandshake, other.size()))), IsOk());
+  EXPECT_THAT(guard.Check(Bytes(other)),
+              StatusIs(Code::kPermissionDenied, HasSubstr("second handshake naming another")));
+}
+
+TEST(FrameGuardTest, Inbound_MonitorAndDownFramesOnlyAboutThePeerAndThisNode) {
+  constexpr uint8_t kMonitorMessage = 4;
+  constexpr uint8_t kDownMessage = 5;
+  const std::string error = "error bytes";
+  for (uint8_t operation : {kMonitorMessage, kDownMessage}) {
+    for (const auto& [payload, ok] : std::vector<std::pair<std::string, bool>>{
+             {std::string(kPeerNode) + kOwnNode + error, true},
+             {std::string("victim-node-id-byte") + kOwnNode + error, false},   // another node's
+             {std::string(kPeerNode) + "third-node-id-bytes" + error, false},  // to be forwarded
+             {std::string(kPeerNode), false}}) {
+      absl::Status handshake;
+      FrameGuard guard = ConnectedAs(kPeerNode, &handshake);
+      ASSERT_THAT(guard.Check(Bytes(Header(operation, payload.size()))), IsOk());
+      if (ok) {
+        EXPECT_THAT(guard.Check(Bytes(payload)), IsOk());
+      } else {
+        EXPECT_THAT(guard.Check(Bytes(payload)),
+                    StatusIs(Code::kPermissionDenied, HasSubstr("naming another node")))
+            << static_cast<int>(operation) << " " << payload;
+      }
+    }
+  }
 }
 
 TEST(PublishedActorsTest, AnyActorUntilOneIsAddedThenOnlyThoseUpToTheCapacity) {

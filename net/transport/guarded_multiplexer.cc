@@ -330,7 +330,7 @@ caf::expected<caf::io::scribe_ptr> GuardedMultiplexer::new_tcp_scribe(const std:
 }
 
 caf::io::doorman_ptr GuardedMultiplexer::new_doorman(net::native_socket fd) {
-  if (own_node_.empty()) {  // the node's id is set by now (not yet when this backend is made)
+  if (own_node_.empty()) {   // the node's id is set by now (not yet when this backend is made)
     std::vector<char> node;  // as CAF's handshakes carry it
     caf::binary_serializer sink{static_cast<caf::execution_unit*>(nullptr), node};
     if (system().node() != caf::node_id{} && !sink(system().node())) {

@@ -5,6 +5,7 @@
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_split.h>
 #include <absl/strings/string_view.h>
+#include <caf/atom.hpp>
 
 namespace muster {
 namespace {
@@ -23,8 +24,8 @@ uint32_t PayloadLength(absl::Span<const char> header) {
   return byte(4) << 24 | byte(5) << 16 | byte(6) << 8 | byte(7);
 }
 
-// Eight bytes of the header from `at`, big-endian: the operation data (a direct message's id,
-// caf::message_id) at 8, the receiving actor at 24.
+// Eight bytes from `at`, big-endian as CAF writes integers: in a header, the operation data (a
+// direct message's id, caf::message_id) at 8 and the receiving actor at 24; an atom's value.
 uint64_t HeaderWord(absl::Span<const char> header, int at) {
   uint64_t value = 0;
   for (int i = at; i < at + 8; ++i) value = value << 8 | static_cast<uint8_t>(header[i]);
@@ -61,6 +62,7 @@ constexpr absl::string_view kErrorMessage = "@<>+@error";
 // get_atom, "info"); and the reply its helper actor gets back (ok_atom, "info", actor, name).
 constexpr absl::string_view kNodeInfoRequest = "@<>+@atom+@atom+@str";
 constexpr absl::string_view kNodeInfoReply = "@<>+@atom+@str+@strong_actor_ptr+@str";
+constexpr uint64_t kOkAtom = caf::ok_atom::uint_value();
 
 }  // namespace
 
@@ -204,8 +206,18 @@ absl::Status FrameGuard::CheckDirectMessage(absl::Span<const char> payload) cons
         "a message to a named actor of the actor system (its config or spawn server): a peer may "
         "only send to the actors this node published");
   }
-  if (names == kNodeInfoReply || published_->MayReceive(payload_receiver_)) {
-    return absl::OkStatus();
+  if (published_->MayReceive(payload_receiver_)) return absl::OkStatus();
+  // The reply to CAF's node-info request goes to the helper actor that asked: (ok, "info", …),
+  // whose first two values follow the type names (an atom, 8 bytes; a size and the string).
+  if (names == kNodeInfoReply) {
+    absl::string_view values = in.substr(names_size);
+    size_t info_size = 0;
+    if (values.size() >= 8 && HeaderWord(absl::MakeConstSpan(values.data(), 8), 0) == kOkAtom) {
+      values.remove_prefix(8);
+      if (ReadSize(values, info_size) && absl::StartsWith(values, "info") && info_size == 4) {
+        return absl::OkStatus();
+      }
+    }
   }
   return absl::PermissionDeniedError(
       absl::StrCat("a message to actor ", payload_receiver_,

@@ -159,6 +159,15 @@ TEST(FrameGuardTest, Inbound_MessagesOnlyToPublishedActorsOrAnswers) {
   std::string info_reply = DirectPayload(caf::make_message(
       caf::ok_atom::value, std::string("info"), caf::strong_actor_ptr{}, std::string("x")));
   EXPECT_THAT(VerdictWithPublished(published, info_reply, 6), IsOk());
+  // The same shape with other values (an attacker's text for an actor to print, or to keep).
+  for (const caf::message& other : {caf::make_message(caf::get_atom::value, std::string("info"),
+                                                      caf::strong_actor_ptr{}, std::string("x")),
+                                    caf::make_message(caf::ok_atom::value, std::string("infox"),
+                                                      caf::strong_actor_ptr{}, std::string("x"))}) {
+    EXPECT_THAT(VerdictWithPublished(published, DirectPayload(other), 6),
+                StatusIs(Code::kPermissionDenied, HasSubstr("did not publish")))
+        << caf::to_string(other);
+  }
   // Anything else to a named actor (the config server answers what the node's configuration
   // holds).
   std::string get =

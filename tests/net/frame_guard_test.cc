@@ -72,13 +72,26 @@ TEST(FrameGuardTest, Inbound_HandshakeThenMessages_Pass) {
   EXPECT_THAT(guard.Check(Bytes(Header(kDirectMessage, 1))), IsOk());
 }
 
-// Connected, then one direct message: the guard's verdict on its payload.
-absl::Status InboundVerdict(const std::string& payload, uint64_t message_id = 0) {
-  FrameGuard guard(Limits(), /*inbound=*/true);
+// An inbound connection of a node that published `published` (null: no check), after its
+// handshake, then one direct message to `receiver`: the guard's verdict on its payload.
+absl::Status Verdict(const PublishedActors* published, const std::string& payload,
+                     uint64_t receiver, uint64_t message_id = 0, uint8_t flags = 0) {
+  FrameGuard guard(Limits(), /*inbound=*/true, published);
   EXPECT_THAT(guard.Check(Bytes(Header(kClientHandshake, 10))), IsOk());
   EXPECT_THAT(guard.Check(Bytes(std::string(10, 'x'))), IsOk());
-  EXPECT_THAT(guard.Check(Bytes(Header(kDirectMessage, payload.size(), message_id))), IsOk());
+  EXPECT_THAT(guard.Check(Bytes(::muster::testing::BaspHeader(kDirectMessage, payload.size(),
+                                                              message_id, flags, receiver))),
+              IsOk());
   return guard.Check(Bytes(payload));
+}
+
+absl::Status InboundVerdict(const std::string& payload, uint64_t message_id = 0) {
+  return Verdict(nullptr, payload, /*receiver=*/0, message_id);
+}
+
+absl::Status VerdictWithPublished(const PublishedActors& published, const std::string& payload,
+                                  uint64_t receiver, uint64_t message_id = 0, uint8_t flags = 0) {
+  return Verdict(&published, payload, receiver, message_id, flags);
 }
 
 TEST(FrameGuardTest, Inbound_ControlMessagesOfCafActors_PermissionDenied) {
@@ -128,18 +141,6 @@ TEST(FrameGuardTest, Inbound_UnreadablePayload_InvalidArgument) {
   ASSERT_THAT(guard.Check(Bytes(std::string(10, 'x'))), IsOk());
   EXPECT_THAT(guard.Check(Bytes(Header(kDirectMessage, 0))),
               StatusIs(Code::kInvalidArgument, HasSubstr("without payload")));
-}
-
-// Connected to a node that published actor 5, then one direct message to `receiver`.
-absl::Status VerdictWithPublished(const PublishedActors& published, const std::string& payload,
-                                  uint64_t receiver, uint64_t message_id = 0, uint8_t flags = 0) {
-  FrameGuard guard(Limits(), /*inbound=*/true, &published);
-  EXPECT_THAT(guard.Check(Bytes(Header(kClientHandshake, 10))), IsOk());
-  EXPECT_THAT(guard.Check(Bytes(std::string(10, 'x'))), IsOk());
-  EXPECT_THAT(guard.Check(Bytes(::muster::testing::BaspHeader(kDirectMessage, payload.size(),
-                                                              message_id, flags, receiver))),
-              IsOk());
-  return guard.Check(Bytes(payload));
 }
 
 TEST(FrameGuardTest, Inbound_MessagesOnlyToPublishedActorsOrAnswers) {

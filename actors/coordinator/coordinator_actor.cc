@@ -146,8 +146,8 @@ caf::result<Response> ToTask(CoordinatorPointer self, absl::string_view what,
 // come from its children and itself, in this process. Another node that sends one is refused:
 // it could otherwise mark any task failed, or put its own actor in place of a task's agent.
 caf::error NotFromThisNode(CoordinatorPointer self, const char* what) {
+  if (FromThisNode(self)) return caf::error{};
   const caf::strong_actor_ptr& sender = self->current_sender();
-  if (sender && sender->node() == self->node()) return caf::error{};
   return ToError(absl::PermissionDeniedError(
       absl::StrCat("the coordinator's internal message ", what, " was sent from another node (",
                    sender ? caf::to_string(sender->node()) : std::string("anonymous"),

@@ -9,6 +9,7 @@
 #include <absl/strings/str_cat.h>
 
 #include "muster/actors/coordinator/coordinator_state.h"
+#include "muster/actors/hardening.h"
 #include "muster/messages/process_exit.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
@@ -20,8 +21,7 @@ namespace {
 absl::Status FromLauncherOf(CoordinatorPointer self, const TaskSlot& slot,
                             const proto::CoordinatedTask& task) {
   const caf::strong_actor_ptr& sender = self->current_sender();
-  if (sender && (sender->node() == self->node() ||
-                 (slot.launcher && sender->node() == slot.launcher.node()))) {
+  if (FromThisNode(self) || (sender && slot.launcher && sender->node() == slot.launcher.node())) {
     return absl::OkStatus();
   }
   return absl::PermissionDeniedError(absl::StrCat(

@@ -71,8 +71,7 @@ caf::result<proto::AuthenticateResponse> Authenticate(GatePointer self,
 
 caf::result<caf::message> Pass(GatePointer self, caf::message_view& view) {
   const caf::strong_actor_ptr& sender = self->current_sender();
-  const bool local = sender && sender->node() == self->node();
-  if (!local) {
+  if (!FromThisNode(self)) {
     if (!sender || !self->state.admitted.contains(sender->node())) {
       caf::node_id node = sender ? sender->node() : caf::node_id{};
       LogRefusal(self, absl::StrCat("refused a request from node ", caf::to_string(node),

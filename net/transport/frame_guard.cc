@@ -26,9 +26,9 @@ uint32_t PayloadLength(absl::Span<const char> header) {
 
 // Eight bytes from `at`, big-endian as CAF writes integers: in a header, the operation data (a
 // direct message's id, caf::message_id) at 8 and the receiving actor at 24; an atom's value.
-uint64_t HeaderWord(absl::Span<const char> header, int at) {
+uint64_t BigEndian64(absl::Span<const char> bytes, int at) {
   uint64_t value = 0;
-  for (int i = at; i < at + 8; ++i) value = value << 8 | static_cast<uint8_t>(header[i]);
+  for (int i = at; i < at + 8; ++i) value = value << 8 | static_cast<uint8_t>(bytes[i]);
   return value;
 }
 
@@ -123,9 +123,9 @@ absl::Status FrameGuard::CheckHeader(absl::Span<const char> header) {
   if (length > 0) {
     in_payload_ = true;
     payload_operation_ = operation;
-    payload_message_id_ = HeaderWord(header, 8);
+    payload_message_id_ = BigEndian64(header, 8);
     payload_flags_ = static_cast<uint8_t>(header[3]);
-    payload_receiver_ = HeaderWord(header, 24);
+    payload_receiver_ = BigEndian64(header, 24);
   } else if (inbound_ && operation == kDirectMessage) {
     return absl::InvalidArgumentError("a direct message without payload");
   }
@@ -212,7 +212,7 @@ absl::Status FrameGuard::CheckDirectMessage(absl::Span<const char> payload) cons
   if (names == kNodeInfoReply) {
     absl::string_view values = in.substr(names_size);
     size_t info_size = 0;
-    if (values.size() >= 8 && HeaderWord(absl::MakeConstSpan(values.data(), 8), 0) == kOkAtom) {
+    if (values.size() >= 8 && BigEndian64(absl::MakeConstSpan(values.data(), 8), 0) == kOkAtom) {
       values.remove_prefix(8);
       if (ReadSize(values, info_size) && absl::StartsWith(values, "info") && info_size == 4) {
         return absl::OkStatus();

@@ -1,22 +1,24 @@
-// Checks the frames of CAF's network protocol (BASP) on a connection before CAF sees them: a
-// header that announces a payload over the limit, a connection whose first frame is not the
-// handshake, a handshake without payload, or (from a peer that connected to us) a routed message
-// that could claim any sender is refused before anything is allocated for it.
-// From a peer that connected to us, a direct message that CAF would handle as a control message
-// of the actor system rather than pass to the receiver's behaviour is refused too: an exit (with
-// reason kill, it ends the receiver before any handler of its own runs), a down message, a link
-// or unlink, a receive timeout, a stream message, an error that answers no request, and any
-// message with a forwarding stack (whose result would go on to other actors). Muster's
-// nodes never send these to each other: CAF reports a remote actor's death in a frame of its own
-// (down_message), not as a message. A payload the guard cannot read is refused as well, and so
-// is a stream message id (CAF would read any message with one as a stream message). CAF takes
-// a peer's node id from its handshake: a peer may not claim this node's, and its monitor and
-// down frames must name its own node and this one (else it could end the proxies of another
-// node's actors, as if that node's agent had died).
-// On a node that published its actors through PublishedActors (the leader), a peer's message
-// must also go to one of those actors, unless it answers a request: CAF 0.17 delivers a message
-// to any local actor that ever sent one to another node, by its id (the coordinator behind the
-// token gate, a task actor), and to the actor system's own named actors (its config server).
+// Checks the frames of CAF's network protocol (BASP) on a connection before CAF sees them, and
+// refuses (the connection is then closed):
+//  - a header that announces a payload over the limit, before anything is allocated for it;
+//  - a first frame that is not the handshake, or a handshake without payload.
+// From a peer that connected to us, also:
+//  - a routed message, which could claim any sender;
+//  - a direct message that CAF would handle as a control message of the actor system instead
+//    of passing it to the receiver's behaviour: an exit (with reason kill, it ends the receiver
+//    before any handler of its own runs), a down message, a link or unlink, a receive timeout,
+//    a stream message, an error that answers no request. Muster's nodes never send these to
+//    each other: CAF reports a remote actor's death in a frame of its own, not as a message;
+//  - a message with a forwarding stack (its result would go on to other actors), or with a
+//    stream message id (CAF would read it as a stream message), or whose payload the guard
+//    cannot read;
+//  - a handshake that claims this node's own id (CAF takes a peer's node id from its handshake),
+//    and monitor or down frames about another node than the peer's or this one (else it could
+//    end the proxies of another node's actors, as if that node's agent had died);
+//  - on a node that published its actors through PublishedActors (the leader), a message to
+//    any other actor, unless it answers a request: CAF 0.17 delivers a message by id to any
+//    local actor that ever sent one to another node (the coordinator behind the token gate, a
+//    task actor), and to the actor system's named actors (its config server).
 // Pure logic; GuardedMultiplexer applies it to every connection.
 //
 // A BASP frame is a 32-byte header (operation at byte 0, payload length big-endian at bytes

@@ -28,37 +28,49 @@ proto::ReportErrorToTaskRequest ErrorReport(const absl::Status& status,
 
 ClusterView::ClusterView(const proto::CoordinationServiceConfig& config) {
   for (const auto& job : config.coordinated_job_list()) {
-    if (job.num_tasks() > 0) jobs_.insert(job.name());
     for (int id = 0; id < job.num_tasks(); ++id) tasks_.push_back(MakeTask(job.name(), id));
   }
   std::sort(tasks_.begin(), tasks_.end(), TaskLess);
-  for (const auto& task : tasks_) {
+  // A job given twice has the tasks of its larger count, once each.
+  tasks_.erase(std::unique(tasks_.begin(), tasks_.end(), SameTask), tasks_.end());
+  tasks_.shrink_to_fit();
+  states_.reserve(tasks_.size());
+  for (uint32_t i = 0; i < tasks_.size(); ++i) {
+    JobRange& range = jobs_[tasks_[i].job_name()];
+    if (range.count == 0) range.first = i;
+    ++range.count;
     proto::CoordinatedTaskStateInfo info;
-    *info.mutable_task() = task;
+    *info.mutable_task() = tasks_[i];
     info.set_state(proto::TASKSTATE_DISCONNECTED);
     info.set_last_heartbeat_age_ms(-1);
-    states_.emplace(TaskName(task), std::move(info));
+    states_.push_back(std::move(info));
   }
   recoverable_jobs_.insert(config.recoverable_jobs().begin(), config.recoverable_jobs().end());
 }
 
-bool ClusterView::IsKnown(const proto::CoordinatedTask& task) const {
-  return states_.contains(TaskName(task));
+std::optional<uint32_t> ClusterView::IndexOf(const proto::CoordinatedTask& task) const {
+  auto it = jobs_.find(task.job_name());
+  if (it == jobs_.end() || task.task_id() < 0 ||
+      static_cast<uint32_t>(task.task_id()) >= it->second.count) {
+    return std::nullopt;
+  }
+  return it->second.first + static_cast<uint32_t>(task.task_id());
 }
 
 bool ClusterView::IsRecoverable(const proto::CoordinatedTask& task) const {
-  return recoverable_jobs_.contains(task.job_name()) || recoverable_tasks_.contains(TaskName(task));
+  return recoverable_jobs_.contains(task.job_name()) ||
+         (!recoverable_tasks_.empty() && recoverable_tasks_.contains(TaskName(task)));
 }
 
 const proto::CoordinatedTaskStateInfo* ClusterView::Find(const proto::CoordinatedTask& task) const {
-  auto it = states_.find(TaskName(task));
-  return it == states_.end() ? nullptr : &it->second;
+  std::optional<uint32_t> index = IndexOf(task);
+  return index ? &states_[*index] : nullptr;
 }
 
 bool ClusterView::Update(const proto::CoordinatedTaskStateInfo& info) {
-  auto it = states_.find(TaskName(info.task()));
-  if (it == states_.end()) return false;
-  it->second = info;
+  std::optional<uint32_t> index = IndexOf(info.task());
+  if (!index) return false;
+  states_[*index] = info;
   return true;
 }
 

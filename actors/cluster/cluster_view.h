@@ -4,6 +4,8 @@
 // change task state.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,7 +36,10 @@ class ClusterView {
 
   // Every configured task, ordered by (job name, task id).
   const std::vector<proto::CoordinatedTask>& tasks() const { return tasks_; }
-  bool IsKnown(const proto::CoordinatedTask& task) const;
+  // The position of a configured task in tasks(); nullopt for a task not in the configuration.
+  // (A job's tasks are contiguous there: no lookup per task, and no name built.)
+  std::optional<uint32_t> IndexOf(const proto::CoordinatedTask& task) const;
+  bool IsKnown(const proto::CoordinatedTask& task) const { return IndexOf(task).has_value(); }
   // True when `job` has at least one configured task.
   bool HasJob(const std::string& job) const { return jobs_.contains(job); }
   // True when the task's job is recoverable or the task registered as recoverable.
@@ -47,9 +52,14 @@ class ClusterView {
   void SetRecoverable(const proto::CoordinatedTask& task, bool recoverable);
 
  private:
+  // The tasks of a job: tasks_[first, first + count), ids 0..count-1.
+  struct JobRange {
+    uint32_t first = 0;
+    uint32_t count = 0;
+  };
   std::vector<proto::CoordinatedTask> tasks_;
-  absl::flat_hash_set<std::string> jobs_;
-  absl::flat_hash_map<std::string, proto::CoordinatedTaskStateInfo> states_;  // by TaskName
+  absl::flat_hash_map<std::string, JobRange> jobs_;
+  std::vector<proto::CoordinatedTaskStateInfo> states_;  // by position in tasks_
   absl::flat_hash_set<std::string> recoverable_jobs_;
   absl::flat_hash_set<std::string> recoverable_tasks_;  // by TaskName
 };

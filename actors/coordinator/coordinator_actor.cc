@@ -20,9 +20,9 @@ constexpr int64_t kDefaultHeartbeatTimeoutMs = 10'000;
 // The task actor of `task`, or an InvalidArgument error naming it.
 absl::StatusOr<TaskActor> Route(CoordinatorPointer self, absl::string_view what,
                                 const proto::CoordinatedTask& task) {
-  auto it = self->state.tasks.find(TaskName(task));
-  if (it == self->state.tasks.end()) return UnknownTaskError(what, task);
-  return it->second.actor;
+  const TaskSlot* slot = FindSlot(self->state, task);
+  if (slot == nullptr) return UnknownTaskError(what, task);
+  return slot->actor;
 }
 
 caf::result<proto::GetTaskStateResponse> GetTaskState(CoordinatorPointer self,
@@ -35,7 +35,7 @@ caf::result<proto::GetTaskStateResponse> GetTaskState(CoordinatorPointer self,
     if (info == nullptr) return ToError(UnknownTaskError("GetTaskState for unknown task ", task));
     auto* out = response.add_task_state();
     *out = *info;
-    const TaskSlot& slot = st.tasks.at(TaskName(task));
+    const TaskSlot& slot = SlotOf(st, task);
     auto age = [now](std::optional<caf::actor_clock::time_point> since) -> int64_t {
       if (!since) return -1;
       return std::chrono::duration_cast<std::chrono::milliseconds>(now - *since).count();
@@ -169,7 +169,7 @@ absl::Status MayTakeOver(CoordinatorPointer self, const proto::RegisterTaskReque
                      caf::to_string(agent.node()), " but came from node ",
                      caf::to_string(sender->node()), "; a node registers only its own agents"));
   }
-  const TaskSlot& slot = self->state.tasks.at(name);
+  const TaskSlot& slot = SlotOf(self->state, request.source_task());
   const auto* info = self->state.view.Find(request.source_task());
   // A task recovered CONNECTED by a restarted leader has no node yet: its agent comes back.
   if (info->state() == proto::TASKSTATE_CONNECTED && slot.agent_node != caf::node_id{} &&
@@ -269,6 +269,8 @@ void Init(CoordinatorPointer self, CoordinatorOptions options) {
   st.heartbeats = SpawnHeartbeatMonitor(self, st.options.incarnation, st.heartbeat_timeout);
   st.children->emplace(st.heartbeats.address(), caf::actor_cast<caf::actor>(st.heartbeats));
   // A task recovered CONNECTED has the reconnect window to come back (see TaskSpec).
+  st.tasks.resize(st.view.tasks().size());
+  for (uint32_t i = 0; i < st.tasks.size(); ++i) st.tasks[i].index = i;
   caf::timespan window = RestoreCoordinator(self);
   for (const auto& task : st.view.tasks()) {
     if (st.options.policy->IsRecoverable(task)) st.view.SetRecoverable(task, true);

@@ -38,8 +38,7 @@ std::vector<proto::CoordinatedTask> ShutdownParticipants(CoordinatorPointer self
 
 void SetAllTasksError(CoordinatorPointer self, const absl::Status& status) {
   caf::error error = ToError(status);
-  for (const auto& [name, slot] : self->state.tasks)
-    self->send(slot.actor, set_error_atom::value, error);
+  for (const auto& slot : self->state.tasks) self->send(slot.actor, set_error_atom::value, error);
 }
 
 // Pushes `status` to every connected agent except those of `skip`.
@@ -48,8 +47,9 @@ void PropagateToAll(CoordinatorPointer self, const absl::Status& status,
   if (self->state.untold_agents == 0) return;
   proto::ReportErrorToTaskRequest report;
   SetStatusFields(status, &report);
-  for (auto& [name, slot] : self->state.tasks) {
-    if (!skip.contains(name)) PushError(self, slot, report);
+  const auto& tasks = self->state.view.tasks();
+  for (auto& slot : self->state.tasks) {
+    if (skip.empty() || !skip.contains(TaskName(tasks[slot.index]))) PushError(self, slot, report);
   }
 }
 
@@ -186,7 +186,7 @@ void OnBarrierDone(CoordinatorPointer self, const std::string& id, int64_t count
   } else if (id == st.shutdown_barrier_id) {
     if (status.ok()) {
       for (const auto& task : ShutdownParticipants(self)) {
-        self->send(st.tasks.at(TaskName(task)).actor, disconnect_atom::value);
+        self->send(SlotOf(st, task).actor, disconnect_atom::value);
       }
     } else {
       // The tasks waiting in the barrier learn the failure from their ShutdownTask reply.
@@ -210,8 +210,8 @@ caf::result<proto::RegisterTaskResponse> RegisterThroughBarrier(
   // Join (the task stays DISCONNECTED with a pending incarnation), wait at the barrier, then
   // connect. A newer join of the same task replaces this one: the barrier cancels this call's
   // arrival and this caller gets AlreadyExists, as in the reference.
-  const std::string name = TaskName(request.source_task());
-  const uint64_t join = ++self->state.tasks.at(name).register_joins;
+  const uint32_t index = self->state.view.IndexOf(request.source_task()).value();
+  const uint64_t join = ++self->state.tasks.at(index).register_joins;
   auto promise = self->make_response_promise<proto::RegisterTaskResponse>();
   auto fail = [promise](caf::error& error) mutable { promise.deliver(std::move(error)); };
   self->request(task, caf::infinite, reg_join_atom::value, request, agent)
@@ -225,7 +225,7 @@ caf::result<proto::RegisterTaskResponse> RegisterThroughBarrier(
                 .then(
                     [=](const proto::BarrierResponse&) mutable {
                       // The current task actor: it may have been restarted meanwhile.
-                      self->request(self->state.tasks.at(name).actor, caf::infinite,
+                      self->request(self->state.tasks.at(index).actor, caf::infinite,
                                     reg_done_atom::value, request.incarnation())
                           .then(
                               [=](const proto::RegisterTaskResponse& registered) mutable {
@@ -234,7 +234,7 @@ caf::result<proto::RegisterTaskResponse> RegisterThroughBarrier(
                               fail);
                     },
                     [=](caf::error& error) mutable {
-                      if (self->state.tasks.at(name).register_joins != join) {
+                      if (self->state.tasks.at(index).register_joins != join) {
                         promise.deliver(ToError(MakeCoordinationError(
                             absl::AlreadyExistsError("Aborted connect attempt as there is a "
                                                      "request from a newer incarnation."),

@@ -80,8 +80,7 @@ void RestoreGenerations(CoordinatorPointer self) {
   auto& st = self->state;
   if (!st.options.recovered) return;
   for (const proto::TaskRecord& record : st.options.recovered->tasks()) {
-    auto it = st.tasks.find(TaskName(record.task()));
-    if (it != st.tasks.end()) it->second.generation = record.generation();
+    if (TaskSlot* slot = FindSlot(st, record.task())) slot->generation = record.generation();
   }
 }
 
@@ -136,12 +135,10 @@ KvRouter NewKvRouter(CoordinatorPointer self) {
 void PersistTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo& info) {
   auto& st = self->state;
   if (!st.durable.enabled()) return;
-  std::string name = TaskName(info.task());
-  auto slot = st.tasks.find(name);
+  const TaskSlot* slot = FindSlot(st, info.task());
   StateBatch batch;
-  batch.Put(
-      TaskStateKey(name),
-      RecordOf(info, slot == st.tasks.end() ? 0 : slot->second.generation).SerializeAsString());
+  batch.Put(TaskStateKey(TaskName(info.task())),
+            RecordOf(info, slot == nullptr ? 0 : slot->generation).SerializeAsString());
   PutLeader(self, batch);
   st.durable.Persist(self, std::move(batch));
 }

@@ -24,7 +24,7 @@ void SendSyncPoint(CoordinatorPointer self, const AgentActor& agent, int64_t ste
 
 // The sync step is decided: every connected task learns it.
 void AnnounceSyncPoint(CoordinatorPointer self, int64_t step) {
-  for (const auto& [name, slot] : self->state.tasks) {
+  for (const auto& slot : self->state.tasks) {
     if (slot.agent) SendSyncPoint(self, slot.agent, step);
   }
 }
@@ -80,18 +80,18 @@ void CheckProgress(CoordinatorPointer self) {
   // Only the coordinator's own timer: another sender would start a second timer chain.
   if (self->current_sender() != self->ctrl() || st.progress_check_period.count() <= 0) return;
   for (const proto::TaskStuck& stuck : st.progress.FindStuck(self->clock().now())) {
-    auto it = st.tasks.find(TaskName(stuck.task()));
+    const TaskSlot* slot = FindSlot(st, stuck.task());
     const proto::CoordinatedTaskStateInfo* info = st.view.Find(stuck.task());
-    if (it == st.tasks.end() || info == nullptr) continue;
+    if (slot == nullptr || info == nullptr) continue;
     absl::Status error = StuckTaskError(stuck);
     // The stuck task hears it first, with the same report as the others (its error callback
     // fires even if the policy tells nobody else).
-    if (it->second.agent) {
+    if (slot->agent) {
       proto::ReportErrorToTaskRequest report;
       SetStatusFields(error, &report);
-      self->send(it->second.agent, report);
+      self->send(slot->agent, report);
     }
-    self->send(it->second.actor, stuck_atom::value, info->incarnation(), ToError(error));
+    self->send(slot->actor, stuck_atom::value, info->incarnation(), ToError(error));
   }
   self->delayed_send(self, st.progress_check_period, progress_check_atom::value);
 }
@@ -191,11 +191,11 @@ caf::result<proto::NotifyPreemptionResponse> NotifyPreemption(
   notice.set_deadline_unix_ms(request.deadline_unix_ms());
   notice.set_reason(request.reason());
   absl::flat_hash_set<uint32_t> waiting;
-  for (const auto& [name, slot] : st.tasks) {
+  for (const auto& slot : st.tasks) {
     if (slot.agent) waiting.insert(slot.index);
   }
   st.preemption.emplace(std::move(notice), waiting);
-  for (const auto& [name, slot] : st.tasks) {
+  for (const auto& slot : st.tasks) {
     if (slot.agent) AskForStep(self, slot.index, slot.agent);
   }
   return response;
@@ -216,7 +216,7 @@ absl::StatusOr<uint64_t> EphemeralOwner(CoordinatorPointer self, bool ephemeral,
         absl::StrCat("An ephemeral write by ", TaskName(source),
                      ", which is not connected: its key would end at once; register it first")));
   }
-  self->state.tasks.at(TaskName(source)).wrote_ephemeral = true;
+  SlotOf(self->state, source).wrote_ephemeral = true;
   return info->incarnation();
 }
 

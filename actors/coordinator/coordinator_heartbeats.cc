@@ -13,14 +13,14 @@ namespace {
 absl::StatusOr<TaskSlot*> BeatingSlot(CoordinatorPointer self,
                                       const proto::HeartbeatRequest& request) {
   auto& st = self->state;
-  auto it = st.tasks.find(TaskName(request.source_task()));
-  if (it == st.tasks.end()) {
+  TaskSlot* slot = FindSlot(st, request.source_task());
+  if (slot == nullptr) {
     return UnknownTaskError("Unexpected heartbeat request from task: ", request.source_task());
   }
   if (absl::Status own = ActsAsItself(self, request.source_task()); !own.ok()) return own;
-  it->second.last_heartbeat = self->clock().now();
-  RecordProgress(self, request, it->second);
-  return &it->second;
+  slot->last_heartbeat = self->clock().now();
+  RecordProgress(self, request, *slot);
+  return slot;
 }
 
 // A heartbeat sent one-way (not as a request): it is judged as a request would be, but only an
@@ -63,16 +63,16 @@ caf::result<proto::HeartbeatBatchResponse> HeartbeatBatch(CoordinatorPointer sel
     if (absl::Status own = ActsAsItself(self, beat.source_task()); !own.ok()) return ToError(own);
   }
   for (const auto& beat : request.beats()) {
-    auto it = st.tasks.find(TaskName(beat.source_task()));
-    if (it == st.tasks.end()) {
+    TaskSlot* slot = FindSlot(st, beat.source_task());
+    if (slot == nullptr) {
       slots.push_back(kNoTaskSlot);
       actors.emplace_back();
       continue;
     }
-    it->second.last_heartbeat = now;
-    RecordProgress(self, beat, it->second);
-    slots.push_back(it->second.index);
-    actors.push_back(it->second.actor);
+    slot->last_heartbeat = now;
+    RecordProgress(self, beat, *slot);
+    slots.push_back(slot->index);
+    actors.push_back(slot->actor);
   }
   return self->delegate(st.heartbeats, std::move(request), std::move(slots), std::move(actors));
 }

@@ -50,7 +50,7 @@ absl::Status CheckLauncherTasks(CoordinatorPointer self,
       return absl::InvalidArgumentError(
           absl::StrCat("RegisterLauncher names ", name, " twice; name each task once"));
     }
-    const TaskSlot& slot = st.tasks.at(name);
+    const TaskSlot& slot = SlotOf(st, task);
     if (slot.agent && slot.launcher != launcher) {
       return absl::FailedPreconditionError(
           absl::StrCat(name,
@@ -75,7 +75,7 @@ void StartNewRound(CoordinatorPointer self) {
   ++st.round;
   st.cluster_error.reset();
   st.preemption.reset();  // the new round's tasks start from step 0 again
-  for (auto& [name, slot] : st.tasks) {
+  for (auto& slot : st.tasks) {
     ++slot.generation;
     self->send(slot.actor, disconnect_atom::value);
   }
@@ -120,7 +120,7 @@ caf::result<proto::RegisterLauncherResponse> RegisterLauncher(
   response.set_leader_incarnation(st.options.incarnation);
   response.set_round(st.round);
   for (const auto& task : request.tasks()) {
-    TaskSlot& slot = st.tasks.at(TaskName(task));
+    TaskSlot& slot = SlotOf(st, task);
     slot.launcher = launcher;
     response.add_generations(slot.generation);
   }
@@ -131,10 +131,11 @@ caf::result<proto::RegisterLauncherResponse> RegisterLauncher(
 caf::result<proto::TaskExitedResponse> TaskExited(CoordinatorPointer self,
                                                   const proto::TaskExitedRequest& request) {
   auto& st = self->state;
-  auto it = st.tasks.find(TaskName(request.task()));
-  if (it == st.tasks.end())
+  TaskSlot* found = FindSlot(st, request.task());
+  if (found == nullptr) {
     return ToError(UnknownTaskError("TaskExited of unknown task ", request.task()));
-  TaskSlot& slot = it->second;
+  }
+  TaskSlot& slot = *found;
   if (absl::Status own = FromLauncherOf(self, slot, request.task()); !own.ok()) return ToError(own);
   proto::TaskExitedResponse ignored;
   // An earlier generation's process (its task was restarted already), a process that exited
@@ -166,7 +167,7 @@ proto::LauncherStatusResponse LauncherStatus(CoordinatorPointer self) {
   proto::LauncherStatusResponse response;
   response.set_launchers(static_cast<int32_t>(self->state.launchers.size()));
   int32_t connected = 0;
-  for (const auto& [name, slot] : self->state.tasks) connected += slot.agent ? 1 : 0;
+  for (const auto& slot : self->state.tasks) connected += slot.agent ? 1 : 0;
   response.set_connected_tasks(connected);
   return response;
 }
@@ -175,7 +176,7 @@ void RestartAndNotify(CoordinatorPointer self, const proto::CoordinatedTask& fai
                       const FailureDecision& decision) {
   auto& st = self->state;
   if (decision.restart == RestartScope::kTask) {
-    TaskSlot& slot = st.tasks.at(TaskName(failed));
+    TaskSlot& slot = SlotOf(st, failed);
     ++slot.generation;
     self->send(slot.actor, disconnect_atom::value);
   } else if (decision.restart == RestartScope::kAll) {
@@ -197,7 +198,7 @@ void RestartAndNotify(CoordinatorPointer self, const proto::CoordinatedTask& fai
     for (const auto& task : st.view.tasks()) {
       if (decision.restart == RestartScope::kNone) break;
       if (decision.restart == RestartScope::kTask && !SameTask(task, failed)) continue;
-      const TaskSlot& slot = st.tasks.at(TaskName(task));
+      const TaskSlot& slot = SlotOf(st, task);
       if (slot.launcher != launcher) continue;
       auto* restart = own.add_restarts();
       *restart->mutable_task() = task;
@@ -213,7 +214,7 @@ bool ForgetLauncher(CoordinatorPointer self, const caf::actor_addr& actor) {
       std::find_if(st.launchers.begin(), st.launchers.end(),
                    [&](const LauncherActor& launcher) { return launcher.address() == actor; });
   if (it == st.launchers.end()) return false;
-  for (auto& [name, slot] : st.tasks) {
+  for (auto& slot : st.tasks) {
     if (slot.launcher == *it) slot.launcher = nullptr;
   }
   st.launchers.erase(it);

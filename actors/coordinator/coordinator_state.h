@@ -62,7 +62,7 @@ struct CoordinatorState {
   caf::timespan heartbeat_timeout{0};
   caf::timespan connection_loss_grace{0};
   ClusterView view;
-  absl::flat_hash_map<std::string, TaskSlot> tasks;       // by task name
+  std::vector<TaskSlot> tasks;  // one per configured task, in the order of view.tasks()
   absl::flat_hash_map<caf::actor_addr, uint32_t> owners;  // task actor -> TaskSlot::index
   HeartbeatMonitorActor heartbeats;  // linked; holds the deadlines of connected tasks
   int64_t version = 0;               // bumped on every task state change
@@ -100,6 +100,23 @@ struct CoordinatorState {
 };
 
 using CoordinatorPointer = CoordinatorActor::stateful_pointer<CoordinatorState>;
+
+// The slot of a configured task; nullptr for a task not in the configuration.
+inline TaskSlot* FindSlot(CoordinatorState& st, const proto::CoordinatedTask& task) {
+  std::optional<uint32_t> index = st.view.IndexOf(task);
+  return index && *index < st.tasks.size() ? &st.tasks[*index] : nullptr;
+}
+inline const TaskSlot* FindSlot(const CoordinatorState& st, const proto::CoordinatedTask& task) {
+  std::optional<uint32_t> index = st.view.IndexOf(task);
+  return index && *index < st.tasks.size() ? &st.tasks[*index] : nullptr;
+}
+// The slot of a task known to be configured.
+inline TaskSlot& SlotOf(CoordinatorState& st, const proto::CoordinatedTask& task) {
+  return st.tasks.at(st.view.IndexOf(task).value());
+}
+inline const TaskSlot& SlotOf(const CoordinatorState& st, const proto::CoordinatedTask& task) {
+  return st.tasks.at(st.view.IndexOf(task).value());
+}
 
 // Spawns (or restarts) the task actor of `task`, starting in `initial`, and supervises it.
 // `reconnect_window`: see TaskSpec (a task recovered CONNECTED by a restarted leader).

@@ -20,7 +20,7 @@ void Propagate(CoordinatorPointer self, const absl::Status& status,
   if (self->state.untold_agents == 0) return;
   proto::ReportErrorToTaskRequest report = ErrorReport(status, source);
   const auto& tasks = self->state.view.tasks();
-  for (auto& [name, slot] : self->state.tasks) {
+  for (auto& slot : self->state.tasks) {
     if (!slot.agent || slot.error_pushed || SameTask(tasks[slot.index], source)) continue;
     if (!job.empty() && tasks[slot.index].job_name() != job) continue;
     PushError(self, slot, report);
@@ -32,7 +32,7 @@ void FailJob(CoordinatorPointer self, const absl::Status& status,
   caf::error error = ToError(status);
   for (const auto& task : self->state.view.tasks()) {
     if (task.job_name() != failed.job_name() || SameTask(task, failed)) continue;
-    self->send(self->state.tasks.at(TaskName(task)).actor, set_error_atom::value, error);
+    self->send(SlotOf(self->state, task).actor, set_error_atom::value, error);
   }
 }
 
@@ -84,11 +84,9 @@ void SpawnTask(CoordinatorPointer self, const proto::CoordinatedTask& task,
   TaskActor actor = SpawnTaskActor(self->system(), std::move(spec));
   self->monitor(actor);
   st.children->emplace(actor.address(), caf::actor_cast<caf::actor>(actor));
-  auto [slot, added] = st.tasks.try_emplace(TaskName(task));
-  // Init spawns the tasks in the order of the view: the n-th new slot is the view's n-th task.
-  if (added) slot->second.index = static_cast<uint32_t>(st.tasks.size() - 1);
-  st.owners[actor.address()] = slot->second.index;
-  slot->second.actor = std::move(actor);
+  TaskSlot& slot = SlotOf(st, task);
+  st.owners[actor.address()] = slot.index;
+  slot.actor = std::move(actor);
 }
 
 proto::WatchJobStateResponse JobState(CoordinatorPointer self, const std::string& job) {
@@ -121,9 +119,8 @@ void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo&
                  const AgentActor& agent) {
   auto& st = self->state;
   if (!st.view.Update(info)) return;
-  std::string name = TaskName(info.task());
+  TaskSlot& slot = SlotOf(st, info.task());
   if (info.state() == proto::TASKSTATE_CONNECTED) {
-    TaskSlot& slot = st.tasks.at(name);
     self->send(st.heartbeats, hb_watch_atom::value, slot.index, info.incarnation(), slot.actor);
     SetAgent(self, slot, agent);
     if (agent) slot.agent_node = agent.node();
@@ -131,11 +128,10 @@ void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo&
       PushError(self, slot, ErrorReport(*st.cluster_error, info.task()));
     }
   } else {
-    TaskSlot& slot = st.tasks.at(name);
     self->send(st.heartbeats, hb_unwatch_atom::value, slot.index);
     SetAgent(self, slot, AgentActor{});
   }
-  OnHealthState(self, info, st.tasks.at(name));
+  OnHealthState(self, info, slot);
   ++st.version;
   PersistTaskState(self, info);
   for (auto& watch : st.watches) watch.promise.deliver(JobState(self, watch.job));
@@ -148,12 +144,12 @@ void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo&
 }
 
 absl::Status ActsAsItself(CoordinatorPointer self, const proto::CoordinatedTask& task) {
-  auto it = self->state.tasks.find(TaskName(task));
-  if (it == self->state.tasks.end() || it->second.agent_node == caf::node_id{}) {
+  const TaskSlot* slot = FindSlot(self->state, task);
+  if (slot == nullptr || slot->agent_node == caf::node_id{}) {
     return absl::OkStatus();  // unknown tasks get their own error; a task never connected
   }
   const caf::strong_actor_ptr& sender = self->current_sender();
-  if (sender && (sender->node() == it->second.agent_node || sender == self->ctrl())) {
+  if (sender && (sender->node() == slot->agent_node || sender == self->ctrl())) {
     return absl::OkStatus();
   }
   return absl::PermissionDeniedError(absl::StrCat(

@@ -71,7 +71,11 @@ absl::Status MakeStatus(int code, absl::string_view message,
 template <class Message>
 void SetStatusFields(const absl::Status& status, Message* out) {
   out->set_error_code(static_cast<int32_t>(status.code()));
-  out->set_error_message(std::string(status.message()));
+  if (status.message().empty()) {
+    out->clear_error_message();  // setting "" would allocate a string
+  } else {
+    out->set_error_message(std::string(status.message()));
+  }
   out->clear_error_payload();
   if (auto payload = GetCoordinationError(status)) *out->mutable_error_payload() = *payload;
 }

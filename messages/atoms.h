@@ -16,12 +16,8 @@ using hb_unwatch_atom = caf::atom_constant<caf::atom("hb_unwatch")>;
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
 // A task actor reports its new state to the coordinator.
 using task_state_atom = caf::atom_constant<caf::atom("taskstate")>;
-// A task's agent stayed unreachable for the whole connection-loss grace period.
-using agent_lost_atom = caf::atom_constant<caf::atom("agentlost")>;
-// The coordinator sets a task to ERROR (propagation, failed register or shutdown barrier).
-using set_error_atom = caf::atom_constant<caf::atom("seterror")>;
-// The coordinator disconnects a task (the shutdown barrier passed).
-using disconnect_atom = caf::atom_constant<caf::atom("disconnect")>;
+// Something happened to a task that its task actor must act on (muster::TaskEvent).
+using task_event_atom = caf::atom_constant<caf::atom("taskevent")>;
 // Withdraws the sender's pending request on a key (e.g. a blocked GetKeyValue).
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 // Asks an agent for its state.
@@ -36,8 +32,6 @@ using reg_done_atom = caf::atom_constant<caf::atom("reg_done")>;
 using exited_atom = caf::atom_constant<caf::atom("exited")>;
 // The coordinator checks the steps of connected tasks for stuck ones (its own timer).
 using progress_check_atom = caf::atom_constant<caf::atom("progcheck")>;
-// The coordinator declares an incarnation of a task stuck: it fails with the given error.
-using stuck_atom = caf::atom_constant<caf::atom("stuck")>;
 // An incarnation of a task ended: its ephemeral keys are deleted (task name, incarnation).
 using drop_owner_atom = caf::atom_constant<caf::atom("dropowner")>;
 // Agent::ReachedSyncPoint when the job is being preempted: is this step the sync step?
@@ -46,7 +40,5 @@ using sync_point_atom = caf::atom_constant<caf::atom("syncpoint")>;
 using persist_atom = caf::atom_constant<caf::atom("persist")>;
 // A resumed watch that waited for the disk starts now (a directory's message to itself).
 using resume_watch_atom = caf::atom_constant<caf::atom("resumewtch")>;
-// The grace after a leader restart ended for a task that did not reconnect.
-using reconnect_over_atom = caf::atom_constant<caf::atom("reconn_end")>;
 
 }  // namespace muster

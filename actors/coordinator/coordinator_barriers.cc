@@ -38,7 +38,9 @@ std::vector<proto::CoordinatedTask> ShutdownParticipants(CoordinatorPointer self
 
 void SetAllTasksError(CoordinatorPointer self, const absl::Status& status) {
   caf::error error = ToError(status);
-  for (const auto& slot : self->state.tasks) self->send(slot.actor, set_error_atom::value, error);
+  for (const auto& slot : self->state.tasks) {
+    SendTaskEvent(self, slot.actor, TaskEvent::kSetError, 0, error);
+  }
 }
 
 // Pushes `status` to every connected agent except those of `skip`.
@@ -186,7 +188,7 @@ void OnBarrierDone(CoordinatorPointer self, const std::string& id, int64_t count
   } else if (id == st.shutdown_barrier_id) {
     if (status.ok()) {
       for (const auto& task : ShutdownParticipants(self)) {
-        self->send(SlotOf(st, task).actor, disconnect_atom::value);
+        SendTaskEvent(self, SlotOf(st, task).actor, TaskEvent::kDisconnect);
       }
     } else {
       // The tasks waiting in the barrier learn the failure from their ShutdownTask reply.

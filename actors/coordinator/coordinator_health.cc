@@ -91,7 +91,7 @@ void CheckProgress(CoordinatorPointer self) {
       SetStatusFields(error, &report);
       self->send(slot->agent, report);
     }
-    self->send(slot->actor, stuck_atom::value, info->incarnation(), ToError(error));
+    SendTaskEvent(self, slot->actor, TaskEvent::kStuck, info->incarnation(), ToError(error));
   }
   self->delayed_send(self, st.progress_check_period, progress_check_atom::value);
 }

@@ -77,7 +77,7 @@ void StartNewRound(CoordinatorPointer self) {
   st.preemption.reset();  // the new round's tasks start from step 0 again
   for (auto& slot : st.tasks) {
     ++slot.generation;
-    self->send(slot.actor, disconnect_atom::value);
+    SendTaskEvent(self, slot.actor, TaskEvent::kDisconnect);
   }
   proto::DeleteKeyValueRequest everything;
   everything.set_is_directory(true);
@@ -178,7 +178,7 @@ void RestartAndNotify(CoordinatorPointer self, const proto::CoordinatedTask& fai
   if (decision.restart == RestartScope::kTask) {
     TaskSlot& slot = SlotOf(st, failed);
     ++slot.generation;
-    self->send(slot.actor, disconnect_atom::value);
+    SendTaskEvent(self, slot.actor, TaskEvent::kDisconnect);
   } else if (decision.restart == RestartScope::kAll) {
     StartNewRound(self);
   }

@@ -32,7 +32,7 @@ void FailJob(CoordinatorPointer self, const absl::Status& status,
   caf::error error = ToError(status);
   for (const auto& task : self->state.view.tasks()) {
     if (task.job_name() != failed.job_name() || SameTask(task, failed)) continue;
-    self->send(SlotOf(self->state, task).actor, set_error_atom::value, error);
+    SendTaskEvent(self, SlotOf(self->state, task).actor, TaskEvent::kSetError, 0, error);
   }
 }
 

@@ -40,7 +40,7 @@ void Arm(MonitorPointer self) {
 void OnDeadline(MonitorPointer self) {
   self->state.armed = false;
   for (auto& expired : self->state.deadlines->TakeExpired(self->clock().now())) {
-    self->send(expired.actor, deadline_atom::value, expired.incarnation);
+    SendTaskEvent(self, expired.actor, TaskEvent::kHeartbeatDeadline, expired.incarnation);
   }
   Arm(self);
 }

@@ -5,8 +5,8 @@
 // the registered incarnation moves its deadline to now + timeout and is answered at once. Any
 // other beat (task not connected, other incarnation) goes to the task actor, which owns the
 // task's state and answers with the reference's errors. When a deadline passes without a beat,
-// the monitor tells the task actor (deadline_atom, incarnation); the task actor fails with
-// Unavailable "heartbeat timeout" and the coordinator applies the supervision policy.
+// the monitor tells the task actor (TaskEvent::kHeartbeatDeadline, incarnation); the task actor
+// fails with Unavailable "heartbeat timeout" and the coordinator applies the supervision policy.
 //
 // Deadlines all use one timeout, so they are ordered as the beats arrive: a FIFO of (task,
 // sequence number, deadline) with lazy deletion and a single timer on its oldest live entry.

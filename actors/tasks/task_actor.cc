@@ -28,6 +28,7 @@ struct TaskState {
   absl::Status error;                    // the sticky error while in ERROR
   AgentActor agent;
   bool agent_down = false;
+  uint64_t agent_watches = 0;  // WatchAgent calls: a kAgentLost timer names the watch it is for
   bool ever_connected = false;
   // While DISCONNECTED, heartbeats of the last incarnation are accepted until then.
   caf::actor_clock::time_point grace_deadline;
@@ -68,6 +69,7 @@ void WatchAgent(TaskPointer self, const AgentActor& agent) {
   if (st.agent && st.agent != agent) self->demonitor(st.agent.address());
   st.agent = agent;
   st.agent_down = false;
+  ++st.agent_watches;
   if (agent) self->monitor(agent);
 }
 
@@ -335,12 +337,13 @@ void OnAgentDown(TaskPointer self, const caf::down_msg& down) {
     return;
   }
   st.agent_down = true;
-  self->delayed_send(self, st.spec.connection_loss_grace, agent_lost_atom::value, down.source);
+  self->delayed_send(self, st.spec.connection_loss_grace, task_event_atom::value,
+                     TaskEvent::kAgentLost, st.agent_watches, caf::error());
 }
 
-void OnAgentLost(TaskPointer self, const caf::actor_addr& agent) {
+void OnAgentLost(TaskPointer self, uint64_t watch) {
   auto& st = self->state;
-  if (st.agent_down && st.agent && st.agent.address() == agent &&
+  if (st.agent_down && st.agent && st.agent_watches == watch &&
       st.info.state() == proto::TASKSTATE_CONNECTED) {
     self->quit(ToError(ConnectionLost(self, caf::exit_reason::remote_link_unreachable)));
   }
@@ -364,6 +367,34 @@ void OnReconnectOver(TaskPointer self, uint64_t incarnation) {
                 "it (or reset it if its job is recoverable).")))));
 }
 
+// A TaskEvent (see task_actor.h). The timers' events count only from this actor itself.
+void OnEvent(TaskPointer self, TaskEvent event, uint64_t incarnation, const caf::error& error) {
+  const auto& info = self->state.info;
+  bool own_timer = self->current_sender() == self->ctrl();
+  switch (event) {
+    case TaskEvent::kSetError:
+      SetError(self, error);
+      return;
+    case TaskEvent::kDisconnect:
+      if (info.state() != proto::TASKSTATE_DISCONNECTED) Disconnect(self);
+      return;
+    case TaskEvent::kHeartbeatDeadline:
+      OnDeadline(self, incarnation);
+      return;
+    case TaskEvent::kStuck:
+      if (info.state() == proto::TASKSTATE_CONNECTED && info.incarnation() == incarnation) {
+        self->quit(error);
+      }
+      return;
+    case TaskEvent::kAgentLost:
+      if (own_timer) OnAgentLost(self, incarnation);
+      return;
+    case TaskEvent::kReconnectOver:
+      if (own_timer) OnReconnectOver(self, incarnation);
+      return;
+  }
+}
+
 absl::Status StatusFromInfo(const proto::CoordinatedTaskStateInfo& info) {
   if (info.state() != proto::TASKSTATE_ERROR) return absl::OkStatus();
   return StatusFromFields(info);
@@ -384,8 +415,8 @@ TaskActor::behavior_type TaskBehavior(TaskPointer self, TaskSpec spec) {
   if (st.info.state() == proto::TASKSTATE_CONNECTED && spec.reconnect_window > caf::timespan{0}) {
     st.awaiting_reconnect = true;
     st.reconnect_window = spec.reconnect_window;
-    self->delayed_send(self, spec.reconnect_window, reconnect_over_atom::value,
-                       st.info.incarnation());
+    self->delayed_send(self, spec.reconnect_window, task_event_atom::value,
+                       TaskEvent::kReconnectOver, st.info.incarnation(), caf::error());
   }
   self->set_down_handler([=](caf::down_msg& down) { OnAgentDown(self, down); });
   return {
@@ -411,20 +442,8 @@ TaskActor::behavior_type TaskBehavior(TaskPointer self, TaskSpec spec) {
         self->quit(error);
         return promise;
       },
-      [=](set_error_atom, const caf::error& error) { SetError(self, error); },
-      [=](disconnect_atom) {
-        if (self->state.info.state() != proto::TASKSTATE_DISCONNECTED) Disconnect(self);
-      },
-      [=](agent_lost_atom, const caf::actor_addr& agent) { OnAgentLost(self, agent); },
-      [=](deadline_atom, uint64_t incarnation) { OnDeadline(self, incarnation); },
-      [=](reconnect_over_atom, uint64_t incarnation) {
-        if (self->current_sender() == self->ctrl()) OnReconnectOver(self, incarnation);
-      },
-      [=](stuck_atom, uint64_t incarnation, const caf::error& error) {
-        const auto& info = self->state.info;
-        if (info.state() == proto::TASKSTATE_CONNECTED && info.incarnation() == incarnation) {
-          self->quit(error);
-        }
+      [=](task_event_atom, TaskEvent event, uint64_t incarnation, const caf::error& error) {
+        OnEvent(self, event, incarnation, error);
       },
   };
 }

@@ -35,6 +35,27 @@
 
 namespace muster {
 
+// What the coordinator, the heartbeat monitor or the task actor's own timers tell a task actor,
+// with an incarnation and an error where the event has them. (One message for all of them: a
+// handler costs every task actor about 40 bytes.)
+enum class TaskEvent : uint8_t {
+  // The coordinator sets the task to ERROR with `error` (propagation, a failed register or
+  // shutdown barrier); the first error sticks.
+  kSetError,
+  // The coordinator disconnects the task (the shutdown barrier passed; a restart was ordered).
+  kDisconnect,
+  // The heartbeat monitor saw the deadline of `incarnation` pass: the task fails (Unavailable).
+  kHeartbeatDeadline,
+  // The coordinator found `incarnation` stuck: the task fails with `error` (DeadlineExceeded
+  // with a TaskStuck payload) unless it is no longer that incarnation.
+  kStuck,
+  // Own timer: the agent watched as `incarnation` (a count of watches) stayed unreachable for
+  // the whole connection-loss grace period.
+  kAgentLost,
+  // Own timer: the reconnect window of `incarnation` after a leader restart is over.
+  kReconnectOver,
+};
+
 // What a task actor tells its supervisor after every state change.
 using TaskParentActor =
     caf::typed_actor<caf::reacts_to<task_state_atom, proto::CoordinatedTaskStateInfo, AgentActor>>;
@@ -61,15 +82,15 @@ using TaskActor = caf::typed_actor<
     // The task's process exited on its own: the task fails with `error` (true), unless it is
     // in ERROR already (false).
     caf::replies_to<exited_atom, caf::error>::with<bool>,
-    caf::reacts_to<set_error_atom, caf::error>, caf::reacts_to<disconnect_atom>,
-    caf::reacts_to<agent_lost_atom, caf::actor_addr>,
-    // The heartbeat monitor saw this incarnation's deadline pass: the task fails (Unavailable).
-    caf::reacts_to<deadline_atom, uint64_t>,
-    // The coordinator found this incarnation stuck: the task fails with the given error
-    // (DeadlineExceeded with a TaskStuck payload) unless it is no longer that incarnation.
-    caf::reacts_to<stuck_atom, uint64_t, caf::error>,
-    // Internal timer: the reconnect window after a leader restart is over.
-    caf::reacts_to<reconnect_over_atom, uint64_t>>;
+    // See TaskEvent: (event, incarnation, error).
+    caf::reacts_to<task_event_atom, TaskEvent, uint64_t, caf::error>>;
+
+// Tells `task` of `event` (see TaskEvent for which take an incarnation or an error).
+template <class Self>
+void SendTaskEvent(Self* self, const TaskActor& task, TaskEvent event, uint64_t incarnation = 0,
+                   caf::error error = caf::error()) {
+  self->send(task, task_event_atom::value, event, incarnation, std::move(error));
+}
 
 struct TaskSpec {
   proto::CoordinatedTask task;

@@ -376,6 +376,31 @@ TEST_F(LeaderTest, AgentDies_ReconnectsWithinGrace_StaysConnected) {
   EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
 }
 
+// The first loss's timer names the agent it was for: when the agent that replaced it is lost
+// too, the task gets a whole grace period from that second loss.
+TEST_F(LeaderTest, AgentDiesAgainWithinGrace_FailsAGraceAfterTheSecondLoss) {
+  auto config = Config(1);
+  config.set_connection_loss_grace_period_in_ms(2000);
+  Spawn(config);
+  Reports reports;
+  auto first = Agent(&reports);
+  ASSERT_TRUE(Register("worker", 0, 5, first).ok());
+  caf::anon_send_exit(first, caf::exit_reason::kill);
+  Drain();
+  AdvanceTime(1s);
+  auto second = Agent(&reports);
+  ASSERT_THAT(Register("worker", 0, 5, second), IsOk());
+  AdvanceTime(500ms);
+  caf::anon_send_exit(second, caf::exit_reason::kill);
+  Drain();
+  AdvanceTime(1999ms);  // 3.5 s after the first loss, 1.999 s after the second
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
+  AdvanceTime(1ms);
+  auto state = State("worker", 0);
+  EXPECT_EQ(state.state(), proto::TASKSTATE_ERROR);
+  EXPECT_THAT(state.error_message(), HasSubstr("connection to worker lost"));
+}
+
 TEST_F(LeaderTest, ReportErrorToService_ErrorWithReportedPayloadPropagated) {
   Spawn(Config(2));
   Reports reporter, other;

@@ -111,8 +111,7 @@ caf::result<proto::WaitForAllTasksResponse> WaitForAllTasks(
   return promise;
 }
 
-// Forwards a request about one task to its task actor, and answers with its reply: the task
-// actor's address never goes to another node (see RegisterTask).
+// Forwards a request about one task to its task actor, and answers with its reply.
 template <class Response, class Request, class... Extra>
 caf::result<Response> ToTask(CoordinatorPointer self, absl::string_view what,
                              const proto::CoordinatedTask& task, const Request& request,
@@ -192,19 +191,14 @@ caf::result<proto::RegisterTaskResponse> RegisterTask(CoordinatorPointer self,
   if (!actor.ok()) return ToError(actor.status());
   if (absl::Status own = MayTakeOver(self, request, agent); !own.ok()) return ToError(own);
   if (!st.register_barrier_id.empty()) return RegisterThroughBarrier(self, *actor, request, agent);
-  // The coordinator answers, not the task actor: a reply names its sender, and a task actor
-  // named to another node would be tracked there and here for as long as it lives (a proxy
-  // there; an entry, a monitor and a registry slot here: about 270 bytes a task). With a state
-  // dir the task's new state is recorded (its task_state message arrives before the task
-  // actor's answer) before the registration is acknowledged.
+  // The task actor answers in the coordinator's name (actors/answer_as.h).
+  if (!st.durable.enabled()) return self->delegate(*actor, request, agent);
+  // With a state dir the task's new state is recorded (its task_state message arrives before
+  // the task actor's answer) before the registration is acknowledged.
   auto promise = self->make_response_promise<proto::RegisterTaskResponse>();
   self->request(*actor, caf::infinite, request, agent)
       .then(
           [self, promise](proto::RegisterTaskResponse& response) mutable {
-            if (!self->state.durable.enabled()) {
-              promise.deliver(std::move(response));
-              return;
-            }
             self->state.durable.Deliver(promise, std::move(response));
           },
           [promise](caf::error& error) mutable { promise.deliver(std::move(error)); });
@@ -220,8 +214,7 @@ caf::result<proto::ShutdownTaskResponse> ShutdownTask(CoordinatorPointer self,
     return ToError(own);
   }
   if (st.shutdown_barrier_id.empty() || st.view.IsRecoverable(request.source_task())) {
-    return ToTask<proto::ShutdownTaskResponse>(
-        self, "Unexpected disconnect request with task=", request.source_task(), request);
+    return self->delegate(*actor, request);
   }
   return ShutdownThroughBarrier(self, request);
 }

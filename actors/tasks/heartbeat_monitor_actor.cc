@@ -87,13 +87,7 @@ HeartbeatMonitorActor::behavior_type MonitorBehavior(MonitorPointer self,
       [=](const proto::HeartbeatRequest& beat, uint32_t slot,
           const TaskActor& actor) -> caf::result<proto::HeartbeatResponse> {
         if (!self->state.deadlines->Beat(slot, beat.incarnation(), self->clock().now())) {
-          // The task actor judges the beat; the monitor answers, so the task actor's address
-          // never goes to the agent's node.
-          auto promise = self->make_response_promise<proto::HeartbeatResponse>();
-          self->request(actor, caf::infinite, beat)
-              .then([promise](proto::HeartbeatResponse& ok) mutable { promise.deliver(ok); },
-                    [promise](caf::error& error) mutable { promise.deliver(error); });
-          return promise;
+          return self->delegate(actor, beat);  // answered in the coordinator's name
         }
         proto::HeartbeatResponse ok;
         ok.set_leader_incarnation(self->state.leader_incarnation);

@@ -5,6 +5,7 @@
 
 #include <absl/strings/str_cat.h>
 
+#include "muster/actors/answer_as.h"
 #include "muster/actors/placement.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
@@ -92,11 +93,30 @@ void Disconnect(TaskPointer self) {
   SetState(self, proto::TASKSTATE_DISCONNECTED, absl::OkStatus());
 }
 
+// Answers the current request with `result` in the coordinator's name (actors/answer_as.h):
+// the coordinator delegates requests about a task here, and the task actor's address never goes
+// to another node. Results that are no value or error (delegated) pass as they are.
+template <class Response>
+caf::result<Response> InParentsName(TaskPointer self, caf::result<Response> result) {
+  if (result.flag != caf::rt_value && result.flag != caf::rt_error) return result;
+  caf::message reply = result.flag == caf::rt_value ? result.value : caf::make_message(result.err);
+  auto parent = caf::actor_cast<caf::strong_actor_ptr>(self->state.spec.parent);
+  if (!AnswerAs(self, parent, std::move(reply))) return result;
+  return caf::delegated<Response>();
+}
+
 // Answers the current request with `status`, then dies with it: the coordinator records the
 // failure, applies the supervision policy and restarts this task in ERROR.
 template <class Response>
 caf::result<Response> ReplyAndFail(TaskPointer self, const absl::Status& reply,
                                    const absl::Status& failure) {
+  caf::result<Response> answer =
+      reply.ok() ? caf::result<Response>(Response{}) : caf::result<Response>(ToError(reply));
+  answer = InParentsName(self, std::move(answer));
+  if (answer.flag == caf::rt_delegated) {
+    self->quit(ToError(failure));
+    return answer;
+  }
   auto promise = self->make_response_promise<Response>();
   if (reply.ok()) {
     promise.deliver(Response{});
@@ -420,21 +440,29 @@ TaskActor::behavior_type TaskBehavior(TaskPointer self, TaskSpec spec) {
   }
   self->set_down_handler([=](caf::down_msg& down) { OnAgentDown(self, down); });
   return {
+      // Requests that the coordinator (or its heartbeat monitor) delegates here: answered in
+      // the coordinator's name (InParentsName).
       [=](const proto::RegisterTaskRequest& request, const AgentActor& agent) {
-        return Register(self, request, agent);
+        return InParentsName(self, Register(self, request, agent));
       },
       [=](reg_join_atom, const proto::RegisterTaskRequest& request, const AgentActor& agent) {
-        return JoinRegistration(self, request, agent);
+        return InParentsName(self, JoinRegistration(self, request, agent));
       },
-      [=](reg_done_atom, uint64_t incarnation) { return FinishRegistration(self, incarnation); },
-      [=](const proto::HeartbeatRequest& request) { return Heartbeat(self, request); },
+      [=](reg_done_atom, uint64_t incarnation) {
+        return InParentsName(self, FinishRegistration(self, incarnation));
+      },
+      [=](const proto::HeartbeatRequest& request) {
+        return InParentsName(self, Heartbeat(self, request));
+      },
       [=](const proto::ShutdownTaskRequest&) {
-        return DisconnectRequest<proto::ShutdownTaskResponse>(self);
+        return InParentsName(self, DisconnectRequest<proto::ShutdownTaskResponse>(self));
       },
       [=](const proto::ResetTaskRequest&) {
-        return DisconnectRequest<proto::ResetTaskResponse>(self);
+        return InParentsName(self, DisconnectRequest<proto::ResetTaskResponse>(self));
       },
-      [=](const proto::ReportErrorToServiceRequest& request) { return ReportError(self, request); },
+      [=](const proto::ReportErrorToServiceRequest& request) {
+        return InParentsName(self, ReportError(self, request));
+      },
       [=](exited_atom, const caf::error& error) -> caf::result<bool> {
         if (self->state.info.state() == proto::TASKSTATE_ERROR) return false;
         auto promise = self->make_response_promise<bool>();

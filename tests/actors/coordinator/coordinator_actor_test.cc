@@ -82,21 +82,27 @@ Request About(const std::string& job, int id, uint64_t incarnation = 0) {
 
 // A reply names its sender, and the node it goes to keeps a proxy of that actor (and the leader
 // tracks it) for as long as it lives: the replies about a task come from the coordinator or the
-// heartbeat monitor, never from the task actor, so the leader holds nothing per task for it.
+// heartbeat monitor, never from the task actor (which answers the requests delegated to it in
+// the coordinator's name), so the leader holds nothing per task for it.
 TEST_F(CoordinatorTest, RepliesAboutATask_ComeFromTheCoordinatorOrTheHeartbeatMonitor) {
   auto coordinator = Spawn();
   auto self = caf::actor_cast<caf::actor_addr>(coordinator);
   EXPECT_EQ(Answerer<proto::RegisterTaskResponse>(coordinator, Register("worker", 0, 5), Agent()),
             self);
   // A beat of the connected incarnation is answered by the heartbeat monitor; one it cannot
-  // judge (task 1 never registered) goes on to the task actor, and the monitor answers it too.
+  // judge (task 1 never registered) goes on to the task actor, which answers as the coordinator.
   auto monitor = Answerer<proto::HeartbeatResponse>(coordinator,
                                                     About<proto::HeartbeatRequest>("worker", 0, 5));
   EXPECT_NE(monitor, caf::actor_addr());
   EXPECT_NE(monitor, self);
   EXPECT_EQ(Answerer<proto::HeartbeatResponse>(coordinator,
                                                About<proto::HeartbeatRequest>("worker", 1, 9)),
-            monitor);
+            self);
+  // A failure answered before the task actor dies (Aborted: another incarnation).
+  EXPECT_EQ(Answerer<proto::RegisterTaskResponse>(coordinator, Register("worker", 0, 6), Agent()),
+            self);
+  EXPECT_EQ(Answerer<proto::RegisterTaskResponse>(coordinator, Register("worker", 1, 7), Agent()),
+            self);
   proto::ReportErrorToServiceRequest report;
   *report.mutable_error_origin() = MakeTask("worker", 1);
   EXPECT_EQ(Answerer<proto::ReportErrorToServiceResponse>(coordinator, report), self);

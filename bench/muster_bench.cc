@@ -85,6 +85,7 @@ CoordinatorOptions LeaderOptions(const Flags& flags) {
   bool beats = flags.Get("workload") == "heartbeat" && flags.Get("variant") != "keepalive";
   options.config.set_heartbeat_timeout_in_ms(
       flags.Int("heartbeat_timeout_ms", beats ? 10'000 : 3'600'000));
+  options.config.set_cluster_register_with_barrier(flags.Int("register_barrier", 0) != 0);
   return options;
 }
 

@@ -346,54 +346,47 @@ TEST_F(LeaderTest, AgentDies_TaskFailsAtOnceWithConnectionLost) {
   ASSERT_EQ(alive->size(), 1u);
 }
 
-TEST_F(LeaderTest, AgentDies_WithGracePeriod_FailsOnlyAfterIt) {
-  auto config = Config(1);
-  config.set_connection_loss_grace_period_in_ms(2000);
-  Spawn(config);
-  Reports reports;
-  auto agent = Agent(&reports);
-  ASSERT_TRUE(Register("worker", 0, 5, agent).ok());
-  caf::anon_send_exit(agent, caf::exit_reason::kill);
-  Drain();
+// A leader whose tasks tolerate a lost agent for 2 s (connection_loss_grace_period_in_ms).
+class GraceTest : public LeaderTest {
+ protected:
+  void SetUp() override {
+    auto config = Config(1);
+    config.set_connection_loss_grace_period_in_ms(2000);
+    Spawn(config);
+  }
+  // Registers worker/0 (incarnation 5) with a new agent, then kills that agent.
+  void RegisterAndLoseAgent() {
+    auto agent = Agent(&reports_);
+    ASSERT_THAT(Register("worker", 0, 5, agent), IsOk());
+    caf::anon_send_exit(agent, caf::exit_reason::kill);
+    Drain();
+  }
+  Reports reports_;
+};
+
+TEST_F(GraceTest, AgentDies_FailsOnlyAfterTheGracePeriod) {
+  RegisterAndLoseAgent();
   AdvanceTime(1999ms);
   EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
   AdvanceTime(1ms);
   EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
 }
 
-TEST_F(LeaderTest, AgentDies_ReconnectsWithinGrace_StaysConnected) {
-  auto config = Config(1);
-  config.set_connection_loss_grace_period_in_ms(2000);
-  Spawn(config);
-  Reports reports;
-  auto agent = Agent(&reports);
-  ASSERT_TRUE(Register("worker", 0, 5, agent).ok());
-  caf::anon_send_exit(agent, caf::exit_reason::kill);
-  Drain();
+TEST_F(GraceTest, AgentDies_ReconnectsWithinGrace_StaysConnected) {
+  RegisterAndLoseAgent();
   AdvanceTime(1s);
-  ASSERT_THAT(Register("worker", 0, 5, Agent(&reports)), IsOk());
+  ASSERT_THAT(Register("worker", 0, 5, Agent(&reports_)), IsOk());
   AdvanceTime(1500ms);
   EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
 }
 
 // The first loss's timer names the agent it was for: when the agent that replaced it is lost
 // too, the task gets a whole grace period from that second loss.
-TEST_F(LeaderTest, AgentDiesAgainWithinGrace_FailsAGraceAfterTheSecondLoss) {
-  auto config = Config(1);
-  config.set_connection_loss_grace_period_in_ms(2000);
-  Spawn(config);
-  Reports reports;
-  auto first = Agent(&reports);
-  ASSERT_TRUE(Register("worker", 0, 5, first).ok());
-  caf::anon_send_exit(first, caf::exit_reason::kill);
-  Drain();
+TEST_F(GraceTest, AgentDiesAgainWithinGrace_FailsAGraceAfterTheSecondLoss) {
+  RegisterAndLoseAgent();
   AdvanceTime(1s);
-  auto second = Agent(&reports);
-  ASSERT_THAT(Register("worker", 0, 5, second), IsOk());
-  AdvanceTime(500ms);
-  caf::anon_send_exit(second, caf::exit_reason::kill);
-  Drain();
-  AdvanceTime(1999ms);  // 3.5 s after the first loss, 1.999 s after the second
+  RegisterAndLoseAgent();  // the same incarnation, from a new agent
+  AdvanceTime(1999ms);     // 3 s after the first loss, 1.999 s after the second
   EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
   AdvanceTime(1ms);
   auto state = State("worker", 0);

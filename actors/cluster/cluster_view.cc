@@ -35,6 +35,7 @@ ClusterView::ClusterView(const proto::CoordinationServiceConfig& config) {
   tasks_.erase(std::unique(tasks_.begin(), tasks_.end(), SameTask), tasks_.end());
   tasks_.shrink_to_fit();
   states_.reserve(tasks_.size());
+  recoverable_tasks_.assign(tasks_.size(), false);
   for (uint32_t i = 0; i < tasks_.size(); ++i) {
     JobRange& range = jobs_[tasks_[i].job_name()];
     if (range.count == 0) range.first = i;
@@ -58,8 +59,9 @@ std::optional<uint32_t> ClusterView::IndexOf(const proto::CoordinatedTask& task)
 }
 
 bool ClusterView::IsRecoverable(const proto::CoordinatedTask& task) const {
-  return recoverable_jobs_.contains(task.job_name()) ||
-         (!recoverable_tasks_.empty() && recoverable_tasks_.contains(TaskName(task)));
+  if (recoverable_jobs_.contains(task.job_name())) return true;
+  std::optional<uint32_t> index = IndexOf(task);
+  return index && recoverable_tasks_[*index];
 }
 
 const proto::CoordinatedTaskStateInfo* ClusterView::Find(const proto::CoordinatedTask& task) const {
@@ -75,11 +77,7 @@ bool ClusterView::Update(const proto::CoordinatedTaskStateInfo& info) {
 }
 
 void ClusterView::SetRecoverable(const proto::CoordinatedTask& task, bool recoverable) {
-  if (recoverable) {
-    recoverable_tasks_.insert(TaskName(task));
-  } else {
-    recoverable_tasks_.erase(TaskName(task));
-  }
+  if (std::optional<uint32_t> index = IndexOf(task)) recoverable_tasks_[*index] = recoverable;
 }
 
 }  // namespace muster

@@ -48,7 +48,8 @@ class ClusterView {
   const proto::CoordinatedTaskStateInfo* Find(const proto::CoordinatedTask& task) const;
   // Replaces the state of `info.task()`; returns false (and changes nothing) for unknown tasks.
   bool Update(const proto::CoordinatedTaskStateInfo& info);
-  // Marks a task recoverable (its agent registered with the recoverable flag).
+  // Marks a configured task recoverable (its agent registered with the recoverable flag);
+  // nothing for a task not in the configuration.
   void SetRecoverable(const proto::CoordinatedTask& task, bool recoverable);
 
  private:
@@ -61,7 +62,7 @@ class ClusterView {
   absl::flat_hash_map<std::string, JobRange> jobs_;
   std::vector<proto::CoordinatedTaskStateInfo> states_;  // by position in tasks_
   absl::flat_hash_set<std::string> recoverable_jobs_;
-  absl::flat_hash_set<std::string> recoverable_tasks_;  // by TaskName
+  std::vector<bool> recoverable_tasks_;  // by position in tasks_
 };
 
 }  // namespace muster

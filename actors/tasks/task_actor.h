@@ -16,9 +16,9 @@
 //     +--RegisterJoin--> JOINING --RegisterDone-----+   +--missed heartbeat | agent lost |
 //                        (pending incarnation;          |  new incarnation | ReportError | stuck
 //                         a newer join replaces it)     v  --> dies; restarted in ERROR
-//   DISCONNECTED <--Reset/Shutdown-- ERROR <--set_error (imposed by the coordinator)
+//   DISCONNECTED <--Reset/Shutdown-- ERROR <--kSetError (imposed by the coordinator)
 //   DISCONNECTED | CONNECTED --exited (its launcher saw the process exit)--> dies
-//   any --disconnect (shutdown barrier passed; a restart ordered by the policy)--> DISCONNECTED
+//   any --kDisconnect (shutdown barrier passed; a restart ordered by the policy)--> DISCONNECTED
 //   (leader restarted) CONNECTED, awaiting its agent --Register(same incarnation)--> CONNECTED
 //                                                    --reconnect window over--> dies
 // A registration with `reconnect` set is accepted only by a CONNECTED task of the same

@@ -61,5 +61,22 @@ TEST(ClusterViewTest, Update_ReplacesOnlyThatTasksState) {
   EXPECT_FALSE(view.Update(info));
 }
 
+// Registering with the recoverable flag marks that configured task only; a task not in the
+// configuration is not kept (a peer could otherwise grow the view without bound).
+TEST(ClusterViewTest, SetRecoverable_MarksConfiguredTasksOnly) {
+  auto config = Jobs({{"worker", 2}, {"ps", 1}});
+  config.add_recoverable_jobs("ps");
+  ClusterView view(config);
+  EXPECT_TRUE(view.IsRecoverable(MakeTask("ps", 0)));
+  EXPECT_FALSE(view.IsRecoverable(MakeTask("worker", 1)));
+  view.SetRecoverable(MakeTask("worker", 1), true);
+  view.SetRecoverable(MakeTask("worker", 7), true);
+  EXPECT_TRUE(view.IsRecoverable(MakeTask("worker", 1)));
+  EXPECT_FALSE(view.IsRecoverable(MakeTask("worker", 0)));
+  EXPECT_FALSE(view.IsRecoverable(MakeTask("worker", 7)));
+  view.SetRecoverable(MakeTask("worker", 1), false);
+  EXPECT_FALSE(view.IsRecoverable(MakeTask("worker", 1)));
+}
+
 }  // namespace
 }  // namespace muster

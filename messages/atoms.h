@@ -26,7 +26,6 @@ using agent_state_atom = caf::atom_constant<caf::atom("agentstate")>;
 using barrier_done_atom = caf::atom_constant<caf::atom("barr_done")>;
 // Registration through the register barrier: join it (pending), then connect once it passed.
 using reg_join_atom = caf::atom_constant<caf::atom("reg_join")>;
-using reg_done_atom = caf::atom_constant<caf::atom("reg_done")>;
 // A task's process exited on its own (its launcher said so): the task fails unless it is
 // already in ERROR.
 using exited_atom = caf::atom_constant<caf::atom("exited")>;

@@ -209,45 +209,13 @@ caf::result<proto::RegisterTaskResponse> RegisterThroughBarrier(
       failed && !failed->ok()) {
     return ToError(*failed);
   }
-  // Join (the task stays DISCONNECTED with a pending incarnation), wait at the barrier, then
-  // connect. A newer join of the same task replaces this one: the barrier cancels this call's
-  // arrival and this caller gets AlreadyExists, as in the reference.
-  const uint32_t index = self->state.view.IndexOf(request.source_task()).value();
-  const uint64_t join = ++self->state.tasks.at(index).register_joins;
-  auto promise = self->make_response_promise<proto::RegisterTaskResponse>();
-  auto fail = [promise](caf::error& error) mutable { promise.deliver(std::move(error)); };
-  self->request(task, caf::infinite, reg_join_atom::value, request, agent)
-      .then(
-          [=](const proto::RegisterTaskResponse&) mutable {
-            auto& st = self->state;
-            proto::BarrierRequest barrier = ServiceBarrier(
-                st.register_barrier_id, st.register_timeout, request.source_task(), {});
-            self->request(caf::actor_cast<CoordinatorActor>(self), caf::infinite,
-                          std::move(barrier))
-                .then(
-                    [=](const proto::BarrierResponse&) mutable {
-                      // The current task actor: it may have been restarted meanwhile.
-                      self->request(self->state.tasks.at(index).actor, caf::infinite,
-                                    reg_done_atom::value, request.incarnation())
-                          .then(
-                              [=](const proto::RegisterTaskResponse& registered) mutable {
-                                promise.deliver(registered);
-                              },
-                              fail);
-                    },
-                    [=](caf::error& error) mutable {
-                      if (self->state.tasks.at(index).register_joins != join) {
-                        promise.deliver(ToError(MakeCoordinationError(
-                            absl::AlreadyExistsError("Aborted connect attempt as there is a "
-                                                     "request from a newer incarnation."),
-                            request.source_task())));
-                        return;
-                      }
-                      promise.deliver(std::move(error));
-                    });
-          },
-          fail);
-  return promise;
+  // The task actor joins, arrives at the barrier itself and answers once it passed (see
+  // TaskActor's reg_join): the coordinator keeps no request of its own per waiting task, which
+  // CAF 0.17 would search linearly for each answer.
+  auto& st = self->state;
+  proto::BarrierRequest barrier =
+      ServiceBarrier(st.register_barrier_id, st.register_timeout, request.source_task(), {});
+  return self->delegate(task, reg_join_atom::value, request, agent, std::move(barrier));
 }
 
 caf::result<proto::ShutdownTaskResponse> ShutdownThroughBarrier(

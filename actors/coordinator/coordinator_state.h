@@ -37,7 +37,6 @@ struct TaskSlot {
   AgentActor agent;    // while the task is connected
   uint32_t index = 0;  // its position in ClusterView::tasks(); its heartbeat monitor slot
   std::optional<caf::actor_clock::time_point> last_heartbeat;
-  uint64_t register_joins = 0;  // registrations through the register barrier so far
   // The node of the agent that last connected the task (kept after it disconnects): requests
   // that act as this task must come from there.
   caf::node_id agent_node;

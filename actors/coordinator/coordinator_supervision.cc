@@ -149,7 +149,9 @@ absl::Status ActsAsItself(CoordinatorPointer self, const proto::CoordinatedTask&
     return absl::OkStatus();  // unknown tasks get their own error; a task never connected
   }
   const caf::strong_actor_ptr& sender = self->current_sender();
-  if (sender && (sender->node() == slot->agent_node || sender == self->ctrl())) {
+  // The coordinator itself, and the task's own task actor (arriving at the register barrier).
+  if (sender && (sender->node() == slot->agent_node || sender == self->ctrl() ||
+                 sender == caf::actor_cast<caf::strong_actor_ptr>(slot->actor))) {
     return absl::OkStatus();
   }
   return absl::PermissionDeniedError(absl::StrCat(

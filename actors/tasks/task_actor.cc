@@ -40,6 +40,7 @@ struct TaskState {
     bool agent_down = false;
   };
   std::optional<Joining> joining;
+  uint64_t register_joins = 0;  // registrations through the register barrier so far
   // Recovered CONNECTED by a restarted leader; its agent has not registered again yet.
   bool awaiting_reconnect = false;
   caf::timespan reconnect_window{0};
@@ -208,16 +209,31 @@ caf::result<proto::RegisterTaskResponse> JoinRegistration(TaskPointer self,
 
 absl::Status ConnectionLost(TaskPointer self, const caf::error& reason);
 
+absl::Status FailedWhileWaiting(const proto::CoordinatedTask& task, const absl::Status& error) {
+  return MakeCoordinationError(
+      absl::AbortedError(absl::StrCat(
+          TaskName(task), " failed while it waited for the register barrier: ", StatusText(error),
+          ". Reset it and register again.")),
+      task);
+}
+
+absl::Status NewerIncarnationJoined(TaskPointer self) {
+  return ServiceError(self, absl::AlreadyExistsError("Aborted connect attempt as there is a "
+                                                     "request from a newer incarnation."));
+}
+
 // The register barrier passed for `incarnation`: connect it if it is still the pending one.
-caf::result<proto::RegisterTaskResponse> FinishRegistration(TaskPointer self,
-                                                            uint64_t incarnation) {
+// Returns the caller's answer; sets `*fail` when the task fails once it is given (its agent was
+// lost while it waited).
+absl::StatusOr<proto::RegisterTaskResponse> FinishRegistration(TaskPointer self,
+                                                               uint64_t incarnation, bool* fail) {
   auto& st = self->state;
   if (st.joining && st.joining->incarnation == incarnation) {
     TaskState::Joining joining = *st.joining;
     ForgetJoining(self);
     if (joining.agent_down) {
-      absl::Status lost = ConnectionLost(self, caf::exit_reason::remote_link_unreachable);
-      return ReplyAndFail<proto::RegisterTaskResponse>(self, lost, lost);
+      *fail = true;
+      return ConnectionLost(self, caf::exit_reason::remote_link_unreachable);
     }
     Connect(self, incarnation, joining.agent);
     return RegisterOk(self);
@@ -225,15 +241,49 @@ caf::result<proto::RegisterTaskResponse> FinishRegistration(TaskPointer self,
   if (st.info.state() == proto::TASKSTATE_CONNECTED && st.info.incarnation() == incarnation) {
     return RegisterOk(self);
   }
-  if (st.info.state() == proto::TASKSTATE_ERROR) {
-    return ToError(
-        ServiceError(self, absl::AbortedError(absl::StrCat(
-                               Name(self), " failed while it waited for the register barrier: ",
-                               StatusText(st.error), ". Reset it and register again."))));
-  }
-  return ToError(ServiceError(
-      self, absl::AlreadyExistsError("Aborted connect attempt as there is a request from a "
-                                     "newer incarnation.")));
+  if (st.info.state() == proto::TASKSTATE_ERROR)
+    return FailedWhileWaiting(st.info.task(), st.error);
+  return NewerIncarnationJoined(self);
+}
+
+caf::message AnswerOf(const absl::StatusOr<proto::RegisterTaskResponse>& answer) {
+  return answer.ok() ? caf::make_message(*answer) : caf::make_message(ToError(answer.status()));
+}
+
+// A registration through the register barrier: join (the task stays DISCONNECTED with a
+// pending incarnation), arrive at the barrier, and connect once it passed. The task actor
+// itself waits for the barrier (one request of its own; the coordinator waits for none) and
+// answers the caller in the coordinator's name. A newer join of the same task replaces this
+// one: the barrier cancels this arrival and this caller gets AlreadyExists.
+caf::result<proto::RegisterTaskResponse> RegisterThroughBarrier(
+    TaskPointer self, const proto::RegisterTaskRequest& request, const AgentActor& agent,
+    proto::BarrierRequest barrier) {
+  caf::result<proto::RegisterTaskResponse> joined = JoinRegistration(self, request, agent);
+  if (joined.flag != caf::rt_value) return InParentsName(self, std::move(joined));
+  auto answer = std::make_shared<DeferredAnswer>(
+      DeferredAnswer::Take(self, caf::actor_cast<caf::strong_actor_ptr>(self->state.spec.parent)));
+  if (!answer->pending()) return joined;  // no caller waits for an answer
+  // Should the task actor fail while it waits, the caller learns why.
+  self->attach_functor([answer, task = self->state.info.task()](const caf::error& reason) {
+    answer->Deliver(nullptr,
+                    caf::make_message(ToError(FailedWhileWaiting(task, ToStatus(reason)))));
+  });
+  const uint64_t join = ++self->state.register_joins;
+  const uint64_t incarnation = request.incarnation();
+  self->request(self->state.spec.parent, caf::infinite, std::move(barrier))
+      .then(
+          [self, answer, incarnation](const proto::BarrierResponse&) {
+            bool fail = false;
+            absl::StatusOr<proto::RegisterTaskResponse> done =
+                FinishRegistration(self, incarnation, &fail);
+            answer->Deliver(self->context(), AnswerOf(done));
+            if (fail) self->quit(ToError(done.status()));
+          },
+          [self, answer, join](caf::error& error) {
+            if (self->state.register_joins != join) error = ToError(NewerIncarnationJoined(self));
+            answer->Deliver(self->context(), caf::make_message(std::move(error)));
+          });
+  return caf::delegated<proto::RegisterTaskResponse>();
 }
 
 caf::result<proto::HeartbeatResponse> NotRegistered(TaskPointer self) {
@@ -445,11 +495,9 @@ TaskActor::behavior_type TaskBehavior(TaskPointer self, TaskSpec spec) {
       [=](const proto::RegisterTaskRequest& request, const AgentActor& agent) {
         return InParentsName(self, Register(self, request, agent));
       },
-      [=](reg_join_atom, const proto::RegisterTaskRequest& request, const AgentActor& agent) {
-        return InParentsName(self, JoinRegistration(self, request, agent));
-      },
-      [=](reg_done_atom, uint64_t incarnation) {
-        return InParentsName(self, FinishRegistration(self, incarnation));
+      [=](reg_join_atom, const proto::RegisterTaskRequest& request, const AgentActor& agent,
+          proto::BarrierRequest& barrier) {
+        return RegisterThroughBarrier(self, request, agent, std::move(barrier));
       },
       [=](const proto::HeartbeatRequest& request) {
         return InParentsName(self, Heartbeat(self, request));

@@ -57,19 +57,21 @@ enum class TaskEvent : uint8_t {
 };
 
 // What a task actor tells its supervisor after every state change.
+// A task actor registering through the register barrier arrives at it itself.
 using TaskParentActor =
-    caf::typed_actor<caf::reacts_to<task_state_atom, proto::CoordinatedTaskStateInfo, AgentActor>>;
+    caf::typed_actor<caf::reacts_to<task_state_atom, proto::CoordinatedTaskStateInfo, AgentActor>,
+                     caf::replies_to<proto::BarrierRequest>::with<proto::BarrierResponse>>;
 
 using TaskActor = caf::typed_actor<
     // Possible errors: Aborted (other incarnation while connected; task in ERROR).
     caf::replies_to<proto::RegisterTaskRequest, AgentActor>::with<proto::RegisterTaskResponse>,
-    // Joins the register barrier: the incarnation becomes pending. Errors as RegisterTask.
-    caf::replies_to<reg_join_atom, proto::RegisterTaskRequest,
-                    AgentActor>::with<proto::RegisterTaskResponse>,
-    // The register barrier passed for this incarnation: connect it. Possible errors:
-    // AlreadyExists (a newer incarnation joined), Unavailable (its agent was lost meanwhile),
-    // Aborted (the task is in ERROR).
-    caf::replies_to<reg_done_atom, uint64_t>::with<proto::RegisterTaskResponse>,
+    // Registers through the register barrier (the BarrierRequest of the task's arrival): the
+    // incarnation becomes pending, the task actor arrives at the barrier, and once it passed
+    // connects the incarnation and answers. Errors as RegisterTask, then the barrier's own
+    // errors, AlreadyExists (a newer incarnation joined meanwhile), Unavailable (its agent was
+    // lost meanwhile), Aborted (the task failed meanwhile).
+    caf::replies_to<reg_join_atom, proto::RegisterTaskRequest, AgentActor,
+                    proto::BarrierRequest>::with<proto::RegisterTaskResponse>,
     // Possible errors: Aborted (task in ERROR, incarnation mismatch), InvalidArgument (not
     // registered, or disconnected longer than the grace period).
     caf::replies_to<proto::HeartbeatRequest>::with<proto::HeartbeatResponse>,

@@ -132,6 +132,34 @@ TEST_F(ServiceBarrierTest, RegisterBarrierAgentLostWhileWaiting_TaskFailsWhenBar
   EXPECT_THAT(State("worker", 0).error_message(), HasSubstr("connection to worker lost"));
 }
 
+// A task that fails while it waits in the register barrier (its launcher saw its process exit):
+// the waiting call is answered at once with why, not when the barrier ends.
+TEST_F(ServiceBarrierTest, RegisterBarrierTaskFailsWhileWaiting_CallerAbortedAtOnce) {
+  auto config = Config(1);
+  config.set_cluster_register_with_barrier(true);
+  config.set_cluster_register_timeout_in_ms(60'000);
+  Spawn(config);
+  auto launcher = Keep(system_.spawn(
+      []() -> LauncherActor::behavior_type { return {[](const proto::SupervisionEvent&) {}}; }));
+  proto::RegisterLauncherRequest launch;
+  launch.set_host("host-a");
+  *launch.add_tasks() = MakeTask("worker", 0);
+  auto launched = Call<proto::RegisterLauncherResponse>(leader_, launch, launcher);
+  ASSERT_THAT(launched, IsOk());
+  auto w0 = SendRegister("worker", 0, 1);
+  EXPECT_FALSE(w0->has_value());
+  proto::TaskExitedRequest exited;
+  *exited.mutable_task() = MakeTask("worker", 0);
+  exited.set_generation(launched->generations(0));
+  exited.set_exit_code(3);
+  ASSERT_THAT(Call<proto::TaskExitedResponse>(leader_, exited), IsOk());
+  ASSERT_TRUE(w0->has_value());
+  EXPECT_THAT(**w0, StatusIs(Code::kAborted,
+                             HasSubstr("worker/task:0 failed while it waited for the register "
+                                       "barrier: UNAVAILABLE")));
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
+}
+
 TEST_F(ServiceBarrierTest, ShutdownBarrier_AllArrive_AllDisconnectTogether) {
   auto config = Config(1);
   config.set_shutdown_barrier_timeout_in_ms(10'000);

@@ -50,6 +50,17 @@ ABSL_FLAG(absl::Duration, handshake_timeout,
           absl::Milliseconds(muster::WireLimits{}.handshake_timeout_ms),
           "A connection that has not completed CAF's handshake after this long is closed "
           "(0: never)");
+ABSL_FLAG(int64_t, max_unfinished_frames,
+          static_cast<int64_t>(muster::WireLimits{}.max_unfinished_frame_bytes),
+          "The bytes of large frames still arriving that all connections together may hold; a "
+          "chunk over it closes its connection (0: no limit)");
+ABSL_FLAG(absl::Duration, frame_progress_timeout,
+          absl::Milliseconds(muster::WireLimits{}.frame_progress_timeout_ms),
+          "A large frame must keep arriving: a connection whose next 64 KiB of it take longer "
+          "is closed (0: never)");
+ABSL_FLAG(int64_t, max_connections_per_host, muster::WireLimits{}.max_connections_per_host,
+          "The most connections one peer address may hold open; further ones are closed as "
+          "they arrive (0: no limit)");
 ABSL_FLAG(int64_t, max_value_size, 0,
           "The largest value the key-value store takes, in bytes (0: 4 MiB)");
 ABSL_FLAG(int64_t, max_key_size, 0, "The longest key, in bytes (0: 4 KiB)");
@@ -181,6 +192,9 @@ const CommandSpec& ServeSpec() {
                 "policy",
                 "max_frame_size",
                 "handshake_timeout",
+                "max_unfinished_frames",
+                "frame_progress_timeout",
+                "max_connections_per_host",
                 "token_file",
                 "tls_cert",
                 "tls_key",
@@ -266,6 +280,27 @@ absl::StatusOr<NodeOptions> NodeOptionsFromFlags() {
     return absl::InvalidArgumentError("--handshake-timeout may not be negative");
   }
   node.wire_limits.handshake_timeout_ms = absl::ToInt64Milliseconds(handshake);
+  int64_t unfinished = absl::GetFlag(FLAGS_max_unfinished_frames);
+  if (unfinished < 0) {
+    return absl::InvalidArgumentError("--max-unfinished-frames may not be negative");
+  }
+  if (unfinished != 0 && frame != 0 && unfinished < frame) {
+    return absl::InvalidArgumentError(
+        "--max-unfinished-frames below --max-frame-size would refuse the largest frame even "
+        "alone; give at least --max-frame-size, or 0 for no limit");
+  }
+  node.wire_limits.max_unfinished_frame_bytes = static_cast<uint64_t>(unfinished);
+  absl::Duration progress = absl::GetFlag(FLAGS_frame_progress_timeout);
+  if (progress < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--frame-progress-timeout may not be negative");
+  }
+  node.wire_limits.frame_progress_timeout_ms = absl::ToInt64Milliseconds(progress);
+  int64_t per_host = absl::GetFlag(FLAGS_max_connections_per_host);
+  if (per_host < 0 || per_host > (int64_t{1} << 31)) {
+    return absl::InvalidArgumentError(
+        "--max-connections-per-host must be from 0 (no limit) to 2^31");
+  }
+  node.wire_limits.max_connections_per_host = static_cast<uint32_t>(per_host);
   auto tls = TlsFromFlags();
   if (!tls.ok()) return tls.status();
   node.tls = *std::move(tls);

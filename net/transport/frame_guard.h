@@ -46,6 +46,18 @@ struct WireLimits {
   uint32_t max_handshake_bytes = 64u << 10;
   // A peer that has not completed its handshake after this many milliseconds is disconnected.
   int64_t handshake_timeout_ms = 10'000;
+  // The rest apply to the connections a node accepts. A large payload is read as its bytes
+  // arrive (net/transport/frame_assembler.h); the bytes held for payloads still arriving, summed
+  // over every connection, may not pass this: the chunk that would is refused and its
+  // connection closed. 0: no limit.
+  uint64_t max_unfinished_frame_bytes = uint64_t{256} << 20;
+  // Once a large payload is announced, each chunk of it (at most 64 KiB) must arrive within
+  // this many milliseconds of the last, or the connection is closed: a peer that trickles a
+  // frame does not keep it open forever. 0: no deadline.
+  int64_t frame_progress_timeout_ms = 10'000;
+  // The most connections one peer address may hold open at once; further ones are closed as
+  // they are accepted. 0: no limit.
+  uint32_t max_connections_per_host = 2048;
 };
 
 // The ids of the actors a node published (the leader's coordinator or its token gate): what

@@ -5,6 +5,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 
@@ -18,6 +19,7 @@
 #include <caf/make_counted.hpp>
 #include <caf/node_id.hpp>
 
+#include "muster/net/transport/frame_assembler.h"
 #include "muster/net/transport/guarded_stream.h"
 
 namespace muster {
@@ -74,35 +76,57 @@ class SheddingTcp {
 
 // A connection whose frames pass a FrameGuard before CAF reads them. A refused frame never
 // reaches CAF: the connection is shut down, and what still arrives is dropped until CAF sees it
-// closed. Otherwise CAF's scribe_impl, over a GuardedStream.
+// closed. On an accepted connection, a payload over FrameAssembler::kPresizedBytes is read in
+// chunks as it arrives and handed to CAF whole. Otherwise CAF's scribe_impl, over a
+// GuardedStream.
 class GuardedScribe : public caf::io::scribe {
  public:
   GuardedScribe(GuardedMultiplexer& mpx, net::native_socket fd, const WireLimits& limits,
-                bool inbound, std::unique_ptr<TlsSession> tls)
+                bool inbound, std::unique_ptr<TlsSession> tls, std::string host = {})
       : scribe(net::conn_hdl_from_socket(fd)),
         mpx_(mpx),
         limits_(limits),
+        inbound_(inbound),
+        host_(std::move(host)),
         guard_(limits, inbound, inbound ? &mpx.published() : nullptr,
                inbound ? mpx.own_node() : std::string{}),
         stream_(mpx, fd, inbound, std::move(tls)) {}
   ~GuardedScribe() override {
     if (watch_id_ != 0) mpx_.Unwatch(watch_id_);
+    ReleaseChunks();
+    if (!host_.empty()) mpx_.ReleaseHost(host_);
   }
 
-  void WatchHandshake() { watch_id_ = mpx_.WatchHandshake(this); }
+  void WatchHandshake() {
+    if (limits_.handshake_timeout_ms <= 0) return;
+    handshake_deadline_ = Clock::now() + std::chrono::milliseconds(limits_.handshake_timeout_ms);
+    mpx_.Watch(this, handshake_deadline_, &watch_id_);
+  }
+
+  // When the sweep must close this connection (Clock::time_point::max(): never, stop watching).
+  Clock::time_point Deadline() const {
+    if (closed_) return Clock::time_point::max();
+    Clock::time_point deadline = Clock::time_point::max();
+    if (!guard_.handshake_done()) deadline = handshake_deadline_;
+    if (assembler_.active()) deadline = std::min(deadline, progress_deadline_);
+    return deadline;
+  }
+  // The sweep found Deadline() passed.
+  void CloseAtDeadline() {
+    if (!guard_.handshake_done() && handshake_deadline_ <= Clock::now()) {
+      Close(absl::StrCat("no handshake within ", limits_.handshake_timeout_ms, " ms"));
+    } else {
+      Close(absl::StrCat("a frame of ", assembler_.expected(), " bytes stalled after ",
+                         assembler_.received(), " bytes: no more arrived within ",
+                         limits_.frame_progress_timeout_ms, " ms"));
+    }
+  }
 
   bool consume(caf::execution_unit* ctx, const void* buf, size_t size) override {
     if (closed_) return true;
-    absl::Status verdict = guard_.Check(absl::MakeConstSpan(static_cast<const char*>(buf), size));
-    if (!verdict.ok()) {
-      Close(verdict.message());
-      return true;
-    }
-    if (watch_id_ != 0 && guard_.handshake_done()) {
-      mpx_.Unwatch(watch_id_);
-      watch_id_ = 0;
-    }
-    return caf::io::scribe::consume(ctx, buf, size);
+    auto bytes = absl::MakeConstSpan(static_cast<const char*>(buf), size);
+    if (assembler_.active()) return ConsumeChunk(ctx, bytes);
+    return Deliver(ctx, bytes);
   }
 
   // A second line of defence: CAF never gets to allocate a read buffer over the limit.
@@ -112,6 +136,17 @@ class GuardedScribe : public caf::io::scribe {
       Close(absl::StrCat("a read of ", config.second, " bytes; the limit is ",
                          limits_.max_frame_bytes));
       config = caf::io::receive_policy::exactly(FrameGuard::kHeaderSize);
+    }
+    if (inbound_ && !closed_ && !assembler_.active() &&
+        config.first == caf::io::receive_policy_flag::exactly &&
+        FrameAssembler::Assembles(config.second)) {
+      assembler_.Start(config.second);
+      if (limits_.frame_progress_timeout_ms > 0) {
+        progress_deadline_ =
+            Clock::now() + std::chrono::milliseconds(limits_.frame_progress_timeout_ms);
+        mpx_.Watch(this, progress_deadline_, &watch_id_);
+      }
+      config = caf::io::receive_policy::exactly(assembler_.NextChunk());
     }
     stream_.configure_read(config);
     if (!launched_) Launch();
@@ -157,15 +192,67 @@ class GuardedScribe : public caf::io::scribe {
     if (closed_) return;
     closed_ = true;
     std::string peer = addr();
-    mpx_.Report(absl::StrCat("closed the connection from ", peer.empty() ? "?" : peer, ":", port(),
-                             ": ", why));
+    if (peer.empty()) peer = host_.empty() ? "?" : host_;
+    mpx_.Report(absl::StrCat("closed the connection from ", peer, ":", port(), ": ", why));
+    assembler_.Reset();
+    ReleaseChunks();
     net::shutdown_both(stream_.fd());
   }
 
-  bool handshake_done() const { return guard_.handshake_done(); }
   bool closed() const { return closed_; }
 
  private:
+  // One header or one whole payload: the guard checks it, then CAF reads it.
+  bool Deliver(caf::execution_unit* ctx, absl::Span<const char> bytes) {
+    absl::Status verdict = guard_.Check(bytes);
+    if (!verdict.ok()) {
+      Close(verdict.message());
+      return true;
+    }
+    if (!assembler_.active()) UnwatchWhenSettled();
+    return caf::io::scribe::consume(ctx, bytes.data(), bytes.size());
+  }
+
+  // Past the handshake and with no payload arriving, nothing is left to watch.
+  void UnwatchWhenSettled() {
+    if (watch_id_ == 0 || !guard_.handshake_done()) return;
+    mpx_.Unwatch(watch_id_);
+    watch_id_ = 0;
+  }
+
+  // A chunk of a payload being assembled; the whole payload goes to Deliver. CAF reads its
+  // buffer from rd_buf() (scribe::consume), so the payload stands in for the chunk buffer
+  // meanwhile.
+  bool ConsumeChunk(caf::execution_unit* ctx, absl::Span<const char> chunk) {
+    if (!mpx_.ReserveFrameBytes(chunk.size())) {
+      Close(absl::StrCat("a frame of ", assembler_.expected(), " bytes would pass the ",
+                         limits_.max_unfinished_frame_bytes,
+                         " bytes that every connection's unfinished frames may hold together"));
+      return true;
+    }
+    reserved_ += chunk.size();
+    if (!assembler_.Append(chunk)) {
+      progress_deadline_ =
+          Clock::now() + std::chrono::milliseconds(limits_.frame_progress_timeout_ms);
+      stream_.configure_read(caf::io::receive_policy::exactly(assembler_.NextChunk()));
+      return true;
+    }
+    std::vector<char>& payload = assembler_.payload();
+    payload.swap(stream_.rd_buf());
+    bool result = Deliver(ctx, absl::MakeConstSpan(stream_.rd_buf()));
+    payload.swap(stream_.rd_buf());
+    assembler_.Reset();
+    ReleaseChunks();
+    UnwatchWhenSettled();
+    return result;
+  }
+
+  void ReleaseChunks() {
+    if (reserved_ == 0) return;
+    mpx_.ReleaseFrameBytes(reserved_);
+    reserved_ = 0;
+  }
+
   void Launch() {
     launched_ = true;
     stream_.start(this);
@@ -175,7 +262,13 @@ class GuardedScribe : public caf::io::scribe {
 
   GuardedMultiplexer& mpx_;
   WireLimits limits_;
+  bool inbound_;
+  std::string host_;  // the peer's address, counted in AdmitHost (empty: not counted)
   FrameGuard guard_;
+  FrameAssembler assembler_;
+  size_t reserved_ = 0;  // of the multiplexer's budget of unfinished frame bytes
+  Clock::time_point handshake_deadline_ = Clock::time_point::max();
+  Clock::time_point progress_deadline_ = Clock::time_point::max();
   bool closed_ = false;
   bool launched_ = false;
   bool ack_writes_ = false;
@@ -195,9 +288,19 @@ class GuardedDoorman : public caf::io::doorman {
   bool new_connection() override {
     if (detached()) return false;  // the broker let go while events were still queued
     net::native_socket fd = acceptor_.accepted_socket();
+    auto host = net::remote_addr_of_fd(fd);
+    std::string peer = host ? *host : std::string{"?"};
+    if (!mpx_.AdmitHost(peer)) {
+      auto port = net::remote_port_of_fd(fd);
+      mpx_.Report(absl::StrCat("refused a connection from ", peer, ":", port ? *port : 0, ": ",
+                               peer, " holds ", mpx_.limits().max_connections_per_host,
+                               " connections already (--max-connections-per-host)"));
+      net::close_socket(fd);
+      return true;
+    }
     auto scribe =
         caf::make_counted<GuardedScribe>(mpx_, fd, mpx_.limits(), /*inbound=*/true,
-                                         mpx_.NewTlsSession(fd, TlsSession::Role::kServer));
+                                         mpx_.NewTlsSession(fd, TlsSession::Role::kServer), peer);
     scribe->WatchHandshake();
     auto hdl = scribe->hdl();
     parent()->add_scribe(std::move(scribe));
@@ -226,7 +329,7 @@ class GuardedDoorman : public caf::io::doorman {
 
 }  // namespace
 
-// A timerfd in the multiplexer's loop: wakes it at the earliest handshake deadline.
+// A timerfd in the multiplexer's loop: wakes it at the earliest deadline of a connection.
 class HandshakeSweeper : public net::event_handler {
  public:
   explicit HandshakeSweeper(GuardedMultiplexer& mpx)
@@ -270,7 +373,7 @@ class HandshakeSweeper : public net::event_handler {
     uint64_t expirations = 0;
     while (::read(fd(), &expirations, sizeof(expirations)) > 0) {
     }
-    mpx_.SweepHandshakes();
+    mpx_.SweepDeadlines();
   }
   void removed_from_loop(net::operation) override {}
   void graceful_shutdown() override {}
@@ -301,6 +404,13 @@ GuardedMultiplexer::GuardedMultiplexer(caf::actor_system* system) : default_mult
       caf::get_or(cfg, "muster.max-handshake-bytes", int64_t{defaults.max_handshake_bytes}));
   limits_.handshake_timeout_ms =
       caf::get_or(cfg, "muster.handshake-timeout-ms", defaults.handshake_timeout_ms);
+  limits_.max_unfinished_frame_bytes =
+      static_cast<uint64_t>(caf::get_or(cfg, "muster.max-unfinished-frame-bytes",
+                                        static_cast<int64_t>(defaults.max_unfinished_frame_bytes)));
+  limits_.frame_progress_timeout_ms =
+      caf::get_or(cfg, "muster.frame-progress-timeout-ms", defaults.frame_progress_timeout_ms);
+  limits_.max_connections_per_host = static_cast<uint32_t>(caf::get_or(
+      cfg, "muster.max-connections-per-host", int64_t{defaults.max_connections_per_host}));
   TlsFiles tls = TlsFilesOf(cfg);
   if (tls.enabled()) {
     tls_ = std::make_unique<TlsContext>(tls, [this](const std::string& what) { Report(what); });
@@ -362,18 +472,16 @@ void GuardedMultiplexer::FlushDeferredWrites() {
   handle_internal_events();  // a write that must wait for EPOLLOUT registers before the wait
 }
 
-uint64_t GuardedMultiplexer::WatchHandshake(GuardedScribe* scribe) {
-  if (limits_.handshake_timeout_ms <= 0) return 0;
-  uint64_t id = next_watch_id_++;
-  {
+void GuardedMultiplexer::Watch(GuardedScribe* scribe, Clock::time_point deadline, uint64_t* id) {
+  if (*id == 0) {
+    *id = next_watch_id_++;
     absl::MutexLock lock(&watch_mutex_);
-    watched_.emplace(id, scribe);
+    watched_.emplace(*id, scribe);
   }
-  auto timeout = std::chrono::milliseconds(limits_.handshake_timeout_ms);
-  deadlines_.emplace_back(Clock::now() + timeout, id);
+  bool earliest = deadlines_.empty() || deadline < deadlines_.top().first;
+  deadlines_.emplace(deadline, *id);
   if (!sweeper_) sweeper_ = std::make_unique<HandshakeSweeper>(*this);
-  if (deadlines_.size() == 1) sweeper_->Arm(timeout);
-  return id;
+  if (earliest) sweeper_->Arm(deadline - Clock::now());
 }
 
 void GuardedMultiplexer::Unwatch(uint64_t id) {
@@ -383,34 +491,67 @@ void GuardedMultiplexer::Unwatch(uint64_t id) {
     watched_.erase(id);
     none_left = watched_.empty();
   }
-  // Lets the sweeper leave the event loop soon (SweepHandshakes sees nothing left).
+  // Lets the sweeper leave the event loop soon (SweepDeadlines sees nothing left).
   if (none_left && sweeper_) sweeper_->FireSoon();
 }
 
-void GuardedMultiplexer::SweepHandshakes() {
+void GuardedMultiplexer::SweepDeadlines() {
   auto now = Clock::now();
-  while (!deadlines_.empty() && deadlines_.front().first <= now) {
-    uint64_t id = deadlines_.front().second;
-    deadlines_.pop_front();
-    // Held while closing: the scribe cannot finish its destructor (Unwatch) meanwhile.
-    absl::MutexLock lock(&watch_mutex_);
+  // Held while closing: a scribe cannot finish its destructor (Unwatch) meanwhile.
+  absl::MutexLock lock(&watch_mutex_);
+  while (!deadlines_.empty() && deadlines_.top().first <= now) {
+    uint64_t id = deadlines_.top().second;
+    deadlines_.pop();
     auto it = watched_.find(id);
     if (it == watched_.end()) continue;
     GuardedScribe* scribe = it->second;
-    watched_.erase(it);
-    if (!scribe->handshake_done() && !scribe->closed()) {
-      scribe->Close(absl::StrCat("no handshake within ", limits_.handshake_timeout_ms, " ms"));
+    Clock::time_point deadline = scribe->Deadline();
+    if (deadline == Clock::time_point::max()) {
+      watched_.erase(it);
+    } else if (deadline > now) {
+      deadlines_.emplace(deadline, id);  // it moved (a chunk arrived): look again then
+    } else {
+      watched_.erase(it);
+      scribe->CloseAtDeadline();
     }
   }
-  absl::MutexLock lock(&watch_mutex_);
-  while (!deadlines_.empty() && !watched_.contains(deadlines_.front().second)) {
-    deadlines_.pop_front();
-  }
+  while (!deadlines_.empty() && !watched_.contains(deadlines_.top().second)) deadlines_.pop();
   if (deadlines_.empty()) {
     sweeper_->Disarm();
   } else {
-    sweeper_->Arm(deadlines_.front().first - now);
+    sweeper_->Arm(deadlines_.top().first - now);
   }
+}
+
+bool GuardedMultiplexer::ReserveFrameBytes(size_t bytes) {
+  const uint64_t limit = limits_.max_unfinished_frame_bytes;
+  uint64_t held = unfinished_frame_bytes_.load(std::memory_order_relaxed);
+  do {
+    if (limit != 0 && held + bytes > limit) return false;
+  } while (!unfinished_frame_bytes_.compare_exchange_weak(held, held + bytes,
+                                                          std::memory_order_relaxed));
+  return true;
+}
+
+void GuardedMultiplexer::ReleaseFrameBytes(size_t bytes) {
+  unfinished_frame_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+bool GuardedMultiplexer::AdmitHost(const std::string& host) {
+  absl::MutexLock lock(&hosts_mutex_);
+  uint32_t& connections = connections_per_host_[host];
+  if (limits_.max_connections_per_host != 0 && connections >= limits_.max_connections_per_host) {
+    return false;
+  }
+  ++connections;
+  return true;
+}
+
+void GuardedMultiplexer::ReleaseHost(const std::string& host) {
+  absl::MutexLock lock(&hosts_mutex_);
+  auto it = connections_per_host_.find(host);
+  if (it == connections_per_host_.end()) return;
+  if (--it->second == 0) connections_per_host_.erase(it);
 }
 
 void GuardedMultiplexer::Report(const std::string& what) {

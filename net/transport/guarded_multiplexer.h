@@ -5,6 +5,10 @@
 //    anything but a handshake first) closes the connection before its payload is allocated;
 //  - an accepted connection that has not completed its handshake within
 //    WireLimits::handshake_timeout_ms is closed (half a header, one byte a second, idle);
+//  - on an accepted connection, a large payload is read as its bytes arrive (FrameAssembler),
+//    within a budget for all connections together (WireLimits::max_unfinished_frame_bytes) and
+//    a deadline for each chunk (frame_progress_timeout_ms); one peer address may hold at most
+//    max_connections_per_host connections;
 //  - when the process is out of file descriptors, new connections are accepted and closed at
 //    once (a spare descriptor is kept for it) instead of spinning the network thread, and the
 //    existing ones keep being served.
@@ -20,9 +24,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <deque>
+#include <functional>
 #include <memory>
+#include <queue>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <absl/base/thread_annotations.h>
 #include <absl/container/flat_hash_map.h>
@@ -90,12 +97,25 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   std::unique_ptr<TlsSession> NewTlsSession(caf::io::network::native_socket fd,
                                             TlsSession::Role role);
 
-  // Internal. WatchHandshake and SweepHandshakes run on the multiplexer's thread; a scribe may
-  // be destroyed on any thread, so it unregisters itself (Unwatch) under the lock. No
-  // reference is held: a watched connection never keeps its broker alive.
-  uint64_t WatchHandshake(GuardedScribe* scribe);
+  // Internal. The deadlines of accepted connections (their handshake, a payload's next chunk).
+  // Watch and SweepDeadlines run on the multiplexer's thread; a scribe may be destroyed on any
+  // thread, so it unregisters itself (Unwatch) under the lock. No reference is held: a watched
+  // connection never keeps its broker alive. Watch registers `scribe` (when `*id` is 0) and has
+  // the sweeper look at it at `deadline`; the sweep asks the scribe for its deadline then
+  // (GuardedScribe::Deadline), closes it when that has passed, looks again later when it moved,
+  // and forgets it when it has none.
+  void Watch(GuardedScribe* scribe, std::chrono::steady_clock::time_point deadline, uint64_t* id);
   void Unwatch(uint64_t id);
-  void SweepHandshakes();
+  void SweepDeadlines();
+  // The budget of bytes held for payloads still arriving, over every connection
+  // (WireLimits::max_unfinished_frame_bytes). False, and nothing taken, when `bytes` more would
+  // pass it.
+  bool ReserveFrameBytes(size_t bytes);
+  void ReleaseFrameBytes(size_t bytes);
+  // The connections of each peer address (WireLimits::max_connections_per_host). False, and
+  // nothing counted, when `host` holds the limit already.
+  bool AdmitHost(const std::string& host);
+  void ReleaseHost(const std::string& host);
   void Report(const std::string& what);
   // True on the network thread while run() serves the loop: a flush may wait for the turn's end.
   bool DefersFlushes() const;
@@ -115,8 +135,12 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   std::unique_ptr<TlsContext> tls_;
   absl::Mutex watch_mutex_;
   absl::flat_hash_map<uint64_t, GuardedScribe*> watched_ ABSL_GUARDED_BY(watch_mutex_);
-  // Deadline order (every connection gets the same timeout); ids of settled ones are skipped.
-  std::deque<std::pair<std::chrono::steady_clock::time_point, uint64_t>> deadlines_;
+  // When to look at which watched connection, earliest first; ids no longer watched are skipped.
+  using Deadline = std::pair<std::chrono::steady_clock::time_point, uint64_t>;
+  std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> deadlines_;
+  std::atomic<uint64_t> unfinished_frame_bytes_{0};
+  absl::Mutex hosts_mutex_;
+  absl::flat_hash_map<std::string, uint32_t> connections_per_host_ ABSL_GUARDED_BY(hosts_mutex_);
   uint64_t next_watch_id_ = 1;
   std::unique_ptr<HandshakeSweeper> sweeper_;
   std::deque<caf::intrusive_ptr<caf::resumable>> local_;

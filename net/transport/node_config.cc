@@ -18,6 +18,12 @@ void ConfigureNode(caf::actor_system_config& cfg, const NodeOptions& options) {
   caf::put(cfg.content, "muster.max-handshake-bytes",
            int64_t{options.wire_limits.max_handshake_bytes});
   caf::put(cfg.content, "muster.handshake-timeout-ms", options.wire_limits.handshake_timeout_ms);
+  caf::put(cfg.content, "muster.max-unfinished-frame-bytes",
+           static_cast<int64_t>(options.wire_limits.max_unfinished_frame_bytes));
+  caf::put(cfg.content, "muster.frame-progress-timeout-ms",
+           options.wire_limits.frame_progress_timeout_ms);
+  caf::put(cfg.content, "muster.max-connections-per-host",
+           int64_t{options.wire_limits.max_connections_per_host});
   SetTlsFiles(cfg, options.tls.enabled() ? options.tls : TlsFilesFromEnvironment());
   cfg.set("middleman.heartbeat-interval", options.connection_heartbeat_interval);
   cfg.set("middleman.connection-timeout", options.connection_timeout);

@@ -1,18 +1,23 @@
 // Hostile bytes at a real leader's port, each followed by a normal job on the same leader: a
-// header announcing a ~4 GiB payload, handshakes without payload, garbage and frames out of
-// order, half a header and a slow sender (closed at the handshake deadline), and a flood of
-// idle connections under a small descriptor limit (new ones refused, existing ones served, no
-// busy loop); a peer's exit with reason kill, error and link messages, and a handshake
-// claiming the leader's own node id (closed, the leader stays up).
+// header announcing a ~4 GiB payload, a thousand peers each trickling an 8 MiB frame (memory
+// bounded, closed at the progress deadline, a 4 MiB value passes meanwhile), frames over the
+// budget of unfinished bytes, more connections from one host than it may hold, handshakes without
+// payload, garbage and frames out of order, half a header and a slow sender (closed at the
+// handshake deadline), and a flood of idle connections under a small descriptor limit (new ones
+// refused, existing ones served, no busy loop); a peer's exit with reason kill, error and link
+// messages, and a handshake claiming the leader's own node id (closed, the leader stays up).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -134,6 +139,36 @@ double CpuSeconds(pid_t pid) {
   return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
+// Lets this process (and the leader it starts) hold `n` descriptors.
+void RaiseDescriptorLimit(rlim_t n) {
+  rlimit limit{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &limit), 0);
+  if (limit.rlim_cur >= n) return;
+  limit.rlim_cur = std::min(n, limit.rlim_max);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &limit), 0);
+  ASSERT_GE(limit.rlim_cur, n) << "the hard limit of descriptors is too low for this test";
+}
+
+// A peer that replays a client handshake (a node id of its own: no token needed) and announces
+// one direct message of `announced` bytes, of which it sends `sent`.
+std::unique_ptr<Connection> AnnounceFrame(int port, int peer, uint32_t announced, size_t sent) {
+  auto connection = std::make_unique<Connection>(port);
+  std::string server_handshake;
+  if (!connection->connected() || !connection->ReadServerHandshake(&server_handshake) ||
+      server_handshake.size() < 32) {
+    return nullptr;
+  }
+  std::string node = server_handshake.substr(0, 32);  // the leader's id, with another process id
+  for (int i = 0; i < 4; ++i) node[8 + i] = static_cast<char>((peer + 1) >> (8 * i));
+  node[12] = static_cast<char>(node[12] ^ 0x5a);
+  std::string bytes = ::muster::testing::BaspHeader(/*client_handshake=*/1, 32) + node +
+                      ::muster::testing::BaspHeader(/*direct_message=*/2, announced, 0, 0,
+                                                    /*receiver=*/1) +
+                      std::string(sent, 'x');
+  if (!connection->Send(bytes)) return nullptr;
+  return connection;
+}
+
 class HostileInputE2eTest : public E2eTest {
  protected:
   int Port() const {
@@ -167,6 +202,86 @@ TEST_F(HostileInputE2eTest, HeaderAnnouncingFourGiB_ClosedAtOnceNothingAllocated
   EXPECT_LT(rss_after - rss_before, 64 * 1024) << rss_before << " KiB -> " << rss_after << " KiB";
   std::printf("leader RSS %lld KiB -> %lld KiB\n", static_cast<long long>(rss_before),
               static_cast<long long>(rss_after));
+  ExpectNormalJob();
+}
+
+// Each of 1,000 peers announces an 8 MiB frame and sends a byte at a time. The leader reads
+// payloads as they arrive, so they cost it what was sent, not what was announced (before: 8 MiB
+// each, zero-filled at once, kept without deadline: 838 MB for 100 peers, and a leader with a
+// 2 GiB address space died). A job sharing a 4 MiB value runs meanwhile; the peers are closed
+// at the progress deadline (the job ran during the attack: its tasks have left).
+TEST_F(HostileInputE2eTest, ThousandPeersTrickleEightMiBFrames_MemoryBoundedJobLivesThenClosed) {
+  constexpr int kPeers = 1000;
+  RaiseDescriptorLimit(4 * kPeers);
+  StartLeader({"--jobs=worker=2", "--frame_progress_timeout_ms=6000"});
+  int64_t rss_before = RssKib(leader_->pid());
+  std::vector<std::unique_ptr<Connection>> peers;
+  for (int i = 0; i < kPeers; ++i) {
+    peers.push_back(AnnounceFrame(Port(), i, 8u << 20, 1));
+    ASSERT_NE(peers.back(), nullptr) << "peer " << i;
+  }
+  std::vector<Subprocess*> workers = {
+      StartWorker(0, "full", {"--tasks=2", "--bootstrap_bytes=4194304"}),
+      StartWorker(1, "full", {"--tasks=2", "--bootstrap_bytes=4194304"})};
+  for (int second = 0; second < 2; ++second) {
+    for (auto& peer : peers) peer->Send("y");
+    absl::SleepFor(absl::Seconds(1));
+  }
+  int64_t rss_held = RssKib(leader_->pid());
+  for (auto* worker : workers) {
+    ExpectExit(worker, 0);
+    EXPECT_THAT(worker->output(), HasSubstr("EVENT shutdown code=OK"));
+  }
+  EXPECT_THAT(workers[1]->output(), HasSubstr("EVENT nccl bytes=4194304 intact"));
+  EXPECT_LT(rss_held - rss_before, 128 * 1024)
+      << rss_before << " KiB -> " << rss_held << " KiB with " << kPeers << " peers";
+  std::printf("leader RSS %lld KiB -> %lld KiB with %d peers holding 8 MiB frames\n",
+              static_cast<long long>(rss_before), static_cast<long long>(rss_held), kPeers);
+  int closed = 0;
+  for (auto& peer : peers) closed += peer->ClosedWithin(absl::Seconds(10)) ? 1 : 0;
+  EXPECT_EQ(closed, kPeers);
+  EXPECT_TRUE(leader_->WaitForLine("stalled after", kBound).ok()) << leader_->output();
+}
+
+// Peers that send 1 MiB of an 8 MiB frame each, fast, against a budget of 2 MiB of unfinished
+// frames: the one that would pass it is closed; the job runs after.
+TEST_F(HostileInputE2eTest, UnfinishedFramesOverTheBudget_ConnectionClosedJobUnharmed) {
+  StartLeader({"--jobs=worker=2", "--max_unfinished_frame_bytes=2097152"});
+  std::vector<std::unique_ptr<Connection>> peers;
+  for (int i = 0; i < 3; ++i) {
+    peers.push_back(AnnounceFrame(Port(), i, 8u << 20, 1u << 20));
+    ASSERT_NE(peers.back(), nullptr) << "peer " << i;
+  }
+  int closed = 0;
+  for (auto& peer : peers) closed += peer->ClosedWithin(absl::Seconds(2)) ? 1 : 0;
+  EXPECT_GE(closed, 1);
+  EXPECT_LE(closed, 2);
+  EXPECT_TRUE(
+      leader_->WaitForLine("that every connection's unfinished frames may hold together", kBound)
+          .ok())
+      << leader_->output();
+  peers.clear();
+  ExpectNormalJob();
+}
+
+// One host may hold --max-connections-per-host connections; the next is closed as it arrives
+// and said so. Once the host lets go, its tasks connect as usual.
+TEST_F(HostileInputE2eTest, MoreConnectionsThanAHostMayHold_ExtraClosedAtOnce) {
+  StartLeader({"--jobs=worker=2", "--max_connections_per_host=8"});
+  std::vector<std::unique_ptr<Connection>> held;
+  for (int i = 0; i < 8; ++i) {
+    held.push_back(std::make_unique<Connection>(Port()));
+    ASSERT_TRUE(held.back()->connected());
+    ASSERT_TRUE(held.back()->ReadServerHandshake()) << "connection " << i;
+  }
+  Connection extra(Port());
+  EXPECT_TRUE(extra.ClosedWithin(absl::Seconds(2)));
+  EXPECT_FALSE(held.front()->ClosedWithin(absl::Milliseconds(200)));
+  EXPECT_TRUE(
+      leader_->WaitForLine("holds 8 connections already (--max-connections-per-host)", kBound).ok())
+      << leader_->output();
+  held.clear();
+  absl::SleepFor(absl::Milliseconds(200));  // the leader sees them closed
   ExpectNormalJob();
 }
 

@@ -28,6 +28,13 @@ ABSL_FLAG(std::string, state_dir, "", "state dir (empty: memory only)");
 ABSL_FLAG(int64_t, reconnect_window_ms, 0,
           "reconnect window after a restart (0: heartbeat timeout)");
 ABSL_FLAG(int64_t, max_frame_bytes, muster::WireLimits{}.max_frame_bytes, "frame size limit");
+ABSL_FLAG(int64_t, max_unfinished_frame_bytes,
+          static_cast<int64_t>(muster::WireLimits{}.max_unfinished_frame_bytes),
+          "budget of unfinished frame bytes over every connection");
+ABSL_FLAG(int64_t, frame_progress_timeout_ms, muster::WireLimits{}.frame_progress_timeout_ms,
+          "deadline of each chunk of a large payload");
+ABSL_FLAG(int64_t, max_connections_per_host, muster::WireLimits{}.max_connections_per_host,
+          "connections one peer address may hold");
 ABSL_FLAG(int64_t, handshake_timeout_ms, muster::WireLimits{}.handshake_timeout_ms,
           "handshake deadline of accepted connections");
 
@@ -61,6 +68,11 @@ int main(int argc, char** argv) {
   muster::NodeOptions node;
   node.wire_limits.max_frame_bytes = static_cast<uint32_t>(absl::GetFlag(FLAGS_max_frame_bytes));
   node.wire_limits.handshake_timeout_ms = absl::GetFlag(FLAGS_handshake_timeout_ms);
+  node.wire_limits.max_unfinished_frame_bytes =
+      static_cast<uint64_t>(absl::GetFlag(FLAGS_max_unfinished_frame_bytes));
+  node.wire_limits.frame_progress_timeout_ms = absl::GetFlag(FLAGS_frame_progress_timeout_ms);
+  node.wire_limits.max_connections_per_host =
+      static_cast<uint32_t>(absl::GetFlag(FLAGS_max_connections_per_host));
   muster::NodeConfig cfg(node);
   caf::actor_system system{cfg};
   auto leader = muster::Leader::Start(system, options,

@@ -40,6 +40,8 @@ ABSL_FLAG(int64_t, register_timeout_ms, 20'000, "connect deadline");
 ABSL_FLAG(bool, recoverable, false, "recoverable task");
 ABSL_FLAG(int64_t, wait_ms, 20'000, "how long to wait for an expected event");
 ABSL_FLAG(std::string, token_file, "", "the job token to present (scenario full and others)");
+ABSL_FLAG(int64_t, bootstrap_bytes, 0,
+          "scenario full: task 0 shares a value of this many bytes instead of \"id-42\"");
 
 namespace {
 
@@ -83,9 +85,17 @@ int Full(Worker& w) {
   if (auto s = w.agent->WaitAtBarrier("gets_started", absl::Seconds(20)); !s.ok()) {
     return Event("barrier " + Describe(s)), 1;
   }
+  const int64_t bytes = absl::GetFlag(FLAGS_bootstrap_bytes);
+  std::string shared = "id-42";
+  if (bytes > 0) {
+    shared.assign(static_cast<size_t>(bytes), '\0');
+    for (size_t i = 0; i < shared.size(); ++i) shared[i] = static_cast<char>('a' + i % 23);
+  }
   if (task == 0) {
-    if (auto s = w.agent->InsertKeyValue("nccl/unique_id", "id-42"); !s.ok()) return 1;
-    value = std::string("id-42");
+    if (auto s = w.agent->InsertKeyValue("nccl/unique_id", shared); !s.ok()) {
+      return Event("insert " + Describe(s)), 1;
+    }
+    value = shared;
   } else if (!got.WaitForNotificationWithTimeout(absl::Seconds(20))) {
     return Event("get timed out"), 1;
   }

@@ -333,6 +333,8 @@ ClientArgs ParseClientArgs(const Flags& flags) {
   args.rounds = flags.Int("rounds", args.rounds);
   args.duration_ms = flags.Int("duration_ms", args.duration_ms);
   args.request_timeout_ms = flags.Int("request_timeout_ms", args.request_timeout_ms);
+  args.tls_dir = flags.Get("tls_dir", "");
+  args.token = flags.Get("token", "");
   return args;
 }
 

@@ -43,6 +43,10 @@ struct ClientArgs {
   int64_t rounds = 20;  // barrier rounds
   int64_t duration_ms = 1'000;
   int64_t request_timeout_ms = 10'000;  // Muster clients: 0 means no timeout (caf::infinite)
+  // Muster: a directory of the job's certificates (`muster tls init`; the leader makes them if
+  // missing) for mutual TLS, and the job token; empty: plain TCP, no token.
+  std::string tls_dir;
+  std::string token;
   // The share of `param` that this client process runs: [first, first + count).
   int64_t First() const { return param * index / procs; }
   int64_t Count() const { return param * (index + 1) / procs - First(); }

@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include <absl/strings/numbers.h>
@@ -24,6 +25,8 @@
 #include "muster/messages/status_codec.h"
 #include "muster/net/agent/leader_connector_actor.h"
 #include "muster/net/leader/leader_endpoint.h"
+#include "muster/net/leader/token_gate_actor.h"
+#include "muster/net/transport/job_certificates.h"
 #include "muster/net/transport/node_config.h"
 
 namespace muster::bench {
@@ -89,6 +92,17 @@ CoordinatorOptions LeaderOptions(const Flags& flags) {
   return options;
 }
 
+// The node's options: mutual TLS with DIR/NAME.pem, DIR/NAME.key and DIR/ca.pem when
+// --tls_dir=DIR is given.
+NodeOptions BenchNodeOptions(const Flags& flags, const std::string& name) {
+  NodeOptions node;
+  if (std::string dir = flags.Get("tls_dir", ""); !dir.empty()) {
+    node.tls = {
+        .cert = dir + "/" + name + ".pem", .key = dir + "/" + name + ".key", .ca = dir + "/ca.pem"};
+  }
+  return node;
+}
+
 // The leader: emits "ready port=", a CPU / RSS sample on SIGUSR1, and stops on SIGTERM.
 int RunLeader(const Flags& flags) {
   sigset_t signals;
@@ -96,7 +110,14 @@ int RunLeader(const Flags& flags) {
   sigaddset(&signals, SIGUSR1);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  NodeConfig cfg;
+  if (std::string dir = flags.Get("tls_dir", "");
+      !dir.empty() && !std::filesystem::exists(dir + "/ca.pem")) {
+    if (absl::Status made = WriteJobCertificates(dir, {"leader", "worker"}); !made.ok()) {
+      std::fprintf(stderr, "muster_bench leader: %s\n", made.ToString().c_str());
+      std::_Exit(1);
+    }
+  }
+  NodeConfig cfg(BenchNodeOptions(flags, "leader"));
   ApplyCafOverrides(cfg, flags.Get("caf"));
   caf::actor_system system{cfg};
   if (flags.Get("workload") == "heartbeat") {
@@ -105,8 +126,7 @@ int RunLeader(const Flags& flags) {
                          " heap_kib=" + std::to_string(usage.heap_kib));
   }
   if (IsFloorVariant(flags.Get("variant"))) {
-    if (int code = RunFloorServer(system, flags.Get("variant"), flags.Get("workload"));
-        code != 0) {
+    if (int code = RunFloorServer(system, flags.Get("variant"), flags.Get("workload")); code != 0) {
       std::_Exit(code);
     }
     for (int received = 0; sigwait(&signals, &received) == 0 && received != SIGTERM;) {
@@ -128,7 +148,10 @@ int RunLeader(const Flags& flags) {
     options.state_writer = SpawnStateWriter(system, *std::move(store));
     options.reconnect_window = std::chrono::seconds(30);
   }
-  auto coordinator = SpawnCoordinator(system, std::move(options));
+  CoordinatorActor coordinator = SpawnCoordinator(system, std::move(options));
+  if (std::string token = flags.Get("token", ""); !token.empty()) {
+    coordinator = SpawnTokenGate(system, coordinator, std::move(token));
+  }
   auto port =
       PublishCoordinator(system, coordinator, static_cast<uint16_t>(flags.Int("listen_port", 0)));
   if (!port.ok()) {
@@ -142,7 +165,7 @@ int RunLeader(const Flags& flags) {
 
 int RunClient(const Flags& flags) {
   ClientArgs args = ParseClientArgs(flags);
-  NodeConfig cfg;
+  NodeConfig cfg(BenchNodeOptions(flags, "worker"));
   ApplyCafOverrides(cfg, flags.Get("caf"));
   if (args.workload == "heartbeat" && args.variant == "keepalive") {
     // One CAF keep-alive frame a second for each task of this process, as if each task were a

@@ -224,12 +224,25 @@ std::vector<double> RunSeqBlocking(caf::actor_system& system, const CoordinatorA
 // The round trip through muster::Agent, task worker/0: its blocking TryGetKeyValue (what a C++
 // program calls), or with `async` its CallAsync and the caller waiting on a mutex (what the
 // Python binding does, without Python).
-std::vector<double> RunSeqAgent(caf::actor_system& system, const ClientArgs& args, bool async) {
+// A connected agent of task 0 (with the job token, if any) that wrote the key read.
+std::unique_ptr<Agent> ConnectAgent(caf::actor_system& system, const ClientArgs& args) {
   AgentOptions options{
       .leader = "127.0.0.1:" + std::to_string(args.port), .job_name = "worker", .task_id = 0};
+  options.token = args.token;
   auto agent = Agent::Create(system, options, [](const absl::Status&) {});
   absl::Status connected = agent.ok() ? (*agent)->Connect() : agent.status();
   if (!connected.ok()) Die(connected);
+  proto::InsertKeyValueRequest insert = InsertRequest();
+  if (absl::Status put = (*agent)->InsertKeyValue(insert.kv().key(), insert.kv().value(),
+                                                  /*allow_overwrite=*/true);
+      !put.ok()) {
+    Die(put);
+  }
+  return *std::move(agent);
+}
+
+std::vector<double> RunSeqAgent(const std::unique_ptr<Agent>& agent, const ClientArgs& args,
+                                bool async) {
   std::vector<double> us;
   for (int64_t i = -args.warmup; i < args.ops; ++i) {
     int64_t start = MonoNs();
@@ -237,7 +250,7 @@ std::vector<double> RunSeqAgent(caf::actor_system& system, const ClientArgs& arg
     if (async) {
       absl::Mutex mutex;
       bool done = false;
-      (*agent)->CallAsync<proto::TryGetKeyValueResponse>(
+      agent->CallAsync<proto::TryGetKeyValueResponse>(
           [&](absl::StatusOr<proto::TryGetKeyValueResponse> result) {
             absl::MutexLock lock(&mutex);
             status = result.status();
@@ -247,7 +260,7 @@ std::vector<double> RunSeqAgent(caf::actor_system& system, const ClientArgs& arg
       absl::MutexLock lock(&mutex);
       mutex.Await(absl::Condition(&done));
     } else {
-      status = (*agent)->TryGetKeyValue(kKey).status();
+      status = agent->TryGetKeyValue(kKey).status();
     }
     if (!status.ok()) Die(status);
     if (i >= 0) us.push_back((MonoNs() - start) / 1e3);
@@ -259,14 +272,20 @@ std::vector<double> RunSeqAgent(caf::actor_system& system, const ClientArgs& arg
 
 int RunSeqClient(caf::actor_system& system, const ClientArgs& args, bool blocking) {
   bool floor = IsFloorVariant(args.variant);
-  CoordinatorActor leader =
-      floor ? ConnectToFloor(system, args.port) : ConnectToLeader(system, args.port);
-  if (!floor) InsertKey(system, leader);
+  // Through muster::Agent: it alone presents the job token (a leader with one refuses the rest).
+  std::unique_ptr<Agent> agent;
+  CoordinatorActor leader;
+  if (absl::StartsWith(args.variant, "agent")) {
+    agent = ConnectAgent(system, args);
+  } else {
+    leader = floor ? ConnectToFloor(system, args.port) : ConnectToLeader(system, args.port);
+    if (!floor) InsertKey(system, leader);
+  }
   Emit("ready");
   WaitForGo();
   std::vector<double> us;
-  if (absl::StartsWith(args.variant, "agent")) {
-    us = RunSeqAgent(system, args, args.variant == "agent-async");
+  if (agent) {
+    us = RunSeqAgent(agent, args, args.variant == "agent-async");
   } else if (absl::StartsWith(args.variant, "state")) {
     us = blocking ? RunSeqBlocking(system, leader, TaskStateRequest(), args)
                   : RunSeq(system, leader, TaskStateRequest(), args);

@@ -146,6 +146,11 @@ const std::vector<Target>& Targets() {
        "TryGet median ≤ TCPStore get (plain client actor)"},
       {"seq", 1, "median_us", "muster:agent", "tcpstore:get", true, 1,
        "TryGet median ≤ TCPStore get (through muster::Agent)"},
+      {"seq", 1, "median_us", "muster:agent@tls", "muster:agent", true, 1.5,
+       "TryGet through muster::Agent over mutual TLS ≤ 1.5× plain TCP"},
+      {"seq", 1, "median_us", "muster:agent@tls-token", "muster:agent@tls", true, 1.3,
+       "TryGet over mutual TLS with the job token ≤ 1.3× TLS alone (the gate's hop; no reply "
+       "waits)"},
       {"seq", 1, "p99_us", "muster:tryget-hosted", "muster:tryget-hosted", true, 3,
        "TryGet p99 ≤ 3× its median (client actor hosted)", "median_us"},
       {"seq", 1, "median_us", "muster:tryget-hosted", "muster:floor-hosted", true, 1.5,

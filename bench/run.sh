@@ -124,6 +124,10 @@ repetition() {
     # Through muster::Agent: its blocking call, and CallAsync as the Python binding uses it.
     run "$pin" "$rep" muster agent seq 1 60 "--ops=$OPS"
     run "$pin" "$rep" muster agent-async seq 1 60 "--ops=$OPS"
+    # The set-up docs/operations.md recommends on shared networks: mutual TLS, then the token too.
+    run "$pin" "$rep" muster agent@tls seq 1 60 "--ops=$OPS" "--tls_dir=$RESULTS/certs"
+    run "$pin" "$rep" muster agent@tls-token seq 1 60 "--ops=$OPS" "--tls_dir=$RESULTS/certs" \
+      "--token=bench-job-token-0123456789"
   fi
   if wants conc; then
     for c in 1 4 16 64; do

@@ -112,6 +112,9 @@ void GuardedMultiplexer::run() {
   while (num_socket_handlers() > 0) {
     DrainLocal();
     FlushDeferredWrites();
+    // What the turn registered (a TLS connection's flush asks for EPOLLOUT at once) must reach
+    // epoll before it blocks: CAF applies it only after its next wait.
+    handle_internal_events();
     poll_once(/*block=*/local_.empty());
   }
   serving_.store(false, std::memory_order_release);

@@ -469,7 +469,6 @@ void GuardedMultiplexer::FlushDeferredWrites() {
   std::vector<caf::intrusive_ptr<GuardedScribe>> flushes;
   flushes.swap(deferred_flushes_);
   for (auto& scribe : flushes) scribe->FlushDeferred();
-  handle_internal_events();  // a write that must wait for EPOLLOUT registers before the wait
 }
 
 void GuardedMultiplexer::Watch(GuardedScribe* scribe, Clock::time_point deadline, uint64_t* id) {

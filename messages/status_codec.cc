@@ -7,6 +7,7 @@
 #include <caf/message.hpp>
 #include <caf/sec.hpp>
 
+#include "muster/messages/caf_text.h"
 #include "muster/messages/task_name.h"
 
 namespace muster {
@@ -19,12 +20,12 @@ constexpr int kMaxStatusCode = static_cast<int>(absl::StatusCode::kUnauthenticat
 absl::Status FromCafSystemError(const caf::error& error, const std::string& text) {
   switch (static_cast<caf::sec>(error.code())) {
     case caf::sec::request_timeout:
-      return absl::DeadlineExceededError(absl::StrCat("request timed out (", text, ")"));
+      return absl::DeadlineExceededError(text);
     case caf::sec::request_receiver_down:
     case caf::sec::cannot_connect_to_node:
     case caf::sec::remote_linking_failed:
     case caf::sec::connection_timeout:
-      return absl::UnavailableError(absl::StrCat("peer unreachable (", text, ")"));
+      return absl::UnavailableError(absl::StrCat("peer unreachable: ", text));
     case caf::sec::invalid_argument:
       return absl::InvalidArgumentError(text);
     default:
@@ -35,12 +36,12 @@ absl::Status FromCafSystemError(const caf::error& error, const std::string& text
 absl::Status FromCafExitReason(const caf::error& error, const std::string& text) {
   switch (static_cast<caf::exit_reason>(error.code())) {
     case caf::exit_reason::remote_link_unreachable:
-      return absl::UnavailableError(absl::StrCat("connection lost (", text, ")"));
+      return absl::UnavailableError(text);
     case caf::exit_reason::user_shutdown:
     case caf::exit_reason::kill:
-      return absl::CancelledError(absl::StrCat("actor shut down (", text, ")"));
+      return absl::CancelledError(absl::StrCat("the actor stopped: ", text));
     default:
-      return absl::UnavailableError(absl::StrCat("actor terminated (", text, ")"));
+      return absl::UnavailableError(absl::StrCat("the actor stopped: ", text));
   }
 }
 
@@ -75,7 +76,7 @@ absl::Status ToStatus(const caf::error& error) {
     }
     return status;
   }
-  std::string text = caf::to_string(error);
+  std::string text = DescribeCafError(error);
   if (error.category() == caf::atom("system")) return FromCafSystemError(error, text);
   if (error.category() == caf::atom("exit")) return FromCafExitReason(error, text);
   return absl::InternalError(text);
@@ -162,6 +163,19 @@ int64_t GetBarrierCounter(const absl::Status& status) {
   proto::BarrierError payload;
   if (!bytes || !payload.ParseFromString(std::string(*bytes))) return -1;
   return payload.counter();
+}
+
+absl::Status WithFailedTask(absl::Status status, const proto::CoordinatedTask& task) {
+  if (status.ok()) return status;
+  status.SetPayload(kFailedTaskUrl, absl::Cord(task.SerializeAsString()));
+  return status;
+}
+
+std::optional<proto::CoordinatedTask> FailedTaskOf(const absl::Status& status) {
+  auto bytes = status.GetPayload(kFailedTaskUrl);
+  proto::CoordinatedTask task;
+  if (!bytes || !task.ParseFromString(std::string(*bytes))) return std::nullopt;
+  return task;
 }
 
 }  // namespace muster

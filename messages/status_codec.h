@@ -27,6 +27,10 @@ inline constexpr caf::atom_value kStatusCategory = caf::atom("absl");
 inline constexpr char kCoordinationErrorUrl[] =
     "type.googleapis.com/muster.proto.CoordinationServiceError";
 inline constexpr char kBarrierErrorUrl[] = "type.googleapis.com/muster.proto.BarrierError";
+// Muster: the task whose failure ended the call (a serialized proto::CoordinatedTask), e.g. the
+// participant that died while a barrier waited for it. Set with WithFailedTask, read with
+// FailedTaskOf; docs/protocol.md lists the errors that carry it.
+inline constexpr char kFailedTaskUrl[] = "type.googleapis.com/muster.proto.CoordinatedTask";
 
 // Converts a status to a caf::error; OK becomes the empty error.
 caf::error ToError(const absl::Status& status);
@@ -92,5 +96,12 @@ absl::Status MakeBarrierError(absl::Status status, absl::string_view barrier_id,
 
 // Returns the barrier counter carried by `status`, or -1 when it has no BarrierError payload.
 int64_t GetBarrierCounter(const absl::Status& status);
+
+// Returns `status` with `task` as the task whose failure ended the call (kFailedTaskUrl).
+absl::Status WithFailedTask(absl::Status status, const proto::CoordinatedTask& task);
+
+// The task whose failure ended the call that returned `status` (a barrier failed because a
+// participant died or was in ERROR); nullopt when `status` does not report a failed peer.
+std::optional<proto::CoordinatedTask> FailedTaskOf(const absl::Status& status);
 
 }  // namespace muster

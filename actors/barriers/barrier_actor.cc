@@ -9,6 +9,7 @@
 #include <caf/actor_clock.hpp>
 #include <caf/system_messages.hpp>
 
+#include "muster/actors/hardening.h"
 #include "muster/actors/placement.h"
 #include "muster/actors/state/durable_gate.h"
 #include "muster/actors/state/state_store.h"
@@ -157,6 +158,7 @@ void Init(BarrierPointer self, BarrierSpec spec, BarrierParentActor parent) {
 BarrierActor::behavior_type BarrierBehavior(BarrierPointer self, BarrierSpec spec,
                                             BarrierParentActor parent) {
   HostOnNetworkThread(self);
+  DropUnexpectedMessages(self);
   Init(self, std::move(spec), std::move(parent));
   return {
       [self](const proto::BarrierRequest& request) { return OnBarrier(self, request); },

@@ -4,6 +4,7 @@
 
 #include <absl/strings/escaping.h>
 #include <absl/strings/str_cat.h>
+#include <absl/strings/strip.h>
 
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
@@ -11,13 +12,19 @@
 namespace muster {
 namespace {
 
+// `text` without its final period, to go before ". " in a longer message.
+absl::string_view WithoutFinalPeriod(absl::string_view text) {
+  absl::ConsumeSuffix(&text, ".");
+  return text;
+}
+
 std::string StateReason(const proto::CoordinatedTaskStateInfo& info) {
   switch (info.state()) {
     case proto::TASKSTATE_ERROR:
       return absl::StrCat(
           "task is set to ERROR: ",
           absl::StatusCodeToString(static_cast<absl::StatusCode>(info.error_code())), ": ",
-          info.error_message());
+          WithoutFinalPeriod(info.error_message()));
     case proto::TASKSTATE_DISCONNECTED:
       return "task disconnected";
     case proto::TASKSTATE_CONNECTED:
@@ -143,10 +150,13 @@ BarrierEffects BarrierState::TaskStateChanged(const proto::CoordinatedTaskStateI
     return {};
   }
   const std::string task = TaskName(info.task());
-  return Finish(absl::InternalError(absl::StrCat(
-      "Barrier failed because: ", StateReason(info), ". Barrier Id: ",
-      BarrierName(spec_.id, spec_.counter), ", Task: ", task, ". The barrier cannot pass without ",
-      task, "; restart the job or reset the task before calling the barrier again.")));
+  return Finish(
+      WithFailedTask(absl::InternalError(absl::StrCat(
+                         "Barrier failed because: ", StateReason(info),
+                         ". Barrier Id: ", BarrierName(spec_.id, spec_.counter), ", Task: ", task,
+                         ". The barrier cannot pass without ", task,
+                         "; restart the job or reset the task before calling the barrier again.")),
+                     info.task()));
 }
 
 BarrierEffects BarrierState::RecoverableStateChanged(int index,
@@ -304,13 +314,15 @@ absl::Status BarrierTasksInErrorError(absl::string_view id, int64_t counter,
                                       absl::Span<const proto::CoordinatedTask> in_error,
                                       const proto::CoordinatedTaskStateInfo& first_error) {
   return MakeBarrierError(
-      absl::InternalError(absl::StrCat(
-          "Tasks (", SummarizeTasks(in_error),
-          ") are already in error before the barrier was called. Barrier Id: ",
-          BarrierName(id, counter), ". Task error of ", TaskName(first_error.task()), ": ",
-          absl::StatusCodeToString(static_cast<absl::StatusCode>(first_error.error_code())), ": ",
-          first_error.error_message(),
-          ". Reset or restart these tasks before calling the barrier again.")),
+      WithFailedTask(
+          absl::InternalError(absl::StrCat(
+              "Tasks (", SummarizeTasks(in_error),
+              ") are already in error before the barrier was called. Barrier Id: ",
+              BarrierName(id, counter), ". Task error of ", TaskName(first_error.task()), ": ",
+              absl::StatusCodeToString(static_cast<absl::StatusCode>(first_error.error_code())),
+              ": ", WithoutFinalPeriod(first_error.error_message()),
+              ". Reset or restart these tasks before calling the barrier again.")),
+          first_error.task()),
       id, counter);
 }
 

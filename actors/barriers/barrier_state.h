@@ -128,7 +128,8 @@ class BarrierState {
   BarrierEffects Arrive(const proto::BarrierRequest& request);
   // A CancelBarrier call.
   BarrierEffects Cancel(const proto::CancelBarrierRequest& request);
-  // A task's new state, pushed by the coordinator.
+  // A task's new state, pushed by the coordinator. A non-recoverable participant in ERROR or
+  // DISCONNECTED ends the instance with Internal whose failed task (FailedTaskOf) is it.
   BarrierEffects TaskStateChanged(const proto::CoordinatedTaskStateInfo& info);
   // The deadline timer; does nothing before the deadline.
   BarrierEffects DeadlineReached(BarrierClock::time_point now);
@@ -177,7 +178,8 @@ absl::Status BarrierUnknownTasksError(absl::string_view id, int64_t counter,
 // InvalidArgument: `task` called a barrier it does not participate in.
 absl::Status BarrierNonParticipantError(absl::string_view id, int64_t counter,
                                         const proto::CoordinatedTask& task);
-// Internal: participants were already in ERROR when the instance began.
+// Internal: participants were already in ERROR when the instance began; the failed task
+// (FailedTaskOf) is first_error's.
 absl::Status BarrierTasksInErrorError(absl::string_view id, int64_t counter,
                                       absl::Span<const proto::CoordinatedTask> in_error,
                                       const proto::CoordinatedTaskStateInfo& first_error);

@@ -101,10 +101,12 @@ void DeviceExchange::Join(const ClusterView& view, const proto::WaitForAllTasksR
 
 void DeviceExchange::OnTaskState(const proto::CoordinatedTaskStateInfo& info) {
   if (result_ || waiting_.empty() || info.state() != proto::TASKSTATE_ERROR) return;
-  Finish(MakeCoordinationError(absl::InternalError(absl::StrCat(
-                                   "WaitForAllTasks failed because ", TaskName(info.task()),
-                                   " failed before every task arrived: ", info.error_message())),
-                               info.task()));
+  Finish(WithFailedTask(
+      MakeCoordinationError(absl::InternalError(absl::StrCat(
+                                "WaitForAllTasks failed because ", TaskName(info.task()),
+                                " failed before every task arrived: ", info.error_message())),
+                            info.task()),
+      info.task()));
 }
 
 void DeviceExchange::Abort(const absl::Status& status) {

@@ -8,6 +8,7 @@
 #include "muster/actors/coordinator/coordinator_state.h"
 #include "muster/actors/hardening.h"
 #include "muster/actors/placement.h"
+#include "muster/messages/caf_text.h"
 #include "muster/messages/incarnation.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
@@ -111,14 +112,15 @@ caf::result<proto::WaitForAllTasksResponse> WaitForAllTasks(
   return promise;
 }
 
-// Forwards a request about one task to its task actor, and answers with its reply.
+// Forwards a request about one task to its task actor, and answers with its reply. The sender
+// must act as itself (ActsAsItself) unless `any_sender`.
 template <class Response, class Request, class... Extra>
-caf::result<Response> ToTask(CoordinatorPointer self, absl::string_view what,
+caf::result<Response> ToTask(CoordinatorPointer self, bool any_sender, absl::string_view what,
                              const proto::CoordinatedTask& task, const Request& request,
                              const Extra&... extra) {
   auto actor = Route(self, what, task);
   if (!actor.ok()) return ToError(actor.status());
-  if (absl::Status own = ActsAsItself(self, task); !own.ok()) return ToError(own);
+  if (absl::Status own = ActsAsItself(self, task); !any_sender && !own.ok()) return ToError(own);
   // A task actor that failed a moment ago (e.g. after its ReportError) may still be in the slot
   // until its exit is handled: a request it can no longer take is routed once more, to the
   // task actor that replaced it.
@@ -142,6 +144,18 @@ caf::result<Response> ToTask(CoordinatorPointer self, absl::string_view what,
   return promise;
 }
 
+// A task in ERROR may be reset from any node admitted to the job (`muster task reset`: the
+// process that registered it is usually gone, and a restarted one runs on another node), and so
+// may a DISCONNECTED one (which gets FailedPrecondition); a CONNECTED task only by the process
+// on which it registered.
+caf::result<proto::ResetTaskResponse> ResetTask(CoordinatorPointer self,
+                                                const proto::ResetTaskRequest& request) {
+  const auto* info = self->state.view.Find(request.source_task());
+  bool any_sender = info != nullptr && info->state() != proto::TASKSTATE_CONNECTED;
+  return ToTask<proto::ResetTaskResponse>(
+      self, any_sender, "Unexpected reset request with task=", request.source_task(), request);
+}
+
 // The coordinator's own messages (a task actor's state, a barrier's end, its progress timer)
 // come from its children and itself, in this process. Another node that sends one is refused:
 // it could otherwise mark any task failed, or put its own actor in place of a task's agent.
@@ -150,7 +164,7 @@ caf::error NotFromThisNode(CoordinatorPointer self, const char* what) {
   const caf::strong_actor_ptr& sender = self->current_sender();
   return ToError(absl::PermissionDeniedError(
       absl::StrCat("the coordinator's internal message ", what, " was sent from another node (",
-                   sender ? caf::to_string(sender->node()) : std::string("anonymous"),
+                   sender ? PeerName(sender->node()) : std::string("anonymous"),
                    "); other nodes may only send requests")));
 }
 
@@ -164,9 +178,9 @@ absl::Status MayTakeOver(CoordinatorPointer self, const proto::RegisterTaskReque
   const std::string name = TaskName(request.source_task());
   if (agent && agent.node() != sender->node()) {
     return absl::PermissionDeniedError(
-        absl::StrCat("RegisterTask of ", name, " names an agent on node ",
-                     caf::to_string(agent.node()), " but came from node ",
-                     caf::to_string(sender->node()), "; a node registers only its own agents"));
+        absl::StrCat("RegisterTask of ", name, " names an agent on node ", PeerName(agent.node()),
+                     " but came from node ", PeerName(sender->node()),
+                     "; a node registers only its own agents"));
   }
   const TaskSlot& slot = SlotOf(self->state, request.source_task());
   const auto* info = self->state.view.Find(request.source_task());
@@ -174,8 +188,8 @@ absl::Status MayTakeOver(CoordinatorPointer self, const proto::RegisterTaskReque
   if (info->state() == proto::TASKSTATE_CONNECTED && slot.agent_node != caf::node_id{} &&
       slot.agent_node != sender->node() && info->incarnation() == request.incarnation()) {
     return absl::PermissionDeniedError(absl::StrCat(
-        "Task ", name, " is connected from node ", caf::to_string(slot.agent_node),
-        "; a registration from node ", caf::to_string(sender->node()),
+        "Task ", name, " is connected from ", PeerName(slot.agent_node), "; a registration from ",
+        PeerName(sender->node()),
         " with its incarnation cannot take it over. A restarted task registers with a new "
         "incarnation."));
   }
@@ -232,6 +246,7 @@ caf::result<KvResponse<Request>> RouteKvWrite(CoordinatorPointer self, Request r
 void Init(CoordinatorPointer self, CoordinatorOptions options) {
   HostOnNetworkThread(self);
   DropErrorMessages(self);
+  DropUnexpectedMessages(self);
   auto& st = self->state;
   if (options.incarnation == 0) options.incarnation = NewIncarnation();
   if (!options.policy) {
@@ -295,13 +310,10 @@ CoordinatorActor::behavior_type CoordinatorBehavior(CoordinatorPointer self,
       [=](proto::HeartbeatBatchRequest& request) { return HeartbeatBatch(self, request); },
       [=](const proto::WaitForAllTasksRequest& request) { return WaitForAllTasks(self, request); },
       [=](const proto::ShutdownTaskRequest& request) { return ShutdownTask(self, request); },
-      [=](const proto::ResetTaskRequest& request) {
-        return ToTask<proto::ResetTaskResponse>(
-            self, "Unexpected reset request with task=", request.source_task(), request);
-      },
+      [=](const proto::ResetTaskRequest& request) { return ResetTask(self, request); },
       [=](const proto::ReportErrorToServiceRequest& request) {
-        return ToTask<proto::ReportErrorToServiceResponse>(self, "Unexpected request from task ",
-                                                           request.error_origin(), request);
+        return ToTask<proto::ReportErrorToServiceResponse>(
+            self, false, "Unexpected request from task ", request.error_origin(), request);
       },
       [=](const proto::GetTaskStateRequest& request) { return GetTaskState(self, request); },
       [=](const proto::WatchJobStateRequest& request) { return WatchJobState(self, request); },

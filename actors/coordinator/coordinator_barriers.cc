@@ -116,7 +116,9 @@ caf::result<proto::BarrierGroupResponse> RouteBarrierGroup(
   auto reply = std::make_shared<GroupReply<proto::BarrierGroupResponse>>(promise);
   reply->response().set_counter(group.request().counter());
   auto fail = [reply](int i, const proto::CoordinatedTask& task, const absl::Status& status) {
-    reply->Fail(i, task, status).set_barrier_counter(GetBarrierCounter(status));
+    proto::BarrierGroupFailure& failure = reply->Fail(i, task, status);
+    failure.set_barrier_counter(GetBarrierCounter(status));
+    if (auto failed = FailedTaskOf(status)) *failure.mutable_failed_task() = *std::move(failed);
   };
   for (int i = 0; i < group.sources_size(); ++i) {
     const proto::CoordinatedTask& task = group.sources(i);

@@ -2,6 +2,11 @@
 // start from CoordinatorOptions::recovered, and the records it keeps up to date (its own, and
 // every task's). Key-value directories and barriers record their own state.
 #include <chrono>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
 
 #include <absl/strings/str_cat.h>
 
@@ -36,6 +41,40 @@ void PutLeader(CoordinatorPointer self, StateBatch& batch) {
   batch.Put(LeaderStateKey(), st.leader_record.SerializeAsString());
 }
 
+// The slot whose live incarnation (recovered CONNECTED) owns the recovered ephemeral `record`;
+// null when the owner is no live incarnation of a configured task.
+TaskSlot* LiveOwner(CoordinatorState& st, const proto::KvRecord& record) {
+  absl::StatusOr<proto::CoordinatedTask> task = ParseTaskName(record.owner_task());
+  if (!task.ok()) return nullptr;
+  TaskSlot* slot = FindSlot(st, *task);
+  if (slot == nullptr || slot->live_incarnation != record.owner_incarnation()) return nullptr;
+  return slot;
+}
+
+// The owners of the recovered ephemeral keys. The incarnation a task was recovered CONNECTED
+// with owns its keys as if it had written them since the restart: they are deleted when it ends
+// (OnHealthState). The keys of any other owner are deleted now: an incarnation that ended before
+// the leader stopped (its keys' deletion was not on disk yet), or a task no longer configured.
+void RestoreEphemeralOwners(CoordinatorPointer self, const proto::RecoveredState& recovered,
+                            const KvRouter& router) {
+  for (const proto::RecoveredKvDirectory& dir : recovered.directories()) {
+    std::set<std::pair<std::string, uint64_t>> ended;  // ordered: deletions in a fixed order
+    for (const proto::KvRecord& record : dir.records()) {
+      if (record.owner_task().empty() || record.owner_incarnation() == 0) continue;
+      if (TaskSlot* slot = LiveOwner(self->state, record)) {
+        slot->wrote_ephemeral = true;
+      } else {
+        ended.emplace(record.owner_task(), record.owner_incarnation());
+      }
+    }
+    std::optional<KvDirectoryActor> actor = router.Find(dir.directory());
+    if (!actor) continue;  // not restored
+    for (const auto& [task, incarnation] : ended) {
+      self->send(*actor, drop_owner_atom::value, task, incarnation);
+    }
+  }
+}
+
 }  // namespace
 
 caf::timespan RestoreCoordinator(CoordinatorPointer self) {
@@ -55,6 +94,10 @@ caf::timespan RestoreCoordinator(CoordinatorPointer self) {
       info.set_error_code(record.error_code());
       info.set_error_message(record.error_message());
       st.view.Update(info);
+      // The incarnation recovered CONNECTED is live until it ends, and its ephemeral keys with it.
+      if (record.state() == proto::TASKSTATE_CONNECTED) {
+        FindSlot(st, record.task())->live_incarnation = record.incarnation();
+      }
     }
     for (const proto::BarrierRecord& record : recovered->barriers()) {
       st.barriers.Restore(record.id(), record.counter(), LoadStatus(record.result()));
@@ -123,6 +166,7 @@ KvRouter NewKvRouter(CoordinatorPointer self) {
                                                            << opened.status().ToString());
       }
     }
+    RestoreEphemeralOwners(self, *recovered, router);
   }
   st.options.recovered.reset();  // restored: a directory spawned later starts empty
   if (st.options.state_writer) {

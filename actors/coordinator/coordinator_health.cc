@@ -63,9 +63,13 @@ void RecordProgress(CoordinatorPointer self, const proto::HeartbeatRequest& beat
 
 void StartProgressChecks(CoordinatorPointer self) {
   auto& st = self->state;
-  st.progress.set_policy(StuckPolicy::FromConfig(st.options.config));
-  if (!st.progress.policy().enabled()) return;
-  // A stuck task is found at most a period after its stuck_after has passed.
+  StuckPolicy policy = StuckPolicy::FromConfig(st.options.config);
+  // Agents beat every heartbeat_timeout / 2: a task's new step may reach us that much later
+  // than another task's, and the stall rule waits that long more.
+  policy.grace = st.heartbeat_timeout / 2;
+  st.progress.set_policy(policy);
+  if (!policy.enabled()) return;
+  // A stuck task is found at most a period after it meets a rule.
   caf::timespan period = std::chrono::milliseconds(250);
   if (st.progress.policy().stuck_after.count() > 0) {
     period = std::clamp<caf::timespan>(st.progress.policy().stuck_after / 20,
@@ -104,7 +108,9 @@ void OnHealthState(CoordinatorPointer self, const proto::CoordinatedTaskStateInf
       slot.live_incarnation != 0 && (!connected || info.incarnation() != slot.live_incarnation)
           ? slot.live_incarnation
           : 0;
-  if (connected && slot.live_incarnation != info.incarnation()) {
+  // An incarnation recovered CONNECTED by a restarted leader is live already; it connected (for
+  // connected_age_ms) when it registers again.
+  if (connected && (slot.live_incarnation != info.incarnation() || !slot.connected_at)) {
     slot.connected_at = self->clock().now();
   } else if (!connected) {
     slot.connected_at.reset();

@@ -10,6 +10,7 @@
 
 #include "muster/actors/coordinator/coordinator_state.h"
 #include "muster/actors/hardening.h"
+#include "muster/messages/caf_text.h"
 #include "muster/messages/process_exit.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
@@ -26,7 +27,7 @@ absl::Status FromLauncherOf(CoordinatorPointer self, const TaskSlot& slot,
   }
   return absl::PermissionDeniedError(absl::StrCat(
       "TaskExited of ", TaskName(task), " came from ",
-      sender ? absl::StrCat("node ", caf::to_string(sender->node())) : "an anonymous sender",
+      sender ? absl::StrCat(PeerName(sender->node())) : "an anonymous sender",
       ", which does not run its process; a launcher reports only the processes of its own tasks"));
 }
 
@@ -60,7 +61,7 @@ absl::Status CheckLauncherTasks(CoordinatorPointer self,
     const LauncherActor& other = slot.launcher;
     if (other && other != launcher) {
       return absl::AlreadyExistsError(
-          absl::StrCat(name, " is run by another launcher (on node ", caf::to_string(other.node()),
+          absl::StrCat(name, " is run by another launcher (on ", PeerName(other.node()),
                        "); a task has one launcher: stop that one first, or name other tasks"));
     }
   }

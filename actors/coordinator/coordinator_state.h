@@ -44,11 +44,13 @@ struct TaskSlot {
   // every restart of the task starts a new generation.
   LauncherActor launcher;
   int64_t generation = 0;
-  // The incarnation while the task is connected (0 otherwise): when it ends, the task's
-  // ephemeral keys are deleted. And when it connected.
+  // The incarnation while the task is connected (0 otherwise; after a leader restart, the one
+  // recovered CONNECTED): when it ends, the task's ephemeral keys are deleted. And when it
+  // connected (unset for a recovered incarnation until it registers again).
   uint64_t live_incarnation = 0;
   std::optional<caf::actor_clock::time_point> connected_at;
-  // The live incarnation made an ephemeral write: its end sends the directories a drop.
+  // The live incarnation made an ephemeral write (or owns recovered ephemeral keys): its end
+  // sends the directories a drop.
   bool wrote_ephemeral = false;
   // An error was pushed to the current agent, which is in ERROR since: it would ignore another.
   // When many tasks fail at once, each agent gets one report, not one per failed task.
@@ -211,14 +213,17 @@ absl::StatusOr<uint64_t> EphemeralOwner(CoordinatorPointer self, bool ephemeral,
                                         const proto::CoordinatedTask& source);
 
 // Durable state (coordinator_durable.cc).
-// Restores the view, version, round and barrier results from options.recovered and records the
-// leader's start; returns the reconnect window of the tasks recovered CONNECTED.
+// Restores the view, live incarnations, version, round and barrier results from
+// options.recovered and records the leader's start; returns the reconnect window of the tasks
+// recovered CONNECTED.
 caf::timespan RestoreCoordinator(CoordinatorPointer self);
 // Gives the task slots the generations recovered (after the tasks were spawned).
 void RestoreGenerations(CoordinatorPointer self);
 // The key-value router of the coordinator: directory actors it spawns are supervised, record
 // their changes through the state writer, and the directories recovered exist from the start
-// (root-wide reads and deletes reach them). Adds the state writer to the children.
+// (root-wide reads and deletes reach them). Recovered ephemeral keys belong to their live
+// incarnation again; those of an incarnation no longer live are deleted. Adds the state writer
+// to the children.
 KvRouter NewKvRouter(CoordinatorPointer self);
 // Stops every child when the coordinator stops; a leader with a state dir pauses them instead
 // (waiting calls stay unanswered, to be re-sent to the restarted leader).

@@ -4,6 +4,7 @@
 
 #include "muster/actors/barriers/barrier_actor.h"
 #include "muster/actors/coordinator/coordinator_state.h"
+#include "muster/messages/caf_text.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 
@@ -156,7 +157,7 @@ absl::Status ActsAsItself(CoordinatorPointer self, const proto::CoordinatedTask&
   }
   return absl::PermissionDeniedError(absl::StrCat(
       "A request acting as task ", TaskName(task), " came from ",
-      sender ? absl::StrCat("node ", caf::to_string(sender->node())) : "an anonymous sender",
+      sender ? absl::StrCat(PeerName(sender->node())) : "an anonymous sender",
       ", not from the node on which that task registered; a task may act only as itself"));
 }
 

@@ -13,7 +13,7 @@
 namespace muster {
 namespace {
 
-int64_t Millis(caf::timespan span) {
+int64_t Millis(std::chrono::nanoseconds span) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(span).count();
 }
 
@@ -39,63 +39,97 @@ void ProgressTracker::Report(uint32_t index, const proto::CoordinatedTask& task,
   if (index >= entries_.size()) entries_.resize(index + 1);
   Entry& entry = entries_[index];
   if (entry.tracked && entry.step == step) return;
-  if (!entry.tracked) entry.task = task;
-  entry.tracked = true;
+  const bool moved = entry.tracked;  // a first report tells where the task is: no move
+  if (!entry.tracked) {
+    entry.tracked = true;
+    entry.task = task;
+    jobs_[task.job_name()].members.insert(index);
+  }
+  Job& job = jobs_[entry.task.job_name()];
+  Unlist(job, index);
   entry.step = step;
   entry.changed_at = now;
+  entry.passed_at.reset();
   entry.reported = false;
+  job.waiting.insert({step, index});
+  if (moved) PassBelow(job, step, now);
 }
 
 void ProgressTracker::Forget(uint32_t index) {
-  if (index < entries_.size()) entries_[index] = Entry{};
+  if (Tracked(index) == nullptr) return;
+  Entry& entry = entries_[index];
+  auto job = jobs_.find(entry.task.job_name());
+  Unlist(job->second, index);
+  job->second.members.erase(index);
+  UnpassBelow(job->second, entry.step);
+  if (job->second.members.empty()) jobs_.erase(job);
+  entry = Entry{};
+}
+
+const ProgressTracker::Entry* ProgressTracker::Tracked(uint32_t index) const {
+  return index < entries_.size() && entries_[index].tracked ? &entries_[index] : nullptr;
+}
+
+void ProgressTracker::Unlist(Job& job, uint32_t index) {
+  const Entry& entry = entries_[index];
+  (entry.passed_at ? job.passed : job.waiting).erase({entry.step, index});
+}
+
+void ProgressTracker::PassBelow(Job& job, int64_t step, TimePoint now) {
+  auto end = job.waiting.lower_bound({step, 0});
+  for (auto it = job.waiting.begin(); it != end; ++it) {
+    entries_[it->second].passed_at = now;
+    job.passed.insert(*it);
+  }
+  job.waiting.erase(job.waiting.begin(), end);
+}
+
+void ProgressTracker::UnpassBelow(Job& job, int64_t step) {
+  auto end = job.passed.lower_bound({step, 0});
+  for (auto it = job.passed.begin(); it != end; ++it) {
+    entries_[it->second].passed_at.reset();
+    job.waiting.insert(*it);
+  }
+  job.passed.erase(job.passed.begin(), end);
 }
 
 std::optional<int64_t> ProgressTracker::Step(uint32_t index) const {
-  if (index >= entries_.size() || !entries_[index].tracked) return std::nullopt;
-  return entries_[index].step;
+  const Entry* entry = Tracked(index);
+  return entry ? std::optional<int64_t>(entry->step) : std::nullopt;
 }
 
 std::optional<ProgressTracker::TimePoint> ProgressTracker::StepChangedAt(uint32_t index) const {
-  if (index >= entries_.size() || !entries_[index].tracked) return std::nullopt;
-  return entries_[index].changed_at;
+  const Entry* entry = Tracked(index);
+  return entry ? std::optional<TimePoint>(entry->changed_at) : std::nullopt;
+}
+
+std::optional<ProgressTracker::TimePoint> ProgressTracker::PassedAt(uint32_t index) const {
+  const Entry* entry = Tracked(index);
+  return entry ? entry->passed_at : std::nullopt;
 }
 
 std::vector<proto::TaskStuck> ProgressTracker::FindStuck(TimePoint now) {
   std::vector<proto::TaskStuck> stuck;
   if (!policy_.enabled()) return stuck;
-  std::map<std::string, std::vector<uint32_t>> jobs;
-  for (uint32_t i = 0; i < entries_.size(); ++i) {
-    if (entries_[i].tracked) jobs[entries_[i].task.job_name()].push_back(i);
-  }
-  for (const auto& [name, job] : jobs) FindStuckInJob(job, now, stuck);
+  for (const auto& [name, job] : jobs_) FindStuckInJob(job, now, stuck);
   return stuck;
 }
 
-void ProgressTracker::FindStuckInJob(const std::vector<uint32_t>& job, TimePoint now,
+void ProgressTracker::FindStuckInJob(const Job& job, TimePoint now,
                                      std::vector<proto::TaskStuck>& stuck) {
-  if (job.size() < 2) return;  // a task alone has nobody to be compared with
+  if (job.members.size() < 2) return;  // a task alone has nobody to be compared with
   std::vector<int64_t> steps;
-  steps.reserve(job.size());
-  for (uint32_t i : job) steps.push_back(entries_[i].step);
+  steps.reserve(job.members.size());
+  for (uint32_t i : job.members) steps.push_back(entries_[i].step);
   std::sort(steps.begin(), steps.end());
   const int64_t median = Median(steps);
   const bool stall_rule = policy_.stuck_after.count() > 0;
-  for (uint32_t i : job) {
+  for (uint32_t i : job.members) {
     Entry& entry = entries_[i];
     if (entry.reported) continue;
-    caf::timespan stalled = now - entry.changed_at;
-    int64_t min_other = INT64_MAX;
-    int64_t max_other = INT64_MIN;
-    bool others_advance = false;  // a task ahead of this one advanced recently
-    for (uint32_t j : job) {
-      if (j == i) continue;
-      const Entry& other = entries_[j];
-      min_other = std::min(min_other, other.step);
-      max_other = std::max(max_other, other.step);
-      others_advance |= other.step > entry.step && now - other.changed_at < policy_.stuck_after;
-    }
     proto::TaskStuck::Reason reason = proto::TaskStuck::REASON_UNSPECIFIED;
-    if (stall_rule && stalled >= policy_.stuck_after && others_advance) {
+    if (stall_rule && entry.passed_at &&
+        now - *entry.passed_at >= policy_.stuck_after + policy_.grace) {
       reason = proto::TaskStuck::STALLED;
     } else if (policy_.max_step_lag > 0 &&
                static_cast<__int128>(median) - entry.step > policy_.max_step_lag) {
@@ -107,9 +141,10 @@ void ProgressTracker::FindStuckInJob(const std::vector<uint32_t>& job, TimePoint
     report.set_reason(reason);
     *report.mutable_task() = entry.task;
     report.set_step(entry.step);
-    report.set_stalled_for_ms(Millis(stalled));
-    report.set_min_other_step(min_other);
-    report.set_max_other_step(max_other);
+    report.set_stalled_for_ms(Millis(now - entry.changed_at));
+    // The others: the sorted steps without one copy of this task's step.
+    report.set_min_other_step(entry.step == steps.front() ? steps[1] : steps.front());
+    report.set_max_other_step(entry.step == steps.back() ? steps[steps.size() - 2] : steps.back());
     report.set_median_step(median);
   }
 }
@@ -129,7 +164,7 @@ absl::Status StuckTaskError(const proto::TaskStuck& stuck) {
                          "gdb), or raise --max-step-lag if this much lag is normal.")
           : absl::StrCat("Task ", name, " is stuck: its step ", stuck.step(),
                          " has not advanced for ", stalled, " while ", others,
-                         " and advancing. Inspect that process (e.g. py-spy dump, gdb), or ",
+                         " and moved past it. Inspect that process (e.g. py-spy dump, gdb), or ",
                          "raise --stuck-after if its steps are this slow.");
   return MakeStuckTaskError(absl::DeadlineExceededError(message), stuck);
 }

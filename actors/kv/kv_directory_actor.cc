@@ -9,10 +9,12 @@
 #include <absl/time/time.h>
 #include <caf/result.hpp>
 
+#include "muster/actors/hardening.h"
 #include "muster/actors/kv/kv_store.h"
 #include "muster/actors/kv/kv_subscribers.h"
 #include "muster/actors/placement.h"
 #include "muster/actors/state/kv_durable.h"
+#include "muster/messages/caf_text.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 
@@ -443,13 +445,16 @@ void ExpireGet(KvDirectoryPointer self, uint64_t waiter_id) {
                             "WaitForKeys timed out after ", absl::FormatDuration(waited), " with ",
                             self->state.store.CountUnder(waiter->key), " of ", waiter->count,
                             " keys under ", KeyForMessage(waiter->key),
-                            "; check the tasks that should write them, or raise timeout_in_ms")));
+                            "; check the tasks that should write them, or give the call a "
+                            "longer timeout (WaitForKeys(directory, count, timeout); Python: "
+                            "wait_for_keys(..., timeout=))")));
   } else {
     FailWaiter(*waiter, absl::DeadlineExceededError(absl::StrCat(
                             "GetKeyValue timed out with key: ", KeyForMessage(waiter->key),
                             " and duration: ", absl::FormatDuration(waited),
-                            "; nothing inserted the key in time: check its writer or raise "
-                            "timeout_in_ms")));
+                            "; nothing inserted the key in time: check its writer, or wait "
+                            "longer (muster kv get --wait --timeout D; Python: "
+                            "get_key_value(key, timeout=); C++: GetKeyValue(key, timeout))")));
   }
   ReleasePeer(self, waiter->requester);
 }
@@ -459,7 +464,7 @@ void CancelAllGets(KvDirectoryPointer self, const caf::error& reason) {
   for (KvWaiter& waiter : self->state.subscribers.TakeAll()) {
     FailWaiter(waiter, absl::CancelledError(absl::StrCat(
                            "key-value directory ", self->state.store.directory(), " stopped (",
-                           caf::to_string(reason), ") while ",
+                           DescribeCafError(reason), ") while ",
                            waiter.waits_for_keys() ? "WaitForKeys waited for keys under "
                                                    : "GetKeyValue waited for key ",
                            KeyForMessage(waiter.key), "; retry once the service is back")));
@@ -475,6 +480,7 @@ caf::result<int64_t, int64_t, int64_t, int64_t> Stats(KvDirectoryPointer self) {
 KvDirectoryActor::behavior_type KvDirectoryBehavior(KvDirectoryPointer self, std::string directory,
                                                     KvLimits limits, KvDurability durability) {
   HostOnNetworkThread(self);
+  DropUnexpectedMessages(self);
   self->state.store = KvStore(std::move(directory), limits);
   self->state.durable = KvDurable(std::move(durability.writer));
   if (durability.recovered && durability.directory_index >= 0) {

@@ -7,6 +7,7 @@
 #include <caf/response_promise.hpp>
 #include <caf/result.hpp>
 
+#include "muster/actors/hardening.h"
 #include "muster/actors/placement.h"
 
 namespace muster {
@@ -94,6 +95,7 @@ caf::result<proto::DeleteKeyValueResponse> DeleteKeyValue(
 KvFanOutActor::behavior_type KvFanOutBehavior(KvFanOutPointer self,
                                               std::vector<KvDirectoryActor> directories) {
   HostOnNetworkThread(self);
+  DropUnexpectedMessages(self);
   self->state.directories = std::move(directories);
   return {
       [=](const proto::GetKeyValueDirRequest& request) { return GetKeyValueDir(self, request); },

@@ -73,7 +73,7 @@ absl::Status ValidateKey(absl::string_view given, absl::string_view normalized,
   if (static_cast<int64_t>(normalized.size()) > limits.max_key_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "key ", KeyForMessage(normalized), " is ", normalized.size(), " bytes, over the limit of ",
-        limits.max_key_bytes, " bytes (max_key_bytes); use a shorter key"));
+        limits.max_key_bytes, " bytes (the leader's --max-key-size); use a shorter key"));
   }
   return absl::OkStatus();
 }
@@ -83,7 +83,8 @@ absl::Status ValidateValue(absl::string_view key, absl::string_view value, const
   return absl::ResourceExhaustedError(
       absl::StrCat("value for key ", KeyForMessage(key), " is ", value.size(),
                    " bytes, over the limit of ", limits.max_value_bytes,
-                   " bytes (max_value_bytes); store a smaller value or raise max_value_bytes"));
+                   " bytes (the leader's --max-value-size); store a smaller value, or start the "
+                   "leader with a larger --max-value-size"));
 }
 
 absl::Status ValidateDirectoryCapacity(absl::string_view directory, absl::string_view key,
@@ -92,7 +93,8 @@ absl::Status ValidateDirectoryCapacity(absl::string_view directory, absl::string
   return absl::ResourceExhaustedError(
       absl::StrCat("cannot add key ", KeyForMessage(key), ": directory ", KeyForMessage(directory),
                    " holds ", num_keys, " keys, the limit of ", limits.max_keys_per_directory,
-                   " (max_keys_per_directory); delete keys or raise max_keys_per_directory"));
+                   " (the leader's --max-keys-per-directory); delete keys (muster kv rm), or start "
+                   "the leader with a larger --max-keys-per-directory"));
 }
 
 absl::Status CheckWaitForKeys(const proto::WaitForKeysRequest& request, const KvLimits& limits) {

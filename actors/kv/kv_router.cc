@@ -44,7 +44,8 @@ absl::StatusOr<KvDirectoryActor> KvRouter::Route(proto::GetKeyValueDirRequest& r
 absl::StatusOr<KvDirectoryActor> KvRouter::Route(proto::DeleteKeyValueRequest& request) {
   if (NormalizeKey(request.key()).empty() && !request.is_directory()) {
     return absl::InvalidArgumentError(
-        "DeleteKeyValue of the root names no key; pass is_directory to delete every key");
+        "DeleteKeyValue of the root names no key: name the key to delete, or delete every key "
+        "of the store on purpose (muster kv rm -r --all /)");
   }
   return RouteKey(*request.mutable_key());
 }

@@ -81,6 +81,7 @@ HeartbeatMonitorActor::behavior_type MonitorBehavior(MonitorPointer self,
                                                      caf::timespan timeout) {
   HostOnNetworkThread(self);
   DropErrorMessages(self);
+  DropUnexpectedMessages(self);
   self->state.leader_incarnation = leader_incarnation;
   self->state.deadlines.emplace(timeout);
   return {

@@ -6,7 +6,9 @@
 #include <absl/strings/str_cat.h>
 
 #include "muster/actors/answer_as.h"
+#include "muster/actors/hardening.h"
 #include "muster/actors/placement.h"
+#include "muster/messages/caf_text.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 
@@ -131,6 +133,9 @@ caf::result<Response> ReplyAndFail(TaskPointer self, const absl::Status& reply,
 proto::RegisterTaskResponse RegisterOk(TaskPointer self) {
   proto::RegisterTaskResponse response;
   response.set_leader_incarnation(self->state.spec.leader_incarnation);
+  response.set_heartbeat_timeout_ms(
+      std::chrono::duration_cast<std::chrono::milliseconds>(self->state.spec.heartbeat_timeout)
+          .count());
   return response;
 }
 
@@ -177,8 +182,11 @@ caf::result<proto::RegisterTaskResponse> Register(TaskPointer self,
     return ToError(ServiceError(
         self, absl::AbortedError(absl::StrCat(
                   Name(self),
-                  " unexpectedly tried to connect while it is already in error. ResetTask() "
-                  "should be called before a subsequent connect attempt. Existing error: ",
+                  " unexpectedly tried to connect while it is already in error. Reset it before "
+                  "it connects again: run `muster task reset --leader HOST:PORT ",
+                  Name(self),
+                  "` (HOST:PORT: this leader's address), or call Reset() (Python: reset()) on "
+                  "the agent that registered it. Existing error: ",
                   StatusText(st.error)))));
   }
   Connect(self, request.incarnation(), agent);
@@ -383,11 +391,18 @@ void SetError(TaskPointer self, const caf::error& error) {
   SetState(self, proto::TASKSTATE_ERROR, ToStatus(error));
 }
 
+// The worker's process as a message names it: "host 10.0.0.5 pid 4242".
+std::string WorkerOf(TaskPointer self) {
+  const auto& agent = self->state.agent;
+  return agent ? PeerName(agent.node()) : std::string("its process");
+}
+
 absl::Status ConnectionLost(TaskPointer self, const caf::error& reason) {
   return ServiceError(
       self,
       absl::UnavailableError(absl::StrCat(
-          "Task ", Name(self), ": connection to worker lost (", ToStatus(reason).message(),
+          "Task ", Name(self), ": connection to worker lost (", WorkerOf(self), ": ",
+          DescribeCafError(reason),
           "). Its process exited or the network failed; restart it (or reset it if its job is "
           "recoverable).")));
 }
@@ -472,6 +487,7 @@ absl::Status StatusFromInfo(const proto::CoordinatedTaskStateInfo& info) {
 
 TaskActor::behavior_type TaskBehavior(TaskPointer self, TaskSpec spec) {
   HostOnNetworkThread(self);
+  DropUnexpectedMessages(self);
   auto& st = self->state;
   st.spec = {.leader_incarnation = spec.leader_incarnation,
              .heartbeat_timeout = spec.heartbeat_timeout,

@@ -37,6 +37,7 @@ using CombinerPointer = BarrierCombinerActor::stateful_pointer<CombinerState>;
 
 absl::Status FailureStatus(const proto::BarrierGroupFailure& failure, const std::string& id) {
   absl::Status status = StatusFromFields(failure);
+  if (failure.has_failed_task()) status = WithFailedTask(std::move(status), failure.failed_task());
   if (failure.barrier_counter() < 0) return status;
   return MakeBarrierError(status, id, failure.barrier_counter());
 }

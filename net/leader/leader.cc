@@ -8,6 +8,7 @@
 #include "muster/messages/incarnation.h"
 #include "muster/net/leader/leader_endpoint.h"
 #include "muster/net/leader/token_gate_actor.h"
+#include "muster/net/process/protobuf_log.h"
 #include "muster/net/process/thread_logger_guard.h"
 #include "muster/net/transport/guarded_multiplexer.h"
 
@@ -35,6 +36,7 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
                                                       CoordinatorOptions options,
                                                       LeaderEndpoint endpoint) {
   ThreadLoggerGuard logger_guard;
+  RateLimitProtobufLogs();  // a peer's strings that are not UTF-8 would flood the log
   if (absl::Status tls = CheckTlsFiles(TlsFilesOf(system.config())); !tls.ok()) return tls;
   std::string recovery;
   caf::actor writer;

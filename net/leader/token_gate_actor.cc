@@ -13,6 +13,7 @@
 #include "muster/actors/hardening.h"
 #include "muster/actors/placement.h"
 #include "muster/messages/atoms.h"
+#include "muster/messages/caf_text.h"
 #include "muster/messages/status_codec.h"
 
 namespace muster {
@@ -31,9 +32,10 @@ using GatePointer = caf::stateful_actor<GateState>*;
 
 absl::Status NotAdmitted(const caf::node_id& node) {
   return absl::UnauthenticatedError(absl::StrCat(
-      "the Muster leader requires the job token and node ", caf::to_string(node),
-      " has not presented it; give the worker or CLI the leader's token (AgentOptions::token, "
-      "--token-file, or MUSTER_TOKEN_FILE)"));
+      "the Muster leader requires the job token and ", PeerName(node),
+      " has not presented it; give it the file of the leader's --token-file: "
+      "MUSTER_TOKEN_FILE=FILE in the environment of workers and the CLI, or --token-file FILE "
+      "on muster status, kv, task and run (Python: Agent(token=...))"));
 }
 
 void LogRefusal(GatePointer self, const std::string& what) {
@@ -57,8 +59,7 @@ caf::result<proto::AuthenticateResponse> Authenticate(GatePointer self,
   const caf::strong_actor_ptr& sender = self->current_sender();
   if (!sender) return ToError(absl::UnauthenticatedError("an anonymous AuthenticateRequest"));
   if (!TokensEqual(request.token(), self->state.token)) {
-    LogRefusal(self,
-               absl::StrCat("refused node ", caf::to_string(sender->node()), ": wrong job token"));
+    LogRefusal(self, absl::StrCat("refused ", PeerName(sender->node()), ": wrong job token"));
     return ToError(absl::UnauthenticatedError(
         "wrong job token: the Muster leader was started with another one"));
   }
@@ -74,7 +75,7 @@ caf::result<caf::message> Pass(GatePointer self, caf::message_view& view) {
   if (!FromThisNode(self)) {
     if (!sender || !self->state.admitted.contains(sender->node())) {
       caf::node_id node = sender ? sender->node() : caf::node_id{};
-      LogRefusal(self, absl::StrCat("refused a request from node ", caf::to_string(node),
+      LogRefusal(self, absl::StrCat("refused a request from ", PeerName(node),
                                     ": no job token presented"));
       return ToError(NotAdmitted(node));
     }
@@ -99,6 +100,8 @@ caf::behavior GateBehavior(GatePointer self, CoordinatorActor coordinator, std::
     auto it = self->state.admitted.find(down.source.node());
     if (it != self->state.admitted.end() && --it->second <= 0) self->state.admitted.erase(it);
   });
+  // What the gate does not handle itself goes to the coordinator, which drops and counts what
+  // it does not handle either (DropUnexpectedMessages).
   self->set_default_handler(
       [self](caf::scheduled_actor*, caf::message_view& view) { return Pass(self, view); });
   return {

@@ -1,10 +1,16 @@
 #include "muster/net/transport/frame_guard.h"
 
+#include <deque>
+#include <utility>
+
+#include <absl/container/flat_hash_set.h>
+#include <absl/hash/hash.h>
 #include <absl/strings/escaping.h>
 #include <absl/strings/match.h>
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_split.h>
 #include <absl/strings/string_view.h>
+#include <absl/strings/strip.h>
 #include <caf/atom.hpp>
 
 namespace muster {
@@ -63,6 +69,64 @@ constexpr absl::string_view kErrorMessage = "@<>+@error";
 constexpr absl::string_view kNodeInfoRequest = "@<>+@atom+@atom+@str";
 constexpr absl::string_view kNodeInfoReply = "@<>+@atom+@str+@strong_actor_ptr+@str";
 constexpr uint64_t kOkAtom = caf::ok_atom::uint_value();
+// The name CAF 0.17's spawn server gives in that reply (spawn_serv_state::name).
+constexpr absl::string_view kSpawnServerName = "spawn_server";
+// caf::message_id::default_async_value: CAF's helper sends its node-info request as an
+// ordinary one-way message, and the reply comes back as one.
+constexpr uint64_t kOneWayMessageId = uint64_t{1} << 60;
+
+// The values of a node-info reply as the peer's spawn server sends it: ok_atom, "info", the
+// spawn server itself (its actor id, then its node: the peer's, as in its handshake) and its
+// name, nothing else. The text a receiving actor could print is CAF's own.
+bool IsPeersNodeInfoReply(absl::string_view values, absl::string_view peer_node) {
+  size_t size = 0;
+  if (peer_node.empty() || values.size() < 8 ||
+      BigEndian64(absl::MakeConstSpan(values.data(), 8), 0) != kOkAtom) {
+    return false;
+  }
+  values.remove_prefix(8);
+  if (!ReadSize(values, size) || size != 4 || !absl::ConsumePrefix(&values, "info")) return false;
+  if (values.size() < 8 || BigEndian64(absl::MakeConstSpan(values.data(), 8), 0) == 0) {
+    return false;  // no actor
+  }
+  values.remove_prefix(8);
+  if (!absl::ConsumePrefix(&values, peer_node)) return false;
+  return ReadSize(values, size) && size == kSpawnServerName.size() && values == kSpawnServerName;
+}
+
+// The pairs of nodes (this node, a peer) from which a node-info reply passed, for the whole
+// process (a node's connections have guards of their own; the reply comes on one of them).
+// CAF asks each node once per actor system (basp_broker_state::learned_new_node keeps its
+// helper per node id for the system's life, and asks no more when the node reconnects), so
+// a second reply from a node is a peer's own. Bounded: past kCapacity pairs the oldest is
+// forgotten (it could then pass once more).
+class NodeInfoReplies {
+ public:
+  // True the first time for this pair.
+  bool First(absl::string_view own_node, absl::string_view peer_node) {
+    const uint64_t key = absl::Hash<std::pair<absl::string_view, absl::string_view>>()(
+        std::make_pair(own_node, peer_node));
+    absl::MutexLock lock(&mutex_);
+    if (!seen_.insert(key).second) return false;
+    order_.push_back(key);
+    if (order_.size() > kCapacity) {
+      seen_.erase(order_.front());
+      order_.pop_front();
+    }
+    return true;
+  }
+
+ private:
+  static constexpr size_t kCapacity = size_t{1} << 16;
+  absl::Mutex mutex_;
+  absl::flat_hash_set<uint64_t> seen_;
+  std::deque<uint64_t> order_;
+};
+
+NodeInfoReplies& AcceptedNodeInfoReplies() {
+  static auto* replies = new NodeInfoReplies();
+  return *replies;
+}
 
 }  // namespace
 
@@ -207,17 +271,19 @@ absl::Status FrameGuard::CheckDirectMessage(absl::Span<const char> payload) cons
         "only send to the actors this node published");
   }
   if (published_->MayReceive(payload_receiver_)) return absl::OkStatus();
-  // The reply to CAF's node-info request goes to the helper actor that asked: (ok, "info", …),
-  // whose first two values follow the type names (an atom, 8 bytes; a size and the string).
-  if (names == kNodeInfoReply) {
-    absl::string_view values = in.substr(names_size);
-    size_t info_size = 0;
-    if (values.size() >= 8 && BigEndian64(absl::MakeConstSpan(values.data(), 8), 0) == kOkAtom) {
-      values.remove_prefix(8);
-      if (ReadSize(values, info_size) && absl::StartsWith(values, "info") && info_size == 4) {
-        return absl::OkStatus();
-      }
-    }
+  // The reply to CAF's node-info request goes to the helper actor that asked, which CAF spawns
+  // when it reads the peer's handshake and names only in the request it sends the peer: that
+  // id never crosses this guard (it sees what arrives, not what leaves, and knows no actor
+  // system), so it cannot tell the helper from any other actor that once sent to another node
+  // (a key-value directory: such actors receive by id). The reply is bounded instead to what
+  // CAF sends: a one-way message, from the peer's own spawn server with CAF's values (no text
+  // of the peer's), once per peer node and this node. A forged one reaches one actor: Muster's
+  // actors drop it (actors/hardening.h); one of CAF's own that receives by id (the spawn
+  // server, once it answered a node) prints it, CAF's values only, once per new peer node.
+  if (names == kNodeInfoReply && payload_message_id_ == kOneWayMessageId &&
+      IsPeersNodeInfoReply(in.substr(names_size), peer_node_) &&
+      AcceptedNodeInfoReplies().First(own_node_, peer_node_)) {
+    return absl::OkStatus();
   }
   return absl::PermissionDeniedError(
       absl::StrCat("a message to actor ", payload_receiver_,

@@ -112,6 +112,9 @@ class FrameGuard {
   // The peer completed its handshake (its handshake frame and payload passed the checks).
   bool handshake_done() const { return handshake_done_; }
 
+  // The node id the peer gave in its handshake, as CAF serializes it (empty: not checked).
+  const std::string& peer_node() const { return peer_node_; }
+
  private:
   absl::Status CheckHeader(absl::Span<const char> header);
   // The payload of a direct message from an inbound peer: its forwarding stack (empty), then

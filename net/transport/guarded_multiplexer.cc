@@ -11,6 +11,7 @@
 
 #include <absl/strings/str_cat.h>
 #include <caf/actor_system_config.hpp>
+#include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
 #include <caf/io/abstract_broker.hpp>
 #include <caf/io/doorman.hpp>
@@ -19,6 +20,7 @@
 #include <caf/make_counted.hpp>
 #include <caf/node_id.hpp>
 
+#include "muster/messages/caf_text.h"
 #include "muster/net/transport/frame_assembler.h"
 #include "muster/net/transport/guarded_stream.h"
 
@@ -210,7 +212,18 @@ class GuardedScribe : public caf::io::scribe {
       return true;
     }
     if (!assembler_.active()) UnwatchWhenSettled();
+    if (!peer_named_ && guard_.handshake_done()) NamePeer();
     return caf::io::scribe::consume(ctx, bytes.data(), bytes.size());
+  }
+
+  // Tells PeerName the address the peer's node connects from.
+  void NamePeer() {
+    peer_named_ = true;
+    const std::string& bytes = guard_.peer_node();
+    caf::node_id node;
+    caf::binary_deserializer source{static_cast<caf::execution_unit*>(nullptr), bytes.data(),
+                                    bytes.size()};
+    if (!bytes.empty() && !source(node)) RememberPeerHost(node, host_.empty() ? addr() : host_);
   }
 
   // Past the handshake and with no payload arriving, nothing is left to watch.
@@ -264,6 +277,8 @@ class GuardedScribe : public caf::io::scribe {
   WireLimits limits_;
   bool inbound_;
   std::string host_;  // the peer's address, counted in AdmitHost (empty: not counted)
+  // NamePeer ran.
+  bool peer_named_ = false;
   FrameGuard guard_;
   FrameAssembler assembler_;
   size_t reserved_ = 0;  // of the multiplexer's budget of unfinished frame bytes

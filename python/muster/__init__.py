@@ -17,7 +17,7 @@ from . import _muster
 from ._agent import Agent, launch_identity
 from ._errors import (AbortedError, AlreadyExistsError, CancelledError, DataLossError,
                       DeadlineExceededError, Error, FailedPreconditionError, InternalError,
-                      InvalidArgumentError, NotFoundError, OutOfRangeError,
+                      InvalidArgumentError, NotFoundError, OutOfRangeError, PeerFailedError,
                       PermissionDeniedError, ResourceExhaustedError, StuckTaskError,
                       UnauthenticatedError, UnavailableError, UnimplementedError, UnknownError)
 from ._health import (PreemptionNotice, SignalHandlers, barrier_progress_text,
@@ -29,7 +29,8 @@ __all__ = [
     "barrier_progress_text", "notify_preemption_on_signal", "Error", "AbortedError",
     "AlreadyExistsError", "CancelledError", "DataLossError", "DeadlineExceededError",
     "FailedPreconditionError", "InternalError", "InvalidArgumentError", "NotFoundError",
-    "OutOfRangeError", "PermissionDeniedError", "ResourceExhaustedError", "StuckTaskError",
+    "OutOfRangeError", "PeerFailedError", "PermissionDeniedError", "ResourceExhaustedError",
+    "StuckTaskError",
     "UnauthenticatedError", "UnavailableError", "UnimplementedError", "UnknownError",
 ]
 

@@ -111,6 +111,20 @@ class InternalError(Error):
     code, code_number = "INTERNAL", 13
 
 
+class PeerFailedError(InternalError):
+    """A call that failed because another task failed: a barrier (or wait_for_all_tasks) whose
+    participant died, hung past the heartbeat timeout or was already in error. An
+    InternalError, so `except muster.InternalError` still catches it.
+
+    Attributes (besides muster.Error's):
+        task: the task that failed, "/job:worker/task:3".
+    """
+
+    def __init__(self, message: str, source_task: Optional[str] = None, *, task: str = ""):
+        super().__init__(message, source_task)
+        self.task = task
+
+
 class UnavailableError(Error, ConnectionError):
     code, code_number = "UNAVAILABLE", 14
 
@@ -136,10 +150,14 @@ CODES: Dict[str, int] = {cls.code: number for number, cls in _BY_NUMBER.items()}
 
 
 def from_status(code: int, message: str, source_task: Optional[str] = None,
-                stuck: Optional[Dict[str, Any]] = None) -> Error:
+                stuck: Optional[Dict[str, Any]] = None,
+                failed_task: Optional[str] = None) -> Error:
     """The exception for a status code (absl numbering) and message. `stuck`: the leader's
     report of a stuck task (StuckTaskError's attributes), which makes a DEADLINE_EXCEEDED a
-    StuckTaskError."""
+    StuckTaskError. `failed_task`: the task whose failure ended the call (the status's
+    failed-task payload), which makes an INTERNAL a PeerFailedError."""
     if stuck is not None and code == DeadlineExceededError.code_number:
         return StuckTaskError(message, source_task, **stuck)
+    if failed_task is not None and code == InternalError.code_number:
+        return PeerFailedError(message, source_task, task=failed_task)
     return _BY_NUMBER.get(code, UnknownError)(message, source_task)

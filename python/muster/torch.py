@@ -6,7 +6,9 @@ rendezvous, so that every rank of a job is a Muster task whose failure the other
     dist.init_process_group("gloo", init_method="muster://10.0.0.1:29500?rank=0&world_size=4")
 
 URL parameters (MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE fill what the URL leaves out):
-    rank, world_size   this process's rank and the number of ranks
+    rank, world_size   this process's rank and the number of ranks, unless init_process_group
+                       gets them as its rank= and world_size= arguments (never both: torch
+                       then refuses a URL that has them)
     job                the Muster job name of the ranks (default "worker")
     heartbeat_timeout  seconds without heartbeats before a rank counts as failed (default 10)
     external_leader    1: a leader already runs at HOST:PORT (muster serve); by default rank 0
@@ -286,9 +288,11 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
         on_error = _raise_in_main
     else:
         on_error = policy
+    # Ranks start in any order: like TCPStore's clients, they wait for the leader (rank 0's).
     agent = Agent(f"{host}:{port}", job, task, heartbeat_timeout=heartbeat_timeout,
                   register_timeout=timeout, shutdown_barrier_timeout=timeout, on_error=on_error,
-                  leader_reconnect_timeout=reconnect_timeout, _exit_code_on_error=exit_code,
+                  leader_reconnect_timeout=reconnect_timeout, wait_for_leader=True,
+                  _exit_code_on_error=exit_code,
                   _exit_prefix=f"muster.torch: rank {rank}")
     made["agent"] = agent
     made["exit_on_peer_failure"] = policy == "exit"
@@ -310,15 +314,19 @@ _PEER_FAILURE_GRACE = 0.5
 def _excepthook(kind, value, traceback):
     global _crashed
     _crashed = True
-    _previous_excepthook(kind, value, traceback)
+    # First the grace for a failed peer: a traceback printed now would come before (or, cut
+    # short by the exit, in the middle of) the one line that names the rank that failed.
     _await_peer_failure()
+    _previous_excepthook(kind, value, traceback)
 
 
 def _await_peer_failure() -> None:
-    """A collective that fails because a peer died (gloo's "Connection closed by peer") raises
-    here a moment before Muster's notice of that peer's failure may arrive. The notice is given
-    _PEER_FAILURE_GRACE to come: with on_peer_failure="exit" it then ends this process naming
-    the rank that failed, instead of this rank reporting itself as the cause of the job's end."""
+    """A collective that fails because a peer died (gloo's "Connection closed by peer" or
+    "Connection reset by peer") raises a moment before Muster's notice of that peer's failure
+    may arrive: gloo sees the closed socket directly, Muster through the leader. The notice is
+    given _PEER_FAILURE_GRACE to come: with on_peer_failure="exit" it then ends this process with
+    the one line naming the rank that failed, and the exception is never printed. Only if no
+    notice comes does the caller print the exception, and this rank reports itself as failed."""
     with _lock:
         agents = [made["agent"] for made in _jobs if made.get("exit_on_peer_failure")]
     deadline = time.monotonic() + _PEER_FAILURE_GRACE

@@ -45,9 +45,11 @@ py::object MakeException(const absl::Status& status) {
   }
   py::object stuck = py::none();
   if (auto task_stuck = GetTaskStuck(status)) stuck = StuckDict(*task_stuck);
+  py::object failed = py::none();
+  if (auto task = FailedTaskOf(status)) failed = py::str(TaskString(*task));
   return py::module_::import("muster._errors")
       .attr("from_status")(static_cast<int>(status.code()), std::string(status.message()), source,
-                           stuck);
+                           stuck, failed);
 }
 
 void RegisterStatusErrors(py::module_& m) {

@@ -1,11 +1,13 @@
-"""Python processes using muster: Ctrl-C in a blocking call, and interpreter exit with agents,
-leaders and calls still pending."""
+"""Python processes using muster: Ctrl-C in a blocking call, interpreter exit with agents,
+leaders and calls still pending, and a barrier whose participant is killed."""
 
 import os
 import signal
 import subprocess
 import sys
 import time
+
+import muster
 
 PYTHON = "/usr/bin/python3"
 
@@ -36,9 +38,42 @@ print("exiting", flush=True)
 """
 
 
-def run(code: str) -> subprocess.Popen:
-    return subprocess.Popen([PYTHON, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env=dict(os.environ))
+# Task argv[2] of a 3-task job: "victim" waits to be killed; "blocking" waits at barrier "done"
+# in a blocking call; "async" waits in a future and says "at_barrier" once the blocking one has
+# arrived too. Both print how the barrier failed.
+BARRIER_TASK = r"""
+import sys, time, muster
+address, task, role = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+agent = muster.Agent(address, "worker", task)
+agent.connect()
+if role == "victim":
+    print("ready", flush=True)
+    time.sleep(600)
+try:
+    if role == "blocking":
+        print("calling", flush=True)
+        agent.wait_at_barrier("done", 60)
+    else:
+        pending = agent.wait_at_barrier_async("done", 60)
+        while not pending.done():
+            try:
+                if agent.get_barrier_progress("done")["arrived"] == 2:
+                    break
+            except muster.NotFoundError:
+                pass
+            time.sleep(0.005)
+        print("at_barrier", flush=True)
+        pending.result(timeout=60)
+    print("passed", flush=True)
+except muster.InternalError as e:  # the clause written before PeerFailedError still catches it
+    print(f"caught {type(e).__name__} task={getattr(e, 'task', None)}", flush=True)
+    print(f"message {e.message}", flush=True)
+"""
+
+
+def run(code: str, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([PYTHON, "-c", code, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
 
 
 def test_ctrl_c_interrupts_a_blocking_call_quickly():
@@ -68,3 +103,25 @@ def test_interpreter_exit_with_pending_calls_is_clean():
     assert child.returncode == 0, out
     assert "exiting" in out
     assert "Traceback" not in out and "Fatal" not in out
+
+
+def test_killed_barrier_participant_raises_peer_failed_error_naming_it():
+    with muster.Leader({"worker": 3}) as leader:
+        victim = run(BARRIER_TASK, leader.address, "2", "victim")
+        blocking = run(BARRIER_TASK, leader.address, "0", "blocking")
+        waiting = run(BARRIER_TASK, leader.address, "1", "async")
+        try:
+            assert victim.stdout.readline().strip() == "ready"
+            assert blocking.stdout.readline().strip() == "calling"
+            assert waiting.stdout.readline().strip() == "at_barrier"
+            victim.send_signal(signal.SIGKILL)
+            for survivor in (blocking, waiting):
+                out, _ = survivor.communicate(timeout=30)
+                assert survivor.returncode == 0, out
+                assert "caught PeerFailedError task=/job:worker/task:2" in out, out
+                assert "Barrier Id: done::0, Task: /job:worker/task:2" in out, out
+                assert ".." not in out, out
+        finally:
+            for child in (victim, blocking, waiting):
+                child.kill()
+                child.wait()

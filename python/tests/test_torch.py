@@ -60,18 +60,29 @@ def free_port() -> int:
 class Ranks:
     """world_size rank processes; their output is collected line by line."""
 
-    def __init__(self, url, roles, delay_rank0=0.0):
+    def __init__(self, url, roles, delay_rank0=0.0, split_stderr=False):
         self.procs = {}
         self.lines = {r: [] for r in range(len(roles))}
+        self.err_lines = {r: [] for r in range(len(roles))}
+        self.readers = []
         self.ready = {r: threading.Event() for r in range(len(roles))}
         order = sorted(range(len(roles)), key=lambda r: r == 0)  # rank 0 last
         for rank in order:
             if rank == 0 and delay_rank0:
                 time.sleep(delay_rank0)
             proc = subprocess.Popen([PYTHON, RANK, url, str(rank), str(len(roles)), roles[rank]],
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                                    stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE if split_stderr else subprocess.STDOUT,
+                                    text=True)
             self.procs[rank] = proc
-            threading.Thread(target=self._read, args=(rank, proc), daemon=True).start()
+            self._start(self._read, rank, proc)
+            if split_stderr:
+                self._start(self._read_stderr, rank, proc)
+
+    def _start(self, target, rank, proc):
+        reader = threading.Thread(target=target, args=(rank, proc), daemon=True)
+        reader.start()
+        self.readers.append((rank, reader))
 
     def _read(self, rank, proc):
         for line in proc.stdout:
@@ -79,8 +90,19 @@ class Ranks:
             if "ready" in line:
                 self.ready[rank].set()
 
+    def _read_stderr(self, rank, proc):
+        for line in proc.stderr:
+            self.err_lines[rank].append(line.rstrip())
+
     def output(self, rank):
         return "\n".join(self.lines[rank])
+
+    def stderr(self, rank):
+        """The rank's whole stderr (with split_stderr), once the process has exited."""
+        for r, reader in self.readers:
+            if r == rank:
+                reader.join(timeout=10)
+        return "\n".join(self.err_lines[rank])
 
     def wait(self, rank, timeout):
         return self.procs[rank].wait(timeout=timeout)
@@ -90,6 +112,39 @@ class Ranks:
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
+
+
+ONE_RANK = """
+import sys
+import torch.distributed as dist
+import muster.torch
+url, where = sys.argv[1], sys.argv[2]
+in_url = url + "?rank=0&world_size=1"
+if where == "url":
+    dist.init_process_group("gloo", init_method=in_url)
+elif where == "arguments":
+    dist.init_process_group("gloo", init_method=url, rank=0, world_size=1)
+else:
+    dist.init_process_group("gloo", init_method=in_url, rank=0, world_size=1)
+dist.barrier()
+dist.destroy_process_group()
+print("joined", flush=True)
+"""
+
+
+@pytest.mark.parametrize("where", ["url", "arguments", "both"])
+def test_rank_and_world_size_in_the_url_or_as_arguments_never_both(where):
+    """docs/python.md, "PyTorch": either place works; torch refuses both."""
+    url = f"muster://127.0.0.1:{free_port()}"
+    done = subprocess.run([PYTHON, "-c", ONE_RANK, url, where], capture_output=True, text=True,
+                          timeout=120)
+    if where == "both":
+        assert done.returncode != 0
+        assert "AssertionError" in done.stderr
+        assert "has node-specific arguments(rank, world_size) already" in done.stderr
+    else:
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == "joined\n"
 
 
 def test_four_ranks_all_reduce_and_leave_cleanly_with_a_late_leader():
@@ -130,4 +185,30 @@ def test_a_dead_or_hung_rank_ends_the_others_naming_it(how):
     finally:
         if how == "stop":
             ranks.procs[2].send_signal(signal.SIGCONT)
+        ranks.kill_all()
+
+
+def test_a_rank_killed_during_all_reduce_loop_ends_the_others_with_one_line_each():
+    # The survivors are inside collectives when rank 2 dies, so gloo may fail them ("Connection
+    # closed/reset by peer") before Muster's notice arrives; each must still end with the one
+    # line naming rank 2, never a traceback (rank 0, which hosts the leader, included).
+    url = f"muster://127.0.0.1:{free_port()}"
+    ranks = Ranks(url, ["loop"] * 4, split_stderr=True)
+    try:
+        for rank in range(4):
+            assert ranks.ready[rank].wait(120), ranks.output(rank)
+        time.sleep(0.3)  # more steps: every rank is in or between all_reduce calls
+        ranks.procs[2].send_signal(signal.SIGKILL)
+        for rank in (0, 1, 3):
+            code = ranks.wait(rank, 60)
+            err = ranks.stderr(rank)
+            lines = [line for line in err.splitlines() if line.strip()]
+            assert code == 1, err
+            assert "Traceback" not in err, err
+            assert len(lines) == 1, err
+            assert lines[0].startswith(
+                f"muster.torch: rank {rank}: /job:worker/task:2 (rank 2) failed: UNAVAILABLE: "), err
+            assert lines[0].endswith("; ending this process (exit code 1)"), err
+            assert ".;" not in lines[0], err
+    finally:
         ranks.kill_all()

@@ -1,6 +1,6 @@
 """One rank of the multi-process PyTorch tests: joins through muster://, checks an all_reduce,
 then plays its part: "ok" (leave), "victim" (stay until killed or stopped), "crash" (an unhandled exception after 1 s), "blocked" (wait in
-an all_reduce that needs the victim)."""
+an all_reduce that needs the victim), "loop" (all_reduce in a loop, forever)."""
 
 import sys
 import time
@@ -34,3 +34,11 @@ if role == "blocked":
     dist.all_reduce(tensor)  # needs the victim: only muster ends this
     print(f"rank {rank} all_reduce returned", flush=True)
     sys.exit(3)
+if role == "loop":
+    step = 0
+    while True:
+        dist.all_reduce(tensor)
+        tensor.fill_(1.0)
+        step += 1
+        if step == 20:
+            print(f"rank {rank} ready", flush=True)

@@ -4,6 +4,7 @@
 #include "muster/net/agent/barrier_combiner_actor.h"
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -100,6 +101,34 @@ TEST_F(BarrierCombinerTest, MissingTask_EveryCallTimesOutNamingIt) {
   ASSERT_EQ(results->size(), 2u);
   for (const auto& result : *results) {
     EXPECT_THAT(result, StatusIs(Code::kDeadlineExceeded, HasSubstr("worker/2")));
+    EXPECT_EQ(GetBarrierCounter(result.status()), 0);
+  }
+}
+
+TEST_F(BarrierCombinerTest, ParticipantFails_EveryCallInternalCarryingTheFailedTask) {
+  AgentActor agent = Keep(system_.spawn([]() -> AgentActor::behavior_type {
+    return {[](const proto::ReportErrorToTaskRequest&) {},
+            [](const proto::PreemptionNotice&) { return proto::PreemptionAck(); },
+            [](const proto::SyncPointNotice&) {}};
+  }));
+  proto::RegisterTaskRequest join;
+  *join.mutable_source_task() = MakeTask("worker", 2);
+  join.set_incarnation(5);
+  ASSERT_TRUE(DeterministicTest::Call<proto::RegisterTaskResponse>(leader_, join, agent).ok());
+  auto results = SendAll({Call(0, 0), Call(1, 0)});
+  EXPECT_TRUE(results->empty());
+  proto::ReportErrorToServiceRequest report;
+  report.set_error_code(static_cast<int>(Code::kUnavailable));
+  report.set_error_message("crashed.");
+  *report.mutable_error_origin() = MakeTask("worker", 2);
+  ASSERT_TRUE(DeterministicTest::Call<proto::ReportErrorToServiceResponse>(leader_, report).ok());
+  Drain();
+  ASSERT_EQ(results->size(), 2u);
+  for (const auto& result : *results) {
+    EXPECT_THAT(result, StatusIs(Code::kInternal, HasSubstr("crashed. Barrier Id: step::0")));
+    std::optional<proto::CoordinatedTask> failed = FailedTaskOf(result.status());
+    ASSERT_TRUE(failed.has_value()) << result.status();
+    EXPECT_EQ(TaskName(*failed), "/job:worker/task:2");
     EXPECT_EQ(GetBarrierCounter(result.status()), 0);
   }
 }

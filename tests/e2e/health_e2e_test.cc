@@ -1,6 +1,7 @@
 // Job health across processes: a real leader (e2e_leader) and real worker processes
 // (health_worker) on 127.0.0.1. A worker whose loop blocks while its heartbeats flow is found
-// stuck; a preemption notice from one of 8 workers stops all 8 at the same step; a restarted
+// stuck, also after the whole job paused longer than --stuck-after (which is no stall); a
+// preemption notice from one of 8 workers stops all 8 at the same step; a restarted
 // writer's ephemeral keys are gone before its new incarnation is registered.
 #include <csignal>
 #include <map>
@@ -16,6 +17,7 @@ namespace muster::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class HealthE2eTest : public E2eTest {
  protected:
@@ -25,7 +27,9 @@ class HealthE2eTest : public E2eTest {
   }
 };
 
-TEST_F(HealthE2eTest, WorkerBlockedWithHeartbeatsFlowing_ReportedStuckWithinStuckAfterPlusOne) {
+// Heartbeats every 500 ms: the others move past the blocked worker's step (as the leader sees
+// it) within two beats of the block, and it is found --stuck-after + one beat (grace) later.
+TEST_F(HealthE2eTest, WorkerBlockedWithHeartbeatsFlowing_ReportedStuckAfterStuckAfterPlusGrace) {
   StartLeader({"--jobs=worker=4", "--heartbeat_timeout_ms=1000", "--stuck_after_ms=2000"});
   const std::vector<std::string> flags = {"--heartbeat_timeout_ms=1000", "--step_ms=10"};
   std::vector<Subprocess*> healthy;
@@ -42,8 +46,8 @@ TEST_F(HealthE2eTest, WorkerBlockedWithHeartbeatsFlowing_ReportedStuckWithinStuc
     EXPECT_THAT(*error, HasSubstr("code=DEADLINE_EXCEEDED"));
     EXPECT_THAT(*error, HasSubstr("/job:worker/task:2 is stuck: its step 100"));
     int64_t latency_us = ErrorTime(*error) - blocked_at;
-    EXPECT_GE(latency_us, 1'900'000) << *error;  // not before --stuck-after
-    EXPECT_LT(latency_us, 3'000'000) << *error;  // within --stuck-after + 1 s
+    EXPECT_GE(latency_us, 2'450'000) << *error;  // not before --stuck-after + grace (2.5 s)
+    EXPECT_LT(latency_us, 4'500'000) << *error;  // + two beats + a check period, + 0.9 s slack
     ExpectExit(worker, 0);
   }
   // The stuck task learns it too: its next heartbeat is refused.
@@ -52,6 +56,42 @@ TEST_F(HealthE2eTest, WorkerBlockedWithHeartbeatsFlowing_ReportedStuckWithinStuc
   EXPECT_THAT(*own, HasSubstr("code=DEADLINE_EXCEEDED"));
   EXPECT_THAT(*own, HasSubstr("/job:worker/task:2 is stuck"));
   ExpectExit(blocked, 0);
+}
+
+// muster serve --stuck-after 1s, heartbeats every 1 s: the three workers connect a third of a
+// beat apart (so their beats do), start stepping together every 50 ms and pause together for
+// 2.5 s at step 20 (a checkpoint). When they resume, every step the leader holds is older than
+// --stuck-after, and their new steps reach it up to a beat apart. Nobody is stuck. Worker 2
+// then blocks at step 30 while the others go on: that one is.
+TEST_F(HealthE2eTest, WholeJobPausesLongerThanStuckAfter_NobodyStuck_ThenABlockedWorkerIs) {
+  StartLeader({"--jobs=worker=3", "--heartbeat_timeout_ms=2000", "--stuck_after_ms=1000"});
+  std::vector<Subprocess*> workers;
+  for (int task = 0; task < 3; ++task) {
+    std::vector<std::string> flags = {"--heartbeat_timeout_ms=2000",
+                                      absl::StrCat("--connect_delay_ms=", 333 * task),
+                                      "--start_barrier",
+                                      "--step_ms=50",
+                                      "--pause_at_step=20",
+                                      "--pause_ms=2500"};
+    if (task == 2) flags.push_back("--block_at_step=30");
+    workers.push_back(StartHealthWorker(task, "steps", flags));
+  }
+  // A worker found stuck fails the job: worker 2 would stop without blocking.
+  auto block_line = workers[2]->WaitForLine("EVENT blocked", kBound);
+  ASSERT_TRUE(block_line.ok()) << block_line.status() << workers[2]->output();
+  int64_t blocked_at = Field(*block_line, "at_us");
+  for (Subprocess* worker : workers) {
+    auto error = worker->WaitForLine("EVENT error", kBound);  // its first error
+    ASSERT_TRUE(error.ok()) << error.status() << worker->output();
+    EXPECT_THAT(*error, HasSubstr("code=DEADLINE_EXCEEDED"));
+    EXPECT_THAT(*error, HasSubstr("/job:worker/task:2 is stuck: its step 30 has not advanced"));
+    EXPECT_LT(worker->output().find("EVENT resumed"), worker->output().find(*error));
+    int64_t latency_us = ErrorTime(*error) - blocked_at;
+    EXPECT_GE(latency_us, 1'900'000) << *error;  // not before --stuck-after + grace (2 s)
+    EXPECT_LT(latency_us, 5'000'000) << *error;  // + two beats + a check period, + 0.9 s slack
+    ExpectExit(worker, 0);
+    EXPECT_THAT(worker->output(), Not(HasSubstr("its step 20 "))) << worker->output();
+  }
 }
 
 TEST_F(HealthE2eTest, PreemptionNoticeFromOneOfEight_AllStopAtTheSameStep) {

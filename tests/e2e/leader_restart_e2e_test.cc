@@ -1,8 +1,9 @@
 // A leader restart is a pause: a real leader (e2e_leader --state_dir) killed with SIGKILL and
 // started again on the same port and state dir, with real worker processes (restart_worker)
 // whose agents reconnect. Blocked calls complete, acknowledged writes are all there exactly
-// once, a worker that died meanwhile is reported after the reconnect window, and a damaged
-// state dir is refused or recovered up to the damage.
+// once, a worker that died meanwhile is reported after the reconnect window, an ephemeral key
+// ends with the incarnation that wrote it before the restart, and a damaged state dir is refused
+// or recovered up to the damage.
 #include <unistd.h>
 
 #include <csignal>
@@ -49,6 +50,15 @@ class LeaderRestartE2eTest : public E2eTest {
   Subprocess* StartRestartWorker(int task, const std::string& scenario,
                                  std::vector<std::string> flags = {}) {
     return StartProgram(MUSTER_RESTART_WORKER_BIN, task, scenario, std::move(flags));
+  }
+
+  // What a client that is no task reads under `key`: "value=<v>" or "code=<CODE> ...".
+  std::string Read(const std::string& key) {
+    Subprocess* reader = StartRestartWorker(9, "read", {"--key=" + key});
+    auto line = reader->WaitForLine("EVENT read ", kBound);
+    ExpectExit(reader, 0);
+    if (!line.ok()) return line.status().ToString() + reader->output();
+    return line->substr(line->find("EVENT read ") + 11);
   }
 
   // The newest LevelDB log file of the state dir.
@@ -161,6 +171,62 @@ TEST_F(LeaderRestartE2eTest, WorkerKilledWhileLeaderDown_ReportedAfterTheReconne
   EXPECT_GE(after_us, 1'300'000) << *error;  // not before the window (less the start-up line)
   EXPECT_LT(after_us, 4'000'000) << *error;
   ExpectExit(survivor, 0);
+}
+
+// The writer of an ephemeral key dies while the leader is down: the restarted leader deletes the
+// key when the writer fails at the end of the reconnect window.
+TEST_F(LeaderRestartE2eTest, EphemeralWriterKilledWhileLeaderDown_KeyGoneAfterTheWindow) {
+  const std::vector<std::string> leader_flags = {"--jobs=worker=2", "--heartbeat_timeout_ms=2000",
+                                                 "--reconnect_window_ms=1500"};
+  Start(0, leader_flags);
+  Subprocess* survivor = StartRestartWorker(1, "idle");
+  Subprocess* writer = StartRestartWorker(0, "ephemeral");
+  ASSERT_TRUE(survivor->WaitForLine("EVENT connect code=OK", kBound).ok()) << survivor->output();
+  auto inserted = writer->WaitForLine("EVENT inserted", kBound);
+  ASSERT_TRUE(inserted.ok()) << inserted.status() << writer->output();
+  ASSERT_THAT(*inserted, HasSubstr("code=OK"));
+  KillLeader();
+  writer->Signal(SIGKILL);
+  (void)writer->Wait(kBound);
+  Start(port_, leader_flags);
+  auto error = survivor->WaitForLine("EVENT error", kBound);  // the window is over
+  ASSERT_TRUE(error.ok()) << error.status() << survivor->output();
+  EXPECT_THAT(*error, HasSubstr("/job:worker/task:0"));
+  EXPECT_THAT(*error, HasSubstr("reconnect window"));
+  EXPECT_THAT(Read("eph/0"), HasSubstr("code=NOT_FOUND"));
+  ExpectExit(survivor, 0);
+}
+
+// The writer of an ephemeral key reconnects to the restarted leader, keeps its key, and dies:
+// the key is deleted as it is without a restart.
+TEST_F(LeaderRestartE2eTest, EphemeralWriterReconnectsThenKilled_KeyGone) {
+  const std::vector<std::string> leader_flags = {"--jobs=worker=2", "--heartbeat_timeout_ms=2000",
+                                                 "--reconnect_window_ms=10000"};
+  Start(0, leader_flags);
+  Subprocess* survivor = StartRestartWorker(1, "idle");
+  Subprocess* writer = StartRestartWorker(0, "ephemeral");
+  ASSERT_TRUE(survivor->WaitForLine("EVENT connect code=OK", kBound).ok()) << survivor->output();
+  auto inserted = writer->WaitForLine("EVENT inserted", kBound);
+  ASSERT_TRUE(inserted.ok()) << inserted.status() << writer->output();
+  ASSERT_THAT(*inserted, HasSubstr("code=OK"));
+  const std::string incarnation = inserted->substr(inserted->find("incarnation=") + 12);
+  absl::SleepFor(absl::Milliseconds(200));  // the writer's get reaches the leader
+  KillLeader();
+  absl::SleepFor(absl::Milliseconds(500));  // the workers notice and retry
+  Start(port_, leader_flags);
+  // The writer's get is re-sent only once it has registered again: "go" means it is back.
+  ExpectExit(StartRestartWorker(9, "put", {"--key=go/0", "--value=1"}), 0);
+  auto go = writer->WaitForLine("EVENT go", kBound);
+  ASSERT_TRUE(go.ok()) << go.status() << writer->output();
+  EXPECT_EQ(Read("eph/0"), "value=" + incarnation);
+  writer->Signal(SIGKILL);
+  (void)writer->Wait(kBound);
+  auto error = survivor->WaitForLine("EVENT error", kBound);  // the writer's failure
+  ASSERT_TRUE(error.ok()) << error.status() << survivor->output();
+  EXPECT_THAT(*error, HasSubstr("/job:worker/task:0"));
+  EXPECT_THAT(Read("eph/0"), HasSubstr("code=NOT_FOUND"));
+  ExpectExit(survivor, 0);
+  EXPECT_THAT(survivor->output(), ::testing::Not(HasSubstr("reconnect window")));
 }
 
 TEST_F(LeaderRestartE2eTest, TornLastWrite_RecoversEverythingBefore) {

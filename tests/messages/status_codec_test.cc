@@ -1,5 +1,6 @@
 // The status codec: every code, message and payload survives ToError/ToStatus, also across
 // CAF's serializer; CAF's own errors become transport statuses without a coordination payload.
+#include <optional>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -54,6 +55,48 @@ TEST(StatusCodecTest, BarrierPayload_CarriesCounterAndCoordinationPayload) {
   EXPECT_EQ(GetBarrierCounter(out), 4);
   EXPECT_TRUE(GetCoordinationError(out).has_value());
   EXPECT_EQ(GetBarrierCounter(absl::InternalError("no payload")), -1);
+}
+
+TEST(StatusCodecTest, FailedTask_RoundTripsWithTheOtherPayloads) {
+  absl::Status in = MakeBarrierError(
+      WithFailedTask(absl::InternalError("Barrier failed because: task disconnected"),
+                     MakeTask("worker", 2)),
+      "done", 0);
+  absl::Status out = ToStatus(ToError(in));
+  EXPECT_EQ(out, in);
+  std::optional<proto::CoordinatedTask> failed = FailedTaskOf(out);
+  ASSERT_TRUE(failed.has_value());
+  EXPECT_EQ(TaskName(*failed), "/job:worker/task:2");
+  EXPECT_EQ(GetBarrierCounter(out), 0);
+  EXPECT_TRUE(out.GetPayload(kFailedTaskUrl).has_value());
+}
+
+TEST(StatusCodecTest, FailedTask_AbsentOrMalformedIsNullopt) {
+  EXPECT_FALSE(FailedTaskOf(absl::InternalError("no payload")).has_value());
+  EXPECT_FALSE(
+      FailedTaskOf(MakeCoordinationError(absl::InternalError("x"), MakeTask("w", 1))).has_value());
+  absl::Status garbage = absl::InternalError("x");
+  garbage.SetPayload(kFailedTaskUrl, absl::Cord("\xff\xff"));
+  EXPECT_FALSE(FailedTaskOf(garbage).has_value());
+  EXPECT_THAT(WithFailedTask(absl::OkStatus(), MakeTask("w", 1)), IsOk());
+}
+
+TEST(StatusCodecTest, FailedTask_SurvivesSerialization) {
+  caf::actor_system_config cfg;
+  AddMessageTypes(cfg);
+  caf::actor_system system{cfg};
+  absl::Status in = WithFailedTask(absl::InternalError("peer died"), MakeTask("ps", 3));
+  std::vector<char> buffer;
+  caf::binary_serializer sink{system, buffer};
+  caf::error error = ToError(in);
+  ASSERT_FALSE(sink(error));
+  caf::error out;
+  caf::binary_deserializer source{system, buffer};
+  ASSERT_FALSE(source(out));
+  absl::Status back = ToStatus(out);
+  EXPECT_EQ(back, in);
+  ASSERT_TRUE(FailedTaskOf(back).has_value());
+  EXPECT_EQ(TaskName(*FailedTaskOf(back)), "/job:ps/task:3");
 }
 
 TEST(StatusCodecTest, ErrorWithPayload_SurvivesSerialization) {

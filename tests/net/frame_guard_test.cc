@@ -4,13 +4,16 @@
 #include <utility>
 #include <vector>
 
+#include <absl/strings/escaping.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/atom.hpp>
 #include <caf/binary_serializer.hpp>
+#include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
+#include <caf/io/middleman.hpp>
 #include <caf/message.hpp>
 #include <caf/message_id.hpp>
 #include <caf/system_messages.hpp>
@@ -49,6 +52,7 @@ std::string DirectPayload(const caf::message& message,
 }
 
 constexpr uint64_t kAnswer = caf::message_id::response_flag_mask | 7;
+constexpr uint64_t kOneWay = caf::message_id::default_async_value;
 
 absl::Span<const char> Bytes(const std::string& s) { return absl::MakeConstSpan(s); }
 
@@ -157,18 +161,11 @@ TEST(FrameGuardTest, Inbound_MessagesOnlyToPublishedActorsOrAnswers) {
       caf::make_message(caf::sys_atom::value, caf::get_atom::value, std::string("info")));
   const uint64_t spawn_server = static_cast<uint64_t>(caf::atom("SpawnServ"));
   EXPECT_THAT(VerdictWithPublished(published, info, spawn_server, 0, /*named=*/1), IsOk());
+  // Its reply (to the helper actor that asked) from a peer whose node is unknown.
   std::string info_reply = DirectPayload(caf::make_message(
       caf::ok_atom::value, std::string("info"), caf::strong_actor_ptr{}, std::string("x")));
-  EXPECT_THAT(VerdictWithPublished(published, info_reply, 6), IsOk());
-  // The same shape with other values (an attacker's text for an actor to print, or to keep).
-  for (const caf::message& other : {caf::make_message(caf::get_atom::value, std::string("info"),
-                                                      caf::strong_actor_ptr{}, std::string("x")),
-                                    caf::make_message(caf::ok_atom::value, std::string("infox"),
-                                                      caf::strong_actor_ptr{}, std::string("x"))}) {
-    EXPECT_THAT(VerdictWithPublished(published, DirectPayload(other), 6),
-                StatusIs(Code::kPermissionDenied, HasSubstr("did not publish")))
-        << caf::to_string(other);
-  }
+  EXPECT_THAT(VerdictWithPublished(published, info_reply, 6, kOneWay),
+              StatusIs(Code::kPermissionDenied, HasSubstr("did not publish")));
   // Anything else to a named actor (the config server answers what the node's configuration
   // holds).
   std::string get =
@@ -238,6 +235,92 @@ TEST(FrameGuardTest, Inbound_MonitorAndDownFramesOnlyAboutThePeerAndThisNode) {
       }
     }
   }
+}
+
+// A node (its own actor system) with one actor, its spawn server stand-in: CAF's node-info
+// reply as that node sends it, with the node's id as its handshakes carry it.
+class NodeInfoReplyTest : public ::testing::Test {
+ protected:
+  NodeInfoReplyTest() : system_(Config(config_)) {
+    spawn_server_ = caf::actor_cast<caf::strong_actor_ptr>(
+        system_.spawn([]() -> caf::behavior { return {[](int) {}}; }));
+    std::vector<char> bytes;
+    caf::binary_serializer sink{system_, bytes};
+    EXPECT_FALSE(sink(system_.node()));
+    node_.assign(bytes.begin(), bytes.end());
+  }
+  ~NodeInfoReplyTest() override { caf::anon_send_exit(spawn_server_, caf::exit_reason::kill); }
+
+  static caf::actor_system_config& Config(caf::actor_system_config& config) {
+    config.load<caf::io::middleman>();
+    return config;
+  }
+
+  std::string Reply(caf::strong_actor_ptr server, const std::string& name,
+                    const std::string& key = "info") const {
+    return DirectPayload(caf::make_message(caf::ok_atom::value, key, server, name));
+  }
+  std::string Reply() const { return Reply(spawn_server_, "spawn_server"); }
+
+  // An inbound connection of node `own` that published actor 5, from the peer node `peer`,
+  // then one direct message to actor 6: the verdict on its payload.
+  static absl::Status Verdict(const std::string& own, const std::string& peer,
+                              const std::string& payload, uint64_t message_id = kOneWay) {
+    PublishedActors published;
+    published.Add(5);
+    FrameGuard guard(Limits(), /*inbound=*/true, &published, own);
+    EXPECT_THAT(guard.Check(Bytes(Header(kClientHandshake, peer.size()))), IsOk());
+    EXPECT_THAT(guard.Check(Bytes(peer)), IsOk());
+    EXPECT_THAT(guard.Check(Bytes(::muster::testing::BaspHeader(kDirectMessage, payload.size(),
+                                                                message_id, 0, /*receiver=*/6))),
+                IsOk());
+    return guard.Check(Bytes(payload));
+  }
+
+  // A node id of this process's guards that no other test uses (each pair passes once).
+  static std::string OwnNode() {
+    static int next = 0;
+    return "own-node-" + std::to_string(next++);
+  }
+
+  caf::actor_system_config config_;
+  caf::actor_system system_;
+  caf::strong_actor_ptr spawn_server_;
+  std::string node_;
+};
+
+// CAF's reply passes once per pair of nodes: CAF asks each node once per actor system.
+TEST_F(NodeInfoReplyTest, TheSpawnServersReplyOfThePeer_PassesOncePerPairOfNodes) {
+  const std::string own = OwnNode();
+  EXPECT_THAT(Verdict(own, node_, Reply()), IsOk());
+  EXPECT_THAT(Verdict(own, node_, Reply()),
+              StatusIs(Code::kPermissionDenied, HasSubstr("actor 6, which this node did not")));
+  EXPECT_THAT(Verdict(OwnNode(), node_, Reply()), IsOk());  // another node of the process
+}
+
+// The reply's shape with anything but CAF's values: a peer's text for an actor to print, another
+// node's actor, no actor, not one-way.
+TEST_F(NodeInfoReplyTest, OtherValuesOrMessageIds_PermissionDenied) {
+  const std::string own = OwnNode();
+  caf::actor_system_config other_config;
+  caf::actor_system other{Config(other_config)};
+  caf::strong_actor_ptr other_actor = caf::actor_cast<caf::strong_actor_ptr>(
+      other.spawn([]() -> caf::behavior { return {[](int) {}}; }));
+  for (const std::string& payload :
+       {Reply(spawn_server_, "\x1b[31m\x1b[2J"), Reply(spawn_server_, "spawn_serverx"),
+        Reply(spawn_server_, "spawn_server", "infox"), Reply(other_actor, "spawn_server"),
+        Reply(nullptr, "spawn_server"), Reply() + "x"}) {
+    EXPECT_THAT(Verdict(own, node_, payload),
+                StatusIs(Code::kPermissionDenied, HasSubstr("did not publish")))
+        << absl::CHexEscape(payload);
+  }
+  for (uint64_t message_id : {uint64_t{0}, uint64_t{7}, kOneWay | 7}) {
+    EXPECT_THAT(Verdict(own, node_, Reply(), message_id),
+                StatusIs(Code::kPermissionDenied, HasSubstr("did not publish")))
+        << message_id;
+  }
+  EXPECT_THAT(Verdict(own, node_, Reply()), IsOk());  // none of these used the pair's turn
+  caf::anon_send_exit(other_actor, caf::exit_reason::kill);
 }
 
 TEST(PublishedActorsTest, AnyActorUntilOneIsAddedThenOnlyThoseUpToTheCapacity) {

@@ -24,7 +24,9 @@ namespace {
 
 using ::muster::testing::IsOk;
 using ::muster::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Code = absl::StatusCode;
 
 constexpr char kToken[] = "s3cret-job-token";
@@ -109,7 +111,9 @@ class TokenGateTest : public testing::TwoNodesTest {
 
 TEST_F(TokenGateTest, RequestWithoutToken_UnauthenticatedNothingChanged) {
   EXPECT_THAT(Insert("config/lr"),
-              StatusIs(Code::kUnauthenticated, HasSubstr("requires the job token")));
+              StatusIs(Code::kUnauthenticated,
+                       AllOf(HasSubstr("requires the job token"),
+                             HasSubstr("MUSTER_TOKEN_FILE=FILE"), Not(HasSubstr("AgentOptions")))));
   EXPECT_THAT(LocalTryGet("config/lr"), StatusIs(Code::kNotFound));
 }
 

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -140,10 +141,14 @@ TEST_F(BarrierActorTest, Barrier_ParticipantAlreadyInError_InternalNamingIt) {
   caf::anon_send(stand_in, State(Worker(2), proto::TASKSTATE_ERROR, 1,
                                  absl::UnavailableError("heartbeat timeout")));
   Drain();
-  EXPECT_THAT(Call<proto::BarrierResponse>(stand_in, Barrier("b", Worker(0))),
-              StatusIs(absl::StatusCode::kInternal,
-                       AllOf(HasSubstr("worker/2"), HasSubstr("already in error"),
-                             HasSubstr("heartbeat timeout"))));
+  absl::StatusOr<proto::BarrierResponse> reply =
+      Call<proto::BarrierResponse>(stand_in, Barrier("b", Worker(0)));
+  EXPECT_THAT(reply, StatusIs(absl::StatusCode::kInternal,
+                              AllOf(HasSubstr("worker/2"), HasSubstr("already in error"),
+                                    HasSubstr("heartbeat timeout"))));
+  std::optional<proto::CoordinatedTask> failed = FailedTaskOf(reply.status());
+  ASSERT_TRUE(failed.has_value()) << reply.status();
+  EXPECT_EQ(TaskName(*failed), "/job:worker/task:2");
 }
 
 TEST_F(BarrierActorTest, Barrier_ParticipantErrorWhileWaiting_InternalNamingItAndWhy) {
@@ -156,6 +161,9 @@ TEST_F(BarrierActorTest, Barrier_ParticipantErrorWhileWaiting_InternalNamingItAn
   EXPECT_THAT(**waiting, StatusIs(absl::StatusCode::kInternal,
                                   AllOf(HasSubstr("/job:worker/task:1"),
                                         HasSubstr("incarnation mismatch"), HasSubstr("b::0"))));
+  std::optional<proto::CoordinatedTask> failed = FailedTaskOf((*waiting)->status());
+  ASSERT_TRUE(failed.has_value()) << (*waiting)->status();
+  EXPECT_EQ(TaskName(*failed), "/job:worker/task:1");
 }
 
 TEST_F(BarrierActorTest, Barrier_ParticipantDisconnectsWhileWaiting_Internal) {

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -20,6 +21,7 @@ using ::muster::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using namespace std::chrono_literals;
 
 const BarrierClock::time_point kStart{};
@@ -255,6 +257,43 @@ TEST(BarrierStateTest, TaskStateChanged_ParticipantError_InternalNamingTaskAndRe
   EXPECT_THAT(state.result(), StatusIs(absl::StatusCode::kInternal,
                                        AllOf(HasSubstr("/job:worker/task:1"), HasSubstr("ERROR"),
                                              HasSubstr("heartbeat timeout"), HasSubstr("b::0"))));
+}
+
+TEST(BarrierStateTest, TaskStateChanged_ParticipantDied_OneSentenceBreakAndFailedTaskPayload) {
+  BarrierState state = MakeState(3, 3);
+  state.Arrive(Call(0));
+  proto::CoordinatedTaskStateInfo died = TaskState(2, proto::TASKSTATE_ERROR);
+  died.set_error_message("Task /job:worker/task:2: connection to worker lost. Restart it.");
+  EXPECT_TRUE(state.TaskStateChanged(died).finished);
+  EXPECT_THAT(state.result(),
+              StatusIs(absl::StatusCode::kInternal,
+                       AllOf(HasSubstr("Restart it. Barrier Id: b::0, Task: /job:worker/task:2"),
+                             Not(HasSubstr("..")))));
+  std::optional<proto::CoordinatedTask> failed = FailedTaskOf(state.result());
+  ASSERT_TRUE(failed.has_value());
+  EXPECT_EQ(TaskName(*failed), "/job:worker/task:2");
+  EXPECT_EQ(GetBarrierCounter(state.result()), 0);
+}
+
+TEST(BarrierStateTest, TasksInErrorError_OneSentenceBreakAndFailedTaskPayload) {
+  proto::CoordinatedTaskStateInfo first = TaskState(1, proto::TASKSTATE_ERROR);
+  first.set_error_message("connection to worker lost.");
+  std::vector<proto::CoordinatedTask> in_error = {Worker(1), Worker(2)};
+  absl::Status status = BarrierTasksInErrorError("b", 0, in_error, first);
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kInternal,
+                               AllOf(HasSubstr("connection to worker lost. Reset or restart"),
+                                     Not(HasSubstr("..")))));
+  std::optional<proto::CoordinatedTask> failed = FailedTaskOf(status);
+  ASSERT_TRUE(failed.has_value());
+  EXPECT_EQ(TaskName(*failed), "/job:worker/task:1");
+}
+
+TEST(BarrierStateTest, OtherFailures_CarryNoFailedTask) {
+  BarrierState state = MakeState(2, 2);
+  state.Arrive(Call(0));
+  state.DeadlineReached(kStart + 10s);
+  EXPECT_THAT(state.result(), StatusIs(absl::StatusCode::kDeadlineExceeded));
+  EXPECT_FALSE(FailedTaskOf(state.result()).has_value());
 }
 
 TEST(BarrierStateTest, TaskStateChanged_ParticipantDisconnected_Internal) {

@@ -83,6 +83,10 @@ TEST_F(ClusterTest, WaitForAllTasks_TaskFailsWhileWaiting_InternalNamingIt) {
   AdvanceTime(10s);  // nobody heartbeats: both tasks go stale
   ASSERT_TRUE(waiting->has_value());
   EXPECT_THAT(**waiting, StatusIs(Code::kInternal, HasSubstr("failed before every task arrived")));
+  const absl::Status& status = (*waiting)->status();
+  std::optional<proto::CoordinatedTask> failed = FailedTaskOf(status);
+  ASSERT_TRUE(failed.has_value()) << status;
+  EXPECT_THAT(status.message(), HasSubstr(absl::StrCat(TaskName(*failed), " failed before")));
 }
 
 TEST_F(ClusterTest, WaitForAllTasks_NotConnected_FailedPrecondition) {

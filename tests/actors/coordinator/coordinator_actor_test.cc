@@ -62,6 +62,23 @@ TEST_F(CoordinatorTest, RegisterTask_KnownTask_ReturnsLeaderIncarnation) {
   EXPECT_EQ(reply->leader_incarnation(), 77u);
 }
 
+TEST_F(CoordinatorTest, RegisterTask_TellsTheAgentTheLeadersHeartbeatTimeout) {
+  CoordinatorOptions options;
+  options.incarnation = 77;
+  auto* job = options.config.add_coordinated_job_list();
+  job->set_name("worker");
+  job->set_num_tasks(1);
+  options.config.set_heartbeat_timeout_in_ms(2'000);
+  auto coordinator = Keep(SpawnCoordinator(system_, options));
+  auto reply = Call<proto::RegisterTaskResponse>(coordinator, Register("worker", 0, 5), Agent());
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->heartbeat_timeout_ms(), 2'000);
+  // A config without one: the leader's default, 10 s.
+  auto defaulted = Call<proto::RegisterTaskResponse>(Spawn(), Register("worker", 1, 5), Agent());
+  ASSERT_TRUE(defaulted.ok()) << defaulted.status();
+  EXPECT_EQ(defaulted->heartbeat_timeout_ms(), 10'000);
+}
+
 TEST_F(CoordinatorTest, RegisterTask_UnknownTask_InvalidArgumentNamingIt) {
   auto coordinator = Spawn();
   EXPECT_THAT(Call<proto::RegisterTaskResponse>(coordinator, Register("worker", 2, 5), Agent()),

@@ -1,7 +1,8 @@
 // The coordinator with a state writer (a fake that keeps each batch in a map and answers when
 // the test lets it), deterministic: replies wait for their batches to be durable, re-sent
 // key-value writes are answered from their stored reply, a restarted leader continues from a
-// RecoveredState (keys, tasks awaiting their reconnect, barrier results), watches resume.
+// RecoveredState (keys, tasks awaiting their reconnect, barrier results; ephemeral keys end with
+// their recovered owner), watches resume.
 #include <map>
 #include <memory>
 #include <optional>
@@ -28,6 +29,16 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using Code = absl::StatusCode;
+
+// An OK StatusOr<std::string> holding `value`.
+MATCHER_P(HoldsValue, value, "is OK and holds \"" + std::string(value) + "\"") {
+  if (!arg.ok()) {
+    *result_listener << "status is " << arg.status();
+    return false;
+  }
+  *result_listener << "value is \"" << *arg << "\"";
+  return *arg == value;
+}
 
 proto::RequestId Id(uint64_t client, uint64_t seq) {
   proto::RequestId id;
@@ -56,10 +67,12 @@ proto::BarrierRequest BarrierCall(const std::string& id, int64_t counter) {
 class CoordinatorDurableTest : public LeaderTest {
  protected:
   // Spawns a coordinator over Config(1) with the fake writer of `disk_`, leader incarnation 7.
+  // `config` replaces Config(1).
   CoordinatorActor SpawnDurable(std::shared_ptr<const proto::RecoveredState> recovered = nullptr,
-                                caf::timespan reconnect_window = std::chrono::seconds(2)) {
+                                caf::timespan reconnect_window = std::chrono::seconds(2),
+                                std::optional<proto::CoordinationServiceConfig> config = {}) {
     fake_ = Keep(system_.spawn(FakeWriter, disk_));
-    CoordinatorOptions options{.config = Config(1), .incarnation = 7};
+    CoordinatorOptions options{.config = config ? *config : Config(1), .incarnation = 7};
     options.state_writer = caf::actor_cast<StateWriterActor>(fake_);
     options.recovered = std::move(recovered);
     options.reconnect_window = reconnect_window;
@@ -94,7 +107,7 @@ class CoordinatorDurableTest : public LeaderTest {
 
   // A directory "d" (revision 5, d/x=1), task /job:worker/task:0 CONNECTED with incarnation
   // 100, barrier "b" passed at counter 0, barrier "e" failed at counter 2; leader incarnation 7.
-  static std::shared_ptr<const proto::RecoveredState> Recovered() {
+  static std::shared_ptr<proto::RecoveredState> Recovered() {
     auto state = std::make_shared<proto::RecoveredState>();
     state->mutable_leader()->set_format(kStateFormat);
     state->mutable_leader()->set_incarnation(7);
@@ -122,6 +135,38 @@ class CoordinatorDurableTest : public LeaderTest {
     failed->set_counter(2);
     *failed->mutable_result() = StoreStatus(absl::InternalError("a participant failed"));
     return state;
+  }
+
+  // Adds the ephemeral key `key` = "v" of directory "d", owned by incarnation `incarnation` of
+  // `owner`, to `state` and to the fake disk (as the leader before the restart left it).
+  void AddEphemeral(proto::RecoveredState& state, const std::string& key, const std::string& owner,
+                    uint64_t incarnation) {
+    proto::RecoveredKvDirectory* dir = state.mutable_directories(0);
+    proto::KeyValueEntry* entry = dir->add_entries();
+    entry->set_key(key);
+    entry->set_value("v");
+    proto::KvRecord* record = dir->add_records();
+    record->set_owner_task(owner);
+    record->set_owner_incarnation(incarnation);
+    proto::KvRecord stored = *record;
+    stored.set_value("v");
+    disk_->data[KvStateKey(key)] = stored.SerializeAsString();
+  }
+
+  // An ephemeral insert of `key` = `value` by /job:worker/task:0.
+  static proto::InsertKeyValueRequest EphemeralInsert(const std::string& key,
+                                                      const std::string& value) {
+    proto::InsertKeyValueRequest request = InsertRequest(key, value);
+    request.set_ephemeral(true);
+    *request.mutable_source_task() = MakeTask("worker", 0);
+    return request;
+  }
+
+  // The value of `key`, or the error of TryGetKeyValue.
+  absl::StatusOr<std::string> Value(const std::string& key) {
+    auto reply = Call<proto::TryGetKeyValueResponse>(leader_, TryGetRequest(key));
+    if (!reply.ok()) return reply.status();
+    return reply->kv().value();
   }
 
   std::shared_ptr<FakeDisk> disk_ = std::make_shared<FakeDisk>();
@@ -402,6 +447,78 @@ TEST_F(CoordinatorDurableTest, Restore_NoReconnectWithinTheWindow_TaskFailsUnava
   ASSERT_TRUE(task.has_value());
   EXPECT_EQ(task->state(), proto::TASKSTATE_ERROR);
   EXPECT_EQ(task->error_code(), static_cast<int>(Code::kUnavailable));
+}
+
+// ---- Ephemeral keys across a restart ----
+
+TEST_F(CoordinatorDurableTest, Restore_EphemeralKeyOfATaskThatDoesNotReconnect_GoneWhenWindowEnds) {
+  auto state = Recovered();
+  AddEphemeral(*state, "d/e", "/job:worker/task:0", 100);
+  SpawnDurable(state, std::chrono::seconds(2));
+  AdvanceTime(std::chrono::milliseconds(1999));
+  EXPECT_THAT(Value("d/e"), HoldsValue("v"));  // the incarnation may still come back
+  AdvanceTime(std::chrono::milliseconds(1));
+  ASSERT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
+  EXPECT_THAT(Value("d/e"), StatusIs(Code::kNotFound));
+  EXPECT_FALSE(disk_->data.count(KvStateKey("d/e")));  // the deletion is recorded
+  EXPECT_THAT(Value("d/x"), HoldsValue("1"));          // a persistent key stays
+}
+
+TEST_F(CoordinatorDurableTest, Restore_EphemeralKeyOwnerReconnectsThenDies_KeyGone) {
+  auto state = Recovered();
+  AddEphemeral(*state, "d/e", "/job:worker/task:0", 100);
+  SpawnDurable(state, std::chrono::seconds(2));
+  EXPECT_EQ(State("worker", 0).connected_age_ms(), -1);  // not back yet
+  auto agent = Agent(&reports_);
+  ASSERT_THAT(Call<proto::RegisterTaskResponse>(leader_, Reconnect("worker", 0, 100), agent),
+              IsOk());
+  EXPECT_EQ(State("worker", 0).connected_age_ms(), 0);  // connected since it came back
+  AdvanceTime(std::chrono::seconds(3));                 // the window passes: the task is back
+  EXPECT_THAT(Value("d/e"), HoldsValue("v"));
+  // The reconnected incarnation dies: no heartbeat for the heartbeat timeout (10 s).
+  AdvanceTime(std::chrono::seconds(10));
+  ASSERT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
+  EXPECT_THAT(Value("d/e"), StatusIs(Code::kNotFound));
+  EXPECT_FALSE(disk_->data.count(KvStateKey("d/e")));
+  EXPECT_THAT(Value("d/x"), HoldsValue("1"));
+}
+
+TEST_F(CoordinatorDurableTest, Restore_EphemeralKeyOwnerReplacedByANewIncarnation_KeyGone) {
+  proto::CoordinationServiceConfig config = Config(1);
+  config.add_recoverable_jobs("worker");
+  auto state = Recovered();
+  AddEphemeral(*state, "d/e", "/job:worker/task:0", 100);
+  SpawnDurable(state, std::chrono::seconds(2), config);
+  // The restarted process registers with a new incarnation within the window.
+  ASSERT_THAT(Register("worker", 0, 200, Agent(&reports_)), IsOk());
+  EXPECT_THAT(Value("d/e"), StatusIs(Code::kNotFound));
+  // Its own ephemeral insert of the key succeeds, and it owns the key now.
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, EphemeralInsert("d/e", "200")), IsOk());
+  auto record = OnDisk<proto::KvRecord>(KvStateKey("d/e"));
+  ASSERT_TRUE(record.has_value());
+  EXPECT_EQ(record->owner_incarnation(), 200u);
+  ASSERT_THAT((TaskCall<proto::ShutdownTaskResponse, proto::ShutdownTaskRequest>("worker", 0)),
+              IsOk());
+  EXPECT_THAT(Value("d/e"), StatusIs(Code::kNotFound));
+}
+
+// Keys of an owner that is not live at the restart (an incarnation that ended before the leader
+// stopped, a task that is not connected, a task no longer configured) are deleted at start.
+TEST_F(CoordinatorDurableTest, Restore_EphemeralKeysOfOwnersNotLive_DeletedAtStart) {
+  auto state = Recovered();
+  AddEphemeral(*state, "d/old", "/job:worker/task:0", 99);
+  AddEphemeral(*state, "d/ps", "/job:ps/task:0", 5);
+  AddEphemeral(*state, "d/gone", "/job:gone/task:0", 6);
+  AddEphemeral(*state, "d/live", "/job:worker/task:0", 100);
+  SpawnDurable(state, std::chrono::seconds(2));
+  EXPECT_THAT(Value("d/old"), StatusIs(Code::kNotFound));
+  EXPECT_THAT(Value("d/ps"), StatusIs(Code::kNotFound));
+  EXPECT_THAT(Value("d/gone"), StatusIs(Code::kNotFound));
+  EXPECT_FALSE(disk_->data.count(KvStateKey("d/old")));
+  EXPECT_FALSE(disk_->data.count(KvStateKey("d/ps")));
+  EXPECT_FALSE(disk_->data.count(KvStateKey("d/gone")));
+  EXPECT_THAT(Value("d/live"), HoldsValue("v"));
+  EXPECT_THAT(Value("d/x"), HoldsValue("1"));
 }
 
 // ---- Resumed watches ----

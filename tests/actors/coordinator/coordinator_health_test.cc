@@ -1,6 +1,8 @@
 // Job health at the coordinator, on simulated time: stuck tasks found from the steps their
 // heartbeats carry, the preemption protocol, barrier progress, and ephemeral keys deleted when
 // their writer's incarnation ends.
+#include <algorithm>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -20,6 +22,7 @@ class HealthTest : public LeaderTest {
   static proto::CoordinationServiceConfig StuckConfig(int workers, int64_t stuck_after_ms,
                                                       int64_t max_step_lag) {
     proto::CoordinationServiceConfig config = Config(workers);
+    config.set_heartbeat_timeout_in_ms(2'000);  // beats every 1 s: the stall rule's grace
     config.set_stuck_after_ms(stuck_after_ms);
     config.set_max_step_lag(max_step_lag);
     return config;
@@ -63,15 +66,16 @@ TEST_F(HealthTest, StalledTask_FailsWithTaskStuckAndTheOthersAreTold) {
   Spawn(StuckConfig(3, 2'000, 0));
   RegisterWorkers(3);
   for (int id = 0; id < 3; ++id) ASSERT_THAT(Beat(id, 5), IsOk());
-  // Workers 0 and 1 advance every 500 ms; worker 2 stays at step 5 (its beats keep flowing).
-  for (int64_t step = 6; step <= 9; ++step) {
+  // Workers 0 and 1 advance every 450 ms, past worker 2 at 0.45 s; worker 2 stays at step 5
+  // (its beats keep flowing).
+  for (int64_t step = 6; step <= 12; ++step) {
     AdvanceTime(450ms);
     ASSERT_THAT(Beat(0, step), IsOk());
     ASSERT_THAT(Beat(1, step), IsOk());
     ASSERT_THAT(Beat(2, 5), IsOk());
   }
-  EXPECT_EQ(State("worker", 2).state(), proto::TASKSTATE_CONNECTED);  // 1.8 s
-  AdvanceTime(450ms);  // 2.25 s: the first check after 2 s found it
+  EXPECT_EQ(State("worker", 2).state(), proto::TASKSTATE_CONNECTED);  // 3.15 s
+  AdvanceTime(450ms);  // 3.6 s: the first check after 0.45 s + 2 s + 1 s (grace) found it
   proto::CoordinatedTaskStateInfo state = State("worker", 2);
   ASSERT_EQ(state.state(), proto::TASKSTATE_ERROR);
   absl::Status error = StatusFromFields(state);
@@ -81,9 +85,9 @@ TEST_F(HealthTest, StalledTask_FailsWithTaskStuckAndTheOthersAreTold) {
   ASSERT_TRUE(stuck.has_value());
   EXPECT_EQ(stuck->reason(), proto::TaskStuck::STALLED);
   EXPECT_EQ(stuck->step(), 5);
-  EXPECT_EQ(stuck->min_other_step(), 9);
-  EXPECT_EQ(stuck->max_other_step(), 9);
-  EXPECT_GE(stuck->stalled_for_ms(), 2'000);
+  EXPECT_EQ(stuck->min_other_step(), 12);
+  EXPECT_EQ(stuck->max_other_step(), 12);
+  EXPECT_EQ(stuck->stalled_for_ms(), 3'600);  // the check that ran at 3.6 s
   ASSERT_EQ(reports_[0]->size(), 1u);
   EXPECT_TRUE((*reports_[0])[0].error_payload().has_stuck());
   EXPECT_EQ((*reports_[0])[0].error_code(), static_cast<int>(Code::kDeadlineExceeded));
@@ -117,6 +121,43 @@ TEST_F(HealthTest, AllPaused_NobodyStuck) {
   for (int id = 0; id < 3; ++id) {
     EXPECT_EQ(State("worker", id).state(), proto::TASKSTATE_CONNECTED) << id;
   }
+}
+
+TEST_F(HealthTest, WholeJobPausesLongerThanStuckAfter_NobodyStuckWhenItResumes_BlockedTaskIs) {
+  // muster serve --stuck-after 2s with heartbeats every 2 s. The workers step every 50 ms,
+  // all pause 3.5 s at step 20 (1 s to 4.5 s), then step on; worker 2 hangs at step 80 (7.5 s).
+  // Worker i beats at i * 700 ms into each 2 s, so their new steps reach the leader staggered.
+  proto::CoordinationServiceConfig config = StuckConfig(3, 2'000, 0);
+  config.set_heartbeat_timeout_in_ms(4'000);
+  Spawn(config);
+  RegisterWorkers(3);
+  auto step_at = [](int id, int64_t ms) -> int64_t {
+    int64_t step = ms < 1'000 ? ms / 50 : ms < 4'500 ? 20 : 20 + (ms - 4'500) / 50;
+    return id == 2 ? std::min<int64_t>(step, 80) : step;
+  };
+  for (int64_t ms = 0; ms < 13'950; ms += 50) {
+    for (int id = 0; id < 3; ++id) {
+      if (ms >= 700 * id && (ms - 700 * id) % 2'000 == 0) {
+        ASSERT_THAT(Beat(id, step_at(id, ms)), IsOk()) << "worker " << id << " at " << ms;
+      }
+    }
+    AdvanceTime(50ms);
+  }
+  // 13.95 s: worker 2 reported 80 at 9.4 s; worker 0's beat at 10 s (step 110) moved past it.
+  for (int id = 0; id < 3; ++id) {
+    EXPECT_EQ(State("worker", id).state(), proto::TASKSTATE_CONNECTED) << id;
+    EXPECT_TRUE(reports_[id]->empty()) << id;
+  }
+  AdvanceTime(50ms);  // 14 s: found by the check at 10 s + 2 s + 2 s (grace)
+  proto::CoordinatedTaskStateInfo state = State("worker", 2);
+  ASSERT_EQ(state.state(), proto::TASKSTATE_ERROR);
+  auto stuck = GetTaskStuck(StatusFromFields(state));
+  ASSERT_TRUE(stuck.has_value());
+  EXPECT_EQ(stuck->reason(), proto::TaskStuck::STALLED);
+  EXPECT_EQ(stuck->step(), 80);
+  EXPECT_EQ(stuck->stalled_for_ms(), 4'600);  // since 9.4 s
+  ASSERT_EQ(reports_[0]->size(), 1u);
+  EXPECT_EQ((*reports_[0])[0].error_payload().stuck().step(), 80);
 }
 
 TEST_F(HealthTest, LaggingTask_StuckWithLaggingReason) {

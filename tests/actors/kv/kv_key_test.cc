@@ -102,7 +102,7 @@ TEST(ValidateKeyTest, OverTheLimit_InvalidArgumentNamingKeyLimitAndSize) {
   EXPECT_THAT(ValidateKey("a/bcde", "a/bcde", limits),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("a/bcde"), HasSubstr("6 bytes"), HasSubstr("limit of 5"),
-                             HasSubstr("max_key_bytes"))));
+                             HasSubstr("--max-key-size"))));
 }
 
 TEST(ValidateKeyTest, DefaultLimit_4097Bytes_InvalidArgument) {
@@ -124,7 +124,7 @@ TEST(ValidateValueTest, OverTheLimit_ResourceExhaustedNamingKeyLimitAndSize) {
   EXPECT_THAT(ValidateValue("a/b", "wxyz", limits),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        AllOf(HasSubstr("a/b"), HasSubstr("4 bytes"), HasSubstr("limit of 3"),
-                             HasSubstr("max_value_bytes"))));
+                             HasSubstr("--max-value-size"))));
 }
 
 TEST(ValidateDirectoryCapacityTest, BelowTheLimit_Ok) {
@@ -139,7 +139,7 @@ TEST(ValidateDirectoryCapacityTest, Full_ResourceExhaustedNamingDirectoryKeyAndL
   EXPECT_THAT(ValidateDirectoryCapacity("a", "a/x", 2, limits),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        AllOf(HasSubstr("directory a"), HasSubstr("a/x"), HasSubstr("2 keys"),
-                             HasSubstr("max_keys_per_directory"))));
+                             HasSubstr("--max-keys-per-directory"))));
 }
 
 TEST(KeyForMessageTest, LongKey_ShortenedWithItsSize) {

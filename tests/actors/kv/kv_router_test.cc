@@ -358,7 +358,7 @@ TEST_F(KvRouterTest, DeleteKeyValue_RootNotDirectory_InvalidArgumentAndNothingDe
   auto router = SpawnRouter();
   Insert(router, "a/x");
   EXPECT_THAT(Call<proto::DeleteKeyValueResponse>(router, DeleteRequest("", false)),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("pass is_directory")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("muster kv rm -r --all /")));
   EXPECT_THAT(ListKeys(router, ""), ElementsAre("a/x"));
 }
 

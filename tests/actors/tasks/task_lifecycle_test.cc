@@ -70,7 +70,8 @@ TEST_F(LeaderTest, Register_WhileInError_AbortedUntilReset) {
   ASSERT_TRUE(Register("worker", 0, 5, agent).ok());
   ASSERT_FALSE(Register("worker", 0, 8, agent).ok());
   EXPECT_THAT(Register("worker", 0, 8, agent),
-              StatusIs(Code::kAborted, HasSubstr("ResetTask() should be called")));
+              StatusIs(Code::kAborted,
+                       HasSubstr("run `muster task reset --leader HOST:PORT /job:worker/task:0`")));
   EXPECT_THAT((TaskCall<proto::ResetTaskResponse, proto::ResetTaskRequest>("worker", 0)), IsOk());
   EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_DISCONNECTED);
   EXPECT_THAT(Register("worker", 0, 8, agent), IsOk());

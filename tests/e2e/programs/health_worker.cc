@@ -1,8 +1,11 @@
 // A worker for the job-health multi-process tests: a training loop of numbered steps that
 // reports its progress, with the scenario's twist. It prints one line per event
 // ("EVENT <what> ..."), with wall-clock microseconds where the test measures latencies.
-//   steps      report steps until the error callback fires; with --block_at_step, stop
-//              stepping there (heartbeats go on: the process is alive but stuck)
+//   steps      report steps until the error callback fires; with --start_barrier, start
+//              stepping together with the other tasks; with --pause_at_step, sleep --pause_ms
+//              there once (a checkpoint the whole job takes), then step on; with
+//              --block_at_step, stop stepping there (heartbeats go on: the process is alive
+//              but stuck)
 //   preempt    call ReachedSyncPoint every step; --notify_at_step: this task notifies the
 //              preemption at that step; prints the step at which it stopped
 //   ephemeral  insert the ephemeral key eph/<task> and wait to be killed; with --expect_gone,
@@ -31,6 +34,11 @@ ABSL_FLAG(int64_t, heartbeat_timeout_ms, 10'000, "heartbeat timeout");
 ABSL_FLAG(bool, recoverable, false, "recoverable task");
 ABSL_FLAG(int64_t, step_ms, 10, "how long a step takes");
 ABSL_FLAG(int64_t, block_at_step, -1, "steps: stop stepping at this step (-1: never)");
+ABSL_FLAG(int64_t, pause_at_step, -1, "steps: pause once at this step (-1: never)");
+ABSL_FLAG(int64_t, pause_ms, 0, "steps: how long the pause at --pause_at_step lasts");
+ABSL_FLAG(bool, start_barrier, false, "steps: wait for every task before the first step");
+ABSL_FLAG(int64_t, connect_delay_ms, 0,
+          "wait this long before connecting (where this task's heartbeats fall in the interval)");
 ABSL_FLAG(int64_t, notify_at_step, -1, "preempt: notify the preemption at this step");
 ABSL_FLAG(int64_t, max_steps, 3000, "give up after this many steps");
 ABSL_FLAG(bool, expect_gone, false, "ephemeral: the key of an earlier incarnation must be gone");
@@ -45,8 +53,19 @@ void Step() { absl::SleepFor(absl::Milliseconds(absl::GetFlag(FLAGS_step_ms))); 
 
 int Steps(muster::Agent& agent, absl::Notification& error_seen) {
   const int64_t block_at = absl::GetFlag(FLAGS_block_at_step);
+  const int64_t pause_at = absl::GetFlag(FLAGS_pause_at_step);
+  if (absl::GetFlag(FLAGS_start_barrier)) {
+    absl::Status started = agent.WaitAtBarrier("steps", absl::Seconds(30));
+    Event("start barrier " + Describe(started));
+    if (!started.ok()) return 1;
+  }
   for (int64_t step = 0; step < absl::GetFlag(FLAGS_max_steps); ++step) {
     agent.ReportProgress(step);
+    if (step == pause_at) {
+      Event(absl::StrCat("paused step=", step, " at_us=", NowMicros()));
+      absl::SleepFor(absl::Milliseconds(absl::GetFlag(FLAGS_pause_ms)));
+      Event(absl::StrCat("resumed step=", step, " at_us=", NowMicros()));
+    }
     if (step == block_at) {
       Event(absl::StrCat("blocked step=", step, " at_us=", NowMicros()));
       // Stuck in "a collective": the loop waits here, the heartbeats go on.
@@ -118,6 +137,7 @@ int main(int argc, char** argv) {
     if (!error_seen.HasBeenNotified()) error_seen.Notify();
   });
   if (!agent.ok()) return Event("create " + Describe(agent.status())), 1;
+  absl::SleepFor(absl::Milliseconds(absl::GetFlag(FLAGS_connect_delay_ms)));
   absl::Status connected = (*agent)->Connect();
   Event("connect " + Describe(connected));
   if (!connected.ok()) return 1;

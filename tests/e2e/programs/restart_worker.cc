@@ -3,12 +3,16 @@
 // event ("EVENT <what> ...").
 //   get      GetKeyValue(boot/key), then the barrier "meet", then Shutdown
 //   barrier  the barrier "meet", then Shutdown
-//   put      InsertKeyValue(boot/key, --value) without registering, then exit
+//   put      InsertKeyValue(--key, --value) without registering, then exit
+//   read     TryGetKeyValue(--key) without registering, then exit
 //   idle     wait for the error callback (up to 60 s)
 //   loss     for --duration_ms: insert loss/c<task>/<n> = v<n>, then increment loss/n/c<task>;
 //            prints how many of each were acknowledged and how many calls failed
 //   check    for tasks 0..--clients-1: how many loss/c<i>/ keys hold the right value, and the
 //            counter loss/n/c<i>
+//   ephemeral  insert the ephemeral key eph/<task> (its incarnation as the value), then
+//            GetKeyValue(go/<task>) (completed after a leader restart only once the agent has
+//            registered again), then wait to be killed
 // Exit code 0 when the scenario ran as written and no error callback fired, 1 otherwise.
 #include <atomic>
 #include <cstdio>
@@ -28,9 +32,10 @@
 
 ABSL_FLAG(std::string, leader, "127.0.0.1:7400", "leader HOST:PORT");
 ABSL_FLAG(int, task, 0, "task id of job worker");
-ABSL_FLAG(std::string, scenario, "get", "get, barrier, put, idle, loss or check");
+ABSL_FLAG(std::string, scenario, "get", "get, barrier, put, read, idle, loss, check or ephemeral");
 ABSL_FLAG(int64_t, heartbeat_timeout_ms, 2'000, "heartbeat timeout");
 ABSL_FLAG(int64_t, reconnect_timeout_ms, 20'000, "leader_reconnect_timeout");
+ABSL_FLAG(std::string, key, "boot/key", "put, read: the key");
 ABSL_FLAG(std::string, value, "v", "put: the value");
 ABSL_FLAG(int64_t, duration_ms, 5'000, "loss: how long to write");
 ABSL_FLAG(int, clients, 8, "check: how many loss clients wrote");
@@ -110,6 +115,19 @@ int Check(muster::Agent& agent) {
   return ok ? 0 : 1;
 }
 
+int Ephemeral(muster::Agent& agent) {
+  const std::string task = absl::StrCat(absl::GetFlag(FLAGS_task));
+  absl::Status inserted =
+      agent.InsertKeyValue(absl::StrCat("eph/", task), absl::StrCat(agent.incarnation()),
+                           muster::KvWriteOptions{.ephemeral = true});
+  Event(absl::StrCat("inserted ", Describe(inserted), " incarnation=", agent.incarnation()));
+  if (!inserted.ok()) return 1;
+  auto go = agent.GetKeyValue(absl::StrCat("go/", task), absl::Seconds(60));
+  Event(go.ok() ? "go" : "go " + Describe(go.status()));
+  absl::SleepFor(absl::Seconds(60));  // until the test kills this process
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -133,9 +151,15 @@ int main(int argc, char** argv) {
   if (!agent.ok()) return Event("create " + Describe(agent.status())), 1;
   const std::string scenario = absl::GetFlag(FLAGS_scenario);
   if (scenario == "put") {
-    absl::Status put = (*agent)->InsertKeyValue("boot/key", absl::GetFlag(FLAGS_value));
+    absl::Status put =
+        (*agent)->InsertKeyValue(absl::GetFlag(FLAGS_key), absl::GetFlag(FLAGS_value));
     Event("put " + Describe(put));
     return put.ok() ? 0 : 1;
+  }
+  if (scenario == "read") {
+    auto value = (*agent)->TryGetKeyValue(absl::GetFlag(FLAGS_key));
+    Event(value.ok() ? "read value=" + *value : "read " + Describe(value.status()));
+    return value.ok() || absl::IsNotFound(value.status()) ? 0 : 1;
   }
   if (scenario == "check") return Check(**agent);
   absl::Status connected = (*agent)->Connect();
@@ -145,6 +169,7 @@ int main(int argc, char** argv) {
   if (scenario == "get") code = Get(**agent);
   if (scenario == "barrier") code = Barrier(**agent);
   if (scenario == "loss") code = Loss(**agent);
+  if (scenario == "ephemeral") return Ephemeral(**agent);
   if (scenario == "idle") {
     code = error_notified.WaitForNotificationWithTimeout(absl::Seconds(60)) ? 0 : 1;
     return code;  // the error was the point

@@ -36,6 +36,7 @@ absl::StatusOr<ConnectOptions> LeaderOptions(const AgentOptions& options) {
   leader.host = options.leader.substr(0, colon);
   leader.port = static_cast<uint16_t>(port);
   leader.timeout = ToSpan(options.register_timeout);
+  leader.wait_for_leader = options.wait_for_leader;
   leader.attempt_timeout = ToSpan(options.connect_attempt_timeout);
   leader.initial_backoff = ToSpan(options.initial_backoff);
   leader.max_backoff = ToSpan(options.max_backoff);
@@ -57,6 +58,7 @@ bool MayBeatOneWay(const caf::actor_system_config& cfg, caf::timespan heartbeat_
 
 NodeOptions WorkerNodeOptions(absl::Duration heartbeat_timeout) {
   NodeOptions options;
+  if (heartbeat_timeout <= absl::ZeroDuration()) heartbeat_timeout = absl::Seconds(10);
   absl::Duration timeout = std::max(heartbeat_timeout, absl::Seconds(2));
   options.connection_timeout = ToSpan(timeout);
   // CAF checks the timeout on each of the node's own keep-alive ticks: a frozen leader is
@@ -84,9 +86,16 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(caf::actor_system& system,
   config.local_leader = options.local_leader;
   config.heartbeat_batcher = options.heartbeat_batcher;
   config.barrier_combiner = options.barrier_combiner;
+  if (options.heartbeat_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("heartbeat_timeout must be >= 0 (0: the leader's); got ",
+                     absl::FormatDuration(options.heartbeat_timeout)));
+  }
   config.heartbeat_timeout = ToSpan(options.heartbeat_timeout);
+  // Without a timeout of its own the agent decides once it knows the leader's.
   config.one_way_heartbeats =
-      !options.local_leader && MayBeatOneWay(system.config(), config.heartbeat_timeout);
+      !options.local_leader && (options.heartbeat_timeout == absl::ZeroDuration() ||
+                                MayBeatOneWay(system.config(), config.heartbeat_timeout));
   config.shutdown_barrier_timeout = ToSpan(options.shutdown_barrier_timeout);
   config.rpc_timeout = ToSpan(options.rpc_timeout);
   config.max_request_bytes = options.max_request_bytes;

@@ -74,10 +74,21 @@ struct AgentOptions {
   // The task may fail and rejoin (its job must be recoverable at the leader too).
   bool recoverable = false;
   uint64_t incarnation = 0;  // 0: a fresh random one
-  // Heartbeats go out every heartbeat_timeout / 2; use the leader's value.
-  absl::Duration heartbeat_timeout = absl::Seconds(10);
+  // Heartbeats go out every heartbeat_timeout / 2. Zero (the default): the leader's, which it
+  // sends with its answer to Connect() (10 s from a leader that sends none). A value longer
+  // than the leader's (which would let the leader judge the task stale) makes Connect() fail
+  // with FailedPrecondition naming both; a shorter one is kept. The actor system's CAF
+  // connection timeout is set before connecting: see WorkerNodeOptions.
+  absl::Duration heartbeat_timeout = absl::ZeroDuration();
   // Connect() retries until this deadline (a leader that is not up yet is normal).
   absl::Duration register_timeout = absl::Hours(1);
+  // A leader that is not up yet is expected (job start: workers may start before it): a
+  // refused connection (nothing listening at `leader`) is retried until register_timeout, whose
+  // DeadlineExceeded then says "nothing listening at HOST:PORT". false: Connect() (and a call
+  // before it) fails at once with Unavailable "nothing listening at HOST:PORT", and so does a
+  // leader that closes the connection before its handshake. A TLS handshake this node rejects
+  // (a leader of another CA, or without TLS) fails it at once either way.
+  bool wait_for_leader = true;
   // Shutdown() waits this long (+5 s) for the leader's shutdown barrier.
   absl::Duration shutdown_barrier_timeout = absl::Seconds(10);
   // Timeout of calls that do not block at the leader.
@@ -120,12 +131,15 @@ struct AgentOptions {
 };
 
 // The actor-system options a worker should use: Muster's message types, low-latency
-// scheduling, and a CAF connection timeout of `heartbeat_timeout` (at least 2 s) so that a
-// frozen leader is detected. The worker's own keep-alive frames go out every quarter of that
-// timeout (every 2.5 s with the default, 500 ms at least): the leader judges tasks by
-// their heartbeats, so they only drive the worker's check, and each one costs the leader a
-// wake-up (docs/performance.md, "Heartbeats").
-NodeOptions WorkerNodeOptions(absl::Duration heartbeat_timeout = absl::Seconds(10));
+// scheduling, and a CAF connection timeout of `heartbeat_timeout` (at least 2 s; zero: 10 s,
+// for agents that take the leader's timeout, unknown before connecting) so that a frozen leader
+// is detected. An agent whose timeout (its own or the leader's) is shorter than what that
+// connection timeout detects in time sends its heartbeats as requests (MayBeatOneWay), so a
+// silent leader is still seen within its heartbeat timeout. The worker's own keep-alive frames go
+// out every quarter of that timeout (every 2.5 s with the default, 500 ms at least): the leader
+// judges tasks by their heartbeats, so they only drive the worker's check, and each one costs the
+// leader a wake-up (docs/performance.md, "Heartbeats").
+NodeOptions WorkerNodeOptions(absl::Duration heartbeat_timeout = absl::ZeroDuration());
 
 // Whether an agent of an actor system configured with `cfg` sends its heartbeats one-way
 // (AgentConfig::one_way_heartbeats): when CAF's connection timeout and keep-alive ticks detect a
@@ -167,8 +181,10 @@ class Agent {
                                                        ErrorCallback on_error);
   // Shuts down if still connected (unless options.shutdown_on_destruction is false: then it
   // only drops the connection), stops the agent actor and waits until it has stopped: the
-  // error and watch callbacks never run after the destructor returns (the callback of a
-  // pending async call still runs once, with an error).
+  // error and watch callbacks never run after the destructor returns. Every call still pending
+  // is answered once (an async call's callback may run after the destructor returned): blocked
+  // gets, barriers and waits with Cancelled, in either case; other calls with Unavailable (the
+  // leader may or may not have applied them).
   ~Agent();
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
@@ -176,7 +192,9 @@ class Agent {
   // Registers the task. Possible errors: FailedPrecondition (not DISCONNECTED), InvalidArgument
   // (task unknown to the leader), Aborted (the task restarted or is in ERROR at the leader),
   // AlreadyExists (a newer incarnation registered), DeadlineExceeded (no leader, or the
-  // register barrier timed out, naming the missing tasks).
+  // register barrier timed out, naming the missing tasks), Unavailable (nothing listening at
+  // the leader's address without wait_for_leader; the leader closed the connection before its
+  // handshake).
   absl::Status Connect();
   // Contributes this task's devices and waits for every task; returns the cluster's devices.
   absl::StatusOr<proto::CoordinationServiceDeviceInfo> WaitForAllTasks(
@@ -190,7 +208,10 @@ class Agent {
   // ERROR -> DISCONNECTED, so that Connect() may be called again.
   absl::Status Reset();
   // Leaves the job (through the shutdown barrier when the leader has one); cancels blocked
-  // gets and barriers with Cancelled. Harmless when already disconnected.
+  // gets and barriers with Cancelled. Harmless when already disconnected. In ERROR (the job
+  // failed) it leaves locally, without a request to the leader, and returns FailedPrecondition
+  // naming the error. Possible errors: FailedPrecondition (ERROR), Internal (the shutdown
+  // barrier failed).
   absl::Status Shutdown();
 
   // Key-value store.

@@ -2,8 +2,10 @@
 // shutdown. Heartbeats are in agent_heartbeat.cc, the wait for a lost leader in
 // agent_reconnect.cc, forwarded requests in agent_calls.cc and watches in agent_watches.cc.
 #include <algorithm>
+#include <string>
 
 #include <absl/strings/str_cat.h>
+#include <caf/system_messages.hpp>
 
 #include "muster/actors/placement.h"
 #include "muster/messages/incarnation.h"
@@ -44,6 +46,19 @@ void FinishConnect(AgentPointer self, const absl::StatusOr<proto::RegisterTaskRe
   if (!result.ok()) {
     SetError(self, result.status());
     promise.deliver(ToError(result.status()));
+    return;
+  }
+  if (absl::Status refused = AdoptHeartbeatTimeout(self, *result); !refused.ok()) {
+    // The leader registered the task, which would then fall silent: it fails the task at once,
+    // with the reason, instead of judging it stale later.
+    proto::ReportErrorToServiceRequest report;
+    report.set_error_code(static_cast<int32_t>(refused.code()));
+    report.set_error_message(std::string(refused.message()));
+    *report.mutable_error_origin() = st.config.task;
+    self->request(st.leader, st.config.rpc_timeout, std::move(report))
+        .then([](proto::ReportErrorToServiceResponse&) {}, [](caf::error&) {});
+    SetError(self, refused);
+    promise.deliver(ToError(refused));
     return;
   }
   st.leader_incarnation = result->leader_incarnation();
@@ -229,7 +244,8 @@ absl::Status WrongState(AgentPointer self, absl::string_view call) {
       call, " of ", TaskName(self->state.config.task),
       ": the agent must be RUNNING; it is currently ", AgentStateName(self->state.state),
       self->state.state == AgentState::kError
-          ? absl::StrCat(" (", StatusText(self->state.error), "); call Reset() first")
+          ? absl::StrCat(" (", StatusText(self->state.error),
+                         "); call Reset() first (Python: reset())")
           : ""));
 }
 
@@ -282,7 +298,8 @@ caf::result<proto::ResetTaskResponse> Reset(AgentPointer self) {
 namespace {
 
 // Ends a shutdown: stops heartbeats, cancels blocking calls, and returns the final status.
-absl::Status FinishShutdown(AgentPointer self, const absl::Status& rpc) {
+// `asked_leader`: the leader was sent the ShutdownTaskRequest (and `rpc` is its answer).
+absl::Status FinishShutdown(AgentPointer self, const absl::Status& rpc, bool asked_leader) {
   auto& st = self->state;
   bool was_error = st.state == AgentState::kError;
   StopHeartbeats(self);
@@ -304,9 +321,13 @@ absl::Status FinishShutdown(AgentPointer self, const absl::Status& rpc) {
     SetError(self, result);
   } else if (was_error) {  // the job failed before this task left
     result = absl::FailedPreconditionError(absl::StrCat(
-        "Shutdown() was called while the agent is in ERROR state, implying that distributed "
-        "execution failed: ",
-        StatusText(st.error)));
+        "Shutdown() of ", TaskName(st.config.task),
+        " was called while its agent is in ERROR state, implying that distributed execution "
+        "failed: ",
+        StatusText(st.error), ". The agent is now DISCONNECTED",
+        asked_leader ? "" : " and did not contact the leader",
+        "; end this process with a failure so that the job is restarted (in a recoverable job "
+        "a new Agent may rejoin as a new incarnation)."));
   }
   st.state = AgentState::kDisconnected;
   st.registered = false;
@@ -317,12 +338,14 @@ absl::Status FinishShutdown(AgentPointer self, const absl::Status& rpc) {
 
 caf::result<proto::ShutdownTaskResponse> Shutdown(AgentPointer self) {
   auto& st = self->state;
-  // In ERROR the leader may still count the task as connected (the error came from another
-  // task): tell it the task leaves, so that it is disconnected rather than lost.
-  if (st.state == AgentState::kDisconnected || !st.leader || !st.registered) {
+  // In ERROR the job has failed: the agent leaves locally and returns FailedPrecondition, as the
+  // reference agent does, without asking the leader (whose answer, e.g. a failed shutdown
+  // barrier's, would hide that). The leader learns that the task went from its missing
+  // heartbeats, or when the agent actor stops.
+  if (st.state != AgentState::kRunning || !st.leader || !st.registered) {
     const bool reconnecting = st.reconnecting;
     StopReconnecting(self);
-    absl::Status status = FinishShutdown(self, absl::OkStatus());
+    absl::Status status = FinishShutdown(self, absl::OkStatus(), /*asked_leader=*/false);
     if (reconnecting) {  // what is left never reached a leader, or its answer was lost
       FailPending(self,
                   absl::UnavailableError(absl::StrCat(
@@ -340,7 +363,7 @@ caf::result<proto::ShutdownTaskResponse> Shutdown(AgentPointer self) {
   CallLeader<proto::ShutdownTaskResponse>(
       self, caf::duration{st.config.shutdown_barrier_timeout + std::chrono::seconds(5)}, {},
       [self, promise](absl::StatusOr<proto::ShutdownTaskResponse> result) mutable {
-        absl::Status status = FinishShutdown(self, result.status());
+        absl::Status status = FinishShutdown(self, result.status(), /*asked_leader=*/true);
         if (status.ok()) {
           promise.deliver(proto::ShutdownTaskResponse{});
         } else {
@@ -364,6 +387,42 @@ void AfterUserCallbacks(AgentPointer self, std::function<void()> then) {
       .then([then](caf::ok_atom) { then(); }, [then](caf::error&) { then(); });
 }
 
+namespace {
+
+// The agent actor is stopped (~Agent sends it an exit message) with calls still pending: when
+// it was not shut down first (shutdown_on_destruction false, or not RUNNING), or calls came
+// from other threads meanwhile. Each is answered once before the actor goes, as Shutdown()
+// answers them: blocked calls (gets, barriers, waits) with Cancelled, the others with
+// Unavailable (the leader may or may not have applied them). The leader is not told that the
+// task leaves: it sees the agent actor go.
+void OnStop(AgentPointer self, const caf::exit_msg& msg) {
+  if (!msg.reason) return;  // as CAF's default handler: a normal exit does not stop the agent
+  auto& st = self->state;
+  StopReconnecting(self);
+  const std::string destroyed =
+      absl::StrCat("the agent of ", TaskName(st.config.task), " was destroyed");
+  absl::Status cancelled =
+      absl::CancelledError(absl::StrCat("cancelled: ", destroyed, " while the call waited"));
+  FailSyncWaiters(self, cancelled);
+  FailPending(self, cancelled, /*blocking_only=*/true);
+  FailPending(self,
+              absl::UnavailableError(
+                  absl::StrCat(destroyed,
+                               " before the leader answered; the call may or may not have been "
+                               "applied")),
+              /*blocking_only=*/false);
+  if (st.connecting.pending()) {
+    st.connecting.deliver(ToError(absl::CancelledError(
+        absl::StrCat("Connect() was cancelled: ", destroyed, " while it connected"))));
+  }
+  auto waiting = std::move(st.awaiting_leader);
+  st.awaiting_leader.clear();
+  for (auto& run : waiting) run(cancelled);
+  self->quit(msg.reason);
+}
+
+}  // namespace
+
 void InitAgent(AgentPointer self, AgentConfig config, CallbackRunnerActor runner) {
   PinToNetworkThread(self);
   self->state.callbacks = runner ? std::move(runner) : SpawnCallbackRunner(self->system());
@@ -374,6 +433,7 @@ void InitAgent(AgentPointer self, AgentConfig config, CallbackRunnerActor runner
   self->state.config = std::move(config);
   self->state.request_client = NewIncarnation();  // random, non-zero
   self->set_down_handler([self](caf::down_msg& down) { OnLeaderDown(self, down); });
+  self->set_exit_handler([self](caf::exit_msg& msg) { OnStop(self, msg); });
   // An error that arrives as a message of its own, not as the answer to a request: the leader's
   // refusal of a one-way heartbeat that did not reach the coordinator (its token gate refuses
   // a node that presented no token). It puts a running agent in ERROR; CAF's default would end

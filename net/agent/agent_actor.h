@@ -71,6 +71,9 @@ struct AgentConfig {
   ConnectOptions leader;        // address, connect deadline, backoff
   // A leader in the same process (address and connector unused when set).
   CoordinatorActor local_leader;
+  // Heartbeats go out every heartbeat_timeout / 2. 0: the leader's (its register response's;
+  // 10 s from a leader that sends none). A value longer than the leader's makes Connect() fail
+  // with FailedPrecondition (the leader would judge the task stale).
   caf::timespan heartbeat_timeout = std::chrono::seconds(10);
   // When set, heartbeats go through this process's batcher instead of straight to the leader.
   HeartbeatBatcherActor heartbeat_batcher;
@@ -79,6 +82,8 @@ struct AgentConfig {
   // longer learns of a silent leader from its beats. Set only when something else detects a
   // silent leader in time: Agent::Create sets it when MayBeatOneWay says CAF's connection
   // timeout and keep-alive ticks do (WorkerNodeOptions of a heartbeat timeout of 2 s or more).
+  // With heartbeat_timeout 0 this only allows them: the agent asks MayBeatOneWay once it knows
+  // the leader's timeout.
   bool one_way_heartbeats = false;
   // When set, barrier calls go through this process's combiner.
   BarrierCombinerActor barrier_combiner;

@@ -1,13 +1,18 @@
 // The agent's heartbeats: one every heartbeat_timeout/2 from an actor timer while RUNNING,
-// carrying the task's last step. A reply with another leader incarnation, an error of the
+// carrying the task's last step. The timeout is the agent's own, or the one the leader sent
+// with its register response. A reply with another leader incarnation, an error of the
 // leader, or silence for a whole heartbeat timeout puts the agent in ERROR. With
 // one_way_heartbeats the beats are not requests: the leader pushes an error instead of
 // answering (a pushed error puts the agent in ERROR), and CAF's connection timeout detects a
 // silent leader (a lost leader puts the agent in ERROR).
+#include <chrono>
+#include <string>
+
 #include <absl/strings/str_cat.h>
 #include <caf/send.hpp>
 
 #include "muster/messages/status_codec.h"
+#include "muster/net/agent/agent.h"
 #include "muster/net/agent/agent_state.h"
 
 namespace muster {
@@ -15,10 +20,40 @@ namespace {
 
 void ScheduleBeat(AgentPointer self) {
   auto& st = self->state;
-  self->delayed_send(self, st.config.heartbeat_timeout / 2, beat_atom::value, st.beat_generation);
+  self->delayed_send(self, st.heartbeat_timeout / 2, beat_atom::value, st.beat_generation);
+}
+
+std::string Millis(caf::timespan span) {
+  return absl::StrCat(std::chrono::duration_cast<std::chrono::milliseconds>(span).count(), " ms");
 }
 
 }  // namespace
+
+absl::Status AdoptHeartbeatTimeout(AgentPointer self, const proto::RegisterTaskResponse& response) {
+  auto& st = self->state;
+  const caf::timespan own = st.config.heartbeat_timeout;
+  const caf::timespan leaders = std::chrono::milliseconds(response.heartbeat_timeout_ms());
+  if (own > caf::timespan{0}) {
+    if (leaders > caf::timespan{0} && own > leaders) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "Connect() of ", TaskName(st.config.task), ": the agent's heartbeat timeout (",
+          Millis(own), ") is longer than the heartbeat timeout of the leader at ",
+          LeaderAddress(self), " (", Millis(leaders),
+          "): it would beat too rarely and the leader would judge the task stale. Leave the "
+          "agent's heartbeat_timeout unset to use the leader's, set it to at most ",
+          Millis(leaders), ", or start the leader with a longer --heartbeat-timeout."));
+    }
+    st.heartbeat_timeout = own;
+    st.one_way_heartbeats = st.config.one_way_heartbeats;
+    return absl::OkStatus();
+  }
+  st.heartbeat_timeout = leaders > caf::timespan{0} ? leaders : std::chrono::seconds(10);
+  // CAF's connection timeout was set before the leader's timeout was known: beat one-way only
+  // when it still detects a silent leader in time.
+  st.one_way_heartbeats =
+      st.config.one_way_heartbeats && MayBeatOneWay(self->system().config(), st.heartbeat_timeout);
+  return absl::OkStatus();
+}
 
 void StopHeartbeats(AgentPointer self) { ++self->state.beat_generation; }
 
@@ -37,7 +72,7 @@ void HandleBeat(AgentPointer self, uint64_t generation) {
   if (int64_t step = st.config.progress->step.load(); step != AgentProgress::kNoStep) {
     beat.set_step(step);
   }
-  if (st.config.one_way_heartbeats && !st.config.heartbeat_batcher) {
+  if (st.one_way_heartbeats && !st.config.heartbeat_batcher) {
     // Through untyped handles: the leader answers a one-way beat with nothing (its typed
     // interface names the reply of the request).
     caf::send_as(caf::actor_cast<caf::actor>(self), caf::actor_cast<caf::actor>(st.leader),
@@ -62,11 +97,11 @@ void HandleBeat(AgentPointer self, uint64_t generation) {
     if (!current()) return;
     absl::Status status = ToStatus(error);
     auto silent = self->clock().now() - self->state.last_heartbeat_ok;
-    if (GetCoordinationError(status) || silent >= self->state.config.heartbeat_timeout) {
+    if (GetCoordinationError(status) || silent >= self->state.heartbeat_timeout) {
       SetError(self, status);
     }
   };
-  auto timeout = st.config.heartbeat_timeout / 2;
+  auto timeout = st.heartbeat_timeout / 2;
   if (st.config.heartbeat_batcher) {
     self->request(st.config.heartbeat_batcher, timeout, beat, st.leader).then(on_reply, on_error);
   } else {

@@ -128,7 +128,13 @@ void Register(AgentPointer self, uint64_t attempt) {
           [self, attempt](proto::RegisterTaskResponse& response) {
             auto& st = self->state;
             if (!Current(self, attempt)) return;
-            if (response.leader_incarnation() == st.leader_incarnation) return Resume(self);
+            if (response.leader_incarnation() == st.leader_incarnation) {
+              // A leader restarted with another --heartbeat-timeout: the beats follow it.
+              if (absl::Status refused = AdoptHeartbeatTimeout(self, response); !refused.ok()) {
+                return Fail(self, refused);
+              }
+              return Resume(self);
+            }
             Fail(self, absl::UnavailableError(absl::StrCat(
                            LeaderName(self), " came back without the state of task ",
                            TaskName(st.config.task), " (leader incarnation ",
@@ -158,6 +164,7 @@ void Try(AgentPointer self) {
   }
   ConnectOptions options = st.config.leader;
   options.timeout = std::max(TimeLeft(self), caf::timespan{1});
+  options.wait_for_leader = true;  // a restarting leader is expected back
   st.reconnect_connector = SpawnLeaderConnector(self->system(), options);
   self->request(st.reconnect_connector, caf::infinite, caf::connect_atom::value)
       .then(

@@ -42,6 +42,10 @@ struct AgentActorState {
   caf::actor_clock::time_point connect_deadline;
   caf::timespan connect_backoff{0};
   uint64_t beat_generation = 0;  // a beat timer of an older generation is stale
+  // The heartbeat timeout in use (config.heartbeat_timeout, or the leader's when that is 0)
+  // and whether beats go one-way; set at each registration (AdoptHeartbeatTimeout).
+  caf::timespan heartbeat_timeout{std::chrono::seconds(10)};
+  bool one_way_heartbeats = false;
   caf::actor_clock::time_point last_heartbeat_ok;
   // Calls forwarded to the leader and not answered yet, by call id (the order they were made):
   // how to (re)send them and how to fail them.
@@ -266,6 +270,9 @@ std::string LeaderAddress(AgentPointer self);
 bool Retryable(const absl::Status& status);
 
 // Heartbeats (agent_heartbeat.cc): start (or restart) them, stop them, and one beat's timer.
+// Takes the heartbeat timeout from the leader's register response when the agent has none of
+// its own; FailedPrecondition when the agent's own is longer than the leader's.
+absl::Status AdoptHeartbeatTimeout(AgentPointer self, const proto::RegisterTaskResponse& response);
 void StartHeartbeats(AgentPointer self);
 void StopHeartbeats(AgentPointer self);
 void HandleBeat(AgentPointer self, uint64_t generation);

@@ -25,7 +25,9 @@ struct DistributedRuntimeClientOptions {
   int node_id = -1;
   // Connect waits this long for every node (registration and the connect barrier).
   absl::Duration init_timeout = absl::Minutes(5);
-  absl::Duration heartbeat_timeout = absl::Seconds(100);
+  // Zero: the leader's (AgentOptions::heartbeat_timeout); longer than the leader's: Connect()
+  // fails with FailedPrecondition.
+  absl::Duration heartbeat_timeout = absl::ZeroDuration();
   absl::Duration shutdown_timeout = absl::Minutes(5);
   absl::Duration rpc_timeout = absl::Seconds(120);
   // Called when the job fails (another node died, the leader was lost, ...).
@@ -64,7 +66,9 @@ class DistributedRuntimeClient {
   absl::StatusOr<std::map<int, uint64_t>> GetLiveNodesWithIncarnations(
       const std::vector<int>& node_ids);
   absl::StatusOr<std::vector<int>> GetLiveNodes(const std::vector<int>& node_ids);
-  // Leaves the job (through the leader's shutdown barrier when it has one).
+  // Leaves the job (through the leader's shutdown barrier when it has one). Possible errors:
+  // FailedPrecondition (the node is in ERROR, e.g. after missed_heartbeat_callback: it leaves
+  // locally without a request to the leader), Internal (the shutdown barrier failed).
   absl::Status Shutdown();
 
   Agent& agent() { return *agent_; }

@@ -1,12 +1,25 @@
 // Connects a worker process to its leader without ever blocking a thread: one handshake at a
 // time, each bounded by a timeout, retried with jittered exponential backoff until the overall
-// deadline. A leader that is not up yet is normal at job start; a frozen leader costs one
-// attempt timeout per try, never a hang.
+// deadline. A frozen leader costs one attempt timeout per try, never a hang.
+//
+// What failed decides what happens next:
+//  - nothing listens at the address (the connection was refused, ECONNREFUSED; CAF does not say
+//    so, a ConnectProbe finds out): with wait_for_leader (a leader that is not up yet is normal
+//    at job start) the connector retries until the deadline, else it fails at once with
+//    Unavailable "nothing listening at HOST:PORT";
+//  - the leader closed the connection before CAF's handshake: when this node's own TLS
+//    handshake was rejected (another CA, a plain leader) that never heals, and it fails at once
+//    with Unavailable; otherwise (TLS on the leader's side only, or the leader's limits, which
+//    may clear) it is retried with wait_for_leader, and fails at once without;
+//  - anything else (a frozen leader, no route yet): retried until the deadline.
 //
 //   IDLE --connect--> TRYING --published actor--> DONE (replies, quits)
-//                       |  ^
-//              failure  v  | retry (after backoff)
-//                     BACKOFF --deadline passed--> FAILED (replies DeadlineExceeded, quits)
+//                      |   |  ^
+//      CAF could not   |   |  | retry (after backoff)
+//      connect         v   v  |
+//                 PROBING --> BACKOFF --deadline passed--> FAILED (DeadlineExceeded, quits)
+//   TRYING --TLS rejected, or refused handshake without wait_for_leader--> FAILED (Unavailable)
+//   PROBING --nothing listening, without wait_for_leader--> FAILED (Unavailable)
 #pragma once
 
 #include <chrono>
@@ -26,6 +39,9 @@ struct ConnectOptions {
   uint16_t port = 0;
   // Give up after this long.
   caf::timespan timeout = std::chrono::seconds(30);
+  // A refused connection (nothing listening at the address) means the leader is not up yet:
+  // retry until `timeout`. false: fail at once with Unavailable "nothing listening at ...".
+  bool wait_for_leader = true;
   // One handshake may take this long (a frozen leader accepts TCP but never answers).
   caf::timespan attempt_timeout = std::chrono::seconds(1);
   caf::timespan initial_backoff = std::chrono::milliseconds(20);
@@ -34,10 +50,13 @@ struct ConnectOptions {
 
 using LeaderConnectorActor =
     caf::typed_actor<caf::replies_to<caf::connect_atom>::with<CoordinatorActor>,
-                     caf::reacts_to<retry_atom>>;
+                     caf::reacts_to<retry_atom>, caf::reacts_to<caf::tick_atom>>;
 
 // Spawns a connector; request connect_atom from it once. It answers with the leader's
-// coordinator handle, or DeadlineExceeded naming the address, the attempts and the last error.
+// coordinator handle; DeadlineExceeded naming the address, the attempts and the last error
+// (and "nothing listening at HOST:PORT" when connections were refused); or Unavailable at once
+// for a rejected TLS handshake, and without wait_for_leader for a refused connection or
+// handshake. It quits without answering when the requester is gone.
 LeaderConnectorActor SpawnLeaderConnector(caf::actor_system& system, ConnectOptions options);
 
 }  // namespace muster

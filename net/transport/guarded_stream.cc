@@ -1,6 +1,8 @@
 #include "muster/net/transport/guarded_stream.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstring>
 
 #include <absl/strings/str_cat.h>
@@ -13,10 +15,30 @@ namespace muster {
 
 namespace net = caf::io::network;
 
+namespace {
+
+constexpr size_t kRejectionCounters = 64;
+std::array<std::atomic<uint64_t>, kRejectionCounters> outbound_tls_rejections{};
+
+}  // namespace
+
+uint64_t OutboundTlsRejections(uint16_t port) {
+  return outbound_tls_rejections[port % kRejectionCounters].load(std::memory_order_acquire);
+}
+
 WirePolicy::WirePolicy(std::unique_ptr<TlsSession> tls) : tls_(std::move(tls)) {}
 
+net::rw_state WirePolicy::Counted(net::rw_state state) {
+  if (state == net::rw_state::failure && outbound_port_ != 0 && !counted_ && tls_->rejected()) {
+    counted_ = true;
+    outbound_tls_rejections[outbound_port_ % kRejectionCounters].fetch_add(
+        1, std::memory_order_acq_rel);
+  }
+  return state;
+}
+
 net::rw_state WirePolicy::read_some(size_t& result, net::native_socket fd, void* buf, size_t len) {
-  if (tls_) return tls_->Read(result, buf, len);
+  if (tls_) return Counted(tls_->Read(result, buf, len));
   if (ahead_begin_ == ahead_end_) {
     result = 0;
     if (drained_) {  // the socket was empty after the last recv: wait for the next event
@@ -46,7 +68,8 @@ net::rw_state WirePolicy::read_some(size_t& result, net::native_socket fd, void*
 
 net::rw_state WirePolicy::write_some(size_t& result, net::native_socket fd, const void* buf,
                                      size_t len) {
-  return tls_ ? tls_->Write(result, buf, len) : caf::policy::tcp::write_some(result, fd, buf, len);
+  return tls_ ? Counted(tls_->Write(result, buf, len))
+              : caf::policy::tcp::write_some(result, fd, buf, len);
 }
 
 bool WirePolicy::must_read_more(net::native_socket, size_t threshold) const {
@@ -61,6 +84,7 @@ GuardedStream::GuardedStream(GuardedMultiplexer& mpx, net::native_socket fd, boo
     auto host = net::remote_addr_of_fd(fd);
     auto port = net::remote_port_of_fd(fd);
     peer_ = absl::StrCat(host ? *host : "?", ":", port ? *port : 0);
+    if (!inbound_ && port) policy_.CountRejectionsFor(*port);
   }
 }
 
@@ -98,12 +122,11 @@ void GuardedStream::FlushNow(const manager_ptr& mgr) {
 }
 
 void GuardedStream::ReportHandshakeFailure(const std::string& why) {
-  auto host = net::remote_addr_of_fd(fd());
-  auto port = net::remote_port_of_fd(fd());
-  std::string peer = absl::StrCat(host ? *host : "?", ":", port ? *port : 0);
-  mpx_.Report(inbound_ ? absl::StrCat("refused a connection from ", peer,
+  // The peer as recorded when the connection was made: a refused peer has usually closed by now,
+  // and the socket no longer knows its address.
+  mpx_.Report(inbound_ ? absl::StrCat("refused a connection from ", peer_,
                                       " (TLS handshake failed: ", why, ")")
-                       : absl::StrCat("TLS handshake with ", peer, " failed: ", why));
+                       : absl::StrCat("TLS handshake with ", peer_, " failed: ", why));
 }
 
 }  // namespace muster

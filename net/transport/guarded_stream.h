@@ -14,6 +14,7 @@
 //                                      \--recv returned < 16 KiB--> drained: next read is "none"
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,11 +28,21 @@ namespace muster {
 
 class GuardedMultiplexer;
 
+// How many TLS handshakes this process dialed to a peer on `port` failed on TLS itself
+// (TlsSession::rejected: a certificate of another CA, a plain-TCP leader), counted per port
+// (folded into a few counters) before CAF learns that the connection closed. The leader
+// connector compares it before and after an attempt to tell a TLS mismatch, which never heals,
+// from a leader that merely closed the connection (its limits, which may clear). Lock-free.
+uint64_t OutboundTlsRejections(uint16_t port);
+
 class WirePolicy {
  public:
   static constexpr size_t kReadAheadBytes = 16 << 10;
 
   explicit WirePolicy(std::unique_ptr<TlsSession> tls);
+  // A connection this node dialed to `port`: its TLS rejections are counted
+  // (OutboundTlsRejections).
+  void CountRejectionsFor(uint16_t port) { outbound_port_ = port; }
 
   caf::io::network::rw_state read_some(size_t& result, caf::io::network::native_socket fd,
                                        void* buf, size_t len);
@@ -43,7 +54,12 @@ class WirePolicy {
   TlsSession* tls() const { return tls_.get(); }
 
  private:
+  // Counts a rejected outbound TLS handshake once, before CAF sees the failure.
+  caf::io::network::rw_state Counted(caf::io::network::rw_state state);
+
   std::unique_ptr<TlsSession> tls_;
+  uint16_t outbound_port_ = 0;  // 0: accepted, or not counted
+  bool counted_ = false;
   std::unique_ptr<char[]> ahead_;
   size_t ahead_begin_ = 0;
   size_t ahead_end_ = 0;
@@ -70,7 +86,7 @@ class GuardedStream : public caf::io::network::stream {
 
   GuardedMultiplexer& mpx_;
   bool inbound_;
-  std::string peer_;
+  std::string peer_;  // HOST:PORT of the peer, read when the connection was made (TLS only)
   WirePolicy policy_;
   bool write_paused_ = false;
 };

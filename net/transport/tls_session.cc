@@ -35,6 +35,7 @@ TlsSession::TlsSession(const SslContextPtr& ctx, caf::io::network::native_socket
   if (ssl_ == nullptr || SSL_set_fd(ssl_, fd) != 1) {
     state_ = State::kFailed;
     handshake_failure_ = "no usable TLS certificates on this node (see the earlier message)";
+    rejected_ = true;
     ERR_clear_error();
     return;
   }
@@ -66,6 +67,7 @@ bool TlsSession::Handshake() {
       wants_read_ = false;
       return true;
     case SSL_ERROR_SSL: {
+      rejected_ = true;
       unsigned long code = ERR_peek_last_error();
       const char* reason = code != 0 ? ERR_reason_error_string(code) : nullptr;
       handshake_failure_ = reason != nullptr ? reason : "TLS protocol error";

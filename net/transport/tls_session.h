@@ -41,6 +41,9 @@ class TlsSession {
   // Why the handshake failed ("certificate verify failed: unable to get local issuer
   // certificate", "wrong version number", ...); empty otherwise, or once taken.
   std::string TakeHandshakeFailure();
+  // The handshake failed on TLS itself (a certificate, a version, a plain-TCP peer, no usable
+  // certificates here), not because the peer closed the connection: retrying cannot help.
+  bool rejected() const { return rejected_; }
 
  private:
   enum class State { kHandshake, kEstablished, kFailed };
@@ -52,6 +55,7 @@ class TlsSession {
   Role role_;
   State state_ = State::kHandshake;
   bool wants_read_ = false;
+  bool rejected_ = false;
   std::string handshake_failure_;
 };
 

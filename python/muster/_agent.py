@@ -61,8 +61,20 @@ class Agent(HealthCalls):
     Args:
         leader: "HOST:PORT" of the leader (muster serve's ready line, or Leader.address).
         job, task: this task's job name and index.
-        heartbeat_timeout: the leader's heartbeat timeout, in seconds (or a timedelta).
+        heartbeat_timeout: seconds (or a timedelta) without heartbeats before the leader judges
+            the task stale; heartbeats go out every half of it. None (default): the leader's,
+            which it sends when the agent connects. A value longer than the leader's makes
+            connect() raise FailedPreconditionError naming both (leave it None, lower it, or
+            start the leader with a longer --heartbeat-timeout); a shorter one is kept.
         register_timeout: how long connect() keeps trying (None: an hour).
+        wait_for_leader: what connect() does when nothing listens at `leader` (the connection
+            is refused). False: raise UnavailableError "nothing listening at HOST:PORT" at
+            once. True: a leader that is not up yet is expected; keep trying until
+            register_timeout (then DeadlineExceededError saying "nothing listening"). None
+            (default): True in a process started by `muster run` (MUSTER_LEADER, MUSTER_JOB and
+            MUSTER_TASK set), else False. A leader that closes the connection before its
+            handshake (TLS on one side only, another CA) raises UnavailableError at once
+            (waiting without TLS here: only once register_timeout has passed).
         rpc_timeout: the bound of calls that do not block at the leader (default 30 s).
         shutdown_barrier_timeout: how long shutdown() waits for the others (default 10 s).
         leader_reconnect_timeout: how long a connected agent waits for a lost leader to come
@@ -86,7 +98,7 @@ class Agent(HealthCalls):
     TLS: set MUSTER_TLS_CERT, MUSTER_TLS_KEY and MUSTER_TLS_CA (see docs/operations.md).
     """
 
-    def __init__(self, leader: str, job: str, task: int, *, heartbeat_timeout: Duration = 10.0,
+    def __init__(self, leader: str, job: str, task: int, *, heartbeat_timeout: Duration = None,
                  register_timeout: Duration = None, rpc_timeout: Duration = None,
                  shutdown_barrier_timeout: Duration = None, recoverable: bool = False,
                  incarnation: int = 0, token: Optional[str] = None,
@@ -94,6 +106,7 @@ class Agent(HealthCalls):
                  on_error: Optional[Callable[[_errors.Error], None]] = None,
                  on_preemption: Optional[Callable[[PreemptionNotice], None]] = None,
                  leader_reconnect_timeout: Duration = 0.0,
+                 wait_for_leader: Optional[bool] = None,
                  _exit_code_on_error: int = 0, _exit_prefix: str = "muster"):
         if on_error is not None and not callable(on_error):
             raise TypeError("on_error must be callable")
@@ -106,14 +119,16 @@ class Agent(HealthCalls):
         self._job = job
         self._core = _CoreAgent(
             leader=leader, job=job, task=int(task),
-            heartbeat_timeout=seconds(heartbeat_timeout) or 10.0,
+            heartbeat_timeout=seconds(heartbeat_timeout),
             register_timeout=seconds(register_timeout), rpc_timeout=seconds(rpc_timeout),
             shutdown_barrier_timeout=seconds(shutdown_barrier_timeout),
             recoverable=recoverable, incarnation=int(incarnation), token=_read_token(token),
             shutdown_on_destruction=shutdown_on_destruction, on_error=on_error,
             exit_code_on_error=int(_exit_code_on_error), exit_prefix=_exit_prefix,
             on_preemption=notice_callback,
-            leader_reconnect_timeout=seconds(leader_reconnect_timeout))
+            leader_reconnect_timeout=seconds(leader_reconnect_timeout),
+            wait_for_leader=(launch_identity() is not None if wait_for_leader is None
+                             else bool(wait_for_leader)))
 
     @classmethod
     def from_environment(cls, **kwargs) -> "Agent":
@@ -131,10 +146,14 @@ class Agent(HealthCalls):
     # Lifecycle ---------------------------------------------------------------------------
 
     def connect(self) -> None:
-        """Registers the task with the leader and starts heartbeats; retries until
-        register_timeout. Raises FailedPreconditionError (not DISCONNECTED),
-        InvalidArgumentError (unknown task), AbortedError, AlreadyExistsError,
-        DeadlineExceededError (no leader; register barrier timeout naming missing tasks)."""
+        """Registers the task with the leader and starts heartbeats. Nothing listening at the
+        leader's address raises UnavailableError at once, unless wait_for_leader: then it
+        retries until register_timeout. Ctrl-C raises KeyboardInterrupt at once. Raises
+        FailedPreconditionError (not DISCONNECTED), InvalidArgumentError (unknown task),
+        AbortedError, AlreadyExistsError, UnavailableError (nothing listening; the leader
+        closed the connection before its handshake: TLS on one side only, another CA),
+        DeadlineExceededError (no leader within register_timeout; register barrier timeout
+        naming missing tasks)."""
         self._core.connect()
 
     def connect_async(self) -> Future:
@@ -212,6 +231,16 @@ class Agent(HealthCalls):
         """True while the agent (RUNNING) waits for its lost leader to come back
         (leader_reconnect_timeout); its calls then block until the leader is back."""
         return self._core.reconnecting()
+
+    @property
+    def dropped_watches(self) -> List[str]:
+        """The watched keys (normalized: "cfg/lr") whose watch ended when the leader came back
+        from a restart but could not resume it (its change history no longer reached back to
+        the last revision delivered; OutOfRangeError at the leader): their callbacks get no more
+        events. The agent stays RUNNING and on_error is not called. A key leaves the list when
+        it is watched again (start_watch_key): read its current value first
+        (get_key_value_dir), then watch it again."""
+        return self._core.dropped_watches()
 
     @property
     def incarnation(self) -> int:

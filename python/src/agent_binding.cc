@@ -21,6 +21,7 @@
 
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
+#include <absl/strings/strip.h>
 #include <caf/atom.hpp>
 
 #include "bindings.h"
@@ -49,9 +50,10 @@ void OnAgentError(const std::shared_ptr<ErrorSink>& sink, const absl::Status& st
       who = absl::StrCat(" ", TaskString(payload->source_task()), " (rank ",
                          payload->source_task().task_id(), ") failed:");
     }
-    std::string line = absl::StrCat(sink->exit_prefix, ":", who, " ",
-                                    absl::StatusCodeToString(status.code()), ": ", status.message(),
-                                    "; ending this process (exit code ", sink->exit_code, ")\n");
+    std::string line =
+        absl::StrCat(sink->exit_prefix, ":", who, " ", absl::StatusCodeToString(status.code()),
+                     ": ", absl::StripSuffix(status.message(), "."),
+                     "; ending this process (exit code ", sink->exit_code, ")\n");
     // No GIL, no Python: the main thread may be blocked inside a collective.
     ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
     (void)ignored;
@@ -87,15 +89,14 @@ py::dict TaskStateDict(const proto::CoordinatedTaskStateInfo& info) {
   return d;
 }
 
-std::unique_ptr<PyAgent> MakeAgent(const std::string& leader, const std::string& job, int task,
-                                   double heartbeat_timeout, std::optional<double> register_timeout,
-                                   std::optional<double> rpc_timeout,
-                                   std::optional<double> shutdown_barrier_timeout, bool recoverable,
-                                   uint64_t incarnation, const std::string& token,
-                                   bool shutdown_on_destruction, py::object on_error,
-                                   int exit_code_on_error, const std::string& exit_prefix,
-                                   py::object on_preemption,
-                                   std::optional<double> leader_reconnect_timeout) {
+std::unique_ptr<PyAgent> MakeAgent(
+    const std::string& leader, const std::string& job, int task,
+    std::optional<double> heartbeat_timeout, std::optional<double> register_timeout,
+    std::optional<double> rpc_timeout, std::optional<double> shutdown_barrier_timeout,
+    bool recoverable, uint64_t incarnation, const std::string& token, bool shutdown_on_destruction,
+    py::object on_error, int exit_code_on_error, const std::string& exit_prefix,
+    py::object on_preemption, std::optional<double> leader_reconnect_timeout,
+    bool wait_for_leader) {
   AgentOptions options;
   options.leader = leader;
   options.job_name = job;
@@ -104,14 +105,18 @@ std::unique_ptr<PyAgent> MakeAgent(const std::string& leader, const std::string&
   options.incarnation = incarnation;
   options.token = token;
   options.shutdown_on_destruction = shutdown_on_destruction;
-  if (heartbeat_timeout <= 0) throw py::value_error("heartbeat_timeout must be > 0 seconds");
-  options.heartbeat_timeout = absl::Seconds(heartbeat_timeout);
+  // None: the leader's (it sends it when the agent connects).
+  if (heartbeat_timeout && *heartbeat_timeout <= 0) {
+    throw py::value_error("heartbeat_timeout must be > 0 seconds (None: the leader's)");
+  }
+  if (heartbeat_timeout) options.heartbeat_timeout = absl::Seconds(*heartbeat_timeout);
   if (register_timeout) options.register_timeout = ToDuration(register_timeout);
   if (rpc_timeout) options.rpc_timeout = ToDuration(rpc_timeout);
   if (shutdown_barrier_timeout) {
     options.shutdown_barrier_timeout = ToDuration(shutdown_barrier_timeout);
   }
   options.leader_reconnect_timeout = ToDuration(leader_reconnect_timeout);
+  options.wait_for_leader = wait_for_leader;
   auto sink = std::make_shared<ErrorSink>();
   sink->exit_code = exit_code_on_error;
   sink->exit_prefix = exit_prefix;
@@ -141,7 +146,7 @@ void BindAgent(py::module_& m) {
           py::arg("shutdown_barrier_timeout"), py::arg("recoverable"), py::arg("incarnation"),
           py::arg("token"), py::arg("shutdown_on_destruction"), py::arg("on_error"),
           py::arg("exit_code_on_error"), py::arg("exit_prefix"), py::arg("on_preemption"),
-          py::arg("leader_reconnect_timeout"));
+          py::arg("leader_reconnect_timeout"), py::arg("wait_for_leader"));
   cls.def("close", &PyAgent::Close, py::call_guard<py::gil_scoped_release>());
   cls.def("state", [](PyAgent& self) {
     auto agent = self.Get();
@@ -165,6 +170,15 @@ void BindAgent(py::module_& m) {
     auto agent = self.Get();
     py::gil_scoped_release release;
     return agent->Status().reconnecting;
+  });
+  cls.def("dropped_watches", [](PyAgent& self) {
+    auto agent = self.Get();
+    std::vector<std::string> keys;
+    {
+      py::gil_scoped_release release;
+      keys = agent->Status().dropped_watches;
+    }
+    return keys;
   });
   cls.def("incarnation", [](PyAgent& self) { return self.Get()->incarnation(); });
   cls.def("task", [](PyAgent& self) { return TaskString(self.Get()->task()); });

@@ -59,6 +59,26 @@ TEST_F(AgentE2eTest, KillOneWorker_OthersLearnWithinMillisecondsNamingIt) {
   EXPECT_GT(last, killed_at);
 }
 
+TEST_F(AgentE2eTest, KillBarrierParticipant_SurvivorsGetInternalCarryingTheFailedTask) {
+  StartLeader({"--jobs=worker=3"});
+  Subprocess* victim = StartWorker(2, "wait_error");
+  std::vector<Subprocess*> survivors = {StartWorker(0, "barrier_wait", {"--tasks=3"}),
+                                        StartWorker(1, "barrier_wait", {"--tasks=3"})};
+  ASSERT_TRUE(victim->WaitForLine("EVENT ready", kBound).ok());
+  for (auto* survivor : survivors) {
+    auto waiting = survivor->WaitForLine("EVENT at_barrier", kBound);
+    ASSERT_TRUE(waiting.ok()) << waiting.status() << survivor->output();
+  }
+  victim->Signal(SIGKILL);
+  for (auto* survivor : survivors) {
+    auto line = survivor->WaitForLine("EVENT barrier ", kBound);
+    ASSERT_TRUE(line.ok()) << line.status() << survivor->output();
+    EXPECT_THAT(*line, HasSubstr("failed_task=/job:worker/task:2 code=INTERNAL"));
+    EXPECT_THAT(*line, HasSubstr("Barrier Id: done::0, Task: /job:worker/task:2"));
+    EXPECT_THAT(*line, Not(HasSubstr("..")));
+  }
+}
+
 TEST_F(AgentE2eTest, StoppedWorker_UnavailableAfterHeartbeatTimeoutThenMustReset) {
   StartLeader({"--jobs=worker=2", "--heartbeat_timeout_ms=2000"});
   auto* alive = StartWorker(0, "wait_error", {"--heartbeat_timeout_ms=2000"});
@@ -86,6 +106,26 @@ TEST_F(AgentE2eTest, StoppedWorker_UnavailableAfterHeartbeatTimeoutThenMustReset
   auto reset = stopped->WaitForLine("EVENT reset", kBound);
   ASSERT_TRUE(reset.ok()) << reset.status();
   EXPECT_THAT(*reset, HasSubstr("code=OK"));
+}
+
+// An agent without a heartbeat timeout of its own beats by the leader's (2 s): never judged
+// stale; one whose own (10 s) is longer than the leader's is refused at Connect().
+TEST_F(AgentE2eTest, HeartbeatTimeout_UnsetTakesTheLeadersAndALongerOneIsRefused) {
+  StartLeader({"--jobs=worker=2", "--heartbeat_timeout_ms=2000"});
+  auto* unset = StartWorker(0, "wait_error", {"--heartbeat_timeout_ms=0", "--wait_ms=6000"});
+  ASSERT_TRUE(unset->WaitForLine("EVENT ready", kBound).ok()) << unset->output();
+  auto quiet = unset->WaitForLine("EVENT no error", kBound);
+  ASSERT_TRUE(quiet.ok()) << quiet.status() << unset->output();
+  ExpectExit(unset, 1);  // wait_error's exit code when no error came
+  EXPECT_THAT(unset->output(), Not(HasSubstr("EVENT error")));
+  auto* longer = StartWorker(1, "wait_error", {"--heartbeat_timeout_ms=10000"});
+  auto refused = longer->WaitForLine("EVENT connect", kBound);
+  ASSERT_TRUE(refused.ok()) << refused.status() << longer->output();
+  EXPECT_THAT(*refused, HasSubstr("code=FAILED_PRECONDITION"));
+  EXPECT_THAT(*refused, HasSubstr("10000 ms"));
+  EXPECT_THAT(*refused, HasSubstr("2000 ms"));
+  EXPECT_THAT(*refused, HasSubstr("heartbeat_timeout unset"));
+  ExpectExit(longer, 1);
 }
 
 // With WorkerNodeOptions' connection timeout (the heartbeat timeout), agents send their beats

@@ -1,11 +1,14 @@
 // A leader and a worker in two actor systems, connected over 127.0.0.1: the connector finds
-// the published coordinator and a registration goes through; a missing leader fails in time.
+// the published coordinator and a registration goes through; a missing leader fails in time
+// (at once when the connector does not wait for it), saying that nothing listens.
 #include <chrono>
 #include <memory>
 
+#include <absl/strings/str_cat.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
 
 #include "muster/actors/coordinator/coordinator_actor.h"
@@ -21,7 +24,9 @@ namespace {
 
 using namespace std::chrono_literals;
 using ::muster::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 absl::StatusOr<CoordinatorActor> Connect(caf::actor_system& system, ConnectOptions options) {
   caf::scoped_actor self{system};
@@ -68,13 +73,47 @@ TEST(LeaderConnectionTest, WorkerSystem_ConnectsAndRegisters) {
   caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
 }
 
-TEST(LeaderConnectionTest, NoLeader_DeadlineExceededNamingTheAddress) {
+TEST(LeaderConnectionTest, NoLeader_DeadlineExceededSayingNothingListens) {
   NodeConfig worker_cfg;
   caf::actor_system worker_system{worker_cfg};
   // Port 1 on loopback: nothing listens, every attempt is refused at once.
   auto leader = Connect(worker_system, {.host = "127.0.0.1", .port = 1, .timeout = 300ms});
   EXPECT_THAT(leader, StatusIs(absl::StatusCode::kDeadlineExceeded,
-                               HasSubstr("could not reach the Muster leader at 127.0.0.1:1")));
+                               AllOf(HasSubstr("could not reach the Muster leader at 127.0.0.1:1"),
+                                     HasSubstr("nothing listening at 127.0.0.1:1"),
+                                     Not(HasSubstr("ip_connect")))));
+}
+
+TEST(LeaderConnectionTest, NotWaitingForLeader_NothingListeningFailsAtOnce) {
+  NodeConfig worker_cfg;
+  caf::actor_system worker_system{worker_cfg};
+  for (const char* host : {"127.0.0.1", "localhost", "::1"}) {
+    auto start = std::chrono::steady_clock::now();
+    auto leader =
+        Connect(worker_system, {.host = host, .port = 1, .timeout = 8s, .wait_for_leader = false});
+    EXPECT_THAT(leader, StatusIs(absl::StatusCode::kUnavailable,
+                                 AllOf(HasSubstr(absl::StrCat("nothing listening at ", host, ":1")),
+                                       HasSubstr("is the Muster leader running"))))
+        << host;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 2s) << host;
+  }
+}
+
+TEST(LeaderConnectionTest, RequesterGone_ConnectorQuitsWithoutWaitingForItsDeadline) {
+  NodeConfig worker_cfg;
+  caf::actor_system worker_system{worker_cfg};
+  auto connector = SpawnLeaderConnector(
+      worker_system, {.host = "127.0.0.1", .port = 1, .timeout = 60s, .wait_for_leader = true});
+  auto requester = worker_system.spawn([connector](caf::event_based_actor* self) {
+    self->request(connector, caf::infinite, caf::connect_atom::value)
+        .then([](CoordinatorActor&) {}, [](caf::error&) {});
+  });
+  caf::scoped_actor self{worker_system};
+  self->monitor(connector);
+  caf::anon_send_exit(requester, caf::exit_reason::user_shutdown);
+  bool quit = false;
+  self->receive([&](caf::down_msg&) { quit = true; }, caf::after(5s) >> [] {});
+  EXPECT_TRUE(quit);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ namespace muster::testing {
 struct RecordingCoordinator {
   // How it answers.
   uint64_t leader_incarnation = 5;
+  int64_t heartbeat_timeout_ms = 0;  // RegisterTaskResponse.heartbeat_timeout_ms (0: none)
   bool hold_inserts = false;         // never answer InsertKeyValueRequest
   int64_t watch_revision = 10;       // WatchKeyResponse.revision
   absl::Status refuse_reconnect;     // the answer to a register with `reconnect`
@@ -34,6 +35,7 @@ struct RecordingCoordinator {
   std::vector<proto::GetKeyValueRequest> gets;
   std::vector<proto::WatchKeyRequest> watches;
   int heartbeats = 0;
+  std::vector<proto::ReportErrorToServiceRequest> reports;
   KvWatcherActor watcher;  // of the last watch
   std::vector<caf::response_promise> held;
 };
@@ -51,7 +53,12 @@ inline CoordinatorActor SpawnRecordingCoordinator(caf::actor_system& system,
           }
           proto::RegisterTaskResponse response;
           response.set_leader_incarnation(log->leader_incarnation);
+          response.set_heartbeat_timeout_ms(log->heartbeat_timeout_ms);
           return response;
+        },
+        [=](const proto::ReportErrorToServiceRequest& request) {
+          log->reports.push_back(request);
+          return proto::ReportErrorToServiceResponse{};
         },
         [=](const proto::HeartbeatRequest&) {
           ++log->heartbeats;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,15 +28,16 @@
 ABSL_FLAG(std::string, leader, "127.0.0.1:7400", "leader HOST:PORT");
 ABSL_FLAG(std::string, job, "worker", "job name");
 ABSL_FLAG(int, task, 0, "task id");
-ABSL_FLAG(int, tasks, 1, "tasks in the job (scenario full)");
+ABSL_FLAG(int, tasks, 1, "tasks in the job (scenarios batched, barrier_wait)");
 ABSL_FLAG(
     std::string, scenario, "full",
     "full | wait_error | pending_get | watch | connect | exit_without_shutdown | xla | batched | "
-    "shutdown | probes | outsider | drop_agent | drop_rejoin | rejoin_peer");
+    "shutdown | probes | outsider | drop_agent | drop_rejoin | rejoin_peer | drop_pending | "
+    "error_shutdown | xla_shutdown | xla_error_shutdown | barrier_wait");
 ABSL_FLAG(int, local_tasks, 2, "tasks hosted by this process, from --task on (scenario batched)");
-ABSL_FLAG(int64_t, heartbeat_timeout_ms, 10'000, "heartbeat timeout");
+ABSL_FLAG(int64_t, heartbeat_timeout_ms, 0, "heartbeat timeout (0: the leader's)");
 ABSL_FLAG(int64_t, connection_timeout_ms, 0,
-          "CAF's connection timeout (0: WorkerNodeOptions', the heartbeat timeout, at least 2 s)");
+          "CAF's connection timeout (0: WorkerNodeOptions' of the heartbeat timeout)");
 ABSL_FLAG(int64_t, register_timeout_ms, 20'000, "connect deadline");
 ABSL_FLAG(bool, recoverable, false, "recoverable task");
 ABSL_FLAG(int64_t, wait_ms, 20'000, "how long to wait for an expected event");
@@ -99,7 +101,14 @@ int Full(Worker& w) {
   } else if (!got.WaitForNotificationWithTimeout(absl::Seconds(20))) {
     return Event("get timed out"), 1;
   }
-  Event(value.ok() ? "nccl " + *value : "nccl " + Describe(value.status()));
+  if (!value.ok()) {
+    Event("nccl " + Describe(value.status()));
+  } else if (bytes > 0) {
+    Event(*value == shared ? absl::StrCat("nccl bytes=", value->size(), " intact")
+                           : absl::StrCat("nccl bytes=", value->size(), " corrupt"));
+  } else {
+    Event("nccl " + *value);
+  }
   if (auto s = w.agent->WaitAtBarrier("step", absl::Seconds(20)); !s.ok()) {
     return Event("barrier " + Describe(s)), 1;
   }
@@ -157,6 +166,33 @@ int Watch(Worker& w) {
   return w.agent->WaitAtBarrier("watched", absl::Seconds(20)).ok() ? 0 : 1;
 }
 
+// Waits at barrier "done" of every task; once the other arrivals are in (all but one of
+// --tasks), prints "at_barrier", then the barrier's outcome with the failed task it carries.
+int BarrierWait(Worker& w) {
+  absl::Notification done;
+  absl::Status result;
+  w.agent->WaitAtBarrierAsync("done", absl::Seconds(20), {}, [&](const absl::Status& s) {
+    result = s;
+    done.Notify();
+  });
+  const int others = absl::GetFlag(FLAGS_tasks) - 1;
+  absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (!done.HasBeenNotified()) {
+    auto open = w.agent->GetBarrierProgress("done");
+    if (open.ok() && open->arrived() >= others) break;
+    if (absl::Now() > deadline) return Event("barrier never filled"), 1;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  Event("at_barrier");
+  if (!done.WaitForNotificationWithTimeout(absl::Milliseconds(absl::GetFlag(FLAGS_wait_ms)))) {
+    return Event("barrier still waiting"), 1;
+  }
+  std::optional<muster::proto::CoordinatedTask> failed = muster::FailedTaskOf(result);
+  Event(absl::StrCat("barrier failed_task=", failed ? muster::TaskName(*failed) : "none", " ",
+                     Describe(result)));
+  return 0;
+}
+
 // Leaves at once: the shutdown barrier's outcome is the event.
 int ShutdownNow(Worker& w) {
   absl::Status shutdown = w.agent->Shutdown();
@@ -209,6 +245,50 @@ int DropAgent(Worker& w) {
   Event("dropped");
   absl::SleepFor(absl::Milliseconds(absl::GetFlag(FLAGS_wait_ms)));
   Event("exiting");
+  return 0;
+}
+
+// Starts a get of a key nobody writes and a barrier the other tasks never reach, then destroys
+// the agent without Shutdown (shutdown_on_destruction = false): each callback must run exactly
+// once, with Cancelled.
+int DropPending(Worker& w) {
+  std::atomic<int> gets{0}, barriers{0};
+  absl::Notification got, passed;
+  absl::Status get, barrier;
+  w.agent->GetKeyValueAsync("never/written", [&](const absl::StatusOr<std::string>& v) {
+    get = v.status();
+    if (++gets == 1) got.Notify();
+  });
+  w.agent->WaitAtBarrierAsync("never_reached", absl::Seconds(60), {}, [&](const absl::Status& s) {
+    barrier = s;
+    if (++barriers == 1) passed.Notify();
+  });
+  // Both calls are at the leader once the barrier shows this task.
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!w.agent->GetBarrierProgress("never_reached").ok()) {
+    if (absl::Now() > deadline) return Event("barrier never opened"), 1;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  Event("waiting");
+  w.agent.reset();
+  Event("dropped");
+  absl::Duration wait = absl::Milliseconds(absl::GetFlag(FLAGS_wait_ms));
+  Event(got.WaitForNotificationWithTimeout(wait) ? "get " + Describe(get) : "get still pending");
+  Event(passed.WaitForNotificationWithTimeout(wait) ? "barrier " + Describe(barrier)
+                                                    : "barrier still pending");
+  absl::SleepFor(absl::Milliseconds(500));  // a second answer would come by now
+  Event(absl::StrCat("answers get=", gets.load(), " barrier=", barriers.load()));
+  return 0;
+}
+
+// Waits for the job to fail (the error callback), then shuts down: the agent is in ERROR.
+int ErrorShutdown(Worker& w) {
+  Event("ready");
+  if (!w.error_seen.WaitForNotificationWithTimeout(
+          absl::Milliseconds(absl::GetFlag(FLAGS_wait_ms)))) {
+    return Event("no error"), 1;
+  }
+  Event("shutdown " + Describe(w.agent->Shutdown()));
   return 0;
 }
 
@@ -283,6 +363,32 @@ int Xla(caf::actor_system& system) {
   return shutdown.ok() ? 0 : 1;
 }
 
+// The XLA client connects (every node), then shuts down: at once, or (wait_error) once its
+// missed_heartbeat_callback reported that the job failed.
+int XlaShutdown(caf::actor_system& system, bool wait_error) {
+  absl::Notification failed;
+  auto client = muster::DistributedRuntimeClient::Create(
+      system, {.leader = absl::GetFlag(FLAGS_leader),
+               .job_name = absl::GetFlag(FLAGS_job),
+               .node_id = absl::GetFlag(FLAGS_task),
+               .init_timeout = absl::Seconds(20),
+               .heartbeat_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_timeout_ms)),
+               .shutdown_timeout = absl::Seconds(20),
+               .missed_heartbeat_callback = [&failed](const absl::Status& error) {
+                 Event("xla error " + Describe(error));
+                 failed.Notify();
+               }});
+  if (!client.ok()) return Event("xla create " + Describe(client.status())), 1;
+  if (auto s = (*client)->Connect(); !s.ok()) return Event("xla connect " + Describe(s)), 1;
+  Event("xla ready");
+  if (wait_error &&
+      !failed.WaitForNotificationWithTimeout(absl::Milliseconds(absl::GetFlag(FLAGS_wait_ms)))) {
+    return Event("xla no error"), 1;
+  }
+  Event("xla shutdown " + Describe((*client)->Shutdown()));
+  return 0;
+}
+
 // Several tasks in this process, heartbeating through one batcher and meeting at barriers
 // through one combiner: connect them all, pass a barrier of every task of the job, stay up for
 // three heartbeat timeouts, report every task's state at the leader, then wait for an error.
@@ -349,6 +455,12 @@ int main(int argc, char** argv) {
     caf::actor_system system{cfg};
     return Xla(system);
   }
+  if (absl::GetFlag(FLAGS_scenario) == "xla_shutdown" ||
+      absl::GetFlag(FLAGS_scenario) == "xla_error_shutdown") {
+    muster::NodeConfig cfg(muster::WorkerNodeOptions(absl::Seconds(10)));
+    caf::actor_system system{cfg};
+    return XlaShutdown(system, absl::GetFlag(FLAGS_scenario) == "xla_error_shutdown");
+  }
   absl::Duration heartbeat = absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_timeout_ms));
   muster::NodeOptions node = muster::WorkerNodeOptions(heartbeat);
   if (int64_t ms = absl::GetFlag(FLAGS_connection_timeout_ms); ms > 0) {
@@ -363,15 +475,16 @@ int main(int argc, char** argv) {
       .job_name = absl::GetFlag(FLAGS_job),
       .task_id = absl::GetFlag(FLAGS_task),
       .recoverable = absl::GetFlag(FLAGS_recoverable),
-      .heartbeat_timeout = heartbeat,
       .register_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_register_timeout_ms))};
+  if (heartbeat > absl::ZeroDuration()) options.heartbeat_timeout = heartbeat;
   if (!absl::GetFlag(FLAGS_token_file).empty()) {
     auto token = muster::ReadTokenFile(absl::GetFlag(FLAGS_token_file));
     if (!token.ok()) return Event("token " + Describe(token.status())), 1;
     options.token = *token;
   }
   const std::string scenario = absl::GetFlag(FLAGS_scenario);
-  options.shutdown_on_destruction = scenario != "drop_agent" && scenario != "drop_rejoin";
+  options.shutdown_on_destruction =
+      scenario != "drop_agent" && scenario != "drop_rejoin" && scenario != "drop_pending";
   auto agent = muster::Agent::Create(system, options, [&w](const absl::Status& error) {
     Event(absl::StrCat("error at_us=", NowMicros(), " ", Describe(error)));
     w.error_seen.Notify();
@@ -382,17 +495,20 @@ int main(int argc, char** argv) {
   Event("connect " + Describe(connected));
   if (!connected.ok()) return 1;
   if (scenario == "exit_without_shutdown") std::_Exit(0);  // like a crash right after registering
-  int code = scenario == "full"          ? Full(w)
-             : scenario == "wait_error"  ? WaitError(w)
-             : scenario == "pending_get" ? PendingGet(w)
-             : scenario == "watch"       ? Watch(w)
-             : scenario == "shutdown"    ? ShutdownNow(w)
-             : scenario == "probes"      ? Probes(w)
-             : scenario == "outsider"    ? Outsider(w)
-             : scenario == "drop_agent"  ? DropAgent(w)
-             : scenario == "drop_rejoin" ? DropRejoin(w, system, options)
-             : scenario == "rejoin_peer" ? RejoinPeer(w)
-                                         : 0;
+  int code = scenario == "full"             ? Full(w)
+             : scenario == "wait_error"     ? WaitError(w)
+             : scenario == "pending_get"    ? PendingGet(w)
+             : scenario == "watch"          ? Watch(w)
+             : scenario == "shutdown"       ? ShutdownNow(w)
+             : scenario == "probes"         ? Probes(w)
+             : scenario == "outsider"       ? Outsider(w)
+             : scenario == "drop_agent"     ? DropAgent(w)
+             : scenario == "drop_rejoin"    ? DropRejoin(w, system, options)
+             : scenario == "rejoin_peer"    ? RejoinPeer(w)
+             : scenario == "barrier_wait"   ? BarrierWait(w)
+             : scenario == "drop_pending"   ? DropPending(w)
+             : scenario == "error_shutdown" ? ErrorShutdown(w)
+                                            : 0;
   w.agent.reset();
   return code;
 }

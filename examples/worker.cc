@@ -3,20 +3,25 @@
 // job together with them. A failure anywhere in the job reaches the error callback within
 // milliseconds.
 //
-// Run:   ./build/tools/muster serve --job worker=2 --port 7400      (or ./build/examples/leader)
-// Then:  ./build/examples/worker --leader=127.0.0.1:7400 --task=0
-//        ./build/examples/worker --leader=127.0.0.1:7400 --task=1
+// Run:   ./build/tools/muster serve --job worker=2 --recoverable-job worker --port 7400
+// Then:  ./build/examples/worker --leader=127.0.0.1:7400 --task=0 --hold
+//        ./build/examples/worker --leader=127.0.0.1:7400 --task=1 --hold
+// A task stopped with Ctrl-C comes back by running its line again: its job is recoverable, so
+// it registers as a new incarnation, finds the bootstrap value and the other tasks past the
+// barrier, and rejoins them (without --recoverable-job the leader shares the failure with
+// every task instead, and the job has to be started again).
 // Or all of it, restarting what fails:
 //        ./build/tools/muster run --job worker=4 --restart one-for-all -- ./build/examples/worker
 // (flags that are not given come from the launcher's environment: MUSTER_LEADER, MUSTER_JOB,
 // MUSTER_TASK)
 //
-// --hold=true keeps a worker waiting after the barrier until an error arrives (used by the demo
-// to show failure detection).
+// --hold=true keeps a worker in the job after the barrier until an error arrives, until Ctrl-C,
+// or for --hold_timeout if one is given (then it leaves the job cleanly).
 //
-// Exit status: 0 when the job completed and this task shut down cleanly; 1 when this task
-// failed (connect, exchange, bootstrap, barrier or shutdown); 2 when it left a job that another
-// task's failure ended (so a supervisor sees that the job did not complete).
+// Exit status: 0 when the job completed and this task shut down cleanly (also after a
+// --hold_timeout without an error); 130 after Ctrl-C (the leader sees a lost task); 1 when this
+// task failed (connect, exchange, bootstrap, barrier or shutdown); 2 when it left a job that
+// another task's failure ended (so a supervisor sees that the job did not complete).
 #include <cstdio>
 #include <string>
 
@@ -39,11 +44,16 @@ ABSL_FLAG(std::string, leader, "",
 ABSL_FLAG(std::string, job, "", "Job name of this task (default: $MUSTER_JOB, else worker)");
 ABSL_FLAG(int, task, -1, "Task id of this task (default: $MUSTER_TASK, else 0)");
 ABSL_FLAG(int, devices, 2, "Local devices this task reports");
-ABSL_FLAG(absl::Duration, heartbeat_timeout, absl::Seconds(10), "The leader's heartbeat timeout");
+ABSL_FLAG(absl::Duration, heartbeat_timeout, absl::ZeroDuration(),
+          "The agent's heartbeat timeout (0: the leader's; at most the leader's)");
 ABSL_FLAG(absl::Duration, connect_timeout, absl::Seconds(30), "Give up connecting after this");
 ABSL_FLAG(bool, recoverable, false, "This task may fail and rejoin");
-ABSL_FLAG(bool, hold, false, "After the barrier, wait for an error instead of shutting down");
-ABSL_FLAG(absl::Duration, hold_timeout, absl::Seconds(30), "How long --hold waits");
+ABSL_FLAG(bool, hold, false,
+          "After the barrier, stay in the job until an error arrives or Ctrl-C, instead of "
+          "shutting down");
+ABSL_FLAG(absl::Duration, hold_timeout, absl::InfiniteDuration(),
+          "With --hold: leave the job cleanly after this long without an error (default inf: "
+          "until Ctrl-C)");
 
 namespace {
 
@@ -86,9 +96,12 @@ int RunJob(muster::Agent& agent, int task) {
     Say(absl::StrCat("topology: ", cluster->xla().devices().nodes_size(),
                      " processes, my global device ids ", ids));
   }
-  // Task 0 publishes the bootstrap value; the others block until it exists.
+  // Task 0 publishes the bootstrap value; the others block until it exists. A task 0 that runs
+  // again (a rejoin, a second run against the same leader) publishes it again.
   if (task == 0) {
-    if (auto s = agent.InsertKeyValue("nccl/unique_id", "nccl-id-0xC0FFEE"); !s.ok()) {
+    if (auto s = agent.InsertKeyValue("nccl/unique_id", "nccl-id-0xC0FFEE",
+                                      /*allow_overwrite=*/true);
+        !s.ok()) {
       return Fail("publish bootstrap value", s);
     }
     Say("published nccl/unique_id");
@@ -97,11 +110,47 @@ int RunJob(muster::Agent& agent, int task) {
     if (!id.ok()) return Fail("bootstrap get", id.status());
     Say(absl::StrCat("got nccl/unique_id=", *id));
   }
-  if (auto s = agent.WaitAtBarrier("ready_to_train", absl::Seconds(30)); !s.ok()) {
-    return Fail("barrier", s);
+  // A task that passed the barrier says so with a key of its incarnation (the leader deletes it
+  // when the task leaves or fails). Finding another task's key, this task rejoins a running job:
+  // the others will not come to the barrier again.
+  auto passed = agent.GetKeyValueDir("ready_to_train");
+  if (!passed.ok()) return Fail("read ready_to_train", passed.status());
+  if (passed->empty()) {
+    if (auto s = agent.WaitAtBarrier("ready_to_train", absl::Seconds(30)); !s.ok()) {
+      return Fail("barrier", s);
+    }
+    Say("passed barrier ready_to_train");
+  } else {
+    Say(absl::StrCat("rejoined: ", passed->size(),
+                     " other task(s) passed barrier ready_to_train already"));
   }
-  Say("passed barrier ready_to_train");
+  if (auto s = agent.InsertKeyValue(absl::StrCat("ready_to_train/", task), "passed",
+                                    {.allow_overwrite = true, .ephemeral = true});
+      !s.ok()) {
+    return Fail("record ready_to_train", s);
+  }
   return 0;
+}
+
+// --hold: stays until the error callback fires (exit 2), Ctrl-C, or --hold_timeout (exit 0).
+int Hold(muster::Agent& agent, absl::Notification& failed) {
+  const absl::Duration bound = absl::GetFlag(FLAGS_hold_timeout);
+  if (bound == absl::InfiniteDuration()) {
+    Say("holding until Ctrl-C or an error from the leader");
+    failed.WaitForNotification();
+  } else {
+    Say(absl::StrCat("holding for ", absl::FormatDuration(bound),
+                     " (--hold_timeout) or until Ctrl-C or an error from the leader"));
+    if (!failed.WaitForNotificationWithTimeout(bound)) {
+      absl::Status shutdown = agent.Shutdown();
+      if (!shutdown.ok()) return Fail("shutdown", shutdown);
+      Say(absl::StrCat("no error within ", absl::FormatDuration(bound), "; shut down"));
+      return 0;
+    }
+  }
+  absl::Status shutdown = agent.Shutdown();  // in ERROR: FailedPrecondition, as documented
+  Say(absl::StrCat("left the failed job: ", muster::StatusText(shutdown)));
+  return 2;
 }
 
 // --leader, --job and --task; what is not given comes from a launcher's environment, if any.
@@ -149,15 +198,7 @@ int main(int argc, char** argv) {
   if (!agent.ok()) return Fail("create agent", agent.status());
 
   if (int code = RunJob(**agent, task); code != 0) return code;
-  if (absl::GetFlag(FLAGS_hold)) {
-    if (!failed.WaitForNotificationWithTimeout(absl::GetFlag(FLAGS_hold_timeout))) {
-      Say("no failure arrived");
-      return 1;
-    }
-    absl::Status shutdown = (*agent)->Shutdown();  // in ERROR: FailedPrecondition, as documented
-    Say(absl::StrCat("left the failed job: ", muster::StatusText(shutdown)));
-    return 2;
-  }
+  if (absl::GetFlag(FLAGS_hold)) return Hold(**agent, failed);
   absl::Status shutdown = (*agent)->Shutdown();
   if (!shutdown.ok()) return Fail("shutdown", shutdown);
   Say("shut down");

@@ -1,7 +1,9 @@
 #include "muster/tools/cli_common.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 #include <absl/flags/flag.h>
 #include <absl/strings/numbers.h>
@@ -9,6 +11,7 @@
 #include <absl/strings/strip.h>
 #include <caf/send.hpp>
 
+#include "muster/messages/task_name.h"
 #include "muster/net/agent/leader_connector_actor.h"
 #include "muster/net/leader/job_token.h"
 
@@ -27,8 +30,22 @@ ABSL_FLAG(std::string, tls_ca, "",
 ABSL_FLAG(std::optional<absl::Duration>, timeout, std::nullopt,
           "Give up after this long, e.g. 500ms, 5s, 1m: connecting to the leader and each "
           "request (status: 5s; kv: 10s; kv get --wait: how long to wait for the key)");
+ABSL_FLAG(bool, wait_for_leader, false,
+          "When nothing listens at --leader, wait (at most --timeout) for a leader that is "
+          "still starting instead of failing at once with UNAVAILABLE");
 
 namespace muster::cli {
+namespace {
+
+// Set by ReportFailure: the exit code of a process whose shutdown is cut short.
+std::atomic<bool> failure_reported{false};
+
+// What a frame holds besides the request (BASP and message headers), as the agent reserves.
+constexpr size_t kFrameOverhead = 4096;
+// The least --max-frame-size a leader takes.
+constexpr size_t kLeastMaxFrameBytes = 64 << 10;
+
+}  // namespace
 
 std::string LeaderAddress::ToString() const { return absl::StrCat(host, ":", port); }
 
@@ -72,7 +89,20 @@ caf::timespan ToTimespan(absl::Duration duration) {
   return std::chrono::duration_cast<caf::timespan>(absl::ToChronoNanoseconds(duration));
 }
 
+absl::StatusOr<size_t> MaxRequestBytesFlag() {
+  int64_t frame = absl::GetFlag(FLAGS_max_frame_size);
+  if (frame < 0 || frame > int64_t{1} << 31) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-frame-size must be from 0 (no limit) to 2 GiB, got ", frame));
+  }
+  size_t bytes = static_cast<size_t>(frame);
+  return bytes > kFrameOverhead ? bytes - kFrameOverhead : bytes;
+}
+
+int ExitCodeSoFar() { return failure_reported.load() ? kExitFailed : kExitOk; }
+
 int ReportFailure(absl::string_view command, const absl::Status& status) {
+  failure_reported.store(true);
   std::fflush(stdout);
   std::fprintf(stderr, "muster %s: %s: %s\n", std::string(command).c_str(),
                absl::StatusCodeToString(status.code()).c_str(),
@@ -108,20 +138,62 @@ absl::StatusOr<TlsFiles> TlsFromFlags() {
   return files;
 }
 
-LeaderSession::LeaderSession(LeaderAddress address, const NodeOptions& node)
-    : address_(std::move(address)), config_(node), system_(config_), self_(system_) {}
+ShutdownBound::~ShutdownBound() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    done_ = true;
+  }
+  done_changed_.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();
+}
+
+void ShutdownBound::Arm(absl::Duration bound) {
+  if (watchdog_.joinable()) return;
+  watchdog_ = std::thread([this, bound] {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (done_changed_.wait_for(lock, absl::ToChronoNanoseconds(bound), [this] { return done_; })) {
+      return;
+    }
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "muster: the connection to the leader did not close within %s; exiting "
+                 "without waiting for it\n",
+                 absl::FormatDuration(bound).c_str());
+    std::fflush(stderr);
+    std::_Exit(ExitCodeSoFar());
+  });
+}
+
+LeaderSession::LeaderSession(LeaderAddress address, const NodeOptions& node,
+                             size_t max_request_bytes)
+    : address_(std::move(address)),
+      max_request_bytes_(max_request_bytes),
+      config_(node),
+      system_(config_),
+      self_(system_) {}
+
+LeaderSession::~LeaderSession() { shutdown_bound_.Arm(kShutdownBound); }
 
 absl::StatusOr<std::unique_ptr<LeaderSession>> LeaderSession::Connect(const LeaderAddress& address,
                                                                       absl::Duration timeout) {
+  return Connect(address, timeout, absl::GetFlag(FLAGS_wait_for_leader));
+}
+
+absl::StatusOr<std::unique_ptr<LeaderSession>> LeaderSession::Connect(const LeaderAddress& address,
+                                                                      absl::Duration timeout,
+                                                                      bool wait_for_leader) {
   auto tls = TlsFromFlags();
   if (!tls.ok()) return tls.status();
+  auto max_request_bytes = MaxRequestBytesFlag();
+  if (!max_request_bytes.ok()) return max_request_bytes.status();
   NodeOptions node;
   node.tls = *std::move(tls);
-  std::unique_ptr<LeaderSession> session(new LeaderSession(address, node));
+  std::unique_ptr<LeaderSession> session(new LeaderSession(address, node, *max_request_bytes));
   ConnectOptions options;
   options.host = address.host;
   options.port = address.port;
   options.timeout = ToTimespan(timeout);
+  options.wait_for_leader = wait_for_leader;
   auto connector = SpawnLeaderConnector(session->system_, options);
   absl::Status status = absl::InternalError("no reply from the leader connector");
   // The connector answers within `timeout`; the margin only guards against a lost reply.
@@ -163,7 +235,23 @@ absl::StatusOr<std::string> TokenFromFlags() {
   return token;
 }
 
-absl::Status LeaderSession::Explain(absl::Status status, absl::Duration timeout) const {
+absl::Status LeaderSession::CheckRequestSize(const google::protobuf::Message& request,
+                                             size_t bytes) const {
+  if (max_request_bytes_ == 0 || bytes <= max_request_bytes_) return absl::OkStatus();
+  std::string what = request.GetDescriptor()->name();
+  if (const auto* insert = dynamic_cast<const proto::InsertKeyValueRequest*>(&request)) {
+    absl::StrAppend(&what, " of key ", WireTextForMessage(insert->kv().key()));
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      what, " is ", bytes, " bytes; the leader at ", address_.ToString(),
+      " accepts requests of at most ", max_request_bytes_, " bytes (its --max-frame-size of ",
+      max_request_bytes_ + kFrameOverhead,
+      " less 4 KiB): nothing was sent. Store a smaller value, or, if the leader runs with a "
+      "larger --max-frame-size, give this command the same --max-frame-size"));
+}
+
+absl::Status LeaderSession::Explain(absl::Status status, absl::Duration timeout,
+                                    size_t request_bytes) const {
   if (GetCoordinationError(status).has_value()) return status;
   if (status.code() == absl::StatusCode::kDeadlineExceeded) {
     return absl::DeadlineExceededError(absl::StrCat(
@@ -171,8 +259,17 @@ absl::Status LeaderSession::Explain(absl::Status status, absl::Duration timeout)
         absl::FormatDuration(timeout), " (", status.message(), "); is it still running?"));
   }
   if (status.code() == absl::StatusCode::kUnavailable) {
+    std::string hint;
+    if (request_bytes + kFrameOverhead > kLeastMaxFrameBytes) {
+      hint = absl::StrCat(
+          " The request was ", request_bytes,
+          " bytes: a leader closes the connection of a request over its --max-frame-size; if "
+          "the leader's is smaller than this command's (",
+          max_request_bytes_ == 0 ? "no limit" : absl::StrCat(max_request_bytes_ + kFrameOverhead),
+          "), give this command the leader's --max-frame-size to have it checked here.");
+    }
     return absl::UnavailableError(absl::StrCat("lost the leader at ", address_.ToString(), " (",
-                                               status.message(), "); is it still running?"));
+                                               status.message(), "); is it still running?", hint));
   }
   return status;
 }

@@ -1,12 +1,16 @@
-// What the client subcommands (status, kv) share: the --leader and --timeout flags, a session
-// that connects to the leader within a deadline (never a blocking remote_actor) and asks it
-// bounded questions from the calling thread, and how failures and usage errors are reported.
+// What the client subcommands (status, kv, task) share: the --leader and --timeout flags, a
+// session that connects to the leader within a deadline (never a blocking remote_actor) and asks
+// it bounded questions from the calling thread, and how failures and usage errors are reported.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -15,6 +19,7 @@
 #include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
 #include <absl/time/time.h>
+#include <google/protobuf/message.h>
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
 
@@ -26,6 +31,8 @@
 
 ABSL_DECLARE_FLAG(std::string, leader);
 ABSL_DECLARE_FLAG(std::optional<absl::Duration>, timeout);
+ABSL_DECLARE_FLAG(int64_t, max_frame_size);
+ABSL_DECLARE_FLAG(bool, wait_for_leader);
 
 namespace muster::cli {
 
@@ -48,8 +55,15 @@ absl::StatusOr<absl::Duration> TimeoutFlag(absl::Duration fallback);
 
 caf::timespan ToTimespan(absl::Duration duration);
 
+// The largest request the leader takes: its --max-frame-size (this command's --max-frame-size,
+// which defaults to the leader's default) less 4 KiB for the frame's own headers; 0: no limit.
+// Possible errors: InvalidArgument (negative, or over 2 GiB).
+absl::StatusOr<size_t> MaxRequestBytesFlag();
+
 // Prints "muster <command>: <CODE>: <message>" to stderr; returns kExitFailed.
 int ReportFailure(absl::string_view command, const absl::Status& status);
+// kExitFailed once ReportFailure was called in this process, else kExitOk.
+int ExitCodeSoFar();
 
 // Prints "muster <command>: <message>" and a pointer to --help to stderr; returns kExitUsage.
 int ReportUsageError(absl::string_view command, const absl::Status& status);
@@ -69,20 +83,68 @@ absl::StatusOr<std::string> TokenFromFlags();
 // Possible errors: InvalidArgument, NotFound (CheckTlsFiles).
 absl::StatusOr<TlsFiles> TlsFromFlags();
 
+// Ends the process if the actor system of a LeaderSession does not shut down within a bound.
+// CAF's shutdown waits until every connection has closed; a connection that cannot close (one
+// the leader dropped while a large request was still being written) would hold the process
+// forever. Past the bound it says so on stderr and exits with ExitCodeSoFar().
+class ShutdownBound {
+ public:
+  ShutdownBound() = default;
+  ShutdownBound(const ShutdownBound&) = delete;
+  ShutdownBound& operator=(const ShutdownBound&) = delete;
+  // Disarms the bound; waits for its thread.
+  ~ShutdownBound();
+  // Starts counting `bound` from now.
+  void Arm(absl::Duration bound);
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_changed_;
+  bool done_ = false;
+  std::thread watchdog_;
+};
+
 class LeaderSession {
  public:
-  // Connects within `timeout` (retrying while the leader is not up yet), then presents the job
-  // token when there is one (TokenFromFlags).
-  // Possible errors: DeadlineExceeded naming the address, the attempts and the last error;
-  // Unauthenticated (wrong token); NotFound, InvalidArgument (unreadable token or TLS file).
+  // How long the session's actor system may take to shut down before the process exits.
+  static constexpr absl::Duration kShutdownBound = absl::Seconds(5);
+
+  // Connects within `timeout`, then presents the job token when there is one
+  // (TokenFromFlags). Nothing listening at the address fails at once, unless `wait_for_leader`
+  // (a leader expected to come: `muster run` joining, --wait-for-leader): then it retries until
+  // `timeout`. A leader that closes the connection before its handshake fails it at once.
+  // Possible errors: Unavailable ("nothing listening at HOST:PORT"; a refused handshake);
+  // DeadlineExceeded naming the address, the attempts and the last error; Unauthenticated
+  // (wrong token); NotFound, InvalidArgument (unreadable token or TLS file).
+  static absl::StatusOr<std::unique_ptr<LeaderSession>> Connect(const LeaderAddress& address,
+                                                                absl::Duration timeout,
+                                                                bool wait_for_leader);
+  // The same, waiting for the leader when --wait-for-leader was given.
   static absl::StatusOr<std::unique_ptr<LeaderSession>> Connect(const LeaderAddress& address,
                                                                 absl::Duration timeout);
 
+  // Shuts the actor system down, within kShutdownBound (ShutdownBound).
+  ~LeaderSession();
+
   // Sends `args` to the coordinator and waits for the reply, at most `timeout`. Service errors
-  // come back as they are; no reply in time is DeadlineExceeded and a lost leader Unavailable,
-  // both naming the leader.
+  // come back as they are; a request larger than the leader takes (MaxRequestBytesFlag) is
+  // ResourceExhausted before anything is sent; no reply in time is DeadlineExceeded and a lost
+  // leader Unavailable, both naming the leader.
   template <class Response, class... Args>
   absl::StatusOr<Response> Ask(absl::Duration timeout, Args... args) {
+    const google::protobuf::Message* request = nullptr;
+    size_t bytes = 0;
+    (
+        [&](const auto& arg) {
+          if constexpr (std::is_base_of_v<google::protobuf::Message, std::decay_t<decltype(arg)>>) {
+            if (request == nullptr) request = &arg;
+            bytes += arg.ByteSizeLong();
+          }
+        }(args),
+        ...);
+    if (request != nullptr) {
+      if (absl::Status size = CheckRequestSize(*request, bytes); !size.ok()) return size;
+    }
     SpawnLeaderCall<Response>(system_, leader_, ToTimespan(timeout),
                               caf::actor_cast<LeaderCallListener<Response>>(self_),
                               std::move(args)...);
@@ -90,7 +152,7 @@ class LeaderSession {
     absl::StatusOr<Response> result = absl::InternalError("no reply");
     self_->receive([&](Response& response) { result = std::move(response); },
                    [&](call_failed_atom, const caf::error& error) {
-                     result = Explain(ToStatus(error), timeout);
+                     result = Explain(ToStatus(error), timeout, bytes);
                    });
     return result;
   }
@@ -101,11 +163,18 @@ class LeaderSession {
   const LeaderAddress& address() const { return address_; }
 
  private:
-  LeaderSession(LeaderAddress address, const NodeOptions& node);
-  // Adds the leader's address to transport errors (those without a coordination payload).
-  absl::Status Explain(absl::Status status, absl::Duration timeout) const;
+  LeaderSession(LeaderAddress address, const NodeOptions& node, size_t max_request_bytes);
+  // Adds the leader's address to transport errors (those without a coordination payload), and
+  // to the loss of the leader during a request of over 64 KiB (the least --max-frame-size)
+  // that the request may have been over the leader's limit.
+  absl::Status Explain(absl::Status status, absl::Duration timeout, size_t request_bytes = 0) const;
+  // ResourceExhausted naming the request, its key, its size and the limit, for a request of
+  // `bytes` over max_request_bytes_.
+  absl::Status CheckRequestSize(const google::protobuf::Message& request, size_t bytes) const;
 
+  ShutdownBound shutdown_bound_;  // first: it ends after everything else
   LeaderAddress address_;
+  size_t max_request_bytes_ = 0;
   NodeConfig config_;
   caf::actor_system system_;
   caf::scoped_actor self_;

@@ -2,6 +2,7 @@
 
 #include <absl/strings/str_cat.h>
 
+#include "muster/messages/caf_text.h"
 #include "muster/messages/status_codec.h"
 
 namespace muster::cli {
@@ -47,8 +48,8 @@ JobWatchActor::behavior_type JobWatchBehavior(JobWatchPointer self, CoordinatorA
   st.listener = std::move(listener);
   self->monitor(st.coordinator);
   self->set_down_handler([=](caf::down_msg& down) {
-    Stop(self, absl::UnavailableError(
-                   absl::StrCat("lost the leader: ", self->system().render(down.reason))));
+    Stop(self,
+         absl::UnavailableError(absl::StrCat("lost the leader: ", DescribeCafError(down.reason))));
   });
   self->send(self, poll_atom::value);
   return {

@@ -6,8 +6,10 @@
 #include <absl/flags/flag.h>
 #include <absl/strings/escaping.h>
 #include <absl/strings/str_cat.h>
+#include <absl/strings/strip.h>
 #include <caf/send.hpp>
 
+#include "muster/messages/caf_text.h"
 #include "muster/net/process/shutdown_signals.h"
 #include "muster/tools/cli_common.h"
 #include "muster/tools/kv_watcher_actor.h"
@@ -31,7 +33,8 @@ CommandSpec Verb(std::string verb, std::string synopsis, std::string summary,
   CommandSpec spec{.name = "kv " + verb,
                    .synopsis = std::move(synopsis),
                    .summary = std::move(summary),
-                   .flags = {"leader", "timeout", "token_file", "tls_cert", "tls_key", "tls_ca"},
+                   .flags = {"leader", "timeout", "wait_for_leader", "token_file", "tls_cert",
+                             "tls_key", "tls_ca"},
                    .min_args = min_args,
                    .max_args = max_args};
   spec.flags.insert(spec.flags.end(), extra_flags.begin(), extra_flags.end());
@@ -46,9 +49,13 @@ const std::map<std::string, CommandSpec>& KvSpecs() {
                    "not exist; with --wait, waits until it does (DEADLINE_EXCEEDED after\n"
                    "--timeout).",
                    {"wait"}, 1, 1)},
-      {"put", Verb("put", "--leader HOST:PORT [--no-overwrite] KEY VALUE",
-                   "Sets KEY to VALUE, replacing an existing value unless --no-overwrite is given.",
-                   {"overwrite"}, 2, 2)},
+      {"put",
+       Verb("put", "--leader HOST:PORT [--no-overwrite] [--max-frame-size N] KEY VALUE",
+            "Sets KEY to VALUE, replacing an existing value unless --no-overwrite is given.\n"
+            "A request over the leader's --max-frame-size (less 4 KiB) is refused with\n"
+            "RESOURCE_EXHAUSTED before anything is sent: give this command the leader's\n"
+            "--max-frame-size when it was started with another than the default.",
+            {"overwrite", "max_frame_size"}, 2, 2)},
       {"ls", Verb("ls", "--leader HOST:PORT [DIRECTORY]",
                   "Lists every key under DIRECTORY (the whole store without it), one\n"
                   "\"KEY<TAB>VALUE\" line each in key order; keys and values with C escapes.",
@@ -56,7 +63,9 @@ const std::map<std::string, CommandSpec>& KvSpecs() {
       {"rm",
        Verb("rm", "--leader HOST:PORT [-r] [--all] KEY",
             "Deletes KEY; with -r also every key under KEY/. Deleting a missing key is fine.\n"
-            "Deleting the whole store (-r /) also needs --all.",
+            "Without -r, a KEY that only has keys under it (a directory) is refused with\n"
+            "FAILED_PRECONDITION and nothing is deleted. Deleting the whole store (-r /) also\n"
+            "needs --all.",
             {"recursive", "all"}, 1, 1)},
       {"watch", Verb("watch", "--leader HOST:PORT [--count N] KEY",
                      "Prints every change of KEY, or of the keys under KEY/ when it is a\n"
@@ -125,7 +134,33 @@ int List(LeaderSession& session, absl::Duration timeout, const std::vector<std::
   return kExitOk;
 }
 
+// Without -r a key that does not exist but has keys under it is a directory the delete would
+// leave as it is: FailedPrecondition saying so, before anything is deleted.
+absl::Status RefuseDirectory(LeaderSession& session, absl::Duration timeout,
+                             const std::string& key) {
+  proto::TryGetKeyValueRequest get;
+  get.set_key(key);
+  auto value = session.Ask<proto::TryGetKeyValueResponse>(timeout, get);
+  // A key that exists is deleted; any other error is the delete's to report.
+  if (!absl::IsNotFound(value.status())) return absl::OkStatus();
+  proto::GetKeyValueDirRequest list;
+  list.set_directory_key(key);
+  auto listing = session.Ask<proto::GetKeyValueDirResponse>(timeout, list);
+  if (!listing.ok()) return listing.status();
+  if (listing->kv_size() == 0) return absl::OkStatus();  // a missing key: deleting it is fine
+  std::string directory(absl::StripSuffix(key, "/"));
+  return absl::FailedPreconditionError(
+      absl::StrCat(directory, " is a directory (", listing->kv_size(),
+                   listing->kv_size() == 1 ? " key" : " keys", " under ", directory,
+                   "/); nothing was deleted: use -r to delete it and every key under it"));
+}
+
 int Remove(LeaderSession& session, absl::Duration timeout, const std::string& key) {
+  if (!absl::GetFlag(FLAGS_recursive)) {
+    if (absl::Status refused = RefuseDirectory(session, timeout, key); !refused.ok()) {
+      return ReportFailure("kv rm", refused);
+    }
+  }
   proto::DeleteKeyValueRequest request;
   request.set_key(key);
   request.set_is_directory(absl::GetFlag(FLAGS_recursive));
@@ -147,7 +182,7 @@ int AwaitWatchEnd(LeaderSession& session) {
       [&](caf::down_msg& down) {
         code = ReportFailure("kv watch", absl::UnavailableError(absl::StrCat(
                                              "lost the leader at ", session.address().ToString(),
-                                             " (", session.system().render(down.reason), ")")));
+                                             " (", DescribeCafError(down.reason), ")")));
         running = false;
       });
   return code;
@@ -183,6 +218,9 @@ int RunVerb(const CommandSpec& spec, const ParsedCommand& parsed) {
   if (!timeout.ok()) return ReportUsageError(spec.name, timeout.status());
   if (absl::GetFlag(FLAGS_count) < 0) {
     return ReportUsageError(spec.name, absl::InvalidArgumentError("--count may not be negative"));
+  }
+  if (auto frame = MaxRequestBytesFlag(); !frame.ok()) {
+    return ReportUsageError(spec.name, frame.status());
   }
   const bool watch = spec.name == "kv watch";
   // Before the actor system starts its threads: they inherit the blocked signals.

@@ -48,6 +48,10 @@ struct LauncherState {
   int stop_signal = 0;
   std::optional<std::string> job_error;                          // what ended the job
   std::optional<caf::actor_clock::time_point> job_end_deadline;  // then SIGTERM what still runs
+  // Why, in short ("/job:worker/task:0 failed"), said with the exits that follow; and the task
+  // whose failure ended the job.
+  std::string job_cause;
+  std::optional<proto::CoordinatedTask> failed_task;
   int pending_reports = 0;
   bool asking_cluster = false;
   bool done = false;
@@ -182,8 +186,13 @@ void Report(LauncherPointer self, TaskEntry& entry, const ProcessExit& exit) {
 
 void OnExit(LauncherPointer self, TaskEntry& entry, const ProcessExit& exit) {
   auto& st = self->state;
-  Say(absl::StrCat(TaskName(entry.task), " (pid ", entry.process->pid(), ", generation ",
-                   entry.generation, ") ", exit.ToString()));
+  // After the job failed, the other tasks leave because of it: their exits are its consequences.
+  const bool consequence = st.job_error && !st.job_cause.empty() &&
+                           !(st.failed_task && SameTask(*st.failed_task, entry.task));
+  Say(absl::StrCat(
+      TaskName(entry.task), " (pid ", entry.process->pid(), ", generation ", entry.generation, ") ",
+      exit.ToString(),
+      consequence ? absl::StrCat(" after the job failed because ", st.job_cause) : std::string()));
   entry.process.reset();
   entry.last_exit = exit;
   const bool was_stopping = entry.phase == Phase::kStopping;
@@ -294,11 +303,13 @@ std::string Decision(const proto::SupervisionEvent& event) {
 
 void OnEvent(LauncherPointer self, const proto::SupervisionEvent& event) {
   auto& st = self->state;
+  st.round = event.round();
+  // Stopping: tasks leave because they were told to (or the job is over); none is restarted,
+  // so what the policy made of their exits is not news.
+  if (st.stopping) return;
   absl::Status status = StatusFromFields(event);
   std::string what = absl::StrCat(TaskName(event.failed_task()), " failed: ", StatusText(status));
   Say(absl::StrCat(what, "; ", Decision(event)));
-  st.round = event.round();
-  if (st.stopping) return;
   for (const proto::TaskRestart& restart : event.restarts()) {
     TaskEntry* entry = Find(self, restart.task());
     if (entry == nullptr) continue;
@@ -311,6 +322,10 @@ void OnEvent(LauncherPointer self, const proto::SupervisionEvent& event) {
     }
   }
   if (event.job_failed()) {
+    if (!st.job_error) {
+      st.job_cause = absl::StrCat(TaskName(event.failed_task()), " failed");
+      st.failed_task = event.failed_task();
+    }
     EndJob(self, what);
     // The tasks were told; they get the stop timeout to leave by themselves.
     st.job_end_deadline = self->clock().now() + st.config.stop_timeout;

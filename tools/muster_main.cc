@@ -1,9 +1,10 @@
-// The muster command: runs a leader (serve) and inspects one (status, kv).
+// The muster command: runs a leader (serve, run) and inspects or operates one (status, kv, task).
 //
 //   muster serve --job worker=4 [--job ps=2] [--port 7400]
 //   muster run --job worker=4 [--restart one-for-all] -- CMD ARGS...
 //   muster status --leader 127.0.0.1:7400 [--watch] [--json]
 //   muster kv get|put|ls|rm|watch --leader 127.0.0.1:7400 KEY [VALUE]
+//   muster task reset --leader 127.0.0.1:7400 /job:worker/task:0
 //   muster tls init DIR [--names leader,worker]
 //
 // Exit codes: 0 ok, 1 the request failed, 2 usage error. docs/operations.md has the reference.
@@ -16,6 +17,7 @@
 #include "muster/tools/run_command.h"
 #include "muster/tools/serve_command.h"
 #include "muster/tools/status_command.h"
+#include "muster/tools/task_command.h"
 #include "muster/tools/tls_init_command.h"
 
 namespace {
@@ -27,6 +29,7 @@ constexpr char kUsage[] =
     "  run      run a job's processes and restart what fails: muster run --job worker=4 -- CMD\n"
     "  status   show tasks, barriers and key-value directories of a running leader\n"
     "  kv       get|put|ls|rm|watch keys of a running leader\n"
+    "  task     reset /job:NAME/task:ID: let a task in ERROR register again\n"
     "  tls      init DIR: a CA and node certificates for mutual TLS\n\n"
     "Run `muster <command> --help` for its flags. Exit codes: 0 ok, 1 the request failed,\n"
     "2 usage error.\n";
@@ -45,6 +48,7 @@ int main(int argc, char** argv) {
   if (command == "run") return muster::cli::RunRun(args);
   if (command == "status") return muster::cli::RunStatus(args);
   if (command == "kv") return muster::cli::RunKv(args);
+  if (command == "task") return muster::cli::RunTask(args);
   if (command == "tls") return muster::cli::RunTls(args);
   if (command == "--help" || command == "-h" || command == "help") {
     std::fputs(kUsage, stdout);

@@ -182,7 +182,8 @@ int Join(LauncherConfig config, const std::string& tasks) {
   if (!parsed.ok()) return ReportUsageError(kCommand, parsed.status());
   config.tasks = *std::move(parsed);
   BlockShutdownSignals();
-  auto session = LeaderSession::Connect(*address, *timeout);
+  // This host may start before the leader's: wait for it (at most --timeout).
+  auto session = LeaderSession::Connect(*address, *timeout, /*wait_for_leader=*/true);
   if (!session.ok()) return ReportFailure(kCommand, session.status());
   config.leader = (*session)->leader();
   config.leader_address = address->ToString();

@@ -91,8 +91,8 @@ const CommandSpec& StatusSpec() {
           "heartbeat and error; the open barriers with the tasks they still wait for; and\n"
           "the number of keys per key-value directory. Exits 1 when the leader cannot be\n"
           "reached within --timeout.",
-      .flags = {"leader", "watch", "json", "timeout", "token_file", "tls_cert", "tls_key",
-                "tls_ca"},
+      .flags = {"leader", "watch", "json", "timeout", "wait_for_leader", "token_file", "tls_cert",
+                "tls_key", "tls_ca"},
   };
   return spec;
 }

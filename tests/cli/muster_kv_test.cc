@@ -58,6 +58,21 @@ TEST_F(MusterKvTest, RmRecursive_DeletesEveryKeyUnderTheDirectory) {
   EXPECT_EQ(Kv(leader_, "ls", {}).output, "keep/me\tc\n");
 }
 
+TEST_F(MusterKvTest, RmDirectoryWithoutR_FailedPreconditionNamingItAndNothingDeleted) {
+  ASSERT_TRUE(leader_.ok());
+  ASSERT_EQ(Kv(leader_, "put", {"nccl/id/0", "a"}).code, 0);
+  ASSERT_EQ(Kv(leader_, "put", {"nccl/id/1", "b"}).code, 0);
+  Result refused = Kv(leader_, "rm", {"nccl"});
+  EXPECT_EQ(refused.code, 1) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("muster kv rm: FAILED_PRECONDITION: nccl is a directory "
+                                        "(2 keys under nccl/); nothing was deleted: use -r"));
+  EXPECT_EQ(Kv(leader_, "ls", {}).output, "nccl/id/0\ta\nnccl/id/1\tb\n");
+  // A key that is missing altogether is still fine, and one that exists is deleted.
+  EXPECT_EQ(Kv(leader_, "rm", {"no/such/key"}).code, 0);
+  EXPECT_EQ(Kv(leader_, "rm", {"nccl/id/1"}).code, 0);
+  EXPECT_EQ(Kv(leader_, "ls", {}).output, "nccl/id/0\ta\n");
+}
+
 TEST_F(MusterKvTest, RmRecursiveRoot_RefusedWithoutAllKeysKept) {
   ASSERT_TRUE(leader_.ok());
   ASSERT_EQ(Kv(leader_, "put", {"keep/me", "c"}).code, 0);
@@ -82,6 +97,16 @@ TEST_F(MusterKvTest, GetMissingKey_ExitsOneWithNotFound) {
   EXPECT_EQ(get.code, 1);
   EXPECT_THAT(get.output, HasSubstr("muster kv get: NOT_FOUND: "));
   EXPECT_THAT(get.output, HasSubstr("config/missing"));
+}
+
+TEST(MusterKvNoLeaderTest, WrongAddress_FailsAtOnceSayingNothingListens) {
+  absl::Time start = absl::Now();
+  Result get = RunMuster({"kv", "get", "--leader=127.0.0.1:1", "config/lr"});  // --timeout: 10s
+  EXPECT_EQ(get.code, 1);
+  EXPECT_THAT(get.output,
+              HasSubstr("muster kv get: UNAVAILABLE: nothing listening at 127.0.0.1:1"));
+  EXPECT_THAT(get.output, Not(HasSubstr("ip_connect")));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
 }
 
 TEST_F(MusterKvTest, PutNoOverwrite_ExistingKey_ExitsOneAndKeepsTheValue) {
@@ -167,6 +192,29 @@ TEST_F(MusterKvTest, WatchRoot_ExitsOneWithInvalidArgument) {
   EXPECT_EQ(watch.code, 1);
   EXPECT_THAT(watch.output, HasSubstr("INVALID_ARGUMENT"));
   EXPECT_THAT(watch.output, Not(HasSubstr("watching")));
+}
+
+// A leader started with a small --max-frame-size: `kv put` given the same limit refuses a larger
+// value itself; without it the leader drops the connection, and the message says what to give.
+TEST(MusterKvFrameLimitTest, PutOverTheLeadersFrameLimit_ResourceExhaustedBeforeSending) {
+  Leader leader({"--job=worker=1", "--max-frame-size=65536"});
+  ASSERT_TRUE(leader.ok());
+  std::string value(100000, 'x');
+  Result refused = Kv(leader, "put", {"--max-frame-size=65536", "big/value", value});
+  EXPECT_EQ(refused.code, 1) << refused.output;
+  EXPECT_THAT(refused.output,
+              HasSubstr("muster kv put: RESOURCE_EXHAUSTED: InsertKeyValueRequest of key "
+                        "big/value is 1000"));
+  EXPECT_THAT(refused.output, HasSubstr("at most 61440 bytes (its --max-frame-size of 65536"));
+  EXPECT_THAT(refused.output, HasSubstr("nothing was sent"));
+  EXPECT_THAT(leader.process().output(), Not(HasSubstr("closed the connection")));
+  Result dropped = Kv(leader, "put", {"big/value", value});
+  EXPECT_EQ(dropped.code, 1) << dropped.output;
+  EXPECT_THAT(dropped.output, HasSubstr("UNAVAILABLE: lost the leader at " + leader.address()));
+  EXPECT_THAT(dropped.output, HasSubstr("give this command the leader's --max-frame-size"));
+  Result get = Kv(leader, "get", {"big/value"});
+  EXPECT_EQ(get.code, 1) << get.output;
+  EXPECT_THAT(get.output, HasSubstr("NOT_FOUND"));
 }
 
 }  // namespace

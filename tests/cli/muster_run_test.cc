@@ -20,6 +20,7 @@
 namespace muster::cli {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -144,6 +145,36 @@ TEST(MusterRunTest, RestartNone_KillOneTask_TheJobFailsNamingIt) {
   EXPECT_THAT(result.output, HasSubstr("ERROR CALLBACK"));  // the others were told
 }
 
+// A worker killed with SIGKILL: the failure names the task and its process by host and pid, in
+// Muster's words (no CAF error notation, no node hash); the survivors' exits are logged as
+// consequences of that failure, not as failures of their own.
+TEST(MusterRunTest, RestartNone_KillOneTask_FailureInPlainWordsAndLaterExitsAsItsConsequences) {
+  auto run = StartRun({"--port=0", "--job=worker=3"});
+  ASSERT_NE(run, nullptr);
+  auto first = WaitReady(*run, {0, 1, 2}, 0);
+  ASSERT_EQ(first.size(), 3u);
+  kill(first[2].pid, SIGKILL);
+  Result result = Finish(*run, kRunBound);
+  EXPECT_EQ(result.code, 1) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr(absl::StrCat("muster run: /job:worker/task:2 failed: UNAVAILABLE: Task "
+                                     "/job:worker/task:2: connection to worker lost (host "
+                                     "127.0.0.1 pid ",
+                                     first[2].pid, ": the connection to the peer closed)")));
+  EXPECT_THAT(result.output, Not(HasSubstr("exit_reason(")));
+  EXPECT_THAT(result.output, Not(HasSubstr("system_error(")));
+  EXPECT_THAT(result.output, Not(ContainsRegex("[0-9A-F]{8}[^ ]*#[0-9]+")));
+  for (int task : {0, 1}) {
+    EXPECT_THAT(result.output, HasSubstr(absl::StrCat(
+                                   "muster run: /job:worker/task:", task, " (pid ", first[task].pid,
+                                   ", generation 0) exited with status 2 "
+                                   "after the job failed because /job:worker/task:2 failed\n")))
+        << result.output;
+    EXPECT_THAT(result.output,
+                Not(HasSubstr(absl::StrCat("muster run: /job:worker/task:", task, " failed"))));
+  }
+}
+
 TEST(MusterRunTest, SigintToTheLauncher_ForwardedAndNoProcessOutlivesIt) {
   auto run = StartRun({"--port=0", "--job=worker=4"});
   ASSERT_NE(run, nullptr);
@@ -153,6 +184,25 @@ TEST(MusterRunTest, SigintToTheLauncher_ForwardedAndNoProcessOutlivesIt) {
   Result result = Finish(*run, kRunBound);
   EXPECT_EQ(result.code, 130) << result.output;
   EXPECT_THAT(result.output, HasSubstr("signal 2: stopping every task"));
+  for (const auto& [task, ready] : first) EXPECT_TRUE(Gone(ready.pid)) << "task " << task;
+}
+
+// Ctrl-C under one-for-all: the tasks leave because they were told to; the leader still sees
+// their connections go, but the launcher reports none of that as a failure to restart.
+TEST(MusterRunTest, SigintUnderOneForAll_ExitsAreNeitherFailuresNorRestarts) {
+  auto run = StartRun({"--port=0", "--job=worker=4", "--restart=one-for-all"});
+  ASSERT_NE(run, nullptr);
+  auto first = WaitReady(*run, {0, 1, 2, 3}, 0);
+  ASSERT_EQ(first.size(), 4u);
+  run->Signal(SIGINT);
+  Result result = Finish(*run, kRunBound);
+  EXPECT_EQ(result.code, 130) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("signal 2: stopping every task"));
+  EXPECT_THAT(result.output,  // each exit is printed
+              HasSubstr("generation 0) was killed by signal 2 (SIGINT)"));
+  EXPECT_THAT(result.output, Not(HasSubstr("restarting")));
+  EXPECT_THAT(result.output, Not(ContainsRegex("muster run: /job:worker/task:[0-3] failed")));
+  EXPECT_THAT(result.output, Not(HasSubstr("generation=1")));
   for (const auto& [task, ready] : first) EXPECT_TRUE(Gone(ready.pid)) << "task " << task;
 }
 

@@ -1,5 +1,6 @@
 // `muster status` against a real `muster serve` process: the tables, the JSON report parsed
-// back into its proto, --watch, and a leader that is not there.
+// back into its proto, --watch, and a leader that is not there (at once; with --wait-for-leader,
+// until it is there or the timeout).
 #include <csignal>
 
 #include <absl/strings/match.h>
@@ -17,11 +18,12 @@ namespace {
 
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 Result RunWorker(const Leader& leader, int task) {
-  auto worker = Subprocess::Start({MUSTER_E2E_WORKER_BIN, "--leader=" + leader.address(),
-                                   "--job=worker", absl::StrCat("--task=", task),
-                                   "--scenario=exit_without_shutdown"});
+  auto worker =
+      Subprocess::Start({MUSTER_E2E_WORKER_BIN, "--leader=" + leader.address(), "--job=worker",
+                         absl::StrCat("--task=", task), "--scenario=exit_without_shutdown"});
   EXPECT_TRUE(worker.ok()) << worker.status();
   if (!worker.ok()) return {};
   return Finish(**worker);
@@ -118,13 +120,44 @@ TEST(MusterStatusTest, Watch_PrintsAgainWhenATaskChanges) {
   EXPECT_EQ(result.code, 0) << result.output;
 }
 
-TEST(MusterStatusTest, NoLeader_FailsWithinItsTimeout) {
+TEST(MusterStatusTest, NoLeader_FailsAtOnceSayingNothingListens) {
   absl::Time start = absl::Now();
-  Result status = RunMuster({"status", "--leader=127.0.0.1:1", "--timeout=500ms"});
+  Result status = RunMuster({"status", "--leader=127.0.0.1:1"});  // --timeout: 5s
+  EXPECT_EQ(status.code, 1);
+  EXPECT_THAT(status.output,
+              HasSubstr("muster status: UNAVAILABLE: nothing listening at 127.0.0.1:1"));
+  EXPECT_THAT(status.output, HasSubstr("is the Muster leader running"));
+  EXPECT_THAT(status.output, HasSubstr("--wait-for-leader"));
+  EXPECT_THAT(status.output, Not(HasSubstr("ip_connect")));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+}
+
+TEST(MusterStatusTest, NoLeaderWaitingForIt_FailsAfterItsTimeout) {
+  absl::Time start = absl::Now();
+  Result status =
+      RunMuster({"status", "--leader=127.0.0.1:1", "--wait-for-leader", "--timeout=500ms"});
   EXPECT_EQ(status.code, 1);
   EXPECT_THAT(status.output, HasSubstr("muster status: DEADLINE_EXCEEDED"));
-  EXPECT_THAT(status.output, HasSubstr("127.0.0.1:1"));
+  EXPECT_THAT(status.output, HasSubstr("nothing listening at 127.0.0.1:1"));
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(500));
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+TEST(MusterStatusTest, WaitingForLeader_ShowsItOnceItIsUp) {
+  std::string port;
+  {  // a port that was free a moment ago
+    Leader probe({"--job=worker=1"});
+    ASSERT_TRUE(probe.ok());
+    port = probe.address().substr(probe.address().rfind(':') + 1);
+  }
+  auto status =
+      StartMuster({"status", "--leader=127.0.0.1:" + port, "--wait-for-leader", "--timeout=15s"});
+  ASSERT_NE(status, nullptr);
+  auto leader = StartMuster({"serve", "--job=worker=1", "--port=" + port});
+  ASSERT_NE(leader, nullptr);
+  Result shown = Finish(*status);
+  EXPECT_EQ(shown.code, 0) << shown.output << leader->output();
+  EXPECT_THAT(shown.output, HasSubstr("TASKS (1)"));
 }
 
 TEST(MusterStatusTest, LeaderStopsDuringWatch_ExitsOne) {

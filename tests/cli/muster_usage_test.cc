@@ -9,6 +9,7 @@ namespace muster::cli {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(MusterUsageTest, NoCommand_ExitsTwoWithUsage) {
   Result result = RunMuster({});
@@ -36,6 +37,26 @@ TEST(MusterUsageTest, Help_ExitsZeroForEveryCommand) {
   Result rm = RunMuster({"kv", "rm", "--help"});
   EXPECT_EQ(rm.code, 0);
   EXPECT_THAT(rm.output, HasSubstr("-r, --recursive"));
+}
+
+TEST(MusterUsageTest, TlsAndTaskHelp_PrintTheirVerbs) {
+  Result tls = RunMuster({"tls", "--help"});
+  EXPECT_EQ(tls.code, 0) << tls.output;
+  EXPECT_THAT(tls.output, HasSubstr("usage: muster tls init DIR"));
+  EXPECT_THAT(tls.output, HasSubstr("DIR/cli.pem"));
+  EXPECT_THAT(tls.output, Not(HasSubstr("Run `muster tls --help`")));
+  Result bare = RunMuster({"tls"});
+  EXPECT_EQ(bare.code, 2) << bare.output;
+  EXPECT_THAT(bare.output, HasSubstr("usage: muster tls init DIR"));
+  Result unknown = RunMuster({"tls", "renew"});
+  EXPECT_EQ(unknown.code, 2) << unknown.output;
+  EXPECT_THAT(unknown.output, HasSubstr("unknown verb \"renew\""));
+  Result task = RunMuster({"task", "--help"});
+  EXPECT_EQ(task.code, 0) << task.output;
+  EXPECT_THAT(task.output, HasSubstr("usage: muster task reset"));
+  Result reset = RunMuster({"task", "reset", "--help"});
+  EXPECT_EQ(reset.code, 0) << reset.output;
+  EXPECT_THAT(reset.output, HasSubstr("--leader VALUE"));
 }
 
 TEST(MusterUsageTest, UnknownFlag_ExitsTwoNamingIt) {

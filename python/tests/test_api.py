@@ -141,7 +141,7 @@ def test_connect_errors(leader):
         with pytest.raises(muster.InvalidArgumentError, match="task:7"):
             unknown.connect()
     with muster.Agent("127.0.0.1:1", "worker", 0, register_timeout=0.3) as nobody:
-        with pytest.raises(muster.DeadlineExceededError):
+        with pytest.raises(muster.UnavailableError, match="nothing listening at 127.0.0.1:1"):
             nobody.connect()
 
 
@@ -173,6 +173,17 @@ def test_every_status_code_has_its_class():
     assert isinstance(_errors.from_status(99, "?"), muster.UnknownError)
     assert issubclass(muster.UnavailableError, ConnectionError)
     assert issubclass(muster.InvalidArgumentError, ValueError)
+
+
+def test_failed_task_makes_an_internal_error_a_peer_failed_error():
+    error = _errors.from_status(13, "Barrier failed", None, None, "/job:worker/task:2")
+    assert type(error) is muster.PeerFailedError
+    assert isinstance(error, muster.InternalError)
+    assert error.task == "/job:worker/task:2" and error.code == "INTERNAL"
+    assert type(_errors.from_status(13, "other")) is muster.InternalError
+    # Only an INTERNAL status reports a failed peer this way.
+    assert type(_errors.from_status(4, "late", None, None, "/job:worker/task:2")) is \
+        muster.DeadlineExceededError
 
 
 def test_identity_from_a_launchers_environment(monkeypatch):

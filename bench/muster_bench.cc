@@ -23,7 +23,7 @@
 #include "muster/actors/state/state_store.h"
 #include "muster/bench/harness.h"
 #include "muster/messages/status_codec.h"
-#include "muster/net/agent/leader_connector_actor.h"
+#include "muster/net/agent/connect/leader_connector_actor.h"
 #include "muster/net/leader/leader_endpoint.h"
 #include "muster/net/leader/token_gate_actor.h"
 #include "muster/net/transport/job_certificates.h"

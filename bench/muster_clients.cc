@@ -20,7 +20,7 @@
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/agent.h"
-#include "muster/net/agent/call_deadlines.h"
+#include "muster/net/agent/calls/call_deadlines.h"
 
 namespace muster::bench {
 namespace {
@@ -92,7 +92,7 @@ struct LoopState {
   int64_t ops = 0;                   // timed requests (seq)
   caf::actor_clock::time_point end;  // stop time (conc)
   caf::duration timeout;
-  // Positive: the client keeps its own deadlines (net/agent/call_deadlines.h), one timer
+  // Positive: the client keeps its own deadlines (net/agent/calls/call_deadlines.h), one timer
   // instead of CAF's per-request one (hosted clients with a finite timeout).
   caf::timespan deadline_after{0};
   CallDeadlines deadlines;

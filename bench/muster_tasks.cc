@@ -18,8 +18,8 @@
 #include "muster/messages/incarnation.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
-#include "muster/net/agent/barrier_combiner_actor.h"
-#include "muster/net/agent/heartbeat_batcher_actor.h"
+#include "muster/net/agent/per_process/barrier_combiner_actor.h"
+#include "muster/net/agent/per_process/heartbeat_batcher_actor.h"
 
 namespace muster::bench {
 namespace {

@@ -12,7 +12,7 @@
 #include <caf/send.hpp>
 
 #include "muster/messages/task_name.h"
-#include "muster/net/agent/leader_connector_actor.h"
+#include "muster/net/agent/connect/leader_connector_actor.h"
 #include "muster/net/leader/job_token.h"
 
 ABSL_FLAG(std::string, leader, "", "The leader's address, HOST:PORT (as printed by muster serve)");

@@ -36,9 +36,9 @@
 #include <caf/response_type.hpp>
 
 #include "muster/messages/status_codec.h"
-#include "muster/net/agent/agent_actor.h"
-#include "muster/net/agent/heartbeat_batcher_actor.h"
-#include "muster/net/agent/reply_sink.h"
+#include "muster/net/agent/actor/agent_actor.h"
+#include "muster/net/agent/per_process/heartbeat_batcher_actor.h"
+#include "muster/net/agent/calls/reply_sink.h"
 #include "muster/net/process/thread_logger_guard.h"
 #include "muster/net/transport/frame_guard.h"
 #include "muster/net/transport/node_config.h"

@@ -11,7 +11,7 @@
 #include "muster/messages/incarnation.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
-#include "muster/net/agent/leader_connector_actor.h"
+#include "muster/net/agent/connect/leader_connector_actor.h"
 #include "muster/net/transport/node_config.h"
 #include "tests/cli/cli_process.h"
 #include "tests/testing/status_matchers.h"

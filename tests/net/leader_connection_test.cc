@@ -14,7 +14,7 @@
 #include "muster/actors/coordinator/coordinator_actor.h"
 #include "muster/messages/status_codec.h"
 #include "muster/messages/task_name.h"
-#include "muster/net/agent/leader_connector_actor.h"
+#include "muster/net/agent/connect/leader_connector_actor.h"
 #include "muster/net/leader/leader.h"
 #include "muster/net/transport/node_config.h"
 #include "tests/testing/status_matchers.h"

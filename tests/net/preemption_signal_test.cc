@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "muster/messages/task_name.h"
-#include "muster/net/agent/preemption_signal.h"
+#include "muster/net/agent/per_process/preemption_signal.h"
 #include "muster/net/leader/leader.h"
 #include "tests/net/two_nodes_fixture.h"
 #include "tests/testing/status_matchers.h"

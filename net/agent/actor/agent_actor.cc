@@ -1,0 +1,460 @@
+// The agent actor's lifecycle: connect and register, errors, a lost leader, reset and
+// shutdown. Heartbeats are in agent_heartbeat.cc, the wait for a lost leader in
+// agent_reconnect.cc, forwarded requests in agent_calls.cc and watches in agent_watches.cc.
+#include <algorithm>
+#include <string>
+
+#include <absl/strings/str_cat.h>
+#include <caf/system_messages.hpp>
+
+#include "muster/actors/placement.h"
+#include "muster/messages/incarnation.h"
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+#include "muster/net/agent/actor/agent_state.h"
+
+namespace muster {
+
+const char* AgentStateName(AgentState state) {
+  switch (state) {
+    case AgentState::kDisconnected:
+      return "DISCONNECTED";
+    case AgentState::kRunning:
+      return "RUNNING";
+    case AgentState::kError:
+      return "ERROR";
+  }
+  return "UNKNOWN";
+}
+
+// Declared in agent_calls.cc.
+AgentControlActor::behavior_type AgentBehavior(AgentPointer self);
+
+namespace {
+
+constexpr caf::timespan kConnectMargin = std::chrono::seconds(5);
+
+caf::timespan TimeLeft(AgentPointer self) {
+  return std::chrono::duration_cast<caf::timespan>(self->state.connect_deadline -
+                                                   self->clock().now());
+}
+
+void FinishConnect(AgentPointer self, const absl::StatusOr<proto::RegisterTaskResponse>& result) {
+  auto& st = self->state;
+  auto promise = std::move(st.connecting);
+  st.connecting = {};
+  if (!result.ok()) {
+    SetError(self, result.status());
+    promise.deliver(ToError(result.status()));
+    return;
+  }
+  if (absl::Status refused = AdoptHeartbeatTimeout(self, *result); !refused.ok()) {
+    // The leader registered the task, which would then fall silent: it fails the task at once,
+    // with the reason, instead of judging it stale later.
+    proto::ReportErrorToServiceRequest report;
+    report.set_error_code(static_cast<int32_t>(refused.code()));
+    report.set_error_message(std::string(refused.message()));
+    *report.mutable_error_origin() = st.config.task;
+    self->request(st.leader, st.config.rpc_timeout, std::move(report))
+        .then([](proto::ReportErrorToServiceResponse&) {}, [](caf::error&) {});
+    SetError(self, refused);
+    promise.deliver(ToError(refused));
+    return;
+  }
+  st.leader_incarnation = result->leader_incarnation();
+  st.registered = true;
+  st.state = AgentState::kRunning;
+  st.error = absl::OkStatus();
+  StartHeartbeats(self);
+  promise.deliver(*result);
+}
+
+void Register(AgentPointer self);
+
+void RetryConnect(AgentPointer self, const absl::Status& status) {
+  auto& st = self->state;
+  caf::timespan left = TimeLeft(self);
+  if (!Retryable(status) || left <= caf::timespan{0}) {
+    FinishConnect(self, Retryable(status) ? absl::DeadlineExceededError(absl::StrCat(
+                                                "Connect() of ", TaskName(st.config.task),
+                                                " to the leader at ", LeaderAddress(self),
+                                                " timed out; last error: ", StatusText(status)))
+                                          : status);
+    return;
+  }
+  st.connect_backoff = std::min(st.connect_backoff * 2, st.config.leader.max_backoff);
+  self->delayed_send(self, std::min(st.connect_backoff, left), retry_atom::value);
+}
+
+void Register(AgentPointer self) {
+  auto& st = self->state;
+  if (!st.leader && st.config.local_leader) {
+    st.leader = st.config.local_leader;
+    self->monitor(st.leader);
+  }
+  if (!st.leader) {
+    ConnectOptions options = st.config.leader;
+    // Reaching the leader is bounded by the register timeout itself; the margin is for answers.
+    options.timeout =
+        std::max(TimeLeft(self) - kConnectMargin, caf::timespan{std::chrono::milliseconds(1)});
+    st.connector = SpawnLeaderConnector(self->system(), options);
+    self->request(st.connector, caf::infinite, caf::connect_atom::value)
+        .then(
+            [self](CoordinatorActor& leader) {
+              self->state.leader = std::move(leader);
+              self->monitor(self->state.leader);
+              Register(self);
+            },
+            [self](caf::error& error) { FinishConnect(self, ToStatus(error)); });
+    return;
+  }
+  if (!st.config.token.empty() && !st.authenticated && st.leader != st.config.local_leader) {
+    proto::AuthenticateRequest auth;
+    auth.set_token(st.config.token);
+    self->request(st.leader, std::max(TimeLeft(self), caf::timespan{1}), auth)
+        .then(
+            [self](proto::AuthenticateResponse&) {
+              self->state.authenticated = true;
+              Register(self);
+            },
+            [self](caf::error& error) { RetryConnect(self, ToStatus(error)); });
+    return;
+  }
+  proto::RegisterTaskRequest request;
+  *request.mutable_source_task() = st.config.task;
+  request.set_incarnation(st.config.incarnation);
+  self->request(st.leader, std::max(TimeLeft(self), caf::timespan{1}), request,
+                caf::actor_cast<AgentActor>(self))
+      .then([self](proto::RegisterTaskResponse& response) { FinishConnect(self, response); },
+            [self](caf::error& error) { RetryConnect(self, ToStatus(error)); });
+}
+
+void OnLeaderDown(AgentPointer self, const caf::down_msg& down) {
+  auto& st = self->state;
+  if (!st.leader || down.source != st.leader.address()) return;
+  st.leader = nullptr;
+  st.authenticated = false;  // a new connection proves the token again
+  if (st.reconnecting) return OnReconnectLeaderDown(self);
+  if (CanReconnect(self)) return StartReconnect(self, std::string(ToStatus(down.reason).message()));
+  absl::Status lost = absl::UnavailableError(
+      absl::StrCat("lost the connection to the Muster leader at ", LeaderAddress(self), " (",
+                   ToStatus(down.reason).message(), "); task ", TaskName(st.config.task),
+                   " cannot coordinate any more"));
+  FailPending(self, lost, /*blocking_only=*/false);
+  if (st.connecting.pending()) return RetryConnect(self, lost);
+  if (st.state == AgentState::kRunning) SetError(self, lost);
+}
+
+void OnPushedError(AgentPointer self, const proto::ReportErrorToTaskRequest& report) {
+  int code = report.error_code();
+  if (code <= 0 || code > static_cast<int>(absl::StatusCode::kUnauthenticated)) code = 2;
+  const auto& payload = report.error_payload();
+  absl::Status status(static_cast<absl::StatusCode>(code),
+                      absl::StrCat("Error reported from ", TaskName(payload.source_task()), ": ",
+                                   report.error_message()));
+  status = MakeCoordinationError(status, payload.source_task(), payload.is_reported_error());
+  // A stuck task's report keeps its TaskStuck (callers tell it from other errors by it).
+  if (payload.has_stuck()) status = MakeStuckTaskError(status, payload.stuck());
+  SetError(self, status);
+}
+
+}  // namespace
+
+std::string LeaderAddress(AgentPointer self) {
+  return absl::StrCat(self->state.config.leader.host, ":", self->state.config.leader.port);
+}
+
+bool Retryable(const absl::Status& status) {
+  if (status.code() == absl::StatusCode::kUnauthenticated ||
+      status.code() == absl::StatusCode::kPermissionDenied) {
+    return false;  // the token gate's answer: retrying cannot change it
+  }
+  return !GetCoordinationError(status).has_value() || status.code() == absl::StatusCode::kInternal;
+}
+
+void SetError(AgentPointer self, const absl::Status& status) {
+  auto& st = self->state;
+  if (st.state == AgentState::kError) return;
+  if (st.reconnecting) {  // e.g. ReportError while the leader is away: no call can reach it now
+    StopReconnecting(self);
+    FailPending(self,
+                absl::UnavailableError(absl::StrCat(
+                    "the agent of ", TaskName(st.config.task),
+                    " went to ERROR while it waited for its lost leader: ", StatusText(status))),
+                /*blocking_only=*/false);
+  }
+  st.state = AgentState::kError;
+  st.error = status;
+  StopHeartbeats(self);
+  FailSyncWaiters(self, status);
+  if (st.config.on_error) {
+    RunUserCallback(self, [on_error = st.config.on_error, status] { on_error(status); });
+  }
+}
+
+void FailPending(AgentPointer self, const absl::Status& status, bool blocking_only) {
+  auto& pending = self->state.pending;
+  std::vector<uint64_t> ids;
+  for (const auto& [id, call] : pending) {
+    if (!blocking_only || call.cancel_on_shutdown) ids.push_back(id);
+  }
+  caf::error error = ToError(status);
+  for (uint64_t id : ids) {
+    auto call = std::move(pending.at(id));
+    pending.erase(id);
+    if (!call.key.empty() && self->state.leader) {
+      self->send(self->state.leader, cancel_atom::value, call.key);
+    }
+    call.fail(error);
+  }
+}
+
+void CancelGetsOf(AgentPointer self, const caf::actor_addr& caller) {
+  auto& pending = self->state.pending;
+  std::vector<uint64_t> ids;
+  for (const auto& [id, call] : pending) {
+    if (call.caller && call.caller == caller) ids.push_back(id);
+  }
+  for (uint64_t id : ids) {
+    auto call = std::move(pending.at(id));
+    pending.erase(id);
+    bool still_waited = std::any_of(pending.begin(), pending.end(), [&](const auto& other) {
+      return other.second.key == call.key;
+    });
+    if (!still_waited && self->state.leader) {
+      self->send(self->state.leader, cancel_atom::value, call.key);
+    }
+    call.fail(ToError(absl::CancelledError(
+        absl::StrCat("GetKeyValue(", call.key, ") was cancelled by its caller"))));
+  }
+}
+
+absl::Status CheckRequestSize(AgentPointer self, const google::protobuf::Message& request) {
+  size_t size = request.ByteSizeLong();
+  size_t limit = self->state.config.max_request_bytes;
+  if (limit == 0 || size <= limit) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat(request.GetDescriptor()->name(), " of ", TaskName(self->state.config.task),
+                   " is ", size, " bytes; the leader accepts requests of at most ", limit,
+                   " bytes (its --max-frame-size): split or shrink the value"));
+}
+
+absl::Status WrongState(AgentPointer self, absl::string_view call) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      call, " of ", TaskName(self->state.config.task),
+      ": the agent must be RUNNING; it is currently ", AgentStateName(self->state.state),
+      self->state.state == AgentState::kError
+          ? absl::StrCat(" (", StatusText(self->state.error),
+                         "); call Reset() first (Python: reset())")
+          : ""));
+}
+
+caf::result<proto::RegisterTaskResponse> Connect(AgentPointer self) {
+  auto& st = self->state;
+  if (st.state != AgentState::kDisconnected || st.connecting.pending()) {
+    return ToError(absl::FailedPreconditionError(absl::StrCat(
+        "Connect() of ", TaskName(st.config.task), ": the agent must be DISCONNECTED; it is ",
+        AgentStateName(st.state), st.connecting.pending() ? " and already connecting" : "")));
+  }
+  st.connecting = self->make_response_promise<proto::RegisterTaskResponse>();
+  // The margin lets the leader's own answer (e.g. the register barrier's DeadlineExceeded,
+  // naming the missing tasks) arrive before the agent gives up.
+  st.connect_deadline = self->clock().now() + st.config.leader.timeout + kConnectMargin;
+  st.connect_backoff = st.config.leader.initial_backoff;
+  Register(self);
+  return st.connecting;
+}
+
+absl::Status NoLeader(AgentPointer self) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the agent of ", TaskName(self->state.config.task), " has no connection to the leader (",
+      AgentStateName(self->state.state), "); call Connect() first"));
+}
+
+caf::result<proto::ResetTaskResponse> Reset(AgentPointer self) {
+  auto& st = self->state;
+  if (st.state != AgentState::kError) {
+    return ToError(absl::FailedPreconditionError(
+        absl::StrCat("Reset() failed: the agent of ", TaskName(st.config.task),
+                     " is not in ERROR state; it is ", AgentStateName(st.state), ".")));
+  }
+  if (!st.leader) {
+    st.state = AgentState::kDisconnected;
+    return proto::ResetTaskResponse{};
+  }
+  proto::ResetTaskRequest request;
+  *request.mutable_source_task() = st.config.task;
+  return Forward<proto::ResetTaskResponse>(
+      self, request, caf::duration{st.config.rpc_timeout}, {},
+      [self](const absl::StatusOr<proto::ResetTaskResponse>& result) {
+        if (result.ok() || result.status().code() == absl::StatusCode::kFailedPrecondition) {
+          self->state.state = AgentState::kDisconnected;
+          self->state.registered = false;
+          ForgetPreemption(self);  // a registration learns the leader's protocol again
+        }
+      });
+}
+
+namespace {
+
+// Ends a shutdown: stops heartbeats, cancels blocking calls, and returns the final status.
+// `asked_leader`: the leader was sent the ShutdownTaskRequest (and `rpc` is its answer).
+absl::Status FinishShutdown(AgentPointer self, const absl::Status& rpc, bool asked_leader) {
+  auto& st = self->state;
+  bool was_error = st.state == AgentState::kError;
+  StopHeartbeats(self);
+  FailSyncWaiters(self, absl::CancelledError(absl::StrCat(
+                            "cancelled: the agent of ", TaskName(st.config.task),
+                            " is shutting down while ReachedSyncPoint waited for the sync step")));
+  FailPending(self,
+              absl::CancelledError(absl::StrCat("cancelled: the agent of ",
+                                                TaskName(st.config.task), " is shutting down")),
+              /*blocking_only=*/true);
+  absl::Status result = rpc;
+  if (!rpc.ok()) {  // the leader's answer (e.g. the shutdown barrier's failure) comes first
+    result = absl::Status(rpc.code(),
+                          absl::StrCat("Failed to disconnect from the leader: ", rpc.message(),
+                                       ". Proceeding with agent shutdown anyway."));
+    if (auto payload = GetCoordinationError(rpc)) {
+      result = MakeCoordinationError(result, payload->source_task(), payload->is_reported_error());
+    }
+    SetError(self, result);
+  } else if (was_error) {  // the job failed before this task left
+    result = absl::FailedPreconditionError(absl::StrCat(
+        "Shutdown() of ", TaskName(st.config.task),
+        " was called while its agent is in ERROR state, implying that distributed execution "
+        "failed: ",
+        StatusText(st.error), ". The agent is now DISCONNECTED",
+        asked_leader ? "" : " and did not contact the leader",
+        "; end this process with a failure so that the job is restarted (in a recoverable job "
+        "a new Agent may rejoin as a new incarnation)."));
+  }
+  st.state = AgentState::kDisconnected;
+  st.registered = false;
+  return result;
+}
+
+}  // namespace
+
+caf::result<proto::ShutdownTaskResponse> Shutdown(AgentPointer self) {
+  auto& st = self->state;
+  // In ERROR the job has failed: the agent leaves locally and returns FailedPrecondition, as the
+  // reference agent does, without asking the leader (whose answer, e.g. a failed shutdown
+  // barrier's, would hide that). The leader learns that the task went from its missing
+  // heartbeats, or when the agent actor stops.
+  if (st.state != AgentState::kRunning || !st.leader || !st.registered) {
+    const bool reconnecting = st.reconnecting;
+    StopReconnecting(self);
+    absl::Status status = FinishShutdown(self, absl::OkStatus(), /*asked_leader=*/false);
+    if (reconnecting) {  // what is left never reached a leader, or its answer was lost
+      FailPending(self,
+                  absl::UnavailableError(absl::StrCat(
+                      "the agent of ", TaskName(st.config.task),
+                      " shut down while it waited for its lost leader; the call may or may "
+                      "not have been applied")),
+                  /*blocking_only=*/false);
+    }
+    if (!status.ok()) return ToError(status);
+    return proto::ShutdownTaskResponse{};
+  }
+  proto::ShutdownTaskRequest request;
+  *request.mutable_source_task() = st.config.task;
+  auto promise = self->make_response_promise<proto::ShutdownTaskResponse>();
+  CallLeader<proto::ShutdownTaskResponse>(
+      self, caf::duration{st.config.shutdown_barrier_timeout + std::chrono::seconds(5)}, {},
+      [self, promise](absl::StatusOr<proto::ShutdownTaskResponse> result) mutable {
+        absl::Status status = FinishShutdown(self, result.status(), /*asked_leader=*/true);
+        if (status.ok()) {
+          promise.deliver(proto::ShutdownTaskResponse{});
+        } else {
+          promise.deliver(ToError(status));
+        }
+      },
+      request);
+  return promise;
+}
+
+void OnRetry(AgentPointer self) {
+  if (self->state.connecting.pending()) Register(self);
+}
+
+void RunUserCallback(AgentPointer self, std::function<void()> callback) {
+  self->send(self->state.callbacks, UserCallback{std::move(callback)});
+}
+
+void AfterUserCallbacks(AgentPointer self, std::function<void()> then) {
+  self->request(self->state.callbacks, caf::infinite, caf::ok_atom::value)
+      .then([then](caf::ok_atom) { then(); }, [then](caf::error&) { then(); });
+}
+
+namespace {
+
+// The agent actor is stopped (~Agent sends it an exit message) with calls still pending: when
+// it was not shut down first (shutdown_on_destruction false, or not RUNNING), or calls came
+// from other threads meanwhile. Each is answered once before the actor goes, as Shutdown()
+// answers them: blocked calls (gets, barriers, waits) with Cancelled, the others with
+// Unavailable (the leader may or may not have applied them). The leader is not told that the
+// task leaves: it sees the agent actor go.
+void OnStop(AgentPointer self, const caf::exit_msg& msg) {
+  if (!msg.reason) return;  // as CAF's default handler: a normal exit does not stop the agent
+  auto& st = self->state;
+  StopReconnecting(self);
+  const std::string destroyed =
+      absl::StrCat("the agent of ", TaskName(st.config.task), " was destroyed");
+  absl::Status cancelled =
+      absl::CancelledError(absl::StrCat("cancelled: ", destroyed, " while the call waited"));
+  FailSyncWaiters(self, cancelled);
+  FailPending(self, cancelled, /*blocking_only=*/true);
+  FailPending(self,
+              absl::UnavailableError(
+                  absl::StrCat(destroyed,
+                               " before the leader answered; the call may or may not have been "
+                               "applied")),
+              /*blocking_only=*/false);
+  if (st.connecting.pending()) {
+    st.connecting.deliver(ToError(absl::CancelledError(
+        absl::StrCat("Connect() was cancelled: ", destroyed, " while it connected"))));
+  }
+  auto waiting = std::move(st.awaiting_leader);
+  st.awaiting_leader.clear();
+  for (auto& run : waiting) run(cancelled);
+  self->quit(msg.reason);
+}
+
+}  // namespace
+
+void InitAgent(AgentPointer self, AgentConfig config, CallbackRunnerActor runner) {
+  PinToNetworkThread(self);
+  self->state.callbacks = runner ? std::move(runner) : SpawnCallbackRunner(self->system());
+  self->attach_functor([runner = self->state.callbacks](const caf::error&) {
+    caf::anon_send(runner, caf::close_atom::value);
+  });
+  if (config.incarnation == 0) config.incarnation = NewIncarnation();
+  self->state.config = std::move(config);
+  self->state.request_client = NewIncarnation();  // random, non-zero
+  self->set_down_handler([self](caf::down_msg& down) { OnLeaderDown(self, down); });
+  self->set_exit_handler([self](caf::exit_msg& msg) { OnStop(self, msg); });
+  // An error that arrives as a message of its own, not as the answer to a request: the leader's
+  // refusal of a one-way heartbeat that did not reach the coordinator (its token gate refuses
+  // a node that presented no token). It puts a running agent in ERROR; CAF's default would end
+  // the agent actor.
+  self->set_error_handler([self](caf::error& error) {
+    if (self->state.state == AgentState::kRunning) SetError(self, ToStatus(error));
+  });
+}
+
+void HandlePushedError(AgentPointer self, const proto::ReportErrorToTaskRequest& report) {
+  OnPushedError(self, report);
+}
+
+AgentControlActor SpawnAgentActor(caf::actor_system& system, AgentConfig config,
+                                  CallbackRunnerActor runner) {
+  return system.spawn(
+      [](AgentPointer self, AgentConfig config, CallbackRunnerActor runner) {
+        InitAgent(self, std::move(config), std::move(runner));
+        return AgentBehavior(self);
+      },
+      std::move(config), std::move(runner));
+}
+
+}  // namespace muster

@@ -1,0 +1,238 @@
+// The agent waits for a lost leader (AgentConfig::leader_reconnect_timeout): a RUNNING agent
+// keeps its calls, connects again (the leader connector, or the reconnect_local_leader seam),
+// presents its job token, and registers again with the same incarnation
+// (RegisterTaskRequest.reconnect). When the leader answers with the leader incarnation the
+// agent had (it restarted from its state dir), the agent re-sends every pending call in the
+// order they were made, resumes its watches from the last revision delivered and restarts
+// heartbeats. A refused register, another leader incarnation or the deadline fail every call
+// with Unavailable and put the agent in ERROR.
+//
+//   RUNNING --leader lost--> CONNECT --> [AUTHENTICATE] --> REGISTER --same leader--> RUNNING
+//                              ^  | no leader yet, transport error, leader lost again
+//                              +--+ (after a backoff)
+//   any step --deadline passed, refused, other leader incarnation--> ERROR (calls Unavailable)
+#include <algorithm>
+#include <vector>
+
+#include <absl/strings/str_cat.h>
+#include <absl/time/time.h>
+
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+#include "muster/net/agent/actor/agent_state.h"
+
+namespace muster {
+namespace {
+
+std::string LeaderName(AgentPointer self) {
+  if (self->state.config.local_leader) return "the in-process Muster leader";
+  return absl::StrCat("the Muster leader at ", LeaderAddress(self));
+}
+
+std::string TimeoutText(AgentPointer self) {
+  return absl::StrCat(
+      absl::FormatDuration(absl::FromChrono(self->state.config.leader_reconnect_timeout)),
+      " (leader_reconnect_timeout)");
+}
+
+caf::timespan TimeLeft(AgentPointer self) {
+  return std::chrono::duration_cast<caf::timespan>(self->state.reconnect_deadline -
+                                                   self->clock().now());
+}
+
+// Whether an answer of try `attempt` still counts.
+bool Current(AgentPointer self, uint64_t attempt) {
+  return self->state.reconnecting && attempt == self->state.reconnect_try;
+}
+
+void DropLeader(AgentPointer self) {
+  auto& st = self->state;
+  if (st.leader) self->demonitor(st.leader.address());
+  st.leader = nullptr;
+  st.authenticated = false;
+}
+
+// The reconnect failed for good: every call fails with `status`, and so does the agent.
+void Fail(AgentPointer self, const absl::Status& status) {
+  StopReconnecting(self);
+  DropLeader(self);
+  FailPending(self, status, /*blocking_only=*/false);
+  SetError(self, status);
+}
+
+void Refused(AgentPointer self, const absl::Status& status) {
+  auto& st = self->state;
+  Fail(self, absl::UnavailableError(absl::StrCat(
+                 LeaderName(self), " came back but refused to take back task ",
+                 TaskName(st.config.task), " (incarnation ", st.config.incarnation,
+                 "): ", StatusText(status), "; the task cannot coordinate any more: restart it")));
+}
+
+// A try failed in a way that another may not: try again after a backoff (the deadline timer
+// ends the episode when no time is left).
+void Retry(AgentPointer self, std::string error) {
+  auto& st = self->state;
+  st.reconnect_error = std::move(error);
+  uint64_t attempt = ++st.reconnect_try;
+  caf::timespan left = TimeLeft(self);
+  if (left <= caf::timespan{0}) return;
+  caf::timespan delay = std::min(st.reconnect_backoff, left);
+  st.reconnect_backoff = std::min(st.reconnect_backoff * 2, st.config.leader.max_backoff);
+  self->delayed_send(self, delay, retry_atom::value, attempt);
+}
+
+// The leader is back with this task's state: everything goes on where it stopped.
+void Resume(AgentPointer self) {
+  auto& st = self->state;
+  StopReconnecting(self);
+  StartHeartbeats(self);
+  std::vector<uint64_t> ids;
+  ids.reserve(st.pending.size());
+  for (const auto& [id, call] : st.pending) ids.push_back(id);
+  for (uint64_t id : ids) {  // in the order the calls were made
+    auto it = st.pending.find(id);
+    if (it != st.pending.end() && it->second.send) it->second.send();
+  }
+  ResumeWatches(self);
+}
+
+void Register(AgentPointer self, uint64_t attempt) {
+  auto& st = self->state;
+  caf::timespan timeout = std::max(TimeLeft(self), caf::timespan{1});
+  auto on_error = [self, attempt](caf::error& error) {
+    if (!Current(self, attempt)) return;
+    absl::Status status = ToStatus(error);
+    if (!Retryable(status)) return Refused(self, status);
+    DropLeader(self);  // a new connection next time
+    Retry(self, StatusText(status));
+  };
+  if (!st.config.token.empty() && !st.authenticated && st.leader != st.config.local_leader) {
+    proto::AuthenticateRequest auth;
+    auth.set_token(st.config.token);
+    self->request(st.leader, timeout, auth)
+        .then(
+            [self, attempt](proto::AuthenticateResponse&) {
+              if (!Current(self, attempt)) return;
+              self->state.authenticated = true;
+              Register(self, attempt);
+            },
+            on_error);
+    return;
+  }
+  proto::RegisterTaskRequest request;
+  *request.mutable_source_task() = st.config.task;
+  request.set_incarnation(st.config.incarnation);
+  request.set_reconnect(true);
+  self->request(st.leader, timeout, request, caf::actor_cast<AgentActor>(self))
+      .then(
+          [self, attempt](proto::RegisterTaskResponse& response) {
+            auto& st = self->state;
+            if (!Current(self, attempt)) return;
+            if (response.leader_incarnation() == st.leader_incarnation) {
+              // A leader restarted with another --heartbeat-timeout: the beats follow it.
+              if (absl::Status refused = AdoptHeartbeatTimeout(self, response); !refused.ok()) {
+                return Fail(self, refused);
+              }
+              return Resume(self);
+            }
+            Fail(self, absl::UnavailableError(absl::StrCat(
+                           LeaderName(self), " came back without the state of task ",
+                           TaskName(st.config.task), " (leader incarnation ",
+                           response.leader_incarnation(), ", was ", st.leader_incarnation,
+                           "): it was started afresh, not from its --state-dir; the task "
+                           "cannot coordinate any more: restart it")));
+          },
+          on_error);
+}
+
+void Adopt(AgentPointer self, CoordinatorActor leader, uint64_t attempt) {
+  auto& st = self->state;
+  st.leader = std::move(leader);
+  st.authenticated = false;
+  self->monitor(st.leader);
+  Register(self, attempt);
+}
+
+void Try(AgentPointer self) {
+  auto& st = self->state;
+  uint64_t attempt = ++st.reconnect_try;
+  if (st.config.reconnect_local_leader) {
+    CoordinatorActor leader = st.config.reconnect_local_leader();
+    if (!leader) return Retry(self, "no leader yet");
+    if (st.config.local_leader) st.config.local_leader = leader;  // still in this process
+    return Adopt(self, std::move(leader), attempt);
+  }
+  ConnectOptions options = st.config.leader;
+  options.timeout = std::max(TimeLeft(self), caf::timespan{1});
+  options.wait_for_leader = true;  // a restarting leader is expected back
+  st.reconnect_connector = SpawnLeaderConnector(self->system(), options);
+  self->request(st.reconnect_connector, caf::infinite, caf::connect_atom::value)
+      .then(
+          [self, attempt](CoordinatorActor& leader) {
+            if (!Current(self, attempt)) return;
+            self->state.reconnect_connector = nullptr;
+            Adopt(self, std::move(leader), attempt);
+          },
+          [self, attempt](caf::error& error) {  // its deadline is the reconnect's
+            if (!Current(self, attempt)) return;
+            self->state.reconnect_connector = nullptr;
+            Retry(self, StatusText(ToStatus(error)));
+          });
+}
+
+}  // namespace
+
+bool CanReconnect(AgentPointer self) {
+  const auto& st = self->state;
+  return st.config.leader_reconnect_timeout > caf::timespan{0} &&
+         st.state == AgentState::kRunning && st.registered && !st.connecting.pending() &&
+         (!st.config.local_leader || st.config.reconnect_local_leader);
+}
+
+void StartReconnect(AgentPointer self, const std::string& reason) {
+  auto& st = self->state;
+  st.reconnecting = true;
+  uint64_t episode = ++st.reconnect_episode;
+  st.reconnect_deadline = self->clock().now() + st.config.leader_reconnect_timeout;
+  st.reconnect_backoff = st.config.leader.initial_backoff;
+  st.lost_reason = reason;
+  st.reconnect_error.clear();
+  StopHeartbeats(self);
+  self->delayed_send(self, st.config.leader_reconnect_timeout, deadline_atom::value, episode);
+  Try(self);
+}
+
+void OnReconnectLeaderDown(AgentPointer self) {
+  Retry(self, absl::StrCat("lost ", LeaderName(self), " again"));
+}
+
+void StopReconnecting(AgentPointer self) {
+  auto& st = self->state;
+  if (!st.reconnecting) return;
+  st.reconnecting = false;
+  ++st.reconnect_episode;
+  ++st.reconnect_try;
+  if (st.reconnect_connector) {
+    self->send_exit(st.reconnect_connector, caf::exit_reason::user_shutdown);
+    st.reconnect_connector = nullptr;
+  }
+}
+
+void OnReconnectRetry(AgentPointer self, uint64_t attempt) {
+  if (Current(self, attempt)) Try(self);
+}
+
+void OnReconnectDeadline(AgentPointer self, uint64_t episode) {
+  auto& st = self->state;
+  if (!st.reconnecting || episode != st.reconnect_episode) return;
+  Fail(self,
+       absl::UnavailableError(absl::StrCat(
+           LeaderName(self), " did not come back within ", TimeoutText(self),
+           " after the connection was lost (", st.lost_reason, ")",
+           st.reconnect_error.empty() ? "" : absl::StrCat("; last error: ", st.reconnect_error),
+           "; task ", TaskName(st.config.task),
+           " cannot coordinate any more. Restart the leader from its --state-dir "
+           "sooner, or raise leader_reconnect_timeout")));
+}
+
+}  // namespace muster

@@ -1,0 +1,316 @@
+// The agent actor's state and the functions its handlers share (internal to net/).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
+#include <absl/status/status.h>
+#include <absl/status/statusor.h>
+#include <google/protobuf/message.h>
+#include <caf/duration.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include <absl/strings/str_cat.h>
+
+#include "muster/messages/status_codec.h"
+#include "muster/messages/task_name.h"
+#include "muster/net/agent/actor/agent_actor.h"
+#include "muster/net/agent/calls/call_deadlines.h"
+
+namespace muster {
+
+struct AgentActorState {
+  static inline const char* name = "muster.agent";
+  AgentConfig config;
+  AgentState state = AgentState::kDisconnected;
+  absl::Status error;
+  CoordinatorActor leader;
+  uint64_t leader_incarnation = 0;
+  // The leader accepted this agent's registration, and it has not left since: only then does
+  // Shutdown() tell the leader (an agent whose Connect failed must not disconnect the task,
+  // which may belong to a newer incarnation by now).
+  bool registered = false;
+  // The leader accepted this agent's job token on the current connection.
+  bool authenticated = false;
+  LeaderConnectorActor connector;
+  caf::typed_response_promise<proto::RegisterTaskResponse> connecting;
+  caf::actor_clock::time_point connect_deadline;
+  caf::timespan connect_backoff{0};
+  uint64_t beat_generation = 0;  // a beat timer of an older generation is stale
+  // The heartbeat timeout in use (config.heartbeat_timeout, or the leader's when that is 0)
+  // and whether beats go one-way; set at each registration (AdoptHeartbeatTimeout).
+  caf::timespan heartbeat_timeout{std::chrono::seconds(10)};
+  bool one_way_heartbeats = false;
+  caf::actor_clock::time_point last_heartbeat_ok;
+  // Calls forwarded to the leader and not answered yet, by call id (the order they were made):
+  // how to (re)send them and how to fail them.
+  struct Pending {
+    std::function<void(const caf::error&)> fail;
+    // Sends the call to the current leader as a new attempt (answers of older attempts are
+    // ignored); a call made while reconnecting is first sent once the leader is back.
+    std::function<void()> send;
+    uint64_t attempt = 0;
+    // Finite: the call fails with CAF's request_timeout this long after each attempt was sent
+    // (the agent's own deadline, see call_deadlines; the request itself has none).
+    caf::duration timeout = caf::duration{caf::infinite};
+    bool cancel_on_shutdown = false;  // blocking calls: GetKeyValue, Barrier
+    std::string key;                  // GetKeyValue: the key to withdraw at the leader
+    caf::actor_addr caller;           // GetKeyValue: who may cancel it ((cancel_atom))
+  };
+  std::map<uint64_t, Pending> pending;
+  uint64_t next_call = 0;
+  CallDeadlines call_deadlines;   // of the pending calls with a finite timeout, by call id
+  CallbackRunnerActor callbacks;  // runs the user's callbacks, in order (RunUserCallback)
+  absl::flat_hash_map<std::string, int64_t> barrier_counters;    // last counter per barrier id
+  absl::flat_hash_map<std::string, int64_t> barriers_in_flight;  // id -> counter sent
+  // Watches by normalised key: the callback, and the highest revision delivered (first the
+  // WatchKeyResponse's), from which a reconnect resumes the watch; older events are dropped.
+  struct Watch {
+    WatchCallback callback;
+    uint64_t id = 0;  // tells this watch from a later one of the same key
+    int64_t revision = 0;
+    bool started = false;  // the leader answered the WatchKeyRequest
+  };
+  absl::flat_hash_map<std::string, Watch> watches;
+  uint64_t next_watch = 0;
+  std::vector<std::string> dropped_watches;  // resumes the leader refused (AgentStatus)
+  // Reconnecting to a lost leader (agent_reconnect.cc): the episode (its deadline timer
+  // carries it), the current try (retries, connector and register answers carry it), when it
+  // ends, the backoff, why the leader was lost and the last error of a try.
+  bool reconnecting = false;
+  uint64_t reconnect_episode = 0;
+  uint64_t reconnect_try = 0;
+  caf::actor_clock::time_point reconnect_deadline;
+  caf::timespan reconnect_backoff{0};
+  LeaderConnectorActor reconnect_connector;
+  std::string lost_reason;
+  std::string reconnect_error;
+  // Request ids of key-value writes (with leader_reconnect_timeout): random per agent actor,
+  // and the last sequence number used.
+  uint64_t request_client = 0;
+  uint64_t request_seq = 0;
+  // Key-value calls made before Connect() (as the reference agent allows) wait here for a
+  // connection to the leader, made without registering the task (WithLeader).
+  std::vector<std::function<void(const absl::Status&)>> awaiting_leader;
+  // Preemption: the notice, the step this task answered it with, the sync step once the
+  // leader decided it, and the ReachedSyncPoint calls waiting for it (step, promise).
+  std::optional<proto::PreemptionNotice> preemption;
+  std::optional<int64_t> answered_step;
+  std::optional<int64_t> sync_step;
+  std::vector<std::pair<int64_t, caf::typed_response_promise<bool>>> sync_waiters;
+  // The notice's on_preemption has run on the callback runner: a task learns of the notice
+  // before ReachedSyncPoint says true. notice_seq tells a stale runner answer from the current.
+  bool notice_delivered = false;
+  uint64_t notice_seq = 0;
+};
+
+using AgentPointer = AgentControlActor::stateful_pointer<AgentActorState>;
+
+// Runs `callback` (user code) on the agent's callback runner, after the ones before it: the
+// agent actor runs on the network thread, where user code must not run.
+void RunUserCallback(AgentPointer self, std::function<void()> callback);
+// Runs `then` once the user callbacks sent so far have run (or the runner has stopped).
+void AfterUserCallbacks(AgentPointer self, std::function<void()> then);
+
+// Puts the agent in ERROR with `status` and calls the error callback (once per episode).
+void SetError(AgentPointer self, const absl::Status& status);
+
+// Fails every forwarded call with `status` (all of them, or only the blocking ones).
+void FailPending(AgentPointer self, const absl::Status& status, bool blocking_only);
+
+// Fails the blocked gets made by `caller` with Cancelled and withdraws each key at the leader
+// once no other get of it is pending.
+void CancelGetsOf(AgentPointer self, const caf::actor_addr& caller);
+
+// ResourceExhausted for a request larger than the leader accepts (AgentConfig::
+// max_request_bytes): refused here, instead of the leader closing the connection.
+absl::Status CheckRequestSize(AgentPointer self, const google::protobuf::Message& request);
+
+// FailedPrecondition naming the agent's state, for calls made in the wrong state.
+absl::Status WrongState(AgentPointer self, absl::string_view call);
+
+// The FailedPrecondition of a call made while the agent has no connection to the leader.
+absl::Status NoLeader(AgentPointer self);
+
+// Whether the agent can make calls to a leader: it has one, or is waiting for a lost one to
+// come back (calls are then kept and sent once it is back).
+inline bool HasLeader(AgentPointer self) { return self->state.leader || self->state.reconnecting; }
+
+// Call deadlines (agent_calls.cc): (re)starts the deadline of call `id` for an attempt sent
+// now (nothing for an infinite timeout), and fails the calls whose deadline passed (the timer:
+// (deadline_atom)); while reconnecting an expired call waits for its re-send instead.
+void StartDeadline(AgentPointer self, uint64_t id, caf::duration timeout);
+void ExpireCalls(AgentPointer self);
+
+// Makes a call to the leader with `send` (which returns the request's response handle, and
+// may be called again to re-send the call after a reconnect) and calls `on_result` exactly
+// once: with the reply, the error, or Unavailable as soon as the leader is lost for good (CAF
+// never fails a request to a dead node).
+template <class Response, class Send>
+void CallThrough(AgentPointer self, AgentActorState::Pending info,
+                 std::function<void(absl::StatusOr<Response>)> on_result, Send send) {
+  auto& st = self->state;
+  if (!HasLeader(self)) return on_result(NoLeader(self));
+  uint64_t id = st.next_call++;
+  info.fail = [on_result](const caf::error& error) { on_result(ToStatus(error)); };
+  info.send = [self, id, on_result, send] {
+    auto it = self->state.pending.find(id);
+    if (it == self->state.pending.end()) return;
+    uint64_t attempt = ++it->second.attempt;
+    StartDeadline(self, id, it->second.timeout);
+    auto current = [self, id, attempt]() -> AgentActorState::Pending* {
+      auto it = self->state.pending.find(id);
+      if (it == self->state.pending.end() || it->second.attempt != attempt) return nullptr;
+      return &it->second;
+    };
+    // Stale answers (an older attempt of a re-sent call) are ignored; while reconnecting,
+    // errors too (the lost leader's, or its connection's): the call is re-sent instead.
+    send().then(
+        [self, id, current, on_result](Response& response) {
+          if (current() == nullptr) return;
+          self->state.call_deadlines.Remove(id);
+          self->state.pending.erase(id);
+          on_result(std::move(response));
+        },
+        [self, id, current](caf::error& error) {
+          AgentActorState::Pending* call = current();
+          if (call == nullptr || self->state.reconnecting) return;
+          auto fail = std::move(call->fail);
+          self->state.call_deadlines.Remove(id);
+          self->state.pending.erase(id);
+          fail(error);
+        });
+  };
+  auto& call = st.pending.emplace(id, std::move(info)).first->second;
+  if (!st.reconnecting) call.send();  // else sent once the leader is back
+}
+
+// CallThrough with `request` sent straight to the leader. A finite `timeout` is the agent's
+// own deadline (one timer for all calls instead of one of CAF's per request).
+template <class Response, class... Request>
+void CallLeader(AgentPointer self, caf::duration timeout, AgentActorState::Pending info,
+                std::function<void(absl::StatusOr<Response>)> on_result,
+                const Request&... request) {
+  info.timeout = timeout;
+  CallThrough<Response>(self, std::move(info), std::move(on_result), [self, request...] {
+    return self->request(self->state.leader, caf::infinite, request...);
+  });
+}
+
+// Forwards `request` to the leader and answers the caller with the outcome; `done` sees the
+// outcome first. With `via` (a local actor taking (request, leader)), the request goes there.
+template <class Response, class Request, class Via = caf::actor>
+caf::result<Response> Forward(AgentPointer self, const Request& request, caf::duration timeout,
+                              AgentActorState::Pending info = {},
+                              std::function<void(const absl::StatusOr<Response>&)> done = nullptr,
+                              const Via& via = {}) {
+  if (!HasLeader(self)) return ToError(NoLeader(self));
+  if (absl::Status size = CheckRequestSize(self, request); !size.ok()) return ToError(size);
+  auto promise = self->make_response_promise<Response>();
+  auto on_result = [promise, done](absl::StatusOr<Response> result) mutable {
+    if (done) done(result);
+    if (result.ok()) {
+      promise.deliver(*std::move(result));
+    } else {
+      promise.deliver(ToError(result.status()));
+    }
+  };
+  if (via) {
+    CallThrough<Response>(self, std::move(info), std::move(on_result),
+                          [self, via, timeout, request] {
+                            return self->request(via, timeout, request, self->state.leader);
+                          });
+  } else {
+    CallLeader<Response>(self, timeout, std::move(info), std::move(on_result), request);
+  }
+  return promise;
+}
+
+// Runs `then` once the agent has a leader to talk to: at once when it has one, else after
+// connecting (and presenting the job token) without registering the task; `then` gets the
+// connect error when that fails within the rpc timeout.
+void WithLeader(AgentPointer self, std::function<void(const absl::Status&)> then);
+
+// A key-value call that arrived before the agent had a leader: answered by sending the same
+// request to this actor again once WithLeader succeeded. In ERROR (the leader was lost) it fails
+// at once with that error, as the calls pending at the loss did, instead of connecting again:
+// a call made just before the loss may reach the agent just after it.
+template <class Response, class... Request>
+caf::result<Response> AfterLeader(AgentPointer self, const Request&... request) {
+  if (self->state.state == AgentState::kError) return ToError(self->state.error);
+  auto promise = self->make_response_promise<Response>();
+  WithLeader(self, [self, promise, request...](const absl::Status& status) mutable {
+    if (!status.ok()) {
+      promise.deliver(ToError(status));
+      return;
+    }
+    self->request(caf::actor_cast<AgentControlActor>(self), caf::infinite, request...)
+        .then([promise](Response& response) mutable { promise.deliver(std::move(response)); },
+              [promise](caf::error& error) mutable { promise.deliver(std::move(error)); });
+  });
+  return promise;
+}
+
+// Lifecycle handlers (agent_actor.cc).
+caf::result<proto::RegisterTaskResponse> Connect(AgentPointer self);
+caf::result<proto::ResetTaskResponse> Reset(AgentPointer self);
+caf::result<proto::ShutdownTaskResponse> Shutdown(AgentPointer self);
+void OnRetry(AgentPointer self);
+void HandlePushedError(AgentPointer self, const proto::ReportErrorToTaskRequest& report);
+// "HOST:PORT" of the configured leader.
+std::string LeaderAddress(AgentPointer self);
+// Whether a failed connect or register may be tried again: transport errors (no coordination
+// payload) and Internal (leader stopping or not ready); every other answer of the leader is
+// final, the token gate's (Unauthenticated, PermissionDenied) too.
+bool Retryable(const absl::Status& status);
+
+// Heartbeats (agent_heartbeat.cc): start (or restart) them, stop them, and one beat's timer.
+// Takes the heartbeat timeout from the leader's register response when the agent has none of
+// its own; FailedPrecondition when the agent's own is longer than the leader's.
+absl::Status AdoptHeartbeatTimeout(AgentPointer self, const proto::RegisterTaskResponse& response);
+void StartHeartbeats(AgentPointer self);
+void StopHeartbeats(AgentPointer self);
+void HandleBeat(AgentPointer self, uint64_t generation);
+
+// Reconnecting to a lost leader (agent_reconnect.cc; AgentConfig::leader_reconnect_timeout).
+// Whether a leader lost now is waited for (a RUNNING, registered agent with a timeout, and a
+// way to find the leader again).
+bool CanReconnect(AgentPointer self);
+// The leader was lost (`reason`): keep the calls, pause heartbeats, and connect again.
+void StartReconnect(AgentPointer self, const std::string& reason);
+// The leader found while reconnecting was lost too: try again (until the deadline).
+void OnReconnectLeaderDown(AgentPointer self);
+// Ends a reconnect without an outcome for the calls (Shutdown, SetError): they stay pending.
+void StopReconnecting(AgentPointer self);
+void OnReconnectRetry(AgentPointer self, uint64_t attempt);
+void OnReconnectDeadline(AgentPointer self, uint64_t episode);
+
+// Watches (agent_watches.cc).
+caf::result<proto::WatchKeyResponse> WatchKey(AgentPointer self,
+                                              const proto::WatchKeyRequest& request,
+                                              const WatchCallback& callback);
+caf::result<proto::StopWatchKeyResponse> StopWatchKey(AgentPointer self,
+                                                      const proto::StopWatchKeyRequest& request);
+// Delivers a change event to its watch, unless the watch delivered that revision already.
+void OnChange(AgentPointer self, const proto::KeyValueChangeEvent& event);
+// Sends the WatchKeyRequest of every started watch again, from the last revision it delivered
+// (after a reconnect); a watch the leader cannot resume is dropped (AgentStatus).
+void ResumeWatches(AgentPointer self);
+
+// Preemption (agent_health.cc).
+proto::PreemptionAck OnPreemptionNotice(AgentPointer self, const proto::PreemptionNotice& notice);
+void OnSyncPoint(AgentPointer self, const proto::SyncPointNotice& notice);
+caf::result<bool> ReachedSyncPoint(AgentPointer self, int64_t step);
+caf::result<proto::NotifyPreemptionResponse> NotifyPreemption(
+    AgentPointer self, proto::NotifyPreemptionRequest request);
+// Fails the ReachedSyncPoint calls waiting for the sync step (the agent failed or left).
+void FailSyncWaiters(AgentPointer self, const absl::Status& status);
+// Forgets the notice and sync step (Reset: the next registration brings them again).
+void ForgetPreemption(AgentPointer self);
+
+}  // namespace muster

@@ -1,0 +1,162 @@
+#include "muster/net/agent/connect/connect_probe.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <absl/strings/str_cat.h>
+#include <absl/strings/strip.h>
+
+namespace muster {
+
+// One getaddrinfo_a request: glibc resolves it on a thread of its own; gai_error says when it is
+// done. The strings and hints must outlive the request.
+struct ConnectProbe::Lookup {
+  std::string name;
+  std::string service;
+  addrinfo hints{};
+  gaicb request{};
+};
+
+namespace {
+
+std::string ErrnoText(const char* what, int error) {
+  return absl::StrCat(what, ": ", std::strerror(error));
+}
+
+// The address of a numeric host; false for a name.
+bool NumericAddress(const std::string& host, uint16_t port, sockaddr_storage* out) {
+  *out = {};
+  auto* v4 = reinterpret_cast<sockaddr_in*>(out);
+  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    return true;
+  }
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(out);
+  if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    return true;
+  }
+  return false;
+}
+
+socklen_t LengthOf(const sockaddr_storage& address) {
+  return address.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+}
+
+}  // namespace
+
+ConnectProbe::ConnectProbe(std::string host, uint16_t port) : port_(port) {
+  absl::string_view bare = host;
+  if (absl::ConsumePrefix(&bare, "[")) absl::ConsumeSuffix(&bare, "]");  // [::1]
+  host_ = std::string(bare);
+  sockaddr_storage numeric;
+  if (NumericAddress(host_, port_, &numeric)) {
+    addresses_.push_back(numeric);
+    return;
+  }
+  lookup_ = std::make_unique<Lookup>();
+  lookup_->name = host_;
+  lookup_->service = std::to_string(port_);
+  lookup_->hints.ai_family = AF_UNSPEC;
+  lookup_->hints.ai_socktype = SOCK_STREAM;
+  lookup_->hints.ai_flags = AI_NUMERICSERV;
+  lookup_->request.ar_name = lookup_->name.c_str();
+  lookup_->request.ar_service = lookup_->service.c_str();
+  lookup_->request.ar_request = &lookup_->hints;
+  gaicb* list[] = {&lookup_->request};
+  if (int error = getaddrinfo_a(GAI_NOWAIT, list, 1, nullptr); error != 0) {
+    lookup_.reset();
+    Finish(Outcome::kFailed, absl::StrCat("cannot resolve ", host_, ": ", gai_strerror(error)));
+  }
+}
+
+ConnectProbe::~ConnectProbe() {
+  CloseSocket();
+  if (lookup_ == nullptr) return;
+  int state = gai_error(&lookup_->request);
+  if (state == EAI_INPROGRESS && gai_cancel(&lookup_->request) == EAI_NOTCANCELED) {
+    // glibc's thread still writes into the request: it keeps it, a few bytes, for good.
+    (void)lookup_.release();
+    return;
+  }
+  if (lookup_->request.ar_result != nullptr) freeaddrinfo(lookup_->request.ar_result);
+}
+
+ConnectProbe::Outcome ConnectProbe::Check() {
+  if (outcome_ != Outcome::kPending) return outcome_;
+  if (lookup_ != nullptr) {
+    int state = gai_error(&lookup_->request);
+    if (state == EAI_INPROGRESS) return Outcome::kPending;
+    return Resolved();
+  }
+  if (fd_ < 0) return ConnectNext();
+  pollfd watched{.fd = fd_, .events = POLLOUT, .revents = 0};
+  if (poll(&watched, 1, 0) == 0) return Outcome::kPending;  // zero timeout: never waits
+  int error = 0;
+  socklen_t size = sizeof(error);
+  if (getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error, &size) != 0) error = errno;
+  CloseSocket();
+  if (error == 0) return Finish(Outcome::kReached);
+  if (error == ECONNREFUSED) return ConnectNext();
+  return Finish(Outcome::kFailed, ErrnoText("connect", error));
+}
+
+ConnectProbe::Outcome ConnectProbe::Resolved() {
+  std::unique_ptr<Lookup> lookup = std::move(lookup_);
+  int state = gai_error(&lookup->request);
+  addrinfo* result = lookup->request.ar_result;
+  if (state != 0) {
+    if (result != nullptr) freeaddrinfo(result);
+    return Finish(Outcome::kFailed,
+                  absl::StrCat("cannot resolve ", host_, ": ", gai_strerror(state)));
+  }
+  for (addrinfo* ai = result; ai != nullptr; ai = ai->ai_next) {
+    if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6) continue;
+    sockaddr_storage address{};
+    std::memcpy(&address, ai->ai_addr, ai->ai_addrlen);
+    addresses_.push_back(address);
+  }
+  if (result != nullptr) freeaddrinfo(result);
+  if (addresses_.empty()) {
+    return Finish(Outcome::kFailed, absl::StrCat("cannot resolve ", host_, ": no address"));
+  }
+  return ConnectNext();
+}
+
+ConnectProbe::Outcome ConnectProbe::ConnectNext() {
+  // Every address so far refused: with none left, nothing listens at HOST:PORT.
+  if (next_ == addresses_.size()) return Finish(Outcome::kRefused);
+  const sockaddr_storage& address = addresses_[next_++];
+  fd_ = socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) return Finish(Outcome::kFailed, ErrnoText("socket", errno));
+  if (connect(fd_, reinterpret_cast<const sockaddr*>(&address), LengthOf(address)) == 0) {
+    CloseSocket();
+    return Finish(Outcome::kReached);
+  }
+  int error = errno;
+  if (error == EINPROGRESS) return Outcome::kPending;
+  CloseSocket();
+  if (error == ECONNREFUSED) return ConnectNext();
+  return Finish(Outcome::kFailed, ErrnoText("connect", error));
+}
+
+ConnectProbe::Outcome ConnectProbe::Finish(Outcome outcome, std::string detail) {
+  outcome_ = outcome;
+  detail_ = std::move(detail);
+  return outcome_;
+}
+
+void ConnectProbe::CloseSocket() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+}
+
+}  // namespace muster

@@ -18,7 +18,7 @@ inline void DropErrorMessages(caf::scheduled_actor* self) {
 
 // True when the message `self` is handling comes from an actor of its own node (process). The
 // node is the one a peer named in its handshake, which the network guard keeps from being this
-// node's (net/transport/frame_guard.h): a peer cannot pass for a local actor.
+// node's (net/transport/wire/frame_guard.h): a peer cannot pass for a local actor.
 inline bool FromThisNode(caf::local_actor* self) {
   const caf::strong_actor_ptr& sender = self->current_sender();
   return sender && sender->node() == self->node();

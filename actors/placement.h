@@ -1,7 +1,7 @@
 // Where an actor runs. An actor marked network-hosted promises that its handlers never block
 // and stay short (no I/O, no waiting, no user callbacks). A node's network thread then runs it
 // itself when a message for it arrives from the network, or from another actor that the
-// network thread is running (net/transport/guarded_multiplexer.h), instead of handing it to a
+// network thread is running (net/transport/wire/guarded_multiplexer.h), instead of handing it to a
 // scheduler thread: a request that crosses the leader's coordinator, a KV directory and the
 // reply's connection is handled in one thread, without a wake-up. Messages from anywhere else
 // (timers, blocking actors, user threads) still go through the scheduler, so a hosted actor runs

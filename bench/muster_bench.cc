@@ -26,7 +26,7 @@
 #include "muster/net/agent/connect/leader_connector_actor.h"
 #include "muster/net/leader/leader_endpoint.h"
 #include "muster/net/leader/token_gate_actor.h"
-#include "muster/net/transport/job_certificates.h"
+#include "muster/net/transport/tls/job_certificates.h"
 #include "muster/net/transport/node_config.h"
 
 namespace muster::bench {

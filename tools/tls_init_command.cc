@@ -9,7 +9,7 @@
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_join.h>
 
-#include "muster/net/transport/job_certificates.h"
+#include "muster/net/transport/tls/job_certificates.h"
 #include "muster/tools/cli_common.h"
 #include "muster/tools/command_line.h"
 

@@ -1,5 +1,5 @@
 // `muster tls init DIR`: a CA and per-node certificates for a job's mutual TLS (see
-// net/transport/tls_context.h and docs/operations.md, Security).
+// net/transport/tls/tls_context.h and docs/operations.md, Security).
 #pragma once
 
 #include <string>

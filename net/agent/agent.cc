@@ -13,7 +13,7 @@
 #include "muster/messages/task_name.h"
 #include "muster/net/leader/job_token.h"
 #include "muster/net/process/thread_logger_guard.h"
-#include "muster/net/transport/guarded_multiplexer.h"
+#include "muster/net/transport/wire/guarded_multiplexer.h"
 
 namespace muster {
 namespace {

@@ -40,7 +40,7 @@
 #include "muster/net/agent/per_process/heartbeat_batcher_actor.h"
 #include "muster/net/agent/calls/reply_sink.h"
 #include "muster/net/process/thread_logger_guard.h"
-#include "muster/net/transport/frame_guard.h"
+#include "muster/net/transport/wire/frame_guard.h"
 #include "muster/net/transport/node_config.h"
 #include "muster/proto/coordination_service.pb.h"
 

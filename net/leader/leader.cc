@@ -10,7 +10,7 @@
 #include "muster/net/leader/token_gate_actor.h"
 #include "muster/net/process/protobuf_log.h"
 #include "muster/net/process/thread_logger_guard.h"
-#include "muster/net/transport/guarded_multiplexer.h"
+#include "muster/net/transport/wire/guarded_multiplexer.h"
 
 namespace muster {
 namespace {

@@ -3,7 +3,7 @@
 #include <absl/strings/str_cat.h>
 #include <caf/io/middleman.hpp>
 
-#include "muster/net/transport/guarded_multiplexer.h"
+#include "muster/net/transport/wire/guarded_multiplexer.h"
 
 namespace muster {
 

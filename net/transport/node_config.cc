@@ -5,7 +5,7 @@
 #include <caf/settings.hpp>
 
 #include "muster/messages/message_types.h"
-#include "muster/net/transport/guarded_multiplexer.h"
+#include "muster/net/transport/wire/guarded_multiplexer.h"
 
 namespace muster {
 

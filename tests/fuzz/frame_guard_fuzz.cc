@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "muster/net/transport/frame_guard.h"
+#include "muster/net/transport/wire/frame_guard.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;

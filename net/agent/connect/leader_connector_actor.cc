@@ -12,7 +12,7 @@
 #include "muster/messages/caf_text.h"
 #include "muster/messages/status_codec.h"
 #include "muster/net/agent/connect/connect_probe.h"
-#include "muster/net/transport/guarded_stream.h"
+#include "muster/net/transport/wire/guarded_stream.h"
 
 namespace muster {
 namespace {

@@ -1,5 +1,5 @@
 // Certificates for a job's mutual TLS: one CA and a certificate per node, signed by it (what
-// `muster tls init` writes; see net/transport/tls_context.h for how they are used).
+// `muster tls init` writes; see net/transport/tls/tls_context.h for how they are used).
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-#include "muster/net/transport/tls_context.h"
+#include "muster/net/transport/tls/tls_context.h"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>

@@ -47,7 +47,7 @@ struct WireLimits {
   // A peer that has not completed its handshake after this many milliseconds is disconnected.
   int64_t handshake_timeout_ms = 10'000;
   // The rest apply to the connections a node accepts. A large payload is read as its bytes
-  // arrive (net/transport/frame_assembler.h); the bytes held for payloads still arriving, summed
+  // arrive (net/transport/wire/frame_assembler.h); the bytes held for payloads still arriving, summed
   // over every connection, may not pass this: the chunk that would is refused and its
   // connection closed. 0: no limit.
   uint64_t max_unfinished_frame_bytes = uint64_t{256} << 20;

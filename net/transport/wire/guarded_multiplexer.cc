@@ -1,4 +1,4 @@
-#include "muster/net/transport/guarded_multiplexer.h"
+#include "muster/net/transport/wire/guarded_multiplexer.h"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -21,8 +21,8 @@
 #include <caf/node_id.hpp>
 
 #include "muster/messages/caf_text.h"
-#include "muster/net/transport/frame_assembler.h"
-#include "muster/net/transport/guarded_stream.h"
+#include "muster/net/transport/wire/frame_assembler.h"
+#include "muster/net/transport/wire/guarded_stream.h"
 
 namespace muster {
 namespace {

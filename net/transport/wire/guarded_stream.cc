@@ -1,4 +1,4 @@
-#include "muster/net/transport/guarded_stream.h"
+#include "muster/net/transport/wire/guarded_stream.h"
 
 #include <algorithm>
 #include <array>
@@ -9,7 +9,7 @@
 #include <caf/io/network/native_socket.hpp>
 #include <caf/policy/tcp.hpp>
 
-#include "muster/net/transport/guarded_multiplexer.h"
+#include "muster/net/transport/wire/guarded_multiplexer.h"
 
 namespace muster {
 

@@ -1,4 +1,4 @@
-#include "muster/net/transport/tls_session.h"
+#include "muster/net/transport/tls/tls_session.h"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>

@@ -1,5 +1,5 @@
 // The byte layer of a Muster connection under CAF's BASP broker: plain TCP, or TLS over it
-// (net/transport/tls_session.h), in the shape of CAF's stream policies. On plain TCP it also
+// (net/transport/tls/tls_session.h), in the shape of CAF's stream policies. On plain TCP it also
 // spends fewer system calls per message than CAF 0.17's own stream:
 //  - read-ahead: one recv takes up to 16 KiB, and CAF's exact-size reads (a 32-byte BASP header,
 //    then the payload it announces) are served from it; a recv that returned less than it asked
@@ -22,7 +22,7 @@
 #include <caf/io/network/default_multiplexer.hpp>
 #include <caf/io/network/stream.hpp>
 
-#include "muster/net/transport/tls_session.h"
+#include "muster/net/transport/tls/tls_session.h"
 
 namespace muster {
 

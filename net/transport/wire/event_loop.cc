@@ -30,7 +30,7 @@
 #include <caf/settings.hpp>
 
 #include "muster/actors/placement.h"
-#include "muster/net/transport/guarded_multiplexer.h"
+#include "muster/net/transport/wire/guarded_multiplexer.h"
 
 namespace muster {
 namespace {

@@ -1,4 +1,4 @@
-#include "muster/net/transport/frame_assembler.h"
+#include "muster/net/transport/wire/frame_assembler.h"
 
 #include <string>
 #include <vector>

@@ -14,7 +14,7 @@
 #include <caf/io/network/native_socket.hpp>
 #include <caf/io/network/rw_state.hpp>
 
-#include "muster/net/transport/tls_context.h"
+#include "muster/net/transport/tls/tls_context.h"
 
 typedef struct ssl_st SSL;
 

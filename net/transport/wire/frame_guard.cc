@@ -1,4 +1,4 @@
-#include "muster/net/transport/frame_guard.h"
+#include "muster/net/transport/wire/frame_guard.h"
 
 #include <deque>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "muster/net/transport/job_certificates.h"
+#include "muster/net/transport/tls/job_certificates.h"
 
 #include <fcntl.h>
 #include <openssl/bn.h>

@@ -21,8 +21,8 @@
 #include <absl/time/clock.h>
 
 #include "muster/messages/task_name.h"
-#include "muster/tools/cli_common.h"
-#include "muster/tools/subprocess.h"
+#include "muster/tools/common/cli_common.h"
+#include "muster/tools/run/subprocess.h"
 
 ABSL_FLAG(std::string, muster_bin, "build/tools/muster", "The muster command");
 ABSL_FLAG(std::string, worker_bin, "build/examples/worker", "The worker example");

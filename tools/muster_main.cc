@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "muster/tools/command_line.h"
-#include "muster/tools/kv_command.h"
-#include "muster/tools/run_command.h"
-#include "muster/tools/serve_command.h"
-#include "muster/tools/status_command.h"
-#include "muster/tools/task_command.h"
-#include "muster/tools/tls_init_command.h"
+#include "muster/tools/common/command_line.h"
+#include "muster/tools/kv/kv_command.h"
+#include "muster/tools/run/run_command.h"
+#include "muster/tools/serve/serve_command.h"
+#include "muster/tools/job/status_command.h"
+#include "muster/tools/job/task_command.h"
+#include "muster/tools/serve/tls_init_command.h"
 
 namespace {
 

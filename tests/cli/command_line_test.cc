@@ -1,6 +1,6 @@
 // The muster command line: Abseil flags set through ParseCommandLine with every accepted form,
 // repeated flags accumulating, per-subcommand flag sets, and the serve options they describe.
-#include "muster/tools/command_line.h"
+#include "muster/tools/common/command_line.h"
 
 #include <absl/flags/declare.h>
 #include <absl/flags/flag.h>
@@ -9,10 +9,10 @@
 #include <gtest/gtest.h>
 
 #include "muster/messages/task_name.h"
-#include "muster/tools/cli_common.h"
-#include "muster/tools/kv_command.h"
-#include "muster/tools/serve_command.h"
-#include "muster/tools/status_command.h"
+#include "muster/tools/common/cli_common.h"
+#include "muster/tools/kv/kv_command.h"
+#include "muster/tools/serve/serve_command.h"
+#include "muster/tools/job/status_command.h"
 #include "tests/testing/status_matchers.h"
 
 ABSL_DECLARE_FLAG(std::vector<std::string>, job);

@@ -8,7 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "muster/tools/cli_common.h"
+#include "muster/tools/common/cli_common.h"
 #include "tests/cli/cli_process.h"
 
 namespace muster::cli {

@@ -13,8 +13,8 @@
 #include <absl/time/clock.h>
 
 #include "muster/messages/task_name.h"
-#include "muster/tools/command_line.h"
-#include "muster/tools/run_command.h"
+#include "muster/tools/common/command_line.h"
+#include "muster/tools/run/run_command.h"
 #include "tests/cli/cli_process.h"
 
 namespace muster::cli {

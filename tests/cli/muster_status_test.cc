@@ -10,7 +10,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
-#include "muster/tools/status_report.pb.h"
+#include "muster/tools/job/status_report.pb.h"
 #include "tests/cli/cli_process.h"
 
 namespace muster::cli {

@@ -8,7 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "muster/tools/command_line.h"
+#include "muster/tools/common/command_line.h"
 #include "tests/cli/cli_process.h"
 
 namespace muster::cli {

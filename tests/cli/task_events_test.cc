@@ -1,14 +1,14 @@
 // The pure pieces of the muster command's output: task events between two job snapshots, watch
 // event lines, key-value directory counts, and the status report's tables and JSON.
-#include "muster/tools/task_events.h"
+#include "muster/tools/common/task_events.h"
 
 #include <gmock/gmock.h>
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
 #include "muster/messages/task_name.h"
-#include "muster/tools/kv_watcher_actor.h"
-#include "muster/tools/status_report.h"
+#include "muster/tools/kv/kv_watcher_actor.h"
+#include "muster/tools/job/status_report.h"
 
 namespace muster::cli {
 namespace {

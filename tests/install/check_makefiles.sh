@@ -12,6 +12,6 @@ cmake --build "$work" --target muster_proto -j 2 >/dev/null
 test -f "$work/gen/muster/proto/coordination_service.pb.h"
 # Only the generation step of the tools' proto (its rule in the muster_cli target's makefile).
 (cd "$work" && make -s -f tools/CMakeFiles/muster_cli.dir/build.make \
-  gen/muster/tools/status_report.pb.h >/dev/null)
-test -f "$work/gen/muster/tools/status_report.pb.h"
+  gen/muster/tools/job/status_report.pb.h >/dev/null)
+test -f "$work/gen/muster/tools/job/status_report.pb.h"
 echo "makefiles ok"

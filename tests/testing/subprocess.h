@@ -1,7 +1,7 @@
-// Tests use the project's child-process helper (tools/subprocess.h) under this name.
+// Tests use the project's child-process helper (tools/run/subprocess.h) under this name.
 #pragma once
 
-#include "muster/tools/subprocess.h"
+#include "muster/tools/run/subprocess.h"
 
 namespace muster::testing {
 using ::muster::Subprocess;

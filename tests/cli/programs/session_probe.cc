@@ -10,7 +10,7 @@
 #include <absl/flags/parse.h>
 #include <absl/time/time.h>
 
-#include "muster/tools/cli_common.h"
+#include "muster/tools/common/cli_common.h"
 
 ABSL_FLAG(int64_t, value_bytes, 1, "The size of the value to insert under probe/big");
 

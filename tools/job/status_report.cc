@@ -1,4 +1,4 @@
-#include "muster/tools/status_report.h"
+#include "muster/tools/job/status_report.h"
 
 #include <algorithm>
 #include <map>
@@ -10,7 +10,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "muster/messages/task_name.h"
-#include "muster/tools/task_events.h"
+#include "muster/tools/common/task_events.h"
 
 namespace muster::cli {
 namespace {

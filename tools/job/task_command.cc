@@ -1,11 +1,11 @@
-#include "muster/tools/task_command.h"
+#include "muster/tools/job/task_command.h"
 
 #include <cstdio>
 
 #include <absl/strings/str_cat.h>
 
 #include "muster/messages/task_name.h"
-#include "muster/tools/cli_common.h"
+#include "muster/tools/common/cli_common.h"
 
 namespace muster::cli {
 namespace {

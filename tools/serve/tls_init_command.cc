@@ -1,4 +1,4 @@
-#include "muster/tools/tls_init_command.h"
+#include "muster/tools/serve/tls_init_command.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -10,8 +10,8 @@
 #include <absl/strings/str_join.h>
 
 #include "muster/net/transport/tls/job_certificates.h"
-#include "muster/tools/cli_common.h"
-#include "muster/tools/command_line.h"
+#include "muster/tools/common/cli_common.h"
+#include "muster/tools/common/command_line.h"
 
 ABSL_FLAG(std::vector<std::string>, names, std::vector<std::string>({"leader", "worker"}),
           "tls init: the nodes to make certificates for (NAME.pem and NAME.key each); cli, the "

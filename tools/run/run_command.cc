@@ -1,4 +1,4 @@
-#include "muster/tools/run_command.h"
+#include "muster/tools/run/run_command.h"
 
 #include <unistd.h>
 
@@ -19,9 +19,9 @@
 #include "muster/actors/supervision/supervision_policy.h"
 #include "muster/net/leader/leader.h"
 #include "muster/net/process/shutdown_signals.h"
-#include "muster/tools/cli_common.h"
-#include "muster/tools/launcher_actor.h"
-#include "muster/tools/serve_command.h"
+#include "muster/tools/common/cli_common.h"
+#include "muster/tools/run/launcher_actor.h"
+#include "muster/tools/serve/serve_command.h"
 
 ABSL_DECLARE_FLAG(std::string, host);
 ABSL_DECLARE_FLAG(int32_t, port);

@@ -1,4 +1,4 @@
-#include "muster/tools/task_events.h"
+#include "muster/tools/common/task_events.h"
 
 #include <map>
 

@@ -1,4 +1,4 @@
-#include "muster/tools/cli_common.h"
+#include "muster/tools/common/cli_common.h"
 
 #include <atomic>
 #include <chrono>

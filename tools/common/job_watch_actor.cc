@@ -1,4 +1,4 @@
-#include "muster/tools/job_watch_actor.h"
+#include "muster/tools/common/job_watch_actor.h"
 
 #include <absl/strings/str_cat.h>
 

@@ -1,4 +1,4 @@
-#include "muster/tools/serve_command.h"
+#include "muster/tools/serve/serve_command.h"
 
 #include <cstdio>
 #include <memory>
@@ -19,9 +19,9 @@
 #include "muster/net/leader/leader.h"
 #include "muster/net/process/shutdown_signals.h"
 #include "muster/net/transport/node_config.h"
-#include "muster/tools/cli_common.h"
-#include "muster/tools/job_watch_actor.h"
-#include "muster/tools/task_events.h"
+#include "muster/tools/common/cli_common.h"
+#include "muster/tools/common/job_watch_actor.h"
+#include "muster/tools/common/task_events.h"
 
 ABSL_FLAG(std::vector<std::string>, job, {},
           "A job as NAME=TASKS: tasks /job:NAME/task:0 .. TASKS-1. Repeat the flag (or give a "

@@ -1,4 +1,4 @@
-#include "muster/tools/status_command.h"
+#include "muster/tools/job/status_command.h"
 
 #include <unistd.h>
 
@@ -10,9 +10,9 @@
 #include <caf/send.hpp>
 
 #include "muster/net/process/shutdown_signals.h"
-#include "muster/tools/cli_common.h"
-#include "muster/tools/job_watch_actor.h"
-#include "muster/tools/status_report.h"
+#include "muster/tools/common/cli_common.h"
+#include "muster/tools/common/job_watch_actor.h"
+#include "muster/tools/job/status_report.h"
 
 ABSL_FLAG(bool, watch, false, "Print the status again whenever a task changes state, until Ctrl-C");
 ABSL_FLAG(bool, json, false,

@@ -26,8 +26,8 @@
 #include "muster/messages/interfaces.h"
 #include "muster/messages/status_codec.h"
 #include "muster/net/transport/node_config.h"
-#include "muster/tools/command_line.h"
-#include "muster/tools/leader_call_actor.h"
+#include "muster/tools/common/command_line.h"
+#include "muster/tools/common/leader_call_actor.h"
 
 ABSL_DECLARE_FLAG(std::string, leader);
 ABSL_DECLARE_FLAG(std::optional<absl::Duration>, timeout);

@@ -1,4 +1,4 @@
-#include "muster/tools/command_line.h"
+#include "muster/tools/common/command_line.h"
 
 #include <algorithm>
 #include <map>

@@ -1,4 +1,4 @@
-#include "muster/tools/subprocess.h"
+#include "muster/tools/run/subprocess.h"
 
 #include <fcntl.h>
 #include <poll.h>

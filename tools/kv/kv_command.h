@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "muster/tools/command_line.h"
+#include "muster/tools/common/command_line.h"
 
 namespace muster::cli {
 

@@ -1,4 +1,4 @@
-#include "muster/tools/kv_watcher_actor.h"
+#include "muster/tools/kv/kv_watcher_actor.h"
 
 #include <cstdio>
 

@@ -1,4 +1,4 @@
-#include "muster/tools/kv_command.h"
+#include "muster/tools/kv/kv_command.h"
 
 #include <cstdio>
 #include <map>
@@ -11,8 +11,8 @@
 
 #include "muster/messages/caf_text.h"
 #include "muster/net/process/shutdown_signals.h"
-#include "muster/tools/cli_common.h"
-#include "muster/tools/kv_watcher_actor.h"
+#include "muster/tools/common/cli_common.h"
+#include "muster/tools/kv/kv_watcher_actor.h"
 
 ABSL_FLAG(bool, wait, false,
           "kv get: wait until the key exists (at most --timeout) instead of failing with "

@@ -10,7 +10,7 @@
 
 #include "muster/actors/coordinator/coordinator_actor.h"
 #include "muster/net/transport/node_config.h"
-#include "muster/tools/command_line.h"
+#include "muster/tools/common/command_line.h"
 
 namespace muster::cli {
 

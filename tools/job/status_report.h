@@ -9,8 +9,8 @@
 #include <absl/time/time.h>
 
 #include "muster/proto/coordination_service.pb.h"
-#include "muster/tools/cli_common.h"
-#include "muster/tools/status_report.pb.h"
+#include "muster/tools/common/cli_common.h"
+#include "muster/tools/job/status_report.pb.h"
 
 namespace muster::cli {
 

@@ -3,7 +3,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <limits>
 #include <string>
 
 #include <absl/strings/escaping.h>
@@ -17,31 +16,16 @@
 #include <caf/type_erased_tuple.hpp>
 
 #include "muster/messages/caf_text.h"
+#include "muster/messages/line_rate_limiter.h"
 
 namespace muster {
 namespace {
 
 // How much of a dropped message's text its line shows (before escaping).
 constexpr size_t kShownBytes = 160;
-constexpr int64_t kNanosBetweenLines = 1'000'000'000;
-constexpr int64_t kNeverLogged = std::numeric_limits<int64_t>::min();
-
 // Shared by every actor of the process (atomics: actors run on several threads).
 std::atomic<uint64_t> dropped_total{0};
-std::atomic<uint64_t> dropped_since_line{0};
-std::atomic<int64_t> last_line_nanos{kNeverLogged};
-
-// True when the caller is to log a line now (at most once a second; one caller wins).
-bool TakeLineTurn(caf::actor_clock::time_point now) {
-  const int64_t now_nanos =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
-  int64_t last = last_line_nanos.load(std::memory_order_relaxed);
-  // A clock behind the last line's is another actor system's (tests): it takes its turn.
-  if (last != kNeverLogged && now_nanos >= last && now_nanos - last < kNanosBetweenLines) {
-    return false;
-  }
-  return last_line_nanos.compare_exchange_strong(last, now_nanos, std::memory_order_relaxed);
-}
+LineRateLimiter drop_lines;  // counts every drop since the last line
 
 // The message's values as CAF renders them, cut at kShownBytes and escaped: one line, no
 // control bytes.
@@ -59,14 +43,16 @@ std::string SenderOf(caf::scheduled_actor* self) {
   const caf::strong_actor_ptr& sender = self->current_sender();
   if (!sender) return "an anonymous sender";
   if (sender->node() == self->node()) return "this node";
-  return absl::StrCat(PeerName(sender->node()));
+  return PeerName(sender->node());
 }
 
 caf::result<caf::message> Drop(caf::scheduled_actor* self, caf::message_view& view) {
   dropped_total.fetch_add(1, std::memory_order_relaxed);
-  dropped_since_line.fetch_add(1, std::memory_order_relaxed);
-  if (TakeLineTurn(self->clock().now())) {
-    const uint64_t count = dropped_since_line.exchange(0, std::memory_order_relaxed);
+  drop_lines.Count();
+  const auto now = self->clock().now();  // the actor clock: simulated in tests
+  if (drop_lines.TakeTurn(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count())) {
+    const uint64_t count = drop_lines.TakeCount();
     std::string line =
         absl::StrCat("muster: dropped ", count, " unexpected message", count == 1 ? "" : "s",
                      " since the last such line; the latest, to ", self->name(), " from ",
@@ -83,9 +69,6 @@ void DropUnexpectedMessages(caf::scheduled_actor* self) { self->set_default_hand
 
 uint64_t UnexpectedMessagesDropped() { return dropped_total.load(std::memory_order_relaxed); }
 
-void ResetUnexpectedMessageLogForTesting() {
-  dropped_since_line.store(0, std::memory_order_relaxed);
-  last_line_nanos.store(kNeverLogged, std::memory_order_relaxed);
-}
+void ResetUnexpectedMessageLogForTesting() { drop_lines.Reset(); }
 
 }  // namespace muster

@@ -3,33 +3,21 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <limits>
 #include <mutex>
 #include <string>
 
 #include <absl/strings/str_cat.h>
 #include <google/protobuf/stubs/logging.h>
 
+#include "muster/messages/line_rate_limiter.h"
+
 namespace muster {
 namespace {
 
-constexpr int64_t kNanosBetweenLines = 1'000'000'000;
-constexpr int64_t kNeverLogged = std::numeric_limits<int64_t>::min();
 constexpr size_t kMaxLineBytes = 1000;
 
 std::atomic<google::protobuf::LogHandler*> previous_handler{nullptr};
-std::atomic<int64_t> last_line_nanos{kNeverLogged};
-std::atomic<uint64_t> left_out{0};
-
-// True when this line may pass now: at most one a second, one caller wins.
-bool TakeLineTurn() {
-  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
-  int64_t last = last_line_nanos.load(std::memory_order_relaxed);
-  if (last != kNeverLogged && now - last < kNanosBetweenLines) return false;
-  return last_line_nanos.compare_exchange_strong(last, now, std::memory_order_relaxed);
-}
+LineRateLimiter lines;  // counts the lines left out
 
 // One line: no control bytes, cut at kMaxLineBytes.
 std::string Printable(const std::string& message) {
@@ -48,12 +36,16 @@ void RateLimitedHandler(google::protobuf::LogLevel level, const char* filename, 
     previous(level, filename, line, message);
     return;
   }
-  if (!TakeLineTurn()) {
-    left_out.fetch_add(1, std::memory_order_relaxed);
+  // Protobuf's hook runs on any thread, outside actors: steady_clock is its clock.
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  if (!lines.TakeTurn(now)) {
+    lines.Count();
     return;
   }
   std::string text = Printable(message);
-  const uint64_t skipped = left_out.exchange(0, std::memory_order_relaxed);
+  const uint64_t skipped = lines.TakeCount();
   if (skipped > 0) {
     absl::StrAppend(&text, " (and ", skipped, " more protobuf log line", skipped == 1 ? "" : "s",
                     " since the last one, left out: at most one a second)");

@@ -120,7 +120,9 @@ caf::result<Response> ToTask(CoordinatorPointer self, bool any_sender, absl::str
                              const Extra&... extra) {
   auto actor = Route(self, what, task);
   if (!actor.ok()) return ToError(actor.status());
-  if (absl::Status own = ActsAsItself(self, task); !any_sender && !own.ok()) return ToError(own);
+  if (!any_sender) {
+    if (absl::Status own = ActsAsItself(self, task); !own.ok()) return ToError(own);
+  }
   // A task actor that failed a moment ago (e.g. after its ReportError) may still be in the slot
   // until its exit is handled: a request it can no longer take is routed once more, to the
   // task actor that replaced it.

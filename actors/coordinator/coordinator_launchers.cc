@@ -27,7 +27,7 @@ absl::Status FromLauncherOf(CoordinatorPointer self, const TaskSlot& slot,
   }
   return absl::PermissionDeniedError(absl::StrCat(
       "TaskExited of ", TaskName(task), " came from ",
-      sender ? absl::StrCat(PeerName(sender->node())) : "an anonymous sender",
+      sender ? PeerName(sender->node()) : std::string("an anonymous sender"),
       ", which does not run its process; a launcher reports only the processes of its own tasks"));
 }
 

@@ -157,7 +157,7 @@ absl::Status ActsAsItself(CoordinatorPointer self, const proto::CoordinatedTask&
   }
   return absl::PermissionDeniedError(absl::StrCat(
       "A request acting as task ", TaskName(task), " came from ",
-      sender ? absl::StrCat(PeerName(sender->node())) : "an anonymous sender",
+      sender ? PeerName(sender->node()) : std::string("an anonymous sender"),
       ", not from the node on which that task registered; a task may act only as itself"));
 }
 

@@ -30,19 +30,22 @@ struct GateState {
 
 using GatePointer = caf::stateful_actor<GateState>*;
 
-absl::Status NotAdmitted(const caf::node_id& node) {
+absl::Status NotAdmitted(const std::string& peer) {
   return absl::UnauthenticatedError(absl::StrCat(
-      "the Muster leader requires the job token and ", PeerName(node),
+      "the Muster leader requires the job token and ", peer,
       " has not presented it; give it the file of the leader's --token-file: "
       "MUSTER_TOKEN_FILE=FILE in the environment of workers and the CLI, or --token-file FILE "
       "on muster status, kv, task and run (Python: Agent(token=...))"));
 }
 
-void LogRefusal(GatePointer self, const std::string& what) {
+// At most one line a second; `line()` builds it only then (a flood of refused messages costs no
+// text).
+template <class Line>
+void LogRefusal(GatePointer self, Line line) {
   auto now = self->clock().now();  // the actor clock: simulated in tests
   if (now - self->state.last_log < std::chrono::seconds(1)) return;
   self->state.last_log = now;
-  std::fprintf(stderr, "muster: %s\n", what.c_str());
+  std::fprintf(stderr, "muster: %s\n", line().c_str());
 }
 
 // Only requests cross the gate: the coordinator's internal atoms (barrier_done, task_state)
@@ -59,7 +62,9 @@ caf::result<proto::AuthenticateResponse> Authenticate(GatePointer self,
   const caf::strong_actor_ptr& sender = self->current_sender();
   if (!sender) return ToError(absl::UnauthenticatedError("an anonymous AuthenticateRequest"));
   if (!TokensEqual(request.token(), self->state.token)) {
-    LogRefusal(self, absl::StrCat("refused ", PeerName(sender->node()), ": wrong job token"));
+    LogRefusal(self, [&] {
+      return absl::StrCat("refused ", PeerName(sender->node()), ": wrong job token");
+    });
     return ToError(absl::UnauthenticatedError(
         "wrong job token: the Muster leader was started with another one"));
   }
@@ -74,10 +79,11 @@ caf::result<caf::message> Pass(GatePointer self, caf::message_view& view) {
   const caf::strong_actor_ptr& sender = self->current_sender();
   if (!FromThisNode(self)) {
     if (!sender || !self->state.admitted.contains(sender->node())) {
-      caf::node_id node = sender ? sender->node() : caf::node_id{};
-      LogRefusal(self, absl::StrCat("refused a request from ", PeerName(node),
-                                    ": no job token presented"));
-      return ToError(NotAdmitted(node));
+      const std::string peer = PeerName(sender ? sender->node() : caf::node_id{});
+      LogRefusal(self, [&] {
+        return absl::StrCat("refused a request from ", peer, ": no job token presented");
+      });
+      return ToError(NotAdmitted(peer));
     }
     if (!IsRequest(view)) {
       return ToError(absl::PermissionDeniedError(

@@ -43,15 +43,25 @@ void ProgressTracker::Report(uint32_t index, const proto::CoordinatedTask& task,
   if (!entry.tracked) {
     entry.tracked = true;
     entry.task = task;
-    jobs_[task.job_name()].members.insert(index);
   }
   Job& job = jobs_[entry.task.job_name()];
-  Unlist(job, index);
+  // The task's key goes to the waiting set at its new step: a move reuses its node.
+  std::set<Key>::node_type node;
+  if (moved) {
+    node = (entry.passed_at ? job.passed : job.waiting).extract({entry.step, index});
+  } else {
+    job.members.insert(index);
+  }
   entry.step = step;
   entry.changed_at = now;
   entry.passed_at.reset();
   entry.reported = false;
-  job.waiting.insert({step, index});
+  if (node) {
+    node.value() = {step, index};
+    job.waiting.insert(std::move(node));
+  } else {
+    job.waiting.insert({step, index});
+  }
   if (moved) PassBelow(job, step, now);
 }
 
@@ -77,20 +87,18 @@ void ProgressTracker::Unlist(Job& job, uint32_t index) {
 
 void ProgressTracker::PassBelow(Job& job, int64_t step, TimePoint now) {
   auto end = job.waiting.lower_bound({step, 0});
-  for (auto it = job.waiting.begin(); it != end; ++it) {
+  for (auto it = job.waiting.begin(); it != end;) {
     entries_[it->second].passed_at = now;
-    job.passed.insert(*it);
+    job.passed.insert(job.waiting.extract(it++));
   }
-  job.waiting.erase(job.waiting.begin(), end);
 }
 
 void ProgressTracker::UnpassBelow(Job& job, int64_t step) {
   auto end = job.passed.lower_bound({step, 0});
-  for (auto it = job.passed.begin(); it != end; ++it) {
+  for (auto it = job.passed.begin(); it != end;) {
     entries_[it->second].passed_at.reset();
-    job.waiting.insert(*it);
+    job.waiting.insert(job.passed.extract(it++));
   }
-  job.passed.erase(job.passed.begin(), end);
 }
 
 std::optional<int64_t> ProgressTracker::Step(uint32_t index) const {
@@ -118,10 +126,15 @@ std::vector<proto::TaskStuck> ProgressTracker::FindStuck(TimePoint now) {
 void ProgressTracker::FindStuckInJob(const Job& job, TimePoint now,
                                      std::vector<proto::TaskStuck>& stuck) {
   if (job.members.size() < 2) return;  // a task alone has nobody to be compared with
+  // Every member is in `waiting` or `passed`, each ordered by step: merged, the steps in order.
   std::vector<int64_t> steps;
-  steps.reserve(job.members.size());
-  for (uint32_t i : job.members) steps.push_back(entries_[i].step);
-  std::sort(steps.begin(), steps.end());
+  steps.reserve(job.waiting.size() + job.passed.size());
+  auto w = job.waiting.begin();
+  auto p = job.passed.begin();
+  while (w != job.waiting.end() || p != job.passed.end()) {
+    const bool from_waiting = p == job.passed.end() || (w != job.waiting.end() && *w < *p);
+    steps.push_back(from_waiting ? (w++)->first : (p++)->first);
+  }
   const int64_t median = Median(steps);
   const bool stall_rule = policy_.stuck_after.count() > 0;
   for (uint32_t i : job.members) {

@@ -49,6 +49,15 @@ std::string ContextText(const caf::message& context) {
   return context.empty() ? std::string() : caf::to_string(context);
 }
 
+// The proto of type T that `status` carries under `url`; nullopt when absent or unreadable.
+template <class T>
+std::optional<T> ParsePayload(const absl::Status& status, absl::string_view url) {
+  auto bytes = status.GetPayload(url);
+  T payload;
+  if (!bytes || !payload.ParseFromString(std::string(*bytes))) return std::nullopt;
+  return payload;
+}
+
 }  // namespace
 
 caf::error ToError(const absl::Status& status) {
@@ -142,11 +151,7 @@ std::string StatusText(const absl::Status& status) {
 }
 
 std::optional<proto::CoordinationServiceError> GetCoordinationError(const absl::Status& status) {
-  auto bytes = status.GetPayload(kCoordinationErrorUrl);
-  if (!bytes) return std::nullopt;
-  proto::CoordinationServiceError payload;
-  if (!payload.ParseFromString(std::string(*bytes))) return std::nullopt;
-  return payload;
+  return ParsePayload<proto::CoordinationServiceError>(status, kCoordinationErrorUrl);
 }
 
 absl::Status MakeBarrierError(absl::Status status, absl::string_view barrier_id, int64_t counter) {
@@ -159,23 +164,17 @@ absl::Status MakeBarrierError(absl::Status status, absl::string_view barrier_id,
 }
 
 int64_t GetBarrierCounter(const absl::Status& status) {
-  auto bytes = status.GetPayload(kBarrierErrorUrl);
-  proto::BarrierError payload;
-  if (!bytes || !payload.ParseFromString(std::string(*bytes))) return -1;
-  return payload.counter();
+  auto payload = ParsePayload<proto::BarrierError>(status, kBarrierErrorUrl);
+  return payload ? payload->counter() : -1;
 }
 
 absl::Status WithFailedTask(absl::Status status, const proto::CoordinatedTask& task) {
-  if (status.ok()) return status;
   status.SetPayload(kFailedTaskUrl, absl::Cord(task.SerializeAsString()));
   return status;
 }
 
 std::optional<proto::CoordinatedTask> FailedTaskOf(const absl::Status& status) {
-  auto bytes = status.GetPayload(kFailedTaskUrl);
-  proto::CoordinatedTask task;
-  if (!bytes || !task.ParseFromString(std::string(*bytes))) return std::nullopt;
-  return task;
+  return ParsePayload<proto::CoordinatedTask>(status, kFailedTaskUrl);
 }
 
 }  // namespace muster

@@ -12,19 +12,13 @@
 namespace muster {
 namespace {
 
-// `text` without its final period, to go before ". " in a longer message.
-absl::string_view WithoutFinalPeriod(absl::string_view text) {
-  absl::ConsumeSuffix(&text, ".");
-  return text;
-}
-
 std::string StateReason(const proto::CoordinatedTaskStateInfo& info) {
   switch (info.state()) {
     case proto::TASKSTATE_ERROR:
       return absl::StrCat(
           "task is set to ERROR: ",
           absl::StatusCodeToString(static_cast<absl::StatusCode>(info.error_code())), ": ",
-          WithoutFinalPeriod(info.error_message()));
+          absl::StripSuffix(info.error_message(), "."));
     case proto::TASKSTATE_DISCONNECTED:
       return "task disconnected";
     case proto::TASKSTATE_CONNECTED:
@@ -320,7 +314,7 @@ absl::Status BarrierTasksInErrorError(absl::string_view id, int64_t counter,
               ") are already in error before the barrier was called. Barrier Id: ",
               BarrierName(id, counter), ". Task error of ", TaskName(first_error.task()), ": ",
               absl::StatusCodeToString(static_cast<absl::StatusCode>(first_error.error_code())),
-              ": ", WithoutFinalPeriod(first_error.error_message()),
+              ": ", absl::StripSuffix(first_error.error_message(), "."),
               ". Reset or restart these tasks before calling the barrier again.")),
           first_error.task()),
       id, counter);

@@ -58,50 +58,58 @@ caf::timespan TimeLeft(ConnectorPointer self) {
   return std::chrono::duration_cast<caf::timespan>(self->state.deadline - self->clock().now());
 }
 
-void Deliver(ConnectorPointer self, const absl::Status& status) {
-  self->state.promise.deliver(ToError(status));
+// What to check when the leader closed connections before CAF's handshake.
+constexpr char kTransportRefusalHint[] =
+    "check that both sides use TLS (or neither) with certificates of the same CA, and the limits "
+    "of muster serve; the leader logs why it refused";
+
+// Answers whoever asked (the leader, or why not) and ends the connector.
+template <class Answer>
+void Deliver(ConnectorPointer self, Answer answer) {
+  self->state.promise.deliver(std::move(answer));
   self->quit();
 }
 
 void Fail(ConnectorPointer self) {
   auto& st = self->state;
   const std::string address = Address(st.options);
-  const bool all_refused = st.refused > 0 && st.refused == st.attempts;
-  std::string what = all_refused ? absl::StrCat(": ", NothingListening(st.options))
-                     : st.refused > 0
-                         ? absl::StrCat(", ", st.refused, " of them finding nothing listening at ",
-                                        address, "); last error: ", st.last_error)
-                         : absl::StrCat("); last error: ", st.last_error);
+  std::string attempts = absl::StrCat(st.attempts, " attempts");
+  if (st.refused > 0 && st.refused == st.attempts) {
+    absl::StrAppend(&attempts, "): ", NothingListening(st.options));
+  } else if (st.refused > 0) {
+    absl::StrAppend(&attempts, ", ", st.refused, " of them finding nothing listening at ", address,
+                    "); last error: ", st.last_error);
+  } else {
+    absl::StrAppend(&attempts, "); last error: ", st.last_error);
+  }
   Deliver(self,
-          absl::DeadlineExceededError(absl::StrCat(
+          ToError(absl::DeadlineExceededError(absl::StrCat(
               "could not reach the Muster leader at ", address, " within ",
               std::chrono::duration_cast<std::chrono::milliseconds>(st.options.timeout).count(),
-              " ms (", st.attempts, " attempts", all_refused ? ")" : "", what,
+              " ms (", attempts,
               st.refused_at_handshake
-                  ? ". The leader closed connections before its handshake: check that both sides "
-                    "use TLS (or neither) with certificates of the same CA, and the limits of "
-                    "muster serve; the leader logs why it refused"
-                  : ". Is the leader running, and is the address (host and port) the one its "
-                    "ready line printed?")));
+                  ? absl::StrCat(". The leader closed connections before its handshake: ",
+                                 kTransportRefusalHint)
+                  : ". Is the leader running, and is the address (host and port) the one "
+                    "its ready line printed?"))));
 }
 
 // Nothing listens at the address: no leader (yet), or the wrong address.
 void FailRefused(ConnectorPointer self) {
-  Deliver(self, absl::UnavailableError(absl::StrCat(
+  Deliver(self, ToError(absl::UnavailableError(absl::StrCat(
                     NothingListening(self->state.options),
                     ": is the Muster leader running, and is the address (host and port) the one "
                     "its ready line printed? To wait for a leader that is still starting, use "
-                    "wait_for_leader (muster: --wait-for-leader)")));
+                    "wait_for_leader (muster: --wait-for-leader)"))));
 }
 
 // The leader closed the connection before CAF's handshake: it refused this node at the
 // transport (TLS on one side only, certificates of different CAs, its limits).
 void FailHandshake(ConnectorPointer self, const std::string& error) {
-  Deliver(self, absl::UnavailableError(absl::StrCat(
-                    "the Muster leader at ", Address(self->state.options),
-                    " closed the connection before its handshake (", error,
-                    "): check that both sides use TLS (or neither) with certificates of the same "
-                    "CA, and the limits of muster serve; the leader logs why it refused")));
+  Deliver(self, ToError(absl::UnavailableError(
+                    absl::StrCat("the Muster leader at ", Address(self->state.options),
+                                 " closed the connection before its handshake (", error,
+                                 "): ", kTransportRefusalHint))));
 }
 
 void ScheduleRetry(ConnectorPointer self, std::string error) {
@@ -179,8 +187,7 @@ void Attempt(ConnectorPointer self) {
       .then(
           [=](const caf::node_id&, caf::strong_actor_ptr& leader, const std::set<std::string>&) {
             if (!leader) return ScheduleRetry(self, "nothing is published on that port");
-            self->state.promise.deliver(caf::actor_cast<CoordinatorActor>(std::move(leader)));
-            self->quit();
+            Deliver(self, caf::actor_cast<CoordinatorActor>(std::move(leader)));
           },
           [=](caf::error& error) { OnAttemptFailed(self, error); });
 }

@@ -48,9 +48,7 @@ struct LauncherState {
   int stop_signal = 0;
   std::optional<std::string> job_error;                          // what ended the job
   std::optional<caf::actor_clock::time_point> job_end_deadline;  // then SIGTERM what still runs
-  // Why, in short ("/job:worker/task:0 failed"), said with the exits that follow; and the task
-  // whose failure ended the job.
-  std::string job_cause;
+  // The task whose failure ended the job, named with the exits that follow.
   std::optional<proto::CoordinatedTask> failed_task;
   int pending_reports = 0;
   bool asking_cluster = false;
@@ -187,12 +185,12 @@ void Report(LauncherPointer self, TaskEntry& entry, const ProcessExit& exit) {
 void OnExit(LauncherPointer self, TaskEntry& entry, const ProcessExit& exit) {
   auto& st = self->state;
   // After the job failed, the other tasks leave because of it: their exits are its consequences.
-  const bool consequence = st.job_error && !st.job_cause.empty() &&
-                           !(st.failed_task && SameTask(*st.failed_task, entry.task));
-  Say(absl::StrCat(
-      TaskName(entry.task), " (pid ", entry.process->pid(), ", generation ", entry.generation, ") ",
-      exit.ToString(),
-      consequence ? absl::StrCat(" after the job failed because ", st.job_cause) : std::string()));
+  const bool consequence = st.job_error && st.failed_task && !SameTask(*st.failed_task, entry.task);
+  Say(absl::StrCat(TaskName(entry.task), " (pid ", entry.process->pid(), ", generation ",
+                   entry.generation, ") ", exit.ToString(),
+                   consequence ? absl::StrCat(" after the job failed because ",
+                                              TaskName(*st.failed_task), " failed")
+                               : std::string()));
   entry.process.reset();
   entry.last_exit = exit;
   const bool was_stopping = entry.phase == Phase::kStopping;
@@ -322,10 +320,7 @@ void OnEvent(LauncherPointer self, const proto::SupervisionEvent& event) {
     }
   }
   if (event.job_failed()) {
-    if (!st.job_error) {
-      st.job_cause = absl::StrCat(TaskName(event.failed_task()), " failed");
-      st.failed_task = event.failed_task();
-    }
+    if (!st.job_error) st.failed_task = event.failed_task();
     EndJob(self, what);
     // The tasks were told; they get the stop timeout to leave by themselves.
     st.job_end_deadline = self->clock().now() + st.config.stop_timeout;

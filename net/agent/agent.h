@@ -37,11 +37,11 @@
 
 #include "muster/messages/status_codec.h"
 #include "muster/net/agent/actor/agent_actor.h"
-#include "muster/net/agent/per_process/heartbeat_batcher_actor.h"
 #include "muster/net/agent/calls/reply_sink.h"
+#include "muster/net/agent/per_process/heartbeat_batcher_actor.h"
 #include "muster/net/process/thread_logger_guard.h"
-#include "muster/net/transport/wire/frame_guard.h"
 #include "muster/net/transport/node_config.h"
+#include "muster/net/transport/wire/frame_guard.h"
 #include "muster/proto/coordination_service.pb.h"
 
 namespace muster {
@@ -114,7 +114,7 @@ struct AgentOptions {
   bool shutdown_on_destruction = true;
   // Requests larger than this are refused here with ResourceExhausted (a leader closes the
   // connection of a peer whose frame is over its --max-frame-size). Match the leader's limit.
-  size_t max_request_bytes = WireLimits{}.max_frame_bytes - 4096;
+  size_t max_request_bytes = WireLimits{}.max_frame_bytes - kFrameEnvelopeBytes;
   // The job token of a leader started with one (muster serve --token-file). Empty: read the
   // file named by $MUSTER_TOKEN_FILE if set, else present none. Never logged.
   std::string token;

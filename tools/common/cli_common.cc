@@ -14,6 +14,7 @@
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/connect/leader_connector_actor.h"
 #include "muster/net/leader/job_token.h"
+#include "muster/net/transport/wire/frame_guard.h"
 
 ABSL_FLAG(std::string, leader, "", "The leader's address, HOST:PORT (as printed by muster serve)");
 ABSL_FLAG(std::string, token_file, "",
@@ -40,8 +41,6 @@ namespace {
 // Set by ReportFailure: the exit code of a process whose shutdown is cut short.
 std::atomic<bool> failure_reported{false};
 
-// What a frame holds besides the request (BASP and message headers), as the agent reserves.
-constexpr size_t kFrameOverhead = 4096;
 // The least --max-frame-size a leader takes.
 constexpr size_t kLeastMaxFrameBytes = 64 << 10;
 
@@ -96,7 +95,7 @@ absl::StatusOr<size_t> MaxRequestBytesFlag() {
         absl::StrCat("--max-frame-size must be from 0 (no limit) to 2 GiB, got ", frame));
   }
   size_t bytes = static_cast<size_t>(frame);
-  return bytes > kFrameOverhead ? bytes - kFrameOverhead : bytes;
+  return bytes > kFrameEnvelopeBytes ? bytes - kFrameEnvelopeBytes : bytes;
 }
 
 int ExitCodeSoFar() { return failure_reported.load() ? kExitFailed : kExitOk; }
@@ -245,7 +244,7 @@ absl::Status LeaderSession::CheckRequestSize(const google::protobuf::Message& re
   return absl::ResourceExhaustedError(absl::StrCat(
       what, " is ", bytes, " bytes; the leader at ", address_.ToString(),
       " accepts requests of at most ", max_request_bytes_, " bytes (its --max-frame-size of ",
-      max_request_bytes_ + kFrameOverhead,
+      max_request_bytes_ + kFrameEnvelopeBytes,
       " less 4 KiB): nothing was sent. Store a smaller value, or, if the leader runs with a "
       "larger --max-frame-size, give this command the same --max-frame-size"));
 }
@@ -260,12 +259,13 @@ absl::Status LeaderSession::Explain(absl::Status status, absl::Duration timeout,
   }
   if (status.code() == absl::StatusCode::kUnavailable) {
     std::string hint;
-    if (request_bytes + kFrameOverhead > kLeastMaxFrameBytes) {
+    if (request_bytes + kFrameEnvelopeBytes > kLeastMaxFrameBytes) {
       hint = absl::StrCat(
           " The request was ", request_bytes,
           " bytes: a leader closes the connection of a request over its --max-frame-size; if "
           "the leader's is smaller than this command's (",
-          max_request_bytes_ == 0 ? "no limit" : absl::StrCat(max_request_bytes_ + kFrameOverhead),
+          max_request_bytes_ == 0 ? "no limit"
+                                  : absl::StrCat(max_request_bytes_ + kFrameEnvelopeBytes),
           "), give this command the leader's --max-frame-size to have it checked here.");
     }
     return absl::UnavailableError(absl::StrCat("lost the leader at ", address_.ToString(), " (",

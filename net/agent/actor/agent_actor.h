@@ -29,10 +29,11 @@
 
 #include "muster/messages/atoms.h"
 #include "muster/messages/interfaces.h"
-#include "muster/net/agent/per_process/barrier_combiner_actor.h"
 #include "muster/net/agent/calls/callback_runner_actor.h"
-#include "muster/net/agent/per_process/heartbeat_batcher_actor.h"
 #include "muster/net/agent/connect/leader_connector_actor.h"
+#include "muster/net/agent/per_process/barrier_combiner_actor.h"
+#include "muster/net/agent/per_process/heartbeat_batcher_actor.h"
+#include "muster/net/transport/wire/frame_guard.h"
 
 namespace muster {
 
@@ -91,7 +92,7 @@ struct AgentConfig {
   // Timeout of requests that do not block at the leader.
   caf::timespan rpc_timeout = std::chrono::seconds(30);
   // The largest request sent to the leader (its frame limit, less room for the envelope).
-  size_t max_request_bytes = (8u << 20) - 4096;
+  size_t max_request_bytes = WireLimits{}.max_frame_bytes - kFrameEnvelopeBytes;
   // The job token presented before registering (empty: the leader has none).
   std::string token;
   std::function<void(const absl::Status&)> on_error;

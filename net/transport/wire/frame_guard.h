@@ -38,6 +38,10 @@
 
 namespace muster {
 
+// What a message's frame adds around a request (CAF's header, the message's type names, the
+// request's envelope), at most: a request may be the frame limit less this.
+inline constexpr size_t kFrameEnvelopeBytes = 4096;
+
 struct WireLimits {
   // The largest payload a peer may announce once connected. The default leaves room for a
   // 4 MiB value plus its request around it. 0: no limit.
@@ -47,8 +51,8 @@ struct WireLimits {
   // A peer that has not completed its handshake after this many milliseconds is disconnected.
   int64_t handshake_timeout_ms = 10'000;
   // The rest apply to the connections a node accepts. A large payload is read as its bytes
-  // arrive (net/transport/wire/frame_assembler.h); the bytes held for payloads still arriving, summed
-  // over every connection, may not pass this: the chunk that would is refused and its
+  // arrive (net/transport/wire/frame_assembler.h); the bytes held for payloads still arriving,
+  // summed over every connection, may not pass this: the chunk that would is refused and its
   // connection closed. 0: no limit.
   uint64_t max_unfinished_frame_bytes = uint64_t{256} << 20;
   // Once a large payload is announced, each chunk of it (at most 64 KiB) must arrive within

@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "muster/tools/common/command_line.h"
+#include "muster/tools/job/status_command.h"
+#include "muster/tools/job/task_command.h"
 #include "muster/tools/kv/kv_command.h"
 #include "muster/tools/run/run_command.h"
 #include "muster/tools/serve/serve_command.h"
-#include "muster/tools/job/status_command.h"
-#include "muster/tools/job/task_command.h"
 #include "muster/tools/serve/tls_init_command.h"
 
 namespace {

@@ -7,8 +7,8 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/timespan.hpp>
 
-#include "muster/net/transport/wire/frame_guard.h"
 #include "muster/net/transport/tls/tls_context.h"
+#include "muster/net/transport/wire/frame_guard.h"
 
 namespace muster {
 
@@ -24,11 +24,12 @@ struct NodeOptions {
   // Condition-variable scheduling and no separate deserialization workers: the lowest
   // round-trip latency for a control plane (see docs/performance.md).
   bool low_latency_scheduler = true;
-  // What a peer may send before and after its handshake (see net/transport/wire/guarded_multiplexer.h).
+  // What a peer may send before and after its handshake (see
+  // net/transport/wire/guarded_multiplexer.h).
   WireLimits wire_limits;
-  // Mutual TLS for every connection of the node (see net/transport/tls/tls_context.h). Unset: the files
-  // of $MUSTER_TLS_CERT, $MUSTER_TLS_KEY and $MUSTER_TLS_CA, if those are set; else plain TCP.
-  // Leader::Start and Agent::Create refuse files that do not load (CheckTlsFiles).
+  // Mutual TLS for every connection of the node (see net/transport/tls/tls_context.h). Unset: the
+  // files of $MUSTER_TLS_CERT, $MUSTER_TLS_KEY and $MUSTER_TLS_CA, if those are set; else plain
+  // TCP. Leader::Start and Agent::Create refuse files that do not load (CheckTlsFiles).
   TlsFiles tls;
 };
 

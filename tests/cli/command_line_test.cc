@@ -10,9 +10,9 @@
 
 #include "muster/messages/task_name.h"
 #include "muster/tools/common/cli_common.h"
+#include "muster/tools/job/status_command.h"
 #include "muster/tools/kv/kv_command.h"
 #include "muster/tools/serve/serve_command.h"
-#include "muster/tools/job/status_command.h"
 #include "tests/testing/status_matchers.h"
 
 ABSL_DECLARE_FLAG(std::vector<std::string>, job);

@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "muster/messages/task_name.h"
-#include "muster/tools/kv/kv_watcher_actor.h"
 #include "muster/tools/job/status_report.h"
+#include "muster/tools/kv/kv_watcher_actor.h"
 
 namespace muster::cli {
 namespace {

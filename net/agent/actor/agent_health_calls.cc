@@ -7,8 +7,8 @@
 #include <absl/time/time.h>
 
 #include "muster/messages/task_name.h"
-#include "muster/net/agent/agent.h"
 #include "muster/net/agent/actor/barrier_progress_actor.h"
+#include "muster/net/agent/agent.h"
 
 namespace muster {
 

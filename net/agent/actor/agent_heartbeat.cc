@@ -12,8 +12,8 @@
 #include <caf/send.hpp>
 
 #include "muster/messages/status_codec.h"
-#include "muster/net/agent/agent.h"
 #include "muster/net/agent/actor/agent_state.h"
+#include "muster/net/agent/agent.h"
 
 namespace muster {
 namespace {

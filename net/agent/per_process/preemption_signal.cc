@@ -100,8 +100,8 @@ void PreemptionSignalHandler::Run() {
     auto first = agent_.NotifyPreemption(absl::Now() + grace_,
                                          absl::StrCat("signal SIG", name ? name : "?"));
     if (!first.ok()) {
-      std::fprintf(stderr, "muster: could not notify the preemption after signal %d: %s\n",
-                   signal, StatusText(first.status()).c_str());
+      std::fprintf(stderr, "muster: could not notify the preemption after signal %d: %s\n", signal,
+                   StatusText(first.status()).c_str());
     }
   }
 }

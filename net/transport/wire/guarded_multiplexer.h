@@ -13,8 +13,8 @@
 //    once (a spare descriptor is kept for it) instead of spinning the network thread, and the
 //    existing ones keep being served.
 //  - with TLS files configured (NodeOptions::tls), every connection is mutual TLS (see
-//    net/transport/tls/tls_context.h): the guards read the decrypted frames; a peer that fails the TLS
-//    handshake (plain TCP, a certificate of another CA, none) gets a closed connection.
+//    net/transport/tls/tls_context.h): the guards read the decrypted frames; a peer that fails the
+//    TLS handshake (plain TCP, a certificate of another CA, none) gets a closed connection.
 //  - an actor marked network-hosted (actors/placement.h) that is woken on the network thread is
 //    run there, in the same turn of the event loop, instead of waking a scheduler thread.
 // Each refusal is logged to stderr, at most one line a second. ConfigureNode installs it; the
@@ -37,9 +37,9 @@
 #include <caf/actor_system.hpp>
 #include <caf/io/network/default_multiplexer.hpp>
 
-#include "muster/net/transport/wire/frame_guard.h"
 #include "muster/net/transport/tls/tls_context.h"
 #include "muster/net/transport/tls/tls_session.h"
+#include "muster/net/transport/wire/frame_guard.h"
 
 namespace muster {
 

@@ -1,6 +1,6 @@
-// The agent's own call deadlines (net/agent/calls/call_deadlines.h): a call the leader does not answer
-// fails with DeadlineExceeded exactly rpc_timeout after it was sent, calls answered in time never
-// do, and a call held while the leader is away waits for its re-send instead of expiring.
+// The agent's own call deadlines (net/agent/calls/call_deadlines.h): a call the leader does not
+// answer fails with DeadlineExceeded exactly rpc_timeout after it was sent, calls answered in time
+// never do, and a call held while the leader is away waits for its re-send instead of expiring.
 #include <memory>
 
 #include <gmock/gmock.h>

@@ -18,10 +18,10 @@
 
 #include "muster/net/agent/agent.h"
 #include "muster/net/leader/leader.h"
-#include "muster/net/transport/wire/guarded_multiplexer.h"
-#include "muster/net/transport/tls/job_certificates.h"
 #include "muster/net/transport/node_config.h"
+#include "muster/net/transport/tls/job_certificates.h"
 #include "muster/net/transport/tls/tls_context.h"
+#include "muster/net/transport/wire/guarded_multiplexer.h"
 #include "tests/testing/status_matchers.h"
 
 namespace muster {

@@ -1,5 +1,5 @@
-// The network thread's event loop (net/transport/wire/event_loop.cc, guarded_stream.h) over real TCP
-// on 127.0.0.1: network-hosted actors run on the network thread, others on the scheduler;
+// The network thread's event loop (net/transport/wire/event_loop.cc, guarded_stream.h) over real
+// TCP on 127.0.0.1: network-hosted actors run on the network thread, others on the scheduler;
 // replies of one turn leave together and large messages get through partial writes; the
 // read-ahead serves CAF's exact-size reads from one recv.
 #include <fcntl.h>
@@ -21,8 +21,8 @@
 #include <caf/scoped_actor.hpp>
 
 #include "muster/actors/placement.h"
-#include "muster/net/transport/wire/guarded_stream.h"
 #include "muster/net/transport/node_config.h"
+#include "muster/net/transport/wire/guarded_stream.h"
 
 namespace muster {
 namespace {

@@ -150,7 +150,7 @@ int RunLeader(const Flags& flags) {
   }
   CoordinatorActor coordinator = SpawnCoordinator(system, std::move(options));
   if (std::string token = flags.Get("token", ""); !token.empty()) {
-    coordinator = SpawnTokenGate(system, coordinator, std::move(token));
+    coordinator = SpawnTokenGate(system, coordinator, {.token = std::move(token)});
   }
   auto port =
       PublishCoordinator(system, coordinator, static_cast<uint16_t>(flags.Int("listen_port", 0)));

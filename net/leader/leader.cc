@@ -10,6 +10,7 @@
 #include "muster/net/leader/token_gate_actor.h"
 #include "muster/net/process/protobuf_log.h"
 #include "muster/net/process/thread_logger_guard.h"
+#include "muster/net/transport/tls/certificate_identity.h"
 #include "muster/net/transport/wire/guarded_multiplexer.h"
 
 namespace muster {
@@ -37,7 +38,14 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
                                                       LeaderEndpoint endpoint) {
   ThreadLoggerGuard logger_guard;
   RateLimitProtobufLogs();  // a peer's strings that are not UTF-8 would flood the log
-  if (absl::Status tls = CheckTlsFiles(TlsFilesOf(system.config())); !tls.ok()) return tls;
+  const TlsFiles tls_files = TlsFilesOf(system.config());
+  if (absl::Status tls = CheckTlsFiles(tls_files); !tls.ok()) return tls;
+  bool bind_tasks = false;
+  if (tls_files.enabled()) {
+    absl::StatusOr<bool> binds = CaBindsTasks(tls_files.ca);
+    if (!binds.ok()) return binds.status();
+    bind_tasks = *binds;
+  }
   std::string recovery;
   caf::actor writer;
   if (!options.state_dir.empty()) {
@@ -58,8 +66,25 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
   uint64_t incarnation = options.incarnation;
   CoordinatorActor coordinator = SpawnCoordinator(system, std::move(options));
   CoordinatorActor published = coordinator;
-  if (!endpoint.token.empty()) {
-    published = SpawnTokenGate(system, coordinator, std::move(endpoint.token));
+  if (!endpoint.token.empty() || bind_tasks) {
+    published = SpawnTokenGate(system, coordinator,
+                               {.token = std::move(endpoint.token), .bind_tasks = bind_tasks});
+  }
+  if (bind_tasks) {
+    // Weak: the multiplexer outlives the gate and must not keep it.
+    auto* mpx = dynamic_cast<GuardedMultiplexer*>(&system.middleman().backend());
+    if (mpx == nullptr) {
+      caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
+      return absl::FailedPreconditionError(
+          "per-task certificates need the node's guarded network layer (ConfigureNode)");
+    }
+    mpx->SetPeerIdentityListener([gate = caf::actor_cast<caf::weak_actor_ptr>(published)](
+                                     const caf::node_id& node, const CertificateIdentity& identity,
+                                     bool connected) {
+      if (auto strong = gate.lock()) {
+        TellGatePeerIdentity(caf::actor_cast<CoordinatorActor>(strong), node, identity, connected);
+      }
+    });
   }
   auto port = PublishCoordinator(system, published, endpoint.port, endpoint.host);
   if (!port.ok()) {

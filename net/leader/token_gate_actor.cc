@@ -15,14 +15,19 @@
 #include "muster/messages/atoms.h"
 #include "muster/messages/caf_text.h"
 #include "muster/messages/status_codec.h"
+#include "muster/net/leader/peer_identities.h"
 
 namespace muster {
 namespace {
+
+using peer_identity_atom = caf::atom_constant<caf::atom("peerident")>;
 
 struct GateState {
   static inline const char* name = "muster.token_gate";
   CoordinatorActor coordinator;
   std::string token;
+  bool bind_tasks = false;
+  PeerIdentities identities;
   // Admitted nodes, and how many of their actors authenticated (each is monitored).
   absl::flat_hash_map<caf::node_id, int> admitted;
   caf::actor_clock::time_point last_log{};
@@ -61,6 +66,8 @@ caf::result<proto::AuthenticateResponse> Authenticate(GatePointer self,
                                                       const proto::AuthenticateRequest& request) {
   const caf::strong_actor_ptr& sender = self->current_sender();
   if (!sender) return ToError(absl::UnauthenticatedError("an anonymous AuthenticateRequest"));
+  // A gate for certificates only asks no token: any is accepted, as by the coordinator.
+  if (self->state.token.empty()) return proto::AuthenticateResponse();
   if (!TokensEqual(request.token(), self->state.token)) {
     LogRefusal(self, [&] {
       return absl::StrCat("refused ", PeerName(sender->node()), ": wrong job token");
@@ -78,7 +85,8 @@ caf::result<proto::AuthenticateResponse> Authenticate(GatePointer self,
 caf::result<caf::message> Pass(GatePointer self, caf::message_view& view) {
   const caf::strong_actor_ptr& sender = self->current_sender();
   if (!FromThisNode(self)) {
-    if (!sender || !self->state.admitted.contains(sender->node())) {
+    const bool admitted = sender && self->state.admitted.contains(sender->node());
+    if (!admitted && !self->state.token.empty()) {
       const std::string peer = PeerName(sender ? sender->node() : caf::node_id{});
       LogRefusal(self, [&] {
         return absl::StrCat("refused a request from ", peer, ": no job token presented");
@@ -89,6 +97,15 @@ caf::result<caf::message> Pass(GatePointer self, caf::message_view& view) {
       return ToError(absl::PermissionDeniedError(
           "internal coordinator messages are not accepted from other nodes"));
     }
+    if (self->state.bind_tasks) {
+      const std::string peer = PeerName(sender ? sender->node() : caf::node_id{});
+      absl::Status allowed = self->state.identities.MaySend(
+          sender ? sender->node() : caf::node_id{}, peer, view.content());
+      if (!allowed.ok()) {
+        LogRefusal(self, [&] { return absl::StrCat("refused ", allowed.message()); });
+        return ToError(allowed);
+      }
+    }
   }
   auto promise = self->make_response_promise();
   promise.delegate(caf::actor_cast<caf::actor>(self->state.coordinator),
@@ -96,11 +113,26 @@ caf::result<caf::message> Pass(GatePointer self, caf::message_view& view) {
   return caf::delegated<caf::message>{};
 }
 
-caf::behavior GateBehavior(GatePointer self, CoordinatorActor coordinator, std::string token) {
+// Only the gate itself sends this (TellGatePeerIdentity): no other sender can claim a
+// certificate.
+void OnPeerIdentity(GatePointer self, const caf::node_id& node, int32_t kind,
+                    const std::string& name, bool connected) {
+  if (self->current_sender() != self->ctrl()) return;
+  if (kind < 0 || kind > static_cast<int32_t>(CertificateIdentity::Kind::kTask)) return;
+  CertificateIdentity identity{static_cast<CertificateIdentity::Kind>(kind), name};
+  if (connected) {
+    self->state.identities.Connected(node, identity);
+  } else {
+    self->state.identities.Disconnected(node, identity);
+  }
+}
+
+caf::behavior GateBehavior(GatePointer self, CoordinatorActor coordinator, GateConfig config) {
   HostOnNetworkThread(self);
   DropErrorMessages(self);
   self->state.coordinator = std::move(coordinator);
-  self->state.token = std::move(token);
+  self->state.token = std::move(config.token);
+  self->state.bind_tasks = config.bind_tasks;
   self->link_to(self->state.coordinator);  // the gate lives and dies with its coordinator
   self->set_down_handler([self](caf::down_msg& down) {
     auto it = self->state.admitted.find(down.source.node());
@@ -112,6 +144,8 @@ caf::behavior GateBehavior(GatePointer self, CoordinatorActor coordinator, std::
       [self](caf::scheduled_actor*, caf::message_view& view) { return Pass(self, view); });
   return {
       [self](const proto::AuthenticateRequest& request) { return Authenticate(self, request); },
+      [self](peer_identity_atom, const caf::node_id& node, int32_t kind, const std::string& name,
+             bool connected) { OnPeerIdentity(self, node, kind, name, connected); },
   };
 }
 
@@ -129,14 +163,22 @@ bool TokensEqual(const std::string& presented, const std::string& expected) {
 }
 
 CoordinatorActor SpawnTokenGate(caf::actor_system& system, CoordinatorActor coordinator,
-                                std::string token) {
+                                GateConfig config) {
   // Not lazily initialised: the link to the coordinator is made at once, so a gate that no
   // message ever reached still ends with it.
   caf::actor gate =
       system.spawn([](caf::stateful_actor<GateState>* self, CoordinatorActor c,
-                      std::string t) { return GateBehavior(self, std::move(c), std::move(t)); },
-                   std::move(coordinator), std::move(token));
+                      GateConfig g) { return GateBehavior(self, std::move(c), std::move(g)); },
+                   std::move(coordinator), std::move(config));
   return caf::actor_cast<CoordinatorActor>(gate);
+}
+
+void TellGatePeerIdentity(const CoordinatorActor& gate, const caf::node_id& node,
+                          const CertificateIdentity& identity, bool connected) {
+  caf::actor target = caf::actor_cast<caf::actor>(gate);
+  if (!target) return;
+  caf::send_as(target, target, peer_identity_atom::value, node, static_cast<int32_t>(identity.kind),
+               identity.name, connected);
 }
 
 }  // namespace muster

@@ -126,7 +126,7 @@ TEST_F(UnexpectedMessagesTest, Coordinator_DroppedCountedStillAnswers) {
 
 // The gate passes what it does not know to the coordinator, which drops it.
 TEST_F(UnexpectedMessagesTest, TokenGate_DroppedAtTheCoordinatorGateStillAnswers) {
-  CoordinatorActor gate = Keep(SpawnTokenGate(system_, Coordinator(), "secret"));
+  CoordinatorActor gate = Keep(SpawnTokenGate(system_, Coordinator(), {.token = "secret"}));
   Drain();
   std::string log = SendUnexpected(gate);
   EXPECT_THAT(log, HasSubstr("to muster.coordinator from this node"));

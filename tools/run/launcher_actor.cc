@@ -85,6 +85,10 @@ TaskProcess::Environment EnvironmentOf(LauncherPointer self, const TaskEntry& en
                          {"LOCAL_WORLD_SIZE", absl::StrCat(st.tasks.size())},
                          {"MASTER_ADDR", address.substr(0, colon)},
                          {"MASTER_PORT", address.substr(colon + 1)}});
+  if (auto own = st.config.task_environment.find(TaskName(entry.task));
+      own != st.config.task_environment.end()) {
+    env.insert(env.end(), own->second.begin(), own->second.end());
+  }
   return env;
 }
 

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include <absl/container/flat_hash_map.h>
 #include <caf/actor_system.hpp>
 #include <caf/typed_actor.hpp>
 
@@ -52,6 +53,9 @@ struct LauncherConfig {
   std::vector<proto::CoordinatedTask> tasks;
   std::vector<std::string> command;
   TaskProcess::Environment environment;  // added for every task (token and TLS files)
+  // Added for one task (by TaskName), after `environment`: its own certificate, when the job
+  // has per-task certificates.
+  absl::flat_hash_map<std::string, TaskProcess::Environment> task_environment;
   caf::timespan stop_timeout = std::chrono::seconds(10);
   // This process hosts the leader: stopping the launcher stops the leader, so it waits for the
   // tasks of the other launchers too.

@@ -17,8 +17,10 @@
 #include <caf/scoped_actor.hpp>
 
 #include "muster/actors/supervision/supervision_policy.h"
+#include "muster/messages/task_name.h"
 #include "muster/net/leader/leader.h"
 #include "muster/net/process/shutdown_signals.h"
+#include "muster/net/transport/tls/job_certificates.h"
 #include "muster/tools/common/cli_common.h"
 #include "muster/tools/run/launcher_actor.h"
 #include "muster/tools/serve/serve_command.h"
@@ -33,7 +35,8 @@ ABSL_DECLARE_FLAG(std::string, tls_ca);
 ABSL_FLAG(std::string, tasks, "",
           "run: the tasks whose processes this launcher runs, as task ids and ranges of the "
           "first --job (\"0-3,6\") or behind a job name (\"ps:0-1\"). Default with a hosted "
-          "leader: every task; required with --leader");
+          "leader: every task; required with --leader. tls init: the jobs whose tasks get a "
+          "certificate each, naming the task, as JOB=N (\"worker=8,ps=2\")");
 ABSL_FLAG(std::string, restart, "none",
           "run: what a task failure restarts: one-for-all (every task, as a new round with an "
           "empty key-value store), one-for-one (the failed task; the others are not told), or "
@@ -107,6 +110,23 @@ TaskProcess::Environment FileEnvironment() {
   return env;
 }
 
+// With per-task certificates (muster tls init --tasks) beside --tls-cert, each task's process
+// gets its own: DIR/task-JOB-ID.pem and .key.
+void AddTaskCertificates(LauncherConfig* config) {
+  const std::string cert = Absolute(absl::GetFlag(FLAGS_tls_cert));
+  const size_t slash = cert.rfind('/');
+  if (cert.empty() || slash == std::string::npos) return;
+  const std::string dir = cert.substr(0, slash);
+  for (const proto::CoordinatedTask& task : config->tasks) {
+    const std::string base =
+        absl::StrCat(dir, "/", TaskCertificateName(task.job_name(), task.task_id()));
+    const std::string task_cert = base + ".pem", task_key = base + ".key";
+    if (::access(task_cert.c_str(), R_OK) != 0 || ::access(task_key.c_str(), R_OK) != 0) continue;
+    config->task_environment[TaskName(task)] = {{"MUSTER_TLS_CERT", task_cert},
+                                                {"MUSTER_TLS_KEY", task_key}};
+  }
+}
+
 // Runs the launcher until it is done; signals are forwarded to it. Returns the exit code.
 int Launch(caf::actor_system& system, caf::scoped_actor& self, LauncherConfig config) {
   // Lives until the launcher is done: a second signal ends a stop that hangs.
@@ -152,6 +172,7 @@ int Host(LauncherConfig config, const std::string& tasks) {
   std::fprintf(stderr, "muster run: leader ready at %s (%s), %zu task(s) here\n",
                (*leader)->address().c_str(), options->policy->Describe().c_str(),
                config.tasks.size());
+  AddTaskCertificates(&config);
   config.leader = (*leader)->coordinator();
   config.leader_address = (*leader)->address();
   config.hosting = true;
@@ -181,6 +202,7 @@ int Join(LauncherConfig config, const std::string& tasks) {
   auto parsed = ParseTaskList(tasks, "worker");
   if (!parsed.ok()) return ReportUsageError(kCommand, parsed.status());
   config.tasks = *std::move(parsed);
+  AddTaskCertificates(&config);
   BlockShutdownSignals();
   // This host may start before the leader's: wait for it (at most --timeout).
   auto session = LeaderSession::Connect(*address, *timeout, /*wait_for_leader=*/true);

@@ -23,6 +23,8 @@
 #include <absl/strings/escaping.h>
 #include <absl/strings/str_cat.h>
 
+#include "muster/net/transport/tls/certificate_identity.h"
+
 namespace muster {
 namespace {
 
@@ -55,9 +57,11 @@ absl::Status AddExtension(X509* cert, X509* issuer, int nid, const char* value) 
   return absl::OkStatus();
 }
 
-// A certificate for `key` named `name`, signed by `issuer` (null: self-signed, a CA).
-absl::StatusOr<CertPtr> NewCertificate(const std::string& name, EVP_PKEY* key, X509* issuer,
-                                       EVP_PKEY* issuer_key, int days) {
+// A certificate for `key` named `name` (and in organizational unit `unit`, unless empty), signed
+// by `issuer` (null: self-signed, a CA).
+absl::StatusOr<CertPtr> NewCertificate(const std::string& name, const std::string& unit,
+                                       EVP_PKEY* key, X509* issuer, EVP_PKEY* issuer_key,
+                                       int days) {
   CertPtr cert(X509_new(), X509_free);
   if (!cert) return absl::InternalError("cannot make a certificate");
   X509_set_version(cert.get(), 2);
@@ -73,6 +77,10 @@ absl::StatusOr<CertPtr> NewCertificate(const std::string& name, EVP_PKEY* key, X
   X509_NAME* subject = X509_get_subject_name(cert.get());
   X509_NAME_add_entry_by_txt(subject, "O", MBSTRING_ASC,
                              reinterpret_cast<const unsigned char*>("muster job"), -1, -1, 0);
+  if (!unit.empty()) {
+    X509_NAME_add_entry_by_txt(subject, "OU", MBSTRING_ASC,
+                               reinterpret_cast<const unsigned char*>(unit.c_str()), -1, -1, 0);
+  }
   X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_ASC,
                              reinterpret_cast<const unsigned char*>(name.c_str()), -1, -1, 0);
   X509* signer = issuer != nullptr ? issuer : cert.get();
@@ -136,6 +144,21 @@ bool GoodName(const std::string& name) {
   return name.front() != '.';
 }
 
+// A job name fits a certificate's common name (/job:<job>/task:<id>, at most 64 bytes) and a
+// file name.
+absl::Status CheckTaskJob(const TaskCertificates& job) {
+  if (!GoodName(job.job) || job.job.size() > 40) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bad job name \"", job.job,
+        "\" for task certificates: use letters, digits, '-', '_' and '.', at most 40"));
+  }
+  if (job.num_tasks < 1 || job.num_tasks > 100000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job ", job.job, ": ", job.num_tasks, " tasks; give 1 to 100000"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CheckCertificateName(const std::string& name) {
@@ -145,12 +168,19 @@ absl::Status CheckCertificateName(const std::string& name) {
                    "\": use letters, digits, '-', '_' and '.', at most 64, not \"ca\""));
 }
 
+std::string TaskCertificateName(const std::string& job, int task_id) {
+  return absl::StrCat("task-", job, "-", task_id);
+}
+
 absl::Status WriteJobCertificates(const std::string& dir, const std::vector<std::string>& names,
-                                  int days) {
+                                  int days, const std::vector<TaskCertificates>& tasks) {
   if (days < 1 || days > 36500) return absl::InvalidArgumentError("days must be 1 to 36500");
   if (names.empty()) return absl::InvalidArgumentError("no node names");
   for (const std::string& name : names) {
     if (absl::Status good = CheckCertificateName(name); !good.ok()) return good;
+  }
+  for (const TaskCertificates& job : tasks) {
+    if (absl::Status good = CheckTaskJob(job); !good.ok()) return good;
   }
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return absl::PermissionDeniedError(
@@ -161,20 +191,30 @@ absl::Status WriteJobCertificates(const std::string& dir, const std::vector<std:
   unsigned char id[4];
   RAND_bytes(id, sizeof(id));
   // A name of its own: a peer of another job's CA is then "unable to get local issuer".
-  auto ca = NewCertificate(absl::StrCat("muster job CA ", absl::BytesToHexString(absl::string_view(
-                                                              reinterpret_cast<char*>(id), 4))),
-                           ca_key->get(), nullptr, nullptr, days);
+  auto ca = NewCertificate(
+      absl::StrCat("muster job CA ",
+                   absl::BytesToHexString(absl::string_view(reinterpret_cast<char*>(id), 4))),
+      tasks.empty() ? "" : kTaskBindingUnit, ca_key->get(), nullptr, nullptr, days);
   if (!ca.ok()) return ca.status();
   if (absl::Status written = WriteKeyAndCert(dir, "ca", ca_key->get(), ca->get()); !written.ok()) {
     return written;
   }
-  for (const std::string& name : names) {
+  auto issue = [&](const std::string& file, const std::string& name,
+                   const std::string& unit) -> absl::Status {
     auto key = NewKey();
     if (!key.ok()) return key.status();
-    auto cert = NewCertificate(name, key->get(), ca->get(), ca_key->get(), days);
+    auto cert = NewCertificate(name, unit, key->get(), ca->get(), ca_key->get(), days);
     if (!cert.ok()) return cert.status();
-    if (absl::Status written = WriteKeyAndCert(dir, name, key->get(), cert->get()); !written.ok()) {
-      return written;
+    return WriteKeyAndCert(dir, file, key->get(), cert->get());
+  };
+  for (const std::string& name : names) {
+    if (absl::Status written = issue(name, name, ""); !written.ok()) return written;
+  }
+  for (const TaskCertificates& job : tasks) {
+    for (int i = 0; i < job.num_tasks; ++i) {
+      absl::Status written = issue(TaskCertificateName(job.job, i),
+                                   absl::StrCat("/job:", job.job, "/task:", i), kTaskUnit);
+      if (!written.ok()) return written;
     }
   }
   return absl::OkStatus();

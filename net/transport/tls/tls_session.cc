@@ -86,6 +86,13 @@ bool TlsSession::Handshake() {
   return false;
 }
 
+absl::StatusOr<CertificateIdentity> TlsSession::PeerIdentity() const {
+  if (state_ != State::kEstablished) {
+    return absl::FailedPreconditionError("the TLS handshake is not done");
+  }
+  return IdentityOfCertificate(SSL_get0_peer_certificate(ssl_));
+}
+
 rw_state TlsSession::Fail(int ret) {
   switch (SSL_get_error(ssl_, ret)) {
     case SSL_ERROR_WANT_READ:

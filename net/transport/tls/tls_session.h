@@ -14,6 +14,7 @@
 #include <caf/io/network/native_socket.hpp>
 #include <caf/io/network/rw_state.hpp>
 
+#include "muster/net/transport/tls/certificate_identity.h"
 #include "muster/net/transport/tls/tls_context.h"
 
 typedef struct ssl_st SSL;
@@ -44,6 +45,8 @@ class TlsSession {
   // The handshake failed on TLS itself (a certificate, a version, a plain-TCP peer, no usable
   // certificates here), not because the peer closed the connection: retrying cannot help.
   bool rejected() const { return rejected_; }
+  // Once established: who the peer's (verified) certificate says it is.
+  absl::StatusOr<CertificateIdentity> PeerIdentity() const;
 
  private:
   enum class State { kHandshake, kEstablished, kFailed };

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <optional>
 
 #include <absl/strings/str_cat.h>
 #include <caf/actor_system_config.hpp>
@@ -95,6 +96,7 @@ class GuardedScribe : public caf::io::scribe {
         stream_(mpx, fd, inbound, std::move(tls)) {}
   ~GuardedScribe() override {
     if (watch_id_ != 0) mpx_.Unwatch(watch_id_);
+    if (identity_) mpx_.TellPeerIdentity(peer_, *identity_, /*connected=*/false);
     ReleaseChunks();
     if (!host_.empty()) mpx_.ReleaseHost(host_);
   }
@@ -216,14 +218,21 @@ class GuardedScribe : public caf::io::scribe {
     return caf::io::scribe::consume(ctx, bytes.data(), bytes.size());
   }
 
-  // Tells PeerName the address the peer's node connects from.
+  // Tells PeerName the address the peer's node connects from, and the multiplexer's identity
+  // listener who the certificate of an accepted TLS connection names.
   void NamePeer() {
     peer_named_ = true;
     const std::string& bytes = guard_.peer_node();
-    caf::node_id node;
     caf::binary_deserializer source{static_cast<caf::execution_unit*>(nullptr), bytes.data(),
                                     bytes.size()};
-    if (!bytes.empty() && !source(node)) RememberPeerHost(node, host_.empty() ? addr() : host_);
+    if (bytes.empty() || source(peer_)) return;
+    RememberPeerHost(peer_, host_.empty() ? addr() : host_);
+    TlsSession* tls = stream_.session();
+    if (!inbound_ || tls == nullptr) return;
+    absl::StatusOr<CertificateIdentity> identity = tls->PeerIdentity();
+    if (!identity.ok()) return;  // it names nobody: it may not act as anyone
+    identity_ = *std::move(identity);
+    mpx_.TellPeerIdentity(peer_, *identity_, /*connected=*/true);
   }
 
   // Past the handshake and with no payload arriving, nothing is left to watch.
@@ -279,6 +288,9 @@ class GuardedScribe : public caf::io::scribe {
   std::string host_;  // the peer's address, counted in AdmitHost (empty: not counted)
   // NamePeer ran.
   bool peer_named_ = false;
+  caf::node_id peer_;  // the node the peer's handshake named
+  // Who the peer's certificate names, when it was told (NamePeer).
+  std::optional<CertificateIdentity> identity_;
   FrameGuard guard_;
   FrameAssembler assembler_;
   size_t reserved_ = 0;  // of the multiplexer's budget of unfinished frame bytes
@@ -566,6 +578,22 @@ void GuardedMultiplexer::ReleaseHost(const std::string& host) {
   auto it = connections_per_host_.find(host);
   if (it == connections_per_host_.end()) return;
   if (--it->second == 0) connections_per_host_.erase(it);
+}
+
+void GuardedMultiplexer::SetPeerIdentityListener(PeerIdentityListener listener) {
+  auto shared = std::make_shared<const PeerIdentityListener>(std::move(listener));
+  absl::MutexLock lock(&listener_mutex_);
+  identity_listener_ = std::move(shared);
+}
+
+void GuardedMultiplexer::TellPeerIdentity(const caf::node_id& node,
+                                          const CertificateIdentity& identity, bool connected) {
+  std::shared_ptr<const PeerIdentityListener> listener;
+  {
+    absl::MutexLock lock(&listener_mutex_);
+    listener = identity_listener_;
+  }
+  if (listener && *listener) (*listener)(node, identity, connected);
 }
 
 void GuardedMultiplexer::Report(const std::string& what) {

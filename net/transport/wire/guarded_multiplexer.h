@@ -117,6 +117,15 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   bool AdmitHost(const std::string& host);
   void ReleaseHost(const std::string& host);
   void Report(const std::string& what);
+  // Who the certificate of an accepted TLS connection says its peer node is: told with
+  // `connected` once the node's handshake passed the guard (before CAF reads it, so before any
+  // message of that connection), and without it when the connection is gone. Called on the
+  // network thread, and on any thread for a connection that is gone. Set it before publishing.
+  using PeerIdentityListener = std::function<void(
+      const caf::node_id& node, const CertificateIdentity& identity, bool connected)>;
+  void SetPeerIdentityListener(PeerIdentityListener listener);
+  void TellPeerIdentity(const caf::node_id& node, const CertificateIdentity& identity,
+                        bool connected);
   // True on the network thread while run() serves the loop: a flush may wait for the turn's end.
   bool DefersFlushes() const;
   void DeferFlush(GuardedScribe* scribe);
@@ -146,6 +155,8 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   std::deque<caf::intrusive_ptr<caf::resumable>> local_;
   std::atomic<bool> serving_{false};  // run() serves the loop (PostToNetworkThread may post)
   std::vector<caf::intrusive_ptr<GuardedScribe>> deferred_flushes_;
+  absl::Mutex listener_mutex_;
+  std::shared_ptr<const PeerIdentityListener> identity_listener_ ABSL_GUARDED_BY(listener_mutex_);
   absl::Mutex report_mutex_;
   std::chrono::steady_clock::time_point last_report_ ABSL_GUARDED_BY(report_mutex_){};
   int suppressed_reports_ ABSL_GUARDED_BY(report_mutex_) = 0;

@@ -80,6 +80,7 @@ class GuardedStream : public caf::io::network::stream {
   void FlushNow(const manager_ptr& mgr);
 
   bool tls() const { return policy_.tls() != nullptr; }
+  TlsSession* session() const { return policy_.tls(); }
 
  private:
   void ReportHandshakeFailure(const std::string& why);

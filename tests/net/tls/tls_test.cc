@@ -1,9 +1,12 @@
 // Mutual TLS: the certificate files (muster tls init's), their checks and rotation, and real
 // connections between actor systems on 127.0.0.1: same CA works; a plain peer, a peer of another
 // CA and a TLS peer of a plain leader get nothing.
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -19,6 +22,7 @@
 #include "muster/net/agent/agent.h"
 #include "muster/net/leader/leader.h"
 #include "muster/net/transport/node_config.h"
+#include "muster/net/transport/tls/certificate_identity.h"
 #include "muster/net/transport/tls/job_certificates.h"
 #include "muster/net/transport/tls/tls_context.h"
 #include "muster/net/transport/wire/guarded_multiplexer.h"
@@ -46,7 +50,7 @@ TlsFiles FilesOf(const std::string& dir, const std::string& node) {
 class TlsTest : public ::testing::Test {
  protected:
   static void TearDownTestSuite() {
-    for (const char* name : {"a", "b", "c", "rotate", "garbage.pem"}) {
+    for (const char* name : {"a", "b", "c", "rotate", "garbage.pem", "tasks"}) {
       std::filesystem::remove_all(Dir(name));
     }
   }
@@ -56,6 +60,57 @@ class TlsTest : public ::testing::Test {
     ASSERT_THAT(WriteJobCertificates(Dir("b"), {"leader", "worker"}), IsOk());
   }
 };
+
+// The identity a certificate's subject gives, as a leader reads it.
+absl::StatusOr<CertificateIdentity> IdentityOfFile(const std::string& file) {
+  std::unique_ptr<FILE, decltype(&std::fclose)> in(std::fopen(file.c_str(), "r"), std::fclose);
+  if (!in) return absl::NotFoundError(file);
+  std::unique_ptr<X509, decltype(&X509_free)> cert(
+      PEM_read_X509(in.get(), nullptr, nullptr, nullptr), X509_free);
+  return IdentityOfCertificate(cert.get());
+}
+
+TEST_F(TlsTest, TaskCertificates_NameTheirTasksAndTheCaBindsThem) {
+  const std::string dir = Dir("tasks");
+  std::filesystem::remove_all(dir);
+  ASSERT_THAT(WriteJobCertificates(dir, {"leader", "cli"}, 30, {{"worker", 3}, {"ps", 1}}), IsOk());
+  EXPECT_EQ(CaBindsTasks(dir + "/ca.pem").value_or(false), true);
+  EXPECT_EQ(CaBindsTasks(Dir("a") + "/ca.pem").value_or(true), false);
+  EXPECT_THAT(CaBindsTasks(dir + "/none.pem"), StatusIs(Code::kNotFound));
+  EXPECT_THAT(CaBindsTasks(dir + "/ca.key"), StatusIs(Code::kInvalidArgument));
+  auto task = IdentityOfFile(dir + "/task-worker-2.pem");
+  ASSERT_THAT(task, IsOk());
+  EXPECT_EQ(task->kind, CertificateIdentity::Kind::kTask);
+  EXPECT_EQ(task->name, "/job:worker/task:2");
+  auto ps = IdentityOfFile(dir + "/task-ps-0.pem");
+  ASSERT_THAT(ps, IsOk());
+  EXPECT_EQ(ps->name, "/job:ps/task:0");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/task-worker-3.pem"));
+  auto cli = IdentityOfFile(dir + "/cli.pem");
+  ASSERT_THAT(cli, IsOk());
+  EXPECT_EQ(cli->kind, CertificateIdentity::Kind::kCli);
+  auto leader = IdentityOfFile(dir + "/leader.pem");
+  ASSERT_THAT(leader, IsOk());
+  EXPECT_EQ(leader->kind, CertificateIdentity::Kind::kNode);
+  EXPECT_EQ(leader->name, "leader");
+  // Task certificates load like any other.
+  EXPECT_THAT(CheckTlsFiles({.cert = dir + "/task-worker-0.pem",
+                             .key = dir + "/task-worker-0.key",
+                             .ca = dir + "/ca.pem"}),
+              IsOk());
+  EXPECT_THAT(IdentityOfCertificate(nullptr), StatusIs(Code::kInvalidArgument));
+}
+
+TEST_F(TlsTest, TaskCertificates_BadJobsAreRefusedBeforeAnythingIsWritten) {
+  const std::string dir = Dir("c");
+  EXPECT_THAT(WriteJobCertificates(dir, {"leader"}, 30, {{"bad job", 2}}),
+              StatusIs(Code::kInvalidArgument, HasSubstr("bad job name")));
+  EXPECT_THAT(WriteJobCertificates(dir, {"leader"}, 30, {{std::string(41, 'j'), 2}}),
+              StatusIs(Code::kInvalidArgument));
+  EXPECT_THAT(WriteJobCertificates(dir, {"leader"}, 30, {{"worker", 0}}),
+              StatusIs(Code::kInvalidArgument, HasSubstr("give 1 to 100000")));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/ca.pem"));
+}
 
 TEST_F(TlsTest, JobCertificates_CheckAndRefuseToOverwrite) {
   EXPECT_THAT(CheckTlsFiles(FilesOf(Dir("a"), "leader")), IsOk());

@@ -12,6 +12,7 @@ PACKAGES=(
   libleveldb-dev libsnappy-dev
   libgtest-dev libgmock-dev
   ccache procps
+  iproute2 nftables
   python3 python3-dev pybind11-dev python3-pytest python3-torch
 )
 if [ "${1:-}" = "fuzz" ]; then

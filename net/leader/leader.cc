@@ -46,6 +46,11 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
     if (!binds.ok()) return binds.status();
     bind_tasks = *binds;
   }
+  auto* mpx = dynamic_cast<GuardedMultiplexer*>(&system.middleman().backend());
+  if (bind_tasks && mpx == nullptr) {
+    return absl::FailedPreconditionError(
+        "per-task certificates need the node's guarded network layer (ConfigureNode)");
+  }
   std::string recovery;
   caf::actor writer;
   if (!options.state_dir.empty()) {
@@ -72,12 +77,6 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
   }
   if (bind_tasks) {
     // Weak: the multiplexer outlives the gate and must not keep it.
-    auto* mpx = dynamic_cast<GuardedMultiplexer*>(&system.middleman().backend());
-    if (mpx == nullptr) {
-      caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
-      return absl::FailedPreconditionError(
-          "per-task certificates need the node's guarded network layer (ConfigureNode)");
-    }
     mpx->SetPeerIdentityListener([gate = caf::actor_cast<caf::weak_actor_ptr>(published)](
                                      const caf::node_id& node, const CertificateIdentity& identity,
                                      bool connected) {

@@ -16,7 +16,8 @@ const T* As(const caf::type_erased_tuple& request) {
   return &request.get_as<T>(0);
 }
 
-// The task a request names in `field`, when set.
+// The task a request names, when it names one (a request without its task gets the
+// coordinator's InvalidArgument, not a refusal here).
 void AddTask(bool has, const proto::CoordinatedTask& task, RequestRole* role) {
   if (has) role->tasks.push_back(task);
 }
@@ -30,27 +31,29 @@ constexpr char kRemedy[] =
 RequestRole RoleOf(const caf::type_erased_tuple& request) {
   RequestRole role;
   if (auto* r = As<proto::RegisterTaskRequest>(request)) {
-    AddTask(true, r->source_task(), &role);
+    AddTask(r->has_source_task(), r->source_task(), &role);
   } else if (auto* r = As<proto::HeartbeatRequest>(request)) {
-    AddTask(true, r->source_task(), &role);
+    AddTask(r->has_source_task(), r->source_task(), &role);
   } else if (auto* r = As<proto::HeartbeatBatchRequest>(request)) {
-    for (const auto& beat : r->beats()) AddTask(true, beat.source_task(), &role);
+    for (const auto& beat : r->beats()) {
+      AddTask(beat.has_source_task(), beat.source_task(), &role);
+    }
   } else if (auto* r = As<proto::WaitForAllTasksRequest>(request)) {
-    AddTask(true, r->source_task(), &role);
+    AddTask(r->has_source_task(), r->source_task(), &role);
   } else if (auto* r = As<proto::ShutdownTaskRequest>(request)) {
-    AddTask(true, r->source_task(), &role);
+    AddTask(r->has_source_task(), r->source_task(), &role);
   } else if (auto* r = As<proto::ReportErrorToServiceRequest>(request)) {
-    AddTask(true, r->error_origin(), &role);
+    AddTask(r->has_error_origin(), r->error_origin(), &role);
   } else if (auto* r = As<proto::GetAliveTasksRequest>(request)) {
-    AddTask(true, r->requesting_task(), &role);
+    AddTask(r->has_requesting_task(), r->requesting_task(), &role);
   } else if (auto* r = As<proto::BarrierRequest>(request)) {
-    AddTask(true, r->source_task(), &role);
+    AddTask(r->has_source_task(), r->source_task(), &role);
   } else if (auto* r = As<proto::BarrierGroupRequest>(request)) {
     for (const auto& source : r->sources()) AddTask(true, source, &role);
   } else if (auto* r = As<proto::CancelBarrierRequest>(request)) {
-    AddTask(true, r->source_task(), &role);
+    AddTask(r->has_source_task(), r->source_task(), &role);
   } else if (auto* r = As<proto::NotifyPreemptionRequest>(request)) {
-    AddTask(true, r->source_task(), &role);
+    AddTask(r->has_source_task(), r->source_task(), &role);
   } else if (auto* r = As<proto::InsertKeyValueRequest>(request)) {
     AddTask(r->has_source_task(), r->source_task(), &role);
   } else if (auto* r = As<proto::UpdateKeyValueRequest>(request)) {
@@ -89,11 +92,13 @@ absl::Status PeerIdentities::MaySend(const caf::node_id& node, const std::string
   if (role.tasks.empty() && !role.launcher) return absl::OkStatus();
   auto it = nodes_.find(node);
   if (it == nodes_.end() || it->second.conflicting) {
-    return absl::PermissionDeniedError(
-        absl::StrCat(peer,
-                     it == nodes_.end() ? " has no certificate of this job that names it"
-                                        : " connected with two different certificates",
-                     ", so it may not act as a task or a launcher", kRemedy));
+    return absl::PermissionDeniedError(absl::StrCat(
+        peer,
+        it == nodes_.end() ? " has no certificate the leader knows of"
+                           : " connected with two different certificates",
+        ", so it may not act as a task or run a launcher",
+        role.launcher ? "; run launchers with a node certificate (muster tls init --names)"
+                      : kRemedy));
   }
   const CertificateIdentity& identity = it->second.identity;
   if (role.launcher) {

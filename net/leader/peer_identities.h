@@ -6,13 +6,15 @@
 // The rules, with binding on:
 //  - a request that acts as a task (registration, with a new incarnation or not; heartbeats;
 //    WaitForAllTasks; error reports; shutdown; barriers and their cancellation; GetAliveTasks;
-//    preemption notices; ephemeral keys owned by a task) comes from a node whose certificate
-//    names that task;
+//    preemption notices; key writes that name a task as their owner) comes from a node whose
+//    certificate names that task (a process hosting several tasks cannot send their batched
+//    heartbeats or group barriers: with per-task certificates, one task per process);
 //  - a launcher's requests (RegisterLauncher, TaskExited) come from a node certificate (one of
 //    `muster tls init --names`), never from a task's or the muster command's;
 //  - everything else (the key-value store, status, watches, ResetTask, whose own rules the
 //    coordinator applies) is open to every certificate of the job.
-// A node whose connections name two different certificates, or none, may not act as a task.
+// A node whose connections name two different certificates, or none, may not act as a task
+// (the multiplexer closes such a second connection before it is read; this is the second line).
 //
 //   node: UNKNOWN --a connection names identity I--> KNOWN(I, 1 connection)
 //         KNOWN(I, n) --another names I--> KNOWN(I, n+1); --one closes--> KNOWN(I, n-1) or UNKNOWN

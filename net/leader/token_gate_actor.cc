@@ -118,7 +118,7 @@ caf::result<caf::message> Pass(GatePointer self, caf::message_view& view) {
 void OnPeerIdentity(GatePointer self, const caf::node_id& node, int32_t kind,
                     const std::string& name, bool connected) {
   if (self->current_sender() != self->ctrl()) return;
-  if (kind < 0 || kind > static_cast<int32_t>(CertificateIdentity::Kind::kTask)) return;
+  if (kind < 0 || kind > static_cast<int32_t>(CertificateIdentity::Kind::kUnknown)) return;
   CertificateIdentity identity{static_cast<CertificateIdentity::Kind>(kind), name};
   if (connected) {
     self->state.identities.Connected(node, identity);

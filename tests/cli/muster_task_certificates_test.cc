@@ -119,5 +119,25 @@ TEST_F(MusterTaskCertificatesTest, LauncherWithANodeCertificate_GivesEachTaskIts
   EXPECT_THAT(done.output, Not(HasSubstr("PERMISSION_DENIED")));
 }
 
+// A launcher whose certificate's directory lacks a task's certificate says so and starts nothing
+// (the task would otherwise run with the node's certificate and be refused at every start).
+TEST_F(MusterTaskCertificatesTest, LauncherWithoutATasksCertificate_RefusesToStart) {
+  ASSERT_TRUE(leader_.ok());
+  const std::string partial = Dir() + "_partial";
+  std::filesystem::remove_all(partial);
+  std::filesystem::create_directories(partial);
+  for (const char* file : {"worker.pem", "worker.key", "ca.pem"}) {
+    std::filesystem::copy_file(Dir() + "/" + file, partial + "/" + file);
+  }
+  Result run = RunMuster({"run", "--leader=" + leader_.address(), "--tasks=0-1",
+                          "--tls-cert=" + partial + "/worker.pem",
+                          "--tls-key=" + partial + "/worker.key", "--tls-ca=" + partial + "/ca.pem",
+                          "--", MUSTER_RUN_WORKER_BIN});
+  EXPECT_EQ(run.code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr(partial + "/task-worker-0.pem"));
+  EXPECT_THAT(run.output, Not(HasSubstr("started")));
+  std::filesystem::remove_all(partial);
+}
+
 }  // namespace
 }  // namespace muster::cli

@@ -73,6 +73,112 @@ TEST(PeerIdentitiesTest, RoleOf_NamesTheTasksARequestActsAs) {
   EXPECT_TRUE(RoleOf(caf::message()).tasks.empty());
 }
 
+// Every request that names a task it acts as (interfaces.h), each with task 1 set.
+std::vector<caf::message> EveryTaskAct() {
+  const proto::CoordinatedTask t = MakeTask("worker", 1);
+  std::vector<caf::message> acts;
+  {
+    proto::RegisterTaskRequest r;
+    *r.mutable_source_task() = t;
+    acts.push_back(Message(r));
+  }
+  {
+    proto::HeartbeatRequest r;
+    *r.mutable_source_task() = t;
+    acts.push_back(Message(r));
+  }
+  {
+    proto::HeartbeatBatchRequest r;
+    *r.add_beats()->mutable_source_task() = t;
+    acts.push_back(Message(r));
+  }
+  {
+    proto::WaitForAllTasksRequest r;
+    *r.mutable_source_task() = t;
+    acts.push_back(Message(r));
+  }
+  {
+    proto::ShutdownTaskRequest r;
+    *r.mutable_source_task() = t;
+    acts.push_back(Message(r));
+  }
+  {
+    proto::ReportErrorToServiceRequest r;
+    *r.mutable_error_origin() = t;
+    acts.push_back(Message(r));
+  }
+  {
+    proto::GetAliveTasksRequest r;
+    *r.mutable_requesting_task() = t;
+    acts.push_back(Message(r));
+  }
+  {
+    proto::BarrierRequest r;
+    *r.mutable_source_task() = t;
+    acts.push_back(Message(r));
+  }
+  {
+    proto::BarrierGroupRequest r;
+    *r.add_sources() = t;
+    acts.push_back(Message(r));
+  }
+  {
+    proto::CancelBarrierRequest r;
+    *r.mutable_source_task() = t;
+    acts.push_back(Message(r));
+  }
+  {
+    proto::NotifyPreemptionRequest r;
+    *r.mutable_source_task() = t;
+    acts.push_back(Message(r));
+  }
+  {
+    proto::InsertKeyValueRequest r;
+    *r.mutable_source_task() = t;
+    acts.push_back(Message(r));
+  }
+  {
+    proto::UpdateKeyValueRequest r;
+    *r.mutable_source_task() = t;
+    acts.push_back(Message(r));
+  }
+  {
+    proto::CompareAndSwapRequest r;
+    *r.mutable_source_task() = t;
+    acts.push_back(Message(r));
+  }
+  return acts;
+}
+
+TEST(PeerIdentitiesTest, RoleOf_EveryTaskActIsBoundToItsTask) {
+  PeerIdentities identities;
+  identities.Connected(Node(1), kTask0);
+  identities.Connected(Node(2), kTask1);
+  const std::vector<caf::message> acts = EveryTaskAct();
+  ASSERT_EQ(acts.size(), 14u);
+  for (size_t i = 0; i < acts.size(); ++i) {
+    RequestRole role = RoleOf(acts[i].content());
+    ASSERT_EQ(role.tasks.size(), 1u) << i;
+    EXPECT_EQ(TaskName(role.tasks[0]), "/job:worker/task:1") << i;
+    EXPECT_THAT(MaySend(identities, 2, acts[i]), IsOk()) << i;
+    EXPECT_THAT(MaySend(identities, 1, acts[i]), StatusIs(Code::kPermissionDenied)) << i;
+  }
+  // A request that names no task is the coordinator's to refuse (InvalidArgument), not a
+  // refusal on behalf of a task it does not name.
+  EXPECT_TRUE(RoleOf(Message(proto::RegisterTaskRequest()).content()).tasks.empty());
+  EXPECT_TRUE(RoleOf(Message(proto::BarrierRequest()).content()).tasks.empty());
+}
+
+TEST(PeerIdentitiesTest, ACertificateThatNamesNobody_ActsAsNobody) {
+  PeerIdentities identities;
+  identities.Connected(Node(5), {Kind::kUnknown, ""});
+  EXPECT_THAT(MaySend(identities, 5, Message(Register(0))),
+              StatusIs(Code::kPermissionDenied, HasSubstr("names nobody")));
+  EXPECT_THAT(MaySend(identities, 5, Message(proto::TaskExitedRequest())),
+              StatusIs(Code::kPermissionDenied));
+  EXPECT_THAT(MaySend(identities, 5, Message(proto::GetTaskStateRequest())), IsOk());
+}
+
 TEST(PeerIdentitiesTest, ATaskActsOnlyWithItsOwnCertificate) {
   PeerIdentities identities;
   identities.Connected(Node(1), kTask0);
@@ -119,7 +225,7 @@ TEST(PeerIdentitiesTest, LaunchersNeedANodeCertificate) {
 TEST(PeerIdentitiesTest, UnknownAndConflictingNodes_ActAsNobody) {
   PeerIdentities identities;
   EXPECT_THAT(MaySend(identities, 9, Message(Register(0))),
-              StatusIs(Code::kPermissionDenied, HasSubstr("no certificate of this job")));
+              StatusIs(Code::kPermissionDenied, HasSubstr("no certificate the leader knows of")));
   identities.Connected(Node(1), kTask0);
   identities.Connected(Node(1), kTask1);  // a second connection of the node, another certificate
   EXPECT_THAT(MaySend(identities, 1, Message(Register(0))),

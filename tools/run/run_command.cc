@@ -20,6 +20,7 @@
 #include "muster/messages/task_name.h"
 #include "muster/net/leader/leader.h"
 #include "muster/net/process/shutdown_signals.h"
+#include "muster/net/transport/tls/certificate_identity.h"
 #include "muster/net/transport/tls/job_certificates.h"
 #include "muster/tools/common/cli_common.h"
 #include "muster/tools/run/launcher_actor.h"
@@ -110,21 +111,31 @@ TaskProcess::Environment FileEnvironment() {
   return env;
 }
 
-// With per-task certificates (muster tls init --tasks) beside --tls-cert, each task's process
-// gets its own: DIR/task-JOB-ID.pem and .key.
-void AddTaskCertificates(LauncherConfig* config) {
-  const std::string cert = Absolute(absl::GetFlag(FLAGS_tls_cert));
-  const size_t slash = cert.rfind('/');
-  if (cert.empty() || slash == std::string::npos) return;
-  const std::string dir = cert.substr(0, slash);
+// When the job's CA binds tasks to certificates (muster tls init --tasks), each task's process
+// gets its own, from the directory of this launcher's certificate: DIR/task-JOB-ID.pem and
+// .key. Possible errors: InvalidArgument naming a task certificate that is missing.
+absl::Status AddTaskCertificates(LauncherConfig* config) {
+  absl::StatusOr<TlsFiles> files = TlsFromFlags();
+  if (!files.ok() || !files->enabled()) return absl::OkStatus();  // reported by the connection
+  absl::StatusOr<bool> binds = CaBindsTasks(files->ca);
+  if (!binds.ok() || !*binds) return absl::OkStatus();
+  const std::string cert = Absolute(files->cert);
+  const std::string dir = cert.substr(0, cert.rfind('/'));
   for (const proto::CoordinatedTask& task : config->tasks) {
     const std::string base =
         absl::StrCat(dir, "/", TaskCertificateName(task.job_name(), task.task_id()));
     const std::string task_cert = base + ".pem", task_key = base + ".key";
-    if (::access(task_cert.c_str(), R_OK) != 0 || ::access(task_key.c_str(), R_OK) != 0) continue;
+    if (::access(task_cert.c_str(), R_OK) != 0 || ::access(task_key.c_str(), R_OK) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the job's CA binds tasks to their certificates, and ", TaskName(task),
+                       " has none beside this launcher's (", task_cert,
+                       " and .key): copy it there from the "
+                       "directory of muster tls init --tasks"));
+    }
     config->task_environment[TaskName(task)] = {{"MUSTER_TLS_CERT", task_cert},
                                                 {"MUSTER_TLS_KEY", task_key}};
   }
+  return absl::OkStatus();
 }
 
 // Runs the launcher until it is done; signals are forwarded to it. Returns the exit code.
@@ -172,7 +183,9 @@ int Host(LauncherConfig config, const std::string& tasks) {
   std::fprintf(stderr, "muster run: leader ready at %s (%s), %zu task(s) here\n",
                (*leader)->address().c_str(), options->policy->Describe().c_str(),
                config.tasks.size());
-  AddTaskCertificates(&config);
+  if (absl::Status own = AddTaskCertificates(&config); !own.ok()) {
+    return ReportUsageError(kCommand, own);
+  }
   config.leader = (*leader)->coordinator();
   config.leader_address = (*leader)->address();
   config.hosting = true;
@@ -202,7 +215,9 @@ int Join(LauncherConfig config, const std::string& tasks) {
   auto parsed = ParseTaskList(tasks, "worker");
   if (!parsed.ok()) return ReportUsageError(kCommand, parsed.status());
   config.tasks = *std::move(parsed);
-  AddTaskCertificates(&config);
+  if (absl::Status own = AddTaskCertificates(&config); !own.ok()) {
+    return ReportUsageError(kCommand, own);
+  }
   BlockShutdownSignals();
   // This host may start before the leader's: wait for it (at most --timeout).
   auto session = LeaderSession::Connect(*address, *timeout, /*wait_for_leader=*/true);

@@ -60,15 +60,19 @@ absl::StatusOr<CertificateIdentity> IdentityOfCertificate(X509* cert) {
 absl::StatusOr<bool> CaBindsTasks(const std::string& ca_file) {
   std::unique_ptr<FILE, decltype(&std::fclose)> file(std::fopen(ca_file.c_str(), "r"), std::fclose);
   if (!file) return absl::NotFoundError(absl::StrCat("cannot read the CA file ", ca_file));
-  std::unique_ptr<X509, decltype(&X509_free)> ca(
-      PEM_read_X509(file.get(), nullptr, nullptr, nullptr), X509_free);
-  ERR_clear_error();
-  if (!ca) {
-    return absl::InvalidArgumentError(absl::StrCat(ca_file, " holds no PEM certificate"));
+  bool any = false, binds = false;
+  for (int i = 0; i < 64; ++i) {  // a bundle of a few CAs; 64 is plenty
+    std::unique_ptr<X509, decltype(&X509_free)> ca(
+        PEM_read_X509(file.get(), nullptr, nullptr, nullptr), X509_free);
+    if (!ca) break;
+    any = true;
+    bool ok = true;
+    binds |= EntryOf(X509_get_subject_name(ca.get()), NID_organizationalUnitName, &ok) ==
+             kTaskBindingUnit;
   }
-  bool ok = true;
-  return EntryOf(X509_get_subject_name(ca.get()), NID_organizationalUnitName, &ok) ==
-         kTaskBindingUnit;
+  ERR_clear_error();
+  if (!any) return absl::InvalidArgumentError(absl::StrCat(ca_file, " holds no PEM certificate"));
+  return binds;
 }
 
 std::string DescribeIdentity(const CertificateIdentity& identity) {
@@ -77,6 +81,8 @@ std::string DescribeIdentity(const CertificateIdentity& identity) {
       return absl::StrCat("task ", identity.name, "'s certificate");
     case CertificateIdentity::Kind::kCli:
       return absl::StrCat("the muster command's certificate (", identity.name, ")");
+    case CertificateIdentity::Kind::kUnknown:
+      return "a certificate that names nobody (no printable common name)";
     case CertificateIdentity::Kind::kNode:
       break;
   }

@@ -24,7 +24,9 @@ inline constexpr char kTaskBindingUnit[] = "muster per-task certificates";
 inline constexpr char kCliCertificateName[] = "cli";
 
 struct CertificateIdentity {
-  enum class Kind { kNode, kCli, kTask };
+  // kUnknown: a certificate that names nobody usable (no printable common name); it may act as
+  // no task and run no launcher.
+  enum class Kind { kNode, kCli, kTask, kUnknown };
   Kind kind = Kind::kNode;
   // The node's name, "cli", or the task's name (/job:<name>/task:<id>).
   std::string name;
@@ -34,9 +36,9 @@ struct CertificateIdentity {
 // that is not printable ASCII of at most 64 bytes).
 absl::StatusOr<CertificateIdentity> IdentityOfCertificate(X509* cert);
 
-// Whether the CA certificate (the first in the PEM file `ca_file`) binds tasks to their
-// certificates. Possible errors: NotFound (the file cannot be read), InvalidArgument (no PEM
-// certificate in it).
+// Whether a CA certificate of the PEM file `ca_file` (any of them, for a file that holds an old
+// and a new CA while they rotate) binds tasks to their certificates. Possible errors: NotFound (the
+// file cannot be read), InvalidArgument (no PEM certificate in it).
 absl::StatusOr<bool> CaBindsTasks(const std::string& ca_file);
 
 // "task /job:worker/task:3's certificate", "the muster command's certificate (cli)",

@@ -19,6 +19,7 @@
 #include <memory>
 #include <utility>
 
+#include <absl/container/flat_hash_set.h>
 #include <absl/status/statusor.h>
 #include <absl/strings/escaping.h>
 #include <absl/strings/str_cat.h>
@@ -179,8 +180,18 @@ absl::Status WriteJobCertificates(const std::string& dir, const std::vector<std:
   for (const std::string& name : names) {
     if (absl::Status good = CheckCertificateName(name); !good.ok()) return good;
   }
+  absl::flat_hash_set<std::string> files(names.begin(), names.end());
+  if (files.size() != names.size()) return absl::InvalidArgumentError("a node name given twice");
   for (const TaskCertificates& job : tasks) {
     if (absl::Status good = CheckTaskJob(job); !good.ok()) return good;
+    // Both checks before anything is written: a job given twice, a node named like a task file.
+    for (int i = 0; i < job.num_tasks; ++i) {
+      if (!files.insert(TaskCertificateName(job.job, i)).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("job ", job.job, " is given twice, or a node name is ",
+                         TaskCertificateName(job.job, i), ", a task's file"));
+      }
+    }
   }
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return absl::PermissionDeniedError(

@@ -96,7 +96,7 @@ class GuardedScribe : public caf::io::scribe {
         stream_(mpx, fd, inbound, std::move(tls)) {}
   ~GuardedScribe() override {
     if (watch_id_ != 0) mpx_.Unwatch(watch_id_);
-    if (identity_) mpx_.TellPeerIdentity(peer_, *identity_, /*connected=*/false);
+    if (identity_) mpx_.ReleasePeerIdentity(peer_, *identity_);
     ReleaseChunks();
     if (!host_.empty()) mpx_.ReleaseHost(host_);
   }
@@ -214,25 +214,34 @@ class GuardedScribe : public caf::io::scribe {
       return true;
     }
     if (!assembler_.active()) UnwatchWhenSettled();
-    if (!peer_named_ && guard_.handshake_done()) NamePeer();
+    if (!peer_named_ && guard_.handshake_done() && !NamePeer()) return true;
     return caf::io::scribe::consume(ctx, bytes.data(), bytes.size());
   }
 
-  // Tells PeerName the address the peer's node connects from, and the multiplexer's identity
-  // listener who the certificate of an accepted TLS connection names.
-  void NamePeer() {
+  // Tells PeerName the address the peer's node connects from, and, on an accepted TLS
+  // connection, has the multiplexer hold the node's identity (who the certificate names). False
+  // when the multiplexer refuses it: the connection is closed then, its handshake unread.
+  bool NamePeer() {
     peer_named_ = true;
     const std::string& bytes = guard_.peer_node();
     caf::binary_deserializer source{static_cast<caf::execution_unit*>(nullptr), bytes.data(),
                                     bytes.size()};
-    if (bytes.empty() || source(peer_)) return;
+    if (bytes.empty() || source(peer_)) return true;
     RememberPeerHost(peer_, host_.empty() ? addr() : host_);
     TlsSession* tls = stream_.session();
-    if (!inbound_ || tls == nullptr) return;
+    if (!inbound_ || tls == nullptr) return true;
     absl::StatusOr<CertificateIdentity> identity = tls->PeerIdentity();
-    if (!identity.ok()) return;  // it names nobody: it may not act as anyone
-    identity_ = *std::move(identity);
-    mpx_.TellPeerIdentity(peer_, *identity_, /*connected=*/true);
+    CertificateIdentity held = identity.ok()
+                                   ? *std::move(identity)
+                                   : CertificateIdentity{CertificateIdentity::Kind::kUnknown, ""};
+    if (!mpx_.HoldPeerIdentity(peer_, held)) {
+      Close(absl::StrCat("its handshake names node ", PeerName(peer_),
+                         ", which is held by a connection with another certificate (or too many "
+                         "nodes are): a node speaks with one certificate"));
+      return false;
+    }
+    identity_ = std::move(held);
+    return true;
   }
 
   // Past the handshake and with no payload arriving, nothing is left to watch.
@@ -582,18 +591,42 @@ void GuardedMultiplexer::ReleaseHost(const std::string& host) {
 
 void GuardedMultiplexer::SetPeerIdentityListener(PeerIdentityListener listener) {
   auto shared = std::make_shared<const PeerIdentityListener>(std::move(listener));
-  absl::MutexLock lock(&listener_mutex_);
+  absl::MutexLock lock(&identities_mutex_);
   identity_listener_ = std::move(shared);
 }
 
-void GuardedMultiplexer::TellPeerIdentity(const caf::node_id& node,
-                                          const CertificateIdentity& identity, bool connected) {
+bool GuardedMultiplexer::HoldPeerIdentity(const caf::node_id& node,
+                                          const CertificateIdentity& identity) {
   std::shared_ptr<const PeerIdentityListener> listener;
   {
-    absl::MutexLock lock(&listener_mutex_);
+    absl::MutexLock lock(&identities_mutex_);
+    if (!identity_listener_) return true;
+    auto it = held_identities_.find(node);
+    if (it == held_identities_.end()) {
+      if (held_identities_.size() >= kMaxHeldNodes) return false;
+      it = held_identities_.emplace(node, HeldIdentity{identity, 0}).first;
+    } else if (it->second.identity.kind != identity.kind ||
+               it->second.identity.name != identity.name) {
+      return false;
+    }
+    ++it->second.connections;
     listener = identity_listener_;
   }
-  if (listener && *listener) (*listener)(node, identity, connected);
+  (*listener)(node, identity, /*connected=*/true);
+  return true;
+}
+
+void GuardedMultiplexer::ReleasePeerIdentity(const caf::node_id& node,
+                                             const CertificateIdentity& identity) {
+  std::shared_ptr<const PeerIdentityListener> listener;
+  {
+    absl::MutexLock lock(&identities_mutex_);
+    auto it = held_identities_.find(node);
+    if (it == held_identities_.end()) return;
+    if (--it->second.connections <= 0) held_identities_.erase(it);
+    listener = identity_listener_;
+  }
+  if (listener) (*listener)(node, identity, /*connected=*/false);
 }
 
 void GuardedMultiplexer::Report(const std::string& what) {

@@ -117,15 +117,22 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   bool AdmitHost(const std::string& host);
   void ReleaseHost(const std::string& host);
   void Report(const std::string& what);
-  // Who the certificate of an accepted TLS connection says its peer node is: told with
-  // `connected` once the node's handshake passed the guard (before CAF reads it, so before any
-  // message of that connection), and without it when the connection is gone. Called on the
-  // network thread, and on any thread for a connection that is gone. Set it before publishing.
+  // Binding peers to their certificates (per-task certificates, net/leader/peer_identities.h).
+  // With a listener set, each accepted TLS connection holds its peer node's identity (who its
+  // certificate names; Kind::kUnknown when it names nobody usable) once the node's handshake
+  // passed the guard, before CAF reads it (so before any message of the connection), and the
+  // listener hears of it (`connected`), and again when the connection is gone. A node is held
+  // under one identity at a time: a connection whose handshake names a node that connections of
+  // another certificate hold, or a node beyond kMaxHeldNodes, is refused (HoldPeerIdentity
+  // false), so no connection can speak for a node the listener knows as someone else. Called on
+  // the network thread, and on any thread for a connection that is gone. Set the listener before
+  // publishing; without one nothing is held.
+  static constexpr size_t kMaxHeldNodes = 1 << 17;
   using PeerIdentityListener = std::function<void(
       const caf::node_id& node, const CertificateIdentity& identity, bool connected)>;
   void SetPeerIdentityListener(PeerIdentityListener listener);
-  void TellPeerIdentity(const caf::node_id& node, const CertificateIdentity& identity,
-                        bool connected);
+  bool HoldPeerIdentity(const caf::node_id& node, const CertificateIdentity& identity);
+  void ReleasePeerIdentity(const caf::node_id& node, const CertificateIdentity& identity);
   // True on the network thread while run() serves the loop: a flush may wait for the turn's end.
   bool DefersFlushes() const;
   void DeferFlush(GuardedScribe* scribe);
@@ -142,6 +149,15 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   PublishedActors published_;
   std::string own_node_;
   std::unique_ptr<TlsContext> tls_;
+  // Before the members that hold scribes: a scribe destroyed with them releases its identity.
+  struct HeldIdentity {
+    CertificateIdentity identity;
+    int connections = 0;
+  };
+  absl::Mutex identities_mutex_;
+  std::shared_ptr<const PeerIdentityListener> identity_listener_ ABSL_GUARDED_BY(identities_mutex_);
+  absl::flat_hash_map<caf::node_id, HeldIdentity> held_identities_
+      ABSL_GUARDED_BY(identities_mutex_);
   absl::Mutex watch_mutex_;
   absl::flat_hash_map<uint64_t, GuardedScribe*> watched_ ABSL_GUARDED_BY(watch_mutex_);
   // When to look at which watched connection, earliest first; ids no longer watched are skipped.
@@ -155,8 +171,6 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   std::deque<caf::intrusive_ptr<caf::resumable>> local_;
   std::atomic<bool> serving_{false};  // run() serves the loop (PostToNetworkThread may post)
   std::vector<caf::intrusive_ptr<GuardedScribe>> deferred_flushes_;
-  absl::Mutex listener_mutex_;
-  std::shared_ptr<const PeerIdentityListener> identity_listener_ ABSL_GUARDED_BY(listener_mutex_);
   absl::Mutex report_mutex_;
   std::chrono::steady_clock::time_point last_report_ ABSL_GUARDED_BY(report_mutex_){};
   int suppressed_reports_ ABSL_GUARDED_BY(report_mutex_) = 0;

@@ -18,6 +18,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <caf/actor_system.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/make_message.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
 
 #include "muster/net/agent/agent.h"
 #include "muster/net/leader/leader.h"
@@ -50,7 +54,8 @@ TlsFiles FilesOf(const std::string& dir, const std::string& node) {
 class TlsTest : public ::testing::Test {
  protected:
   static void TearDownTestSuite() {
-    for (const char* name : {"a", "b", "c", "rotate", "garbage.pem", "tasks"}) {
+    for (const char* name :
+         {"a", "b", "c", "rotate", "garbage.pem", "tasks", "bind", "bundle.pem"}) {
       std::filesystem::remove_all(Dir(name));
     }
   }
@@ -101,8 +106,58 @@ TEST_F(TlsTest, TaskCertificates_NameTheirTasksAndTheCaBindsThem) {
   EXPECT_THAT(IdentityOfCertificate(nullptr), StatusIs(Code::kInvalidArgument));
 }
 
+// A file holding an old CA and a new one while they rotate: binding is on when any is marked.
+TEST_F(TlsTest, TaskCertificates_ACaBundleBindsWhenAnyOfItsCasDoes) {
+  const std::string dir = Dir("tasks");
+  std::filesystem::remove_all(dir);
+  ASSERT_THAT(WriteJobCertificates(dir, {"leader"}, 30, {{"worker", 1}}), IsOk());
+  {
+    std::ofstream bundle(Dir("bundle.pem"), std::ios::trunc);
+    bundle << std::ifstream(Dir("a") + "/ca.pem").rdbuf() << std::ifstream(dir + "/ca.pem").rdbuf();
+  }
+  EXPECT_EQ(CaBindsTasks(Dir("bundle.pem")).value_or(false), true);
+}
+
+// Without a listener nothing is held; with one, a node is held under one certificate until its
+// last connection goes, and the listener hears of each connection.
+TEST_F(TlsTest, Multiplexer_ANodeSpeaksWithOneCertificate) {
+  NodeConfig config;
+  caf::actor_system system{config};
+  auto* mpx = dynamic_cast<GuardedMultiplexer*>(&system.middleman().backend());
+  ASSERT_NE(mpx, nullptr);
+  caf::node_id::default_data::host_id_type host{};
+  host.fill(3);
+  const caf::node_id node = caf::make_node_id(42, host);
+  const CertificateIdentity task0{CertificateIdentity::Kind::kTask, "/job:worker/task:0"};
+  const CertificateIdentity task1{CertificateIdentity::Kind::kTask, "/job:worker/task:1"};
+  EXPECT_TRUE(mpx->HoldPeerIdentity(node, task0));  // binding off
+  EXPECT_TRUE(mpx->HoldPeerIdentity(node, task1));
+  std::vector<std::string> told;
+  mpx->SetPeerIdentityListener(
+      [&](const caf::node_id&, const CertificateIdentity& identity, bool connected) {
+        told.push_back(absl::StrCat(identity.name, connected ? " up" : " down"));
+      });
+  EXPECT_TRUE(mpx->HoldPeerIdentity(node, task0));
+  EXPECT_FALSE(mpx->HoldPeerIdentity(node, task1));
+  EXPECT_FALSE(mpx->HoldPeerIdentity(node, {CertificateIdentity::Kind::kUnknown, ""}));
+  EXPECT_TRUE(mpx->HoldPeerIdentity(node, task0));
+  mpx->ReleasePeerIdentity(node, task0);
+  EXPECT_FALSE(mpx->HoldPeerIdentity(node, task1));
+  mpx->ReleasePeerIdentity(node, task0);
+  EXPECT_TRUE(mpx->HoldPeerIdentity(node, task1));
+  EXPECT_THAT(told, ::testing::ElementsAre("/job:worker/task:0 up", "/job:worker/task:0 up",
+                                           "/job:worker/task:0 down", "/job:worker/task:0 down",
+                                           "/job:worker/task:1 up"));
+  mpx->ReleasePeerIdentity(node, task1);
+}
+
 TEST_F(TlsTest, TaskCertificates_BadJobsAreRefusedBeforeAnythingIsWritten) {
   const std::string dir = Dir("c");
+  EXPECT_THAT(WriteJobCertificates(dir, {"leader"}, 30, {{"worker", 1}, {"worker", 2}}),
+              StatusIs(Code::kInvalidArgument, HasSubstr("given twice")));
+  EXPECT_THAT(WriteJobCertificates(dir, {"leader", "task-worker-0"}, 30, {{"worker", 1}}),
+              StatusIs(Code::kInvalidArgument, HasSubstr("a task's file")));
+  EXPECT_THAT(WriteJobCertificates(dir, {"leader", "leader"}), StatusIs(Code::kInvalidArgument));
   EXPECT_THAT(WriteJobCertificates(dir, {"leader"}, 30, {{"bad job", 2}}),
               StatusIs(Code::kInvalidArgument, HasSubstr("bad job name")));
   EXPECT_THAT(WriteJobCertificates(dir, {"leader"}, 30, {{std::string(41, 'j'), 2}}),
@@ -305,6 +360,55 @@ TEST_F(TlsConnectionTest, UnusableFiles_LeaderAndAgentRefuseToStart) {
               StatusIs(Code::kInvalidArgument, HasSubstr("does not match")));
   EXPECT_THAT(Agent::Create(system, AgentOptions{}, nullptr).status(),
               StatusIs(Code::kInvalidArgument, HasSubstr("does not match")));
+}
+
+}  // namespace
+}  // namespace muster
+
+namespace muster {
+namespace {
+
+using peer_identity_atom = caf::atom_constant<caf::atom("peerident")>;
+
+// Per-task certificates between real nodes: a task's own certificate registers it; the
+// command's certificate cannot, and no message from another node can claim a certificate for
+// it (only the gate itself tells the gate who a connection is).
+TEST_F(TlsConnectionTest, TaskCertificates_OnlyTheTasksOwnRegistersAndNoPeerCanClaimOne) {
+  const std::string dir = Dir("bind");
+  std::filesystem::remove_all(dir);
+  ASSERT_THAT(WriteJobCertificates(dir, {"leader", "cli"}, 30, {{"worker", 1}}), IsOk());
+  Start(FilesOf(dir, "leader"), FilesOf(dir, "cli"));
+  auto published =
+      worker_system_->middleman().remote_actor<CoordinatorActor>("127.0.0.1", leader_->port());
+  ASSERT_TRUE(published) << worker_system_->render(published.error());
+  auto gate = caf::actor_cast<caf::actor>(*published);
+  {
+    caf::scoped_actor self{*worker_system_};
+    for (bool anonymous : {false, true}) {
+      auto claim = caf::make_message(peer_identity_atom::value, worker_system_->node(),
+                                     static_cast<int32_t>(CertificateIdentity::Kind::kTask),
+                                     std::string("/job:worker/task:0"), true);
+      if (anonymous) {
+        caf::anon_send(gate, claim);
+      } else {
+        self->send(gate, claim);
+      }
+    }
+  }
+  EXPECT_THAT(
+      Connect(absl::Seconds(5)),
+      StatusIs(Code::kPermissionDenied, AllOf(HasSubstr("acting as task /job:worker/task:0"),
+                                              HasSubstr("the muster command's certificate"))));
+  agent_.reset();
+  worker_system_.reset();
+  worker_config_ =
+      std::make_unique<NodeConfig>(WithTls(WorkerNodeOptions(), {.cert = dir + "/task-worker-0.pem",
+                                                                 .key = dir + "/task-worker-0.key",
+                                                                 .ca = dir + "/ca.pem"}));
+  worker_system_ = std::make_unique<caf::actor_system>(*worker_config_);
+  ASSERT_THAT(Connect(), IsOk());
+  EXPECT_THAT(agent_->InsertKeyValue("config/lr", "0.01"), IsOk());
+  EXPECT_THAT(agent_->Shutdown(), IsOk());
 }
 
 }  // namespace

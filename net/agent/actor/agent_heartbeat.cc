@@ -14,6 +14,7 @@
 #include "muster/messages/status_codec.h"
 #include "muster/net/agent/actor/agent_state.h"
 #include "muster/net/agent/agent.h"
+#include "muster/net/transport/wire/guarded_multiplexer.h"
 
 namespace muster {
 namespace {
@@ -93,13 +94,20 @@ void HandleBeat(AgentPointer self, uint64_t generation) {
                                       LeaderAddress(self), " has restarted; restart this task.")));
     }
   };
-  auto on_error = [self, current](caf::error& error) {
+  auto on_error = [self, current, leader](caf::error& error) {
     if (!current()) return;
+    auto& st = self->state;
     absl::Status status = ToStatus(error);
-    auto silent = self->clock().now() - self->state.last_heartbeat_ok;
-    if (GetCoordinationError(status) || silent >= self->state.heartbeat_timeout) {
-      SetError(self, status);
+    if (GetCoordinationError(status)) return SetError(self, status);
+    // An unanswered beat is no verdict while the leader's bytes still arrive: its answer may
+    // wait behind a large frame on a slow link.
+    const uint64_t heard = GuardedMultiplexer::BytesReadFrom(self->home_system(), leader.node());
+    if (heard != st.leader_bytes_seen) {
+      st.leader_bytes_seen = heard;
+      st.last_heartbeat_ok = self->clock().now();
+      return;
     }
+    if (self->clock().now() - st.last_heartbeat_ok >= st.heartbeat_timeout) SetError(self, status);
   };
   auto timeout = st.heartbeat_timeout / 2;
   if (st.config.heartbeat_batcher) {

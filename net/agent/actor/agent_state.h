@@ -46,7 +46,11 @@ struct AgentActorState {
   // and whether beats go one-way; set at each registration (AdoptHeartbeatTimeout).
   caf::timespan heartbeat_timeout{std::chrono::seconds(10)};
   bool one_way_heartbeats = false;
+  // When a heartbeat was last answered, or bytes from the leader last arrived (a leader that is
+  // sending a large frame is alive though its answers queue behind it), and how many bytes had
+  // arrived then (GuardedMultiplexer::BytesReadFrom).
   caf::actor_clock::time_point last_heartbeat_ok;
+  uint64_t leader_bytes_seen = 0;
   // Calls forwarded to the leader and not answered yet, by call id (the order they were made):
   // how to (re)send them and how to fail them.
   struct Pending {

@@ -140,7 +140,12 @@ absl::Status FrameGuard::Check(absl::Span<const char> chunk) {
     if (absl::Status status = CheckNodes(chunk); !status.ok()) return status;
   }
   uint8_t expected_handshake = inbound_ ? kClientHandshake : kServerHandshake;
-  if (payload_operation_ == expected_handshake) handshake_done_ = true;
+  if (payload_operation_ == expected_handshake) {
+    // The server's handshake begins with its node id (then its application identifiers and
+    // published actor): kept whole, for a reader of the id at its start.
+    if (!inbound_ && peer_node_.empty()) peer_node_.assign(chunk.data(), chunk.size());
+    handshake_done_ = true;
+  }
   return absl::OkStatus();
 }
 

@@ -116,7 +116,8 @@ class FrameGuard {
   // The peer completed its handshake (its handshake frame and payload passed the checks).
   bool handshake_done() const { return handshake_done_; }
 
-  // The node id the peer gave in its handshake, as CAF serializes it (empty: not checked).
+  // The node id the peer gave in its handshake, as CAF serializes it (empty: not checked). On a
+  // connection this node dialed: the server handshake's whole payload, which begins with it.
   const std::string& peer_node() const { return peer_node_; }
 
  private:

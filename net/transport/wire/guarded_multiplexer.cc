@@ -16,6 +16,7 @@
 #include <caf/binary_serializer.hpp>
 #include <caf/io/abstract_broker.hpp>
 #include <caf/io/doorman.hpp>
+#include <caf/io/middleman.hpp>
 #include <caf/io/network/acceptor_impl.hpp>
 #include <caf/io/network/native_socket.hpp>
 #include <caf/make_counted.hpp>
@@ -97,6 +98,7 @@ class GuardedScribe : public caf::io::scribe {
   ~GuardedScribe() override {
     if (watch_id_ != 0) mpx_.Unwatch(watch_id_);
     if (identity_) mpx_.ReleasePeerIdentity(peer_, *identity_);
+    if (bytes_read_) mpx_.ForgetBytesFrom(peer_, bytes_read_.get());
     ReleaseChunks();
     if (!host_.empty()) mpx_.ReleaseHost(host_);
   }
@@ -228,6 +230,11 @@ class GuardedScribe : public caf::io::scribe {
                                     bytes.size()};
     if (bytes.empty() || source(peer_)) return true;
     RememberPeerHost(peer_, host_.empty() ? addr() : host_);
+    if (!inbound_) {  // a node we dialed (an agent's leader): its bytes tell that it lives
+      bytes_read_ = std::make_shared<std::atomic<uint64_t>>(0);
+      stream_.CountBytesInto(bytes_read_);
+      mpx_.CountBytesFrom(peer_, bytes_read_);
+    }
     TlsSession* tls = stream_.session();
     if (!inbound_ || tls == nullptr) return true;
     absl::StatusOr<CertificateIdentity> identity = tls->PeerIdentity();
@@ -300,6 +307,8 @@ class GuardedScribe : public caf::io::scribe {
   caf::node_id peer_;  // the node the peer's handshake named
   // Who the peer's certificate names, when it was told (NamePeer).
   std::optional<CertificateIdentity> identity_;
+  // On a connection this node dialed: the bytes read from it (BytesReadFrom).
+  std::shared_ptr<std::atomic<uint64_t>> bytes_read_;
   FrameGuard guard_;
   FrameAssembler assembler_;
   size_t reserved_ = 0;  // of the multiplexer's budget of unfinished frame bytes
@@ -627,6 +636,27 @@ void GuardedMultiplexer::ReleasePeerIdentity(const caf::node_id& node,
     listener = identity_listener_;
   }
   if (listener) (*listener)(node, identity, /*connected=*/false);
+}
+
+uint64_t GuardedMultiplexer::BytesReadFrom(caf::actor_system& system, const caf::node_id& node) {
+  auto* mpx = dynamic_cast<GuardedMultiplexer*>(&system.middleman().backend());
+  if (mpx == nullptr) return 0;
+  absl::MutexLock lock(&mpx->bytes_mutex_);
+  auto it = mpx->bytes_from_.find(node);
+  return it == mpx->bytes_from_.end() ? 0 : it->second->load(std::memory_order_relaxed);
+}
+
+void GuardedMultiplexer::CountBytesFrom(const caf::node_id& node,
+                                        std::shared_ptr<std::atomic<uint64_t>> counter) {
+  absl::MutexLock lock(&bytes_mutex_);
+  bytes_from_[node] = std::move(counter);
+}
+
+void GuardedMultiplexer::ForgetBytesFrom(const caf::node_id& node,
+                                         const std::atomic<uint64_t>* counter) {
+  absl::MutexLock lock(&bytes_mutex_);
+  auto it = bytes_from_.find(node);
+  if (it != bytes_from_.end() && it->second.get() == counter) bytes_from_.erase(it);
 }
 
 void GuardedMultiplexer::Report(const std::string& what) {

@@ -41,6 +41,12 @@ void ApplyPolicy(CoordinatorPointer self, const proto::CoordinatedTask& task,
                  const absl::Status& error) {
   auto& st = self->state;
   FailureDecision decision = st.options.policy->OnTaskFailure(task, error, Now(self));
+  // A task that registered as recoverable (CoordinatedTask.recoverable) fails alone, as in the
+  // reference: its failure is not propagated, whatever the policy says of its job.
+  if (st.view.IsRecoverable(task) && (decision.action == FailureAction::kPropagateToJob ||
+                                      decision.action == FailureAction::kPropagateToCluster)) {
+    decision.action = FailureAction::kTolerate;
+  }
   switch (decision.action) {
     case FailureAction::kTolerate:
       break;

@@ -224,6 +224,28 @@ TEST_F(ClusterTest, RecoverableJob_FailureToleratedAndTaskRejoinsWithNewIncarnat
   EXPECT_EQ(State("worker", 0).incarnation(), 7u);
 }
 
+// A task that registers as recoverable itself (the reference's CoordinatedTask.recoverable bit)
+// fails alone under the default policy too, and rejoins as a new incarnation.
+TEST_F(ClusterTest, TaskRegisteredAsRecoverable_FailureNotPropagatedAndRejoins) {
+  Spawn(Config(2));
+  Reports w0, w1;
+  proto::RegisterTaskRequest recoverable;
+  *recoverable.mutable_source_task() = MakeTask("worker", 0);
+  recoverable.mutable_source_task()->set_recoverable(true);
+  recoverable.set_incarnation(1);
+  ASSERT_THAT(Call<proto::RegisterTaskResponse>(leader_, recoverable, Agent(&w0)).status(), IsOk());
+  ASSERT_TRUE(Register("worker", 1, 2, Agent(&w1)).ok());
+  AdvanceTime(5s);
+  ASSERT_THAT(Heartbeat("worker", 1, 2), IsOk());
+  AdvanceTime(5s);  // worker/0 goes stale: it alone
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
+  EXPECT_TRUE(w1->empty());
+  EXPECT_EQ(State("worker", 1).state(), proto::TASKSTATE_CONNECTED);
+  recoverable.set_incarnation(7);
+  EXPECT_THAT(Call<proto::RegisterTaskResponse>(leader_, recoverable, Agent(&w0)).status(), IsOk());
+  EXPECT_EQ(State("worker", 0).incarnation(), 7u);
+}
+
 // Every connected agent was told of the first failure; a recoverable task's new agent (not
 // handed the old error when it connects) is counted again and told of the next failure.
 TEST_F(ClusterTest, AgentRejoinedAfterAFailure_ToldOfTheNextFailureOthersNotAgain) {

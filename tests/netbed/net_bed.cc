@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -225,6 +226,41 @@ absl::Status NetBed::Isolate(int host) {
     if (absl::Status applied = Apply(i); !applied.ok()) return applied;
   }
   return absl::OkStatus();
+}
+
+absl::Status NetBed::SetRate(int host, int64_t bytes_per_second) {
+  if (host < 0 || host >= hosts_ || bytes_per_second < 0) {
+    return absl::InvalidArgumentError("SetRate: a host of the bed and a rate >= 0");
+  }
+  const std::string port = absl::StrCat("h", host);
+  for (auto [ns, dev] : {std::pair{names_[host], std::string("eth0")}, {switch_, port}}) {
+    std::vector<std::string> command = {kIp, "netns", "exec", ns, "/usr/sbin/tc", "qdisc"};
+    if (bytes_per_second == 0) {
+      command.insert(command.end(), {"del", "dev", dev, "root"});
+      (void)Run(command);  // none set: nothing to delete
+      continue;
+    }
+    // A burst of at least one MTU-sized packet and 10 ms of the rate; packets queue up to 1 s.
+    const int64_t burst = std::max<int64_t>(bytes_per_second / 100, 16 * 1024);
+    command.insert(command.end(), {"replace", "dev", dev, "root", "tbf", "rate",
+                                   absl::StrCat(bytes_per_second * 8, "bit"), "burst",
+                                   absl::StrCat(burst), "latency", "1000ms"});
+    if (auto done = Run(command); !done.ok()) return done.status();
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::string> NetBed::Relay(const std::string& listen, const std::string& to,
+                                       int delay_ms, int jitter_ms, int64_t rate) {
+  return {"/usr/bin/python3",
+          MUSTER_NETBED_RELAY,
+          "--listen",
+          listen,
+          "--to",
+          to,
+          absl::StrCat("--delay-ms=", delay_ms),
+          absl::StrCat("--jitter-ms=", jitter_ms),
+          absl::StrCat("--rate-bytes=", rate)};
 }
 
 absl::Status NetBed::HealAll() {

@@ -16,6 +16,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <set>
 #include <string>
@@ -53,8 +54,17 @@ class NetBed {
   absl::Status Partition(int a, int b);
   // Cuts `host` from every other host, both ways.
   absl::Status Isolate(int host);
-  // Removes every fault of every host.
+  // Limits what `host` sends and receives to `bytes_per_second` each way (tc tbf on both ends of
+  // its link; 0: no limit).
+  absl::Status SetRate(int host, int64_t bytes_per_second);
+  // Removes every fault of every host (loss and partitions; not rates).
   absl::Status HealAll();
+
+  // The command of a relay (tests/netbed/relay.py) listening on `listen` (HOST:PORT) and
+  // forwarding to `to` after `delay_ms` plus up to `jitter_ms` each way, at most `rate` bytes a
+  // second (0: no limit). Run it in a host with In(); it prints "relay ready".
+  static std::vector<std::string> Relay(const std::string& listen, const std::string& to,
+                                        int delay_ms, int jitter_ms = 0, int64_t rate = 0);
 
  private:
   NetBed(int hosts, std::string prefix);

@@ -13,6 +13,8 @@
 //    while the leader's other clients are served at once;
 //  - mutual TLS and the token across hosts: a host of another CA can neither join nor read.
 // Skipped, saying why, where namespaces cannot be made (not root); CI runs as root.
+#include <signal.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -371,6 +373,56 @@ TEST_F(RealNetworkTest, TlsAndTokenAcrossHosts_ForeignCertificateGetsNothing) {
   EXPECT_THAT(reader->output(), HasSubstr("certificate verify failed"));
   EXPECT_THAT(reader->output(), Not(HasSubstr("id-42")));
   std::filesystem::remove_all(dir);
+}
+
+// PyTorch across hosts: 4 hosts × 2 gloo ranks join through muster:// (rank 0 hosts the
+// leader; the other hosts reach it through a relay adding 5 ms each way) and all_reduce; when
+// one host's ranks are killed (kill -9), every other rank ends within the heartbeat timeout
+// plus 1 s, naming a killed rank.
+TEST_F(RealNetworkTest, PyTorchAcrossHosts_KilledHostsRanksEndTheOthersNamingThem) {
+#ifndef MUSTER_PYTHON_DIR
+  GTEST_SKIP() << "the muster Python package is not built";
+#else
+  std::vector<std::unique_ptr<Subprocess>> relays;
+  for (int host = 1; host < 4; ++host) {
+    auto relay = Start(host, NetBed::Relay("127.0.0.1:29500", NetBed::Address(0) + ":29500",
+                                           /*delay_ms=*/5));
+    ASSERT_NE(relay, nullptr);
+    ASSERT_TRUE(relay->WaitForLine("relay ready", kBound).ok()) << relay->output();
+    relays.push_back(std::move(relay));
+  }
+  const int world = 8;
+  std::vector<std::unique_ptr<Subprocess>> ranks(world);
+  for (int rank = world - 1; rank >= 0; --rank) {  // rank 0, which hosts the leader, last
+    const int host = rank / 2;
+    const std::string url = absl::StrCat("muster://", host == 0 ? NetBed::Address(0) : "127.0.0.1",
+                                         ":29500?heartbeat_timeout=2");
+    ranks[rank] =
+        Start(host, {"/usr/bin/env", "PYTHONPATH=" MUSTER_PYTHON_DIR, "GLOO_SOCKET_IFNAME=eth0",
+                     "/usr/bin/python3", MUSTER_TORCH_RANK, url, absl::StrCat(rank),
+                     absl::StrCat(world), host == 3 ? "victim" : "blocked"});
+    ASSERT_NE(ranks[rank], nullptr);
+  }
+  for (int rank = 0; rank < world; ++rank) {
+    auto ready = ranks[rank]->WaitForLine("ready", absl::Seconds(120));
+    ASSERT_TRUE(ready.ok()) << "rank " << rank << ": " << ranks[rank]->output();
+  }
+  absl::SleepFor(absl::Milliseconds(500));  // the others wait in their all_reduce by now
+  const absl::Time kill = absl::Now();
+  ranks[6]->Signal(SIGKILL);
+  ranks[7]->Signal(SIGKILL);
+  for (int rank = 0; rank < 6; ++rank) {
+    auto code = ranks[rank]->Wait(absl::Seconds(60));
+    const absl::Duration after = absl::Now() - kill;
+    const std::string& out = ranks[rank]->output();
+    std::printf("rank %d ended %s after the kill\n", rank, absl::FormatDuration(after).c_str());
+    EXPECT_NE(code.value_or(0), 0) << out;
+    EXPECT_THAT(out, Not(HasSubstr("all_reduce returned")));
+    EXPECT_TRUE(out.find("rank 6") != std::string::npos || out.find("rank 7") != std::string::npos)
+        << out;
+    EXPECT_LT(after, absl::Seconds(3)) << out;  // heartbeat timeout (2 s) + 1 s
+  }
+#endif
 }
 
 }  // namespace

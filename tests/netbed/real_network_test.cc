@@ -318,6 +318,12 @@ void RealNetworkTest::RunSlowFarHost(const std::vector<std::string>& far_flags) 
 
 TEST_F(RealNetworkTest, SlowFarHost_JoinsGetsFourMiBAndDoesNotSlowTheOthers) { RunSlowFarHost({}); }
 
+// The same with the far agent's own 2 s heartbeat timeout: beats go one-way and CAF's
+// connection timeout (2 s) watches the leader while one frame takes 4 s to arrive.
+TEST_F(RealNetworkTest, SlowFarHostWithOneWayBeats_JoinsAndGetsFourMiB) {
+  RunSlowFarHost({"--heartbeat_timeout_ms=2000"});
+}
+
 // Mutual TLS and the job token across hosts: the job's hosts join and finish; a host with a
 // certificate of another CA can neither join nor read.
 TEST_F(RealNetworkTest, TlsAndTokenAcrossHosts_ForeignCertificateGetsNothing) {

@@ -115,6 +115,8 @@ class FrameGuard {
 
   // The peer completed its handshake (its handshake frame and payload passed the checks).
   bool handshake_done() const { return handshake_done_; }
+  // The last chunk checked was a header that announced a payload: the payload comes next.
+  bool awaiting_payload() const { return in_payload_; }
 
   // The node id the peer gave in its handshake, as CAF serializes it (empty: not checked). On a
   // connection this node dialed: the server handshake's whole payload, which begins with it.

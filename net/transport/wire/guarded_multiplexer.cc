@@ -137,6 +137,9 @@ class GuardedScribe : public caf::io::scribe {
 
   // A second line of defence: CAF never gets to allocate a read buffer over the limit.
   void configure_read(caf::io::receive_policy::config config) override {
+    // While a held frame arrives, CAF (fed heartbeats) asks for headers: the stream keeps reading
+    // the frame's chunks.
+    if (holding_header_) return;
     if (limits_.max_frame_bytes != 0 &&
         config.second > size_t{limits_.max_frame_bytes} + FrameGuard::kHeaderSize) {
       Close(absl::StrCat("a read of ", config.second, " bytes; the limit is ",
@@ -215,6 +218,7 @@ class GuardedScribe : public caf::io::scribe {
       Close(verdict.message());
       return true;
     }
+    if (!inbound_ && guard_.awaiting_payload() && HoldLargeFrame(bytes)) return true;
     if (!assembler_.active()) UnwatchWhenSettled();
     if (!peer_named_ && guard_.handshake_done() && !NamePeer()) return true;
     return caf::io::scribe::consume(ctx, bytes.data(), bytes.size());
@@ -262,6 +266,7 @@ class GuardedScribe : public caf::io::scribe {
   // buffer from rd_buf() (scribe::consume), so the payload stands in for the chunk buffer
   // meanwhile.
   bool ConsumeChunk(caf::execution_unit* ctx, absl::Span<const char> chunk) {
+    if (!inbound_) return ConsumeHeldChunk(ctx, chunk);
     if (!mpx_.ReserveFrameBytes(chunk.size())) {
       Close(absl::StrCat("a frame of ", assembler_.expected(), " bytes would pass the ",
                          limits_.max_unfinished_frame_bytes,
@@ -282,6 +287,56 @@ class GuardedScribe : public caf::io::scribe {
     assembler_.Reset();
     ReleaseChunks();
     UnwatchWhenSettled();
+    return result;
+  }
+
+  // On a connection this node dialed: the header of a frame whose payload is large is held
+  // back from CAF while the payload arrives in chunks, and CAF is handed a BASP heartbeat (a
+  // header of its own, nothing else) every kHeldFrameBeat meanwhile. CAF's connection timeout
+  // counts whole frames: without these, a frame that takes longer than the timeout to arrive
+  // (4 MiB over 1 MB/s) would close the connection though its bytes keep coming. When the
+  // payload is complete, CAF gets the real header, then the payload.
+  static constexpr auto kHeldFrameBeat = std::chrono::milliseconds(100);
+  static constexpr char kHeartbeatOperation = 0x06;
+
+  bool HoldLargeFrame(absl::Span<const char> header) {
+    if (header.size() != FrameGuard::kHeaderSize) return false;
+    const auto* b = reinterpret_cast<const unsigned char*>(header.data());
+    const size_t length = (size_t{b[4]} << 24) | (size_t{b[5]} << 16) | (size_t{b[6]} << 8) | b[7];
+    if (!FrameAssembler::Assembles(length)) return false;
+    held_header_.assign(header.begin(), header.end());
+    holding_header_ = true;
+    last_held_beat_ = Clock::now();
+    assembler_.Start(length);
+    stream_.configure_read(caf::io::receive_policy::exactly(assembler_.NextChunk()));
+    return true;
+  }
+
+  // Hands CAF `frame` (a header, or a payload it asked for) as if read from the connection.
+  bool Feed(caf::execution_unit* ctx, std::vector<char>& frame) {
+    frame.swap(stream_.rd_buf());
+    bool result = caf::io::scribe::consume(ctx, stream_.rd_buf().data(), stream_.rd_buf().size());
+    frame.swap(stream_.rd_buf());
+    return result;
+  }
+
+  bool ConsumeHeldChunk(caf::execution_unit* ctx, absl::Span<const char> chunk) {
+    if (!assembler_.Append(chunk)) {
+      stream_.configure_read(caf::io::receive_policy::exactly(assembler_.NextChunk()));
+      if (Clock::now() - last_held_beat_ < kHeldFrameBeat) return true;
+      last_held_beat_ = Clock::now();
+      std::vector<char> beat(FrameGuard::kHeaderSize, 0);
+      beat[0] = kHeartbeatOperation;
+      return Feed(ctx, beat);
+    }
+    holding_header_ = false;
+    std::vector<char> header = std::move(held_header_);
+    if (!Feed(ctx, header)) return false;  // CAF asks for the payload next
+    std::vector<char>& payload = assembler_.payload();
+    payload.swap(stream_.rd_buf());
+    bool result = Deliver(ctx, absl::MakeConstSpan(stream_.rd_buf()));
+    payload.swap(stream_.rd_buf());
+    assembler_.Reset();
     return result;
   }
 
@@ -309,6 +364,10 @@ class GuardedScribe : public caf::io::scribe {
   std::optional<CertificateIdentity> identity_;
   // On a connection this node dialed: the bytes read from it (BytesReadFrom).
   std::shared_ptr<std::atomic<uint64_t>> bytes_read_;
+  // On a connection this node dialed: the header of a large frame still arriving (HoldLargeFrame).
+  bool holding_header_ = false;
+  std::vector<char> held_header_;
+  Clock::time_point last_held_beat_{};
   FrameGuard guard_;
   FrameAssembler assembler_;
   size_t reserved_ = 0;  // of the multiplexer's budget of unfinished frame bytes

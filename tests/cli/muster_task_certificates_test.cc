@@ -129,10 +129,10 @@ TEST_F(MusterTaskCertificatesTest, LauncherWithoutATasksCertificate_RefusesToSta
   for (const char* file : {"worker.pem", "worker.key", "ca.pem"}) {
     std::filesystem::copy_file(Dir() + "/" + file, partial + "/" + file);
   }
-  Result run = RunMuster({"run", "--leader=" + leader_.address(), "--tasks=0-1",
-                          "--tls-cert=" + partial + "/worker.pem",
-                          "--tls-key=" + partial + "/worker.key", "--tls-ca=" + partial + "/ca.pem",
-                          "--", MUSTER_RUN_WORKER_BIN});
+  Result run =
+      RunMuster({"run", "--leader=" + leader_.address(), "--tasks=0-1",
+                 "--tls-cert=" + partial + "/worker.pem", "--tls-key=" + partial + "/worker.key",
+                 "--tls-ca=" + partial + "/ca.pem", "--", MUSTER_RUN_WORKER_BIN});
   EXPECT_EQ(run.code, 2) << run.output;
   EXPECT_THAT(run.output, HasSubstr(partial + "/task-worker-0.pem"));
   EXPECT_THAT(run.output, Not(HasSubstr("started")));

@@ -4,7 +4,8 @@ has no netem). Listens on --listen HOST:PORT; each connection it accepts is join
 connection to --to HOST:PORT, and every chunk read in either direction is written on after
 --delay-ms plus a random 0..--jitter-ms, never before the chunk ahead of it (a stream stays in
 order, as TCP's is). --rate-bytes paces each direction to that many bytes a second (0: no
-limit). Prints "relay ready" once it listens; runs until killed."""
+limit). Prints "relay ready PORT" once it listens (--listen HOST:0 picks a free port); runs
+until killed."""
 
 import argparse
 import asyncio
@@ -80,7 +81,7 @@ async def main():
 
     host, port = address(args.listen)
     server = await asyncio.start_server(serve, host, port, reuse_address=True)
-    print("relay ready", flush=True)
+    print(f"relay ready {server.sockets[0].getsockname()[1]}", flush=True)
     async with server:
         await server.serve_forever()
 

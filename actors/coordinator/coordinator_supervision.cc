@@ -41,11 +41,13 @@ void ApplyPolicy(CoordinatorPointer self, const proto::CoordinatedTask& task,
                  const absl::Status& error) {
   auto& st = self->state;
   FailureDecision decision = st.options.policy->OnTaskFailure(task, error, Now(self));
-  // A task that registered as recoverable (CoordinatedTask.recoverable) fails alone, as in the
-  // reference: its failure is not propagated, whatever the policy says of its job.
-  if (st.view.IsRecoverable(task) && (decision.action == FailureAction::kPropagateToJob ||
-                                      decision.action == FailureAction::kPropagateToCluster)) {
+  // A task that registered as recoverable itself (CoordinatedTask.recoverable) where the policy
+  // does not count it recoverable fails alone, as in the reference: its failure is told to
+  // nobody and fails no job, and a restart is its own. (Tasks the policy counts recoverable are
+  // the policy's to decide: RestartIntensity may still fail their job.)
+  if (st.view.IsRecoverable(task) && !st.options.policy->IsRecoverable(task)) {
     decision.action = FailureAction::kTolerate;
+    if (decision.restart == RestartScope::kAll) decision.restart = RestartScope::kTask;
   }
   switch (decision.action) {
     case FailureAction::kTolerate:

@@ -60,6 +60,10 @@ void StopHeartbeats(AgentPointer self) { ++self->state.beat_generation; }
 
 void StartHeartbeats(AgentPointer self) {
   self->state.last_heartbeat_ok = self->clock().now();
+  if (self->state.leader) {
+    self->state.leader_bytes_seen =
+        GuardedMultiplexer::BytesReadFrom(self->home_system(), self->state.leader.node());
+  }
   StopHeartbeats(self);
   ScheduleBeat(self);
 }
@@ -99,8 +103,8 @@ void HandleBeat(AgentPointer self, uint64_t generation) {
     auto& st = self->state;
     absl::Status status = ToStatus(error);
     if (GetCoordinationError(status)) return SetError(self, status);
-    // An unanswered beat is no verdict while the leader's bytes still arrive: its answer may
-    // wait behind a large frame on a slow link.
+    // An unanswered beat is no verdict while a large frame from the leader still arrives: the
+    // answer waits behind it on a slow link.
     const uint64_t heard = GuardedMultiplexer::BytesReadFrom(self->home_system(), leader.node());
     if (heard != st.leader_bytes_seen) {
       st.leader_bytes_seen = heard;

@@ -98,7 +98,7 @@ class GuardedScribe : public caf::io::scribe {
   ~GuardedScribe() override {
     if (watch_id_ != 0) mpx_.Unwatch(watch_id_);
     if (identity_) mpx_.ReleasePeerIdentity(peer_, *identity_);
-    if (bytes_read_) mpx_.ForgetBytesFrom(peer_, bytes_read_.get());
+    if (bytes_read_) mpx_.CloseBytesFrom(peer_);
     ReleaseChunks();
     if (!host_.empty()) mpx_.ReleaseHost(host_);
   }
@@ -218,7 +218,10 @@ class GuardedScribe : public caf::io::scribe {
       Close(verdict.message());
       return true;
     }
-    if (!inbound_ && guard_.awaiting_payload() && HoldLargeFrame(bytes)) return true;
+    if (!inbound_ && guard_.handshake_done() && guard_.awaiting_payload() &&
+        HoldLargeFrame(bytes)) {
+      return true;
+    }
     if (!assembler_.active()) UnwatchWhenSettled();
     if (!peer_named_ && guard_.handshake_done() && !NamePeer()) return true;
     return caf::io::scribe::consume(ctx, bytes.data(), bytes.size());
@@ -234,11 +237,8 @@ class GuardedScribe : public caf::io::scribe {
                                     bytes.size()};
     if (bytes.empty() || source(peer_)) return true;
     RememberPeerHost(peer_, host_.empty() ? addr() : host_);
-    if (!inbound_) {  // a node we dialed (an agent's leader): its bytes tell that it lives
-      bytes_read_ = std::make_shared<std::atomic<uint64_t>>(0);
-      stream_.CountBytesInto(bytes_read_);
-      mpx_.CountBytesFrom(peer_, bytes_read_);
-    }
+    // A node we dialed (an agent's leader): the bytes of its large frames tell that it lives.
+    if (!inbound_) bytes_read_ = mpx_.OpenBytesFrom(peer_);
     TlsSession* tls = stream_.session();
     if (!inbound_ || tls == nullptr) return true;
     absl::StatusOr<CertificateIdentity> identity = tls->PeerIdentity();
@@ -308,7 +308,7 @@ class GuardedScribe : public caf::io::scribe {
     holding_header_ = true;
     last_held_beat_ = Clock::now();
     assembler_.Start(length);
-    stream_.configure_read(caf::io::receive_policy::exactly(assembler_.NextChunk()));
+    stream_.configure_read(caf::io::receive_policy::at_most(assembler_.NextChunk()));
     return true;
   }
 
@@ -320,9 +320,12 @@ class GuardedScribe : public caf::io::scribe {
     return result;
   }
 
+  // Whatever arrived of the held frame (reads take what is there, at most a chunk): a slow
+  // link still feeds CAF its heartbeats, whatever the size of a chunk.
   bool ConsumeHeldChunk(caf::execution_unit* ctx, absl::Span<const char> chunk) {
+    if (bytes_read_) bytes_read_->fetch_add(chunk.size(), std::memory_order_relaxed);
     if (!assembler_.Append(chunk)) {
-      stream_.configure_read(caf::io::receive_policy::exactly(assembler_.NextChunk()));
+      stream_.configure_read(caf::io::receive_policy::at_most(assembler_.NextChunk()));
       if (Clock::now() - last_held_beat_ < kHeldFrameBeat) return true;
       last_held_beat_ = Clock::now();
       std::vector<char> beat(FrameGuard::kHeaderSize, 0);
@@ -362,7 +365,8 @@ class GuardedScribe : public caf::io::scribe {
   caf::node_id peer_;  // the node the peer's handshake named
   // Who the peer's certificate names, when it was told (NamePeer).
   std::optional<CertificateIdentity> identity_;
-  // On a connection this node dialed: the bytes read from it (BytesReadFrom).
+  // On a connection this node dialed: the bytes of large frames read from its node
+  // (BytesReadFrom).
   std::shared_ptr<std::atomic<uint64_t>> bytes_read_;
   // On a connection this node dialed: the header of a large frame still arriving (HoldLargeFrame).
   bool holding_header_ = false;
@@ -698,24 +702,26 @@ void GuardedMultiplexer::ReleasePeerIdentity(const caf::node_id& node,
 }
 
 uint64_t GuardedMultiplexer::BytesReadFrom(caf::actor_system& system, const caf::node_id& node) {
+  if (!system.has_middleman()) return 0;
   auto* mpx = dynamic_cast<GuardedMultiplexer*>(&system.middleman().backend());
   if (mpx == nullptr) return 0;
   absl::MutexLock lock(&mpx->bytes_mutex_);
   auto it = mpx->bytes_from_.find(node);
-  return it == mpx->bytes_from_.end() ? 0 : it->second->load(std::memory_order_relaxed);
+  return it == mpx->bytes_from_.end() ? 0 : it->second.counter->load(std::memory_order_relaxed);
 }
 
-void GuardedMultiplexer::CountBytesFrom(const caf::node_id& node,
-                                        std::shared_ptr<std::atomic<uint64_t>> counter) {
+std::shared_ptr<std::atomic<uint64_t>> GuardedMultiplexer::OpenBytesFrom(const caf::node_id& node) {
   absl::MutexLock lock(&bytes_mutex_);
-  bytes_from_[node] = std::move(counter);
+  BytesFrom& from = bytes_from_[node];
+  if (!from.counter) from.counter = std::make_shared<std::atomic<uint64_t>>(0);
+  ++from.connections;
+  return from.counter;
 }
 
-void GuardedMultiplexer::ForgetBytesFrom(const caf::node_id& node,
-                                         const std::atomic<uint64_t>* counter) {
+void GuardedMultiplexer::CloseBytesFrom(const caf::node_id& node) {
   absl::MutexLock lock(&bytes_mutex_);
   auto it = bytes_from_.find(node);
-  if (it != bytes_from_.end() && it->second.get() == counter) bytes_from_.erase(it);
+  if (it != bytes_from_.end() && --it->second.connections <= 0) bytes_from_.erase(it);
 }
 
 void GuardedMultiplexer::Report(const std::string& what) {

@@ -127,12 +127,15 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   // false), so no connection can speak for a node the listener knows as someone else. Called on
   // the network thread, and on any thread for a connection that is gone. Set the listener before
   // publishing; without one nothing is held.
-  // The bytes read so far from the connection this node dialed to `node` (its latest one), as
-  // they arrive: a peer that is sending is alive even while one large frame keeps its replies
-  // queued behind it. 0 when there is none, or `system` has no GuardedMultiplexer.
+  // The bytes of large frames read so far from the connections this node dialed to `node`, as
+  // they arrive (never CAF's keep-alives, which its network thread sends even when the node's
+  // actors are stuck): a peer that is sending a large frame is alive even while the frame keeps
+  // its replies queued behind it. Grows while a connection to the node is open; 0 when there is
+  // none, or `system` has no GuardedMultiplexer.
   static uint64_t BytesReadFrom(caf::actor_system& system, const caf::node_id& node);
-  void CountBytesFrom(const caf::node_id& node, std::shared_ptr<std::atomic<uint64_t>> counter);
-  void ForgetBytesFrom(const caf::node_id& node, const std::atomic<uint64_t>* counter);
+  // A connection to `node` opens (its counter, shared by the node's connections) and closes.
+  std::shared_ptr<std::atomic<uint64_t>> OpenBytesFrom(const caf::node_id& node);
+  void CloseBytesFrom(const caf::node_id& node);
 
   static constexpr size_t kMaxHeldNodes = 1 << 17;
   using PeerIdentityListener = std::function<void(
@@ -166,8 +169,11 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   absl::flat_hash_map<caf::node_id, HeldIdentity> held_identities_
       ABSL_GUARDED_BY(identities_mutex_);
   absl::Mutex bytes_mutex_;
-  absl::flat_hash_map<caf::node_id, std::shared_ptr<std::atomic<uint64_t>>> bytes_from_
-      ABSL_GUARDED_BY(bytes_mutex_);
+  struct BytesFrom {
+    std::shared_ptr<std::atomic<uint64_t>> counter;
+    int connections = 0;
+  };
+  absl::flat_hash_map<caf::node_id, BytesFrom> bytes_from_ ABSL_GUARDED_BY(bytes_mutex_);
   absl::Mutex watch_mutex_;
   absl::flat_hash_map<uint64_t, GuardedScribe*> watched_ ABSL_GUARDED_BY(watch_mutex_);
   // When to look at which watched connection, earliest first; ids no longer watched are skipped.

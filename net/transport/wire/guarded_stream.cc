@@ -38,14 +38,6 @@ net::rw_state WirePolicy::Counted(net::rw_state state) {
 }
 
 net::rw_state WirePolicy::read_some(size_t& result, net::native_socket fd, void* buf, size_t len) {
-  net::rw_state state = ReadSome(result, fd, buf, len);
-  if (bytes_read_ && state == net::rw_state::success && result > 0) {
-    bytes_read_->fetch_add(result, std::memory_order_relaxed);
-  }
-  return state;
-}
-
-net::rw_state WirePolicy::ReadSome(size_t& result, net::native_socket fd, void* buf, size_t len) {
   if (tls_) return Counted(tls_->Read(result, buf, len));
   if (ahead_begin_ == ahead_end_) {
     result = 0;

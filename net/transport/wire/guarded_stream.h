@@ -14,7 +14,6 @@
 //                                      \--recv returned < 16 KiB--> drained: next read is "none"
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -44,11 +43,6 @@ class WirePolicy {
   // A connection this node dialed to `port`: its TLS rejections are counted
   // (OutboundTlsRejections).
   void CountRejectionsFor(uint16_t port) { outbound_port_ = port; }
-  // Adds the bytes each read takes from the connection (after TLS: the peer's plain bytes) to
-  // `counter`, as they arrive, also while a large frame is still incomplete.
-  void CountBytesInto(std::shared_ptr<std::atomic<uint64_t>> counter) {
-    bytes_read_ = std::move(counter);
-  }
 
   caf::io::network::rw_state read_some(size_t& result, caf::io::network::native_socket fd,
                                        void* buf, size_t len);
@@ -62,10 +56,7 @@ class WirePolicy {
  private:
   // Counts a rejected outbound TLS handshake once, before CAF sees the failure.
   caf::io::network::rw_state Counted(caf::io::network::rw_state state);
-  caf::io::network::rw_state ReadSome(size_t& result, caf::io::network::native_socket fd, void* buf,
-                                      size_t len);
 
-  std::shared_ptr<std::atomic<uint64_t>> bytes_read_;
   std::unique_ptr<TlsSession> tls_;
   uint16_t outbound_port_ = 0;  // 0: accepted, or not counted
   bool counted_ = false;
@@ -90,9 +81,6 @@ class GuardedStream : public caf::io::network::stream {
 
   bool tls() const { return policy_.tls() != nullptr; }
   TlsSession* session() const { return policy_.tls(); }
-  void CountBytesInto(std::shared_ptr<std::atomic<uint64_t>> counter) {
-    policy_.CountBytesInto(std::move(counter));
-  }
 
  private:
   void ReportHandshakeFailure(const std::string& why);

@@ -145,6 +145,34 @@ TEST_F(LauncherTest, OneForOne_TaskFails_OnlyItRestartsInTheNextGenerationNobody
   EXPECT_EQ(State("worker", 1).incarnation(), 12u);
 }
 
+// A task that registered as recoverable fails alone under OneForAll too: nobody is told, no new
+// round starts (the others stay, and so do the keys); its launcher restarts that task alone.
+TEST_F(LauncherTest, OneForAll_RecoverableTaskFails_RestartedAloneNoNewRound) {
+  Spawn(Config(2), std::make_shared<OneForAll>());
+  Events events;
+  Reports r0, r1;
+  ASSERT_THAT(RegisterLauncher(Launcher(&events), Workers(2)), IsOk());
+  ASSERT_THAT(Register("worker", 0, 10, Agent(&r0)), IsOk());
+  proto::RegisterTaskRequest recoverable;
+  *recoverable.mutable_source_task() = MakeTask("worker", 1);
+  recoverable.mutable_source_task()->set_recoverable(true);
+  recoverable.set_incarnation(11);
+  ASSERT_THAT(Call<proto::RegisterTaskResponse>(leader_, recoverable, Agent(&r1)).status(), IsOk());
+  proto::InsertKeyValueRequest insert;
+  insert.mutable_kv()->set_key("nccl/id");
+  insert.mutable_kv()->set_value("round-0");
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, insert), IsOk());
+  ReportError(1);
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ((*events)[0].restart(), proto::RESTART_TASK);
+  EXPECT_EQ((*events)[0].round(), 0);
+  EXPECT_TRUE(r0->empty());
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
+  proto::TryGetKeyValueRequest get;
+  get.set_key("nccl/id");
+  EXPECT_THAT(Call<proto::TryGetKeyValueResponse>(leader_, get), IsOk());
+}
+
 TEST_F(LauncherTest, OneForAll_TaskFails_NewRoundEveryTaskDisconnectedStoreAndBarriersEmpty) {
   Spawn(Config(2), std::make_shared<OneForAll>());
   Events events;

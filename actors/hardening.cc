@@ -15,7 +15,7 @@
 #include <caf/sec.hpp>
 #include <caf/type_erased_tuple.hpp>
 
-#include "muster/messages/caf_text.h"
+#include "muster/messages/status/caf_text.h"
 #include "muster/messages/line_rate_limiter.h"
 
 namespace muster {

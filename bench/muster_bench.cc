@@ -22,7 +22,7 @@
 #include "muster/actors/coordinator/coordinator_actor.h"
 #include "muster/actors/state/state_store.h"
 #include "muster/bench/harness.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/net/agent/connect/leader_connector_actor.h"
 #include "muster/net/leader/leader_endpoint.h"
 #include "muster/net/leader/token_gate_actor.h"

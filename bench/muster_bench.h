@@ -12,7 +12,7 @@
 #include <caf/atom.hpp>
 
 #include "muster/bench/driver.h"
-#include "muster/messages/interfaces.h"
+#include "muster/messages/vocabulary/interfaces.h"
 
 namespace muster::bench {
 

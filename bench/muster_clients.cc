@@ -17,7 +17,7 @@
 #include "muster/actors/placement.h"
 #include "muster/bench/harness.h"
 #include "muster/bench/muster_bench.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/agent.h"
 #include "muster/net/agent/calls/call_deadlines.h"

@@ -16,7 +16,7 @@
 #include "muster/bench/harness.h"
 #include "muster/bench/muster_bench.h"
 #include "muster/messages/incarnation.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/per_process/barrier_combiner_actor.h"
 #include "muster/net/agent/per_process/heartbeat_batcher_actor.h"

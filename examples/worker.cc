@@ -33,7 +33,7 @@
 #include <absl/time/clock.h>
 #include <caf/actor_system.hpp>
 
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/agent.h"
 #include "muster/net/process/launch_environment.h"

@@ -13,7 +13,7 @@
 #include "muster/actors/placement.h"
 #include "muster/actors/state/durable_gate.h"
 #include "muster/actors/state/state_store.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 
 namespace muster {
 namespace {

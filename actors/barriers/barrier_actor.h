@@ -25,8 +25,8 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "muster/actors/barriers/barrier_state.h"
-#include "muster/messages/atoms.h"
-#include "muster/messages/proto_inspect.h"
+#include "muster/messages/vocabulary/atoms.h"
+#include "muster/messages/vocabulary/proto_inspect.h"
 #include "muster/proto/coordination_service.pb.h"
 
 namespace muster {

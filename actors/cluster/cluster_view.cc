@@ -4,7 +4,7 @@
 
 #include <absl/strings/str_cat.h>
 
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 
 namespace muster {

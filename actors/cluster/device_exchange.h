@@ -16,7 +16,7 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "muster/actors/cluster/cluster_view.h"
-#include "muster/messages/proto_inspect.h"
+#include "muster/messages/vocabulary/proto_inspect.h"
 #include "muster/proto/coordination_service.pb.h"
 
 namespace muster {

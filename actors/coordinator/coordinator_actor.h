@@ -17,7 +17,7 @@
 #include "muster/actors/cluster/device_exchange.h"
 #include "muster/actors/state/state_writer_actor.h"
 #include "muster/actors/supervision/supervision_policy.h"
-#include "muster/messages/interfaces.h"
+#include "muster/messages/vocabulary/interfaces.h"
 #include "muster/proto/coordination_config.pb.h"
 #include "muster/proto/leader_state.pb.h"
 

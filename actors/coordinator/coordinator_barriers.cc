@@ -5,8 +5,8 @@
 
 #include "muster/actors/barriers/barrier_actor.h"
 #include "muster/actors/coordinator/coordinator_state.h"
-#include "muster/messages/group_reply.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/vocabulary/group_reply.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 
 namespace muster {

@@ -12,7 +12,7 @@
 
 #include "muster/actors/coordinator/coordinator_state.h"
 #include "muster/actors/state/state_store.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 
 namespace muster {

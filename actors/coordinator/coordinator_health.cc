@@ -6,8 +6,8 @@
 #include <absl/strings/str_cat.h>
 
 #include "muster/actors/coordinator/coordinator_state.h"
-#include "muster/messages/status_codec.h"
-#include "muster/messages/status_macros.h"
+#include "muster/messages/status/status_codec.h"
+#include "muster/messages/status/status_macros.h"
 #include "muster/messages/task_name.h"
 
 namespace muster {

@@ -3,7 +3,7 @@
 // with the task's slot and actor.
 #include "muster/actors/cluster/cluster_view.h"
 #include "muster/actors/coordinator/coordinator_state.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 
 namespace muster {

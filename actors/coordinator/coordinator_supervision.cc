@@ -4,8 +4,8 @@
 
 #include "muster/actors/barriers/barrier_actor.h"
 #include "muster/actors/coordinator/coordinator_state.h"
-#include "muster/messages/caf_text.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/caf_text.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 
 namespace muster {

@@ -7,7 +7,7 @@
 #include <absl/strings/str_cat.h>
 #include <absl/time/time.h>
 
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 
 namespace muster {

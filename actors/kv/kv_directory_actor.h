@@ -20,8 +20,8 @@
 
 #include "muster/actors/kv/kv_key.h"
 #include "muster/actors/state/state_writer_actor.h"
-#include "muster/messages/atoms.h"
-#include "muster/messages/interfaces.h"
+#include "muster/messages/vocabulary/atoms.h"
+#include "muster/messages/vocabulary/interfaces.h"
 #include "muster/proto/leader_state.pb.h"
 
 namespace muster {
@@ -29,7 +29,7 @@ namespace muster {
 // Asks a directory for its counters: keys, parked gets, watches, monitored peers.
 using kv_stats_atom = caf::atom_constant<caf::atom("kv_stats")>;
 
-// A directory actor answers the key-value requests (KvStoreActor, messages/interfaces.h) for
+// A directory actor answers the key-value requests (KvStoreActor, messages/vocabulary/interfaces.h) for
 // the keys of one top-level directory, with the reference's codes (AlreadyExists without the
 // coordination payload).
 using KvDirectoryActor = KvStoreActor::extend<

@@ -5,7 +5,7 @@
 #include <absl/status/status.h>
 #include <absl/strings/str_cat.h>
 
-#include "muster/messages/status_macros.h"
+#include "muster/messages/status/status_macros.h"
 
 namespace muster {
 

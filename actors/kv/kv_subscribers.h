@@ -16,7 +16,7 @@
 #include <caf/actor_addr.hpp>
 #include <caf/typed_response_promise.hpp>
 
-#include "muster/messages/interfaces.h"
+#include "muster/messages/vocabulary/interfaces.h"
 #include "muster/proto/coordination_service.pb.h"
 
 namespace muster {

@@ -8,7 +8,7 @@
 #include <caf/response_promise.hpp>
 
 #include "muster/actors/state/state_store.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 
 namespace muster {
 namespace {

@@ -18,7 +18,7 @@
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/typed_actor.hpp>
 
-#include "muster/messages/atoms.h"
+#include "muster/messages/vocabulary/atoms.h"
 
 namespace muster {
 

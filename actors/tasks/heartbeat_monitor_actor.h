@@ -24,8 +24,8 @@
 #include <caf/typed_actor.hpp>
 
 #include "muster/actors/tasks/task_actor.h"
-#include "muster/messages/atoms.h"
-#include "muster/messages/interfaces.h"
+#include "muster/messages/vocabulary/atoms.h"
+#include "muster/messages/vocabulary/interfaces.h"
 
 namespace muster {
 

@@ -8,8 +8,8 @@
 #include "muster/actors/answer_as.h"
 #include "muster/actors/hardening.h"
 #include "muster/actors/placement.h"
-#include "muster/messages/caf_text.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/caf_text.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 
 namespace muster {

@@ -30,8 +30,8 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_actor.hpp>
 
-#include "muster/messages/atoms.h"
-#include "muster/messages/interfaces.h"
+#include "muster/messages/vocabulary/atoms.h"
+#include "muster/messages/vocabulary/interfaces.h"
 
 namespace muster {
 

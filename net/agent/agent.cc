@@ -9,7 +9,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include "muster/messages/incarnation.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/leader/job_token.h"
 #include "muster/net/process/thread_logger_guard.h"

@@ -35,7 +35,7 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/response_type.hpp>
 
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/net/agent/actor/agent_actor.h"
 #include "muster/net/agent/calls/reply_sink.h"
 #include "muster/net/agent/per_process/heartbeat_batcher_actor.h"

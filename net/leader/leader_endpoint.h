@@ -7,7 +7,7 @@
 #include <absl/status/statusor.h>
 #include <caf/actor_system.hpp>
 
-#include "muster/messages/interfaces.h"
+#include "muster/messages/vocabulary/interfaces.h"
 
 namespace muster {
 

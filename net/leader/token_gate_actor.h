@@ -19,7 +19,7 @@
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 
-#include "muster/messages/interfaces.h"
+#include "muster/messages/vocabulary/interfaces.h"
 #include "muster/net/transport/tls/certificate_identity.h"
 
 namespace muster {

@@ -4,7 +4,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/settings.hpp>
 
-#include "muster/messages/message_types.h"
+#include "muster/messages/vocabulary/message_types.h"
 #include "muster/net/transport/wire/guarded_multiplexer.h"
 
 namespace muster {

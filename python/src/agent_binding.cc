@@ -26,7 +26,7 @@
 
 #include "bindings.h"
 #include "common.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/agent.h"
 #include "py_agent.h"

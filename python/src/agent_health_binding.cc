@@ -14,7 +14,7 @@
 #include <absl/strings/str_cat.h>
 
 #include "common.h"
-#include "muster/messages/atoms.h"
+#include "muster/messages/vocabulary/atoms.h"
 #include "py_agent.h"
 
 namespace muster::python {

@@ -26,7 +26,7 @@
 
 #include "bindings.h"
 #include "common.h"
-#include "muster/messages/atoms.h"
+#include "muster/messages/vocabulary/atoms.h"
 #include "muster/messages/task_name.h"
 #include "py_agent.h"
 

@@ -9,7 +9,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include "muster/messages/incarnation.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/connect/leader_connector_actor.h"
 #include "muster/net/transport/node_config.h"

@@ -31,7 +31,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/net/agent/agent.h"
 #include "muster/net/leader/leader.h"
 #include "muster/net/transport/node_config.h"

@@ -20,7 +20,7 @@
 #include <caf/mailbox_element.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "muster/messages/interfaces.h"
+#include "muster/messages/vocabulary/interfaces.h"
 #include "muster/net/agent/agent.h"
 #include "muster/net/transport/node_config.h"
 #include "tests/e2e/e2e_fixture.h"

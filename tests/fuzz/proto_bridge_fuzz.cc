@@ -5,7 +5,7 @@
 
 #include <caf/binary_deserializer.hpp>
 
-#include "muster/messages/proto_inspect.h"
+#include "muster/messages/vocabulary/proto_inspect.h"
 #include "muster/proto/coordination_service.pb.h"
 
 namespace {

@@ -9,7 +9,7 @@
 #include <caf/error.hpp>
 #include <caf/make_message.hpp>
 
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;

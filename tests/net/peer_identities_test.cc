@@ -9,7 +9,7 @@
 #include <caf/make_message.hpp>
 #include <caf/message.hpp>
 
-#include "muster/messages/proto_inspect.h"
+#include "muster/messages/vocabulary/proto_inspect.h"
 #include "muster/messages/task_name.h"
 #include "tests/testing/status_matchers.h"
 

@@ -17,7 +17,7 @@
 #include "muster/actors/barriers/barrier_actor.h"
 #include "muster/actors/barriers/barrier_registry.h"
 #include "muster/actors/cluster/cluster_view.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/proto/coordination_config.pb.h"
 #include "tests/testing/deterministic_fixture.h"

@@ -9,7 +9,7 @@
 #include <caf/atom.hpp>
 #include <caf/stateful_actor.hpp>
 
-#include "muster/messages/atoms.h"
+#include "muster/messages/vocabulary/atoms.h"
 
 namespace muster::testing {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <absl/strings/str_cat.h>
 
-#include "muster/messages/caf_text.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/caf_text.h"
+#include "muster/messages/status/status_codec.h"
 
 namespace muster::cli {
 namespace {

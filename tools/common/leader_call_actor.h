@@ -17,8 +17,8 @@
 #include <caf/typed_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "muster/messages/atoms.h"
-#include "muster/messages/interfaces.h"
+#include "muster/messages/vocabulary/atoms.h"
+#include "muster/messages/vocabulary/interfaces.h"
 
 namespace muster::cli {
 

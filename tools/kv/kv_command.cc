@@ -9,7 +9,7 @@
 #include <absl/strings/strip.h>
 #include <caf/send.hpp>
 
-#include "muster/messages/caf_text.h"
+#include "muster/messages/status/caf_text.h"
 #include "muster/net/process/shutdown_signals.h"
 #include "muster/tools/common/cli_common.h"
 #include "muster/tools/kv/kv_watcher_actor.h"

@@ -13,7 +13,7 @@
 #include <caf/atom.hpp>
 #include <caf/typed_actor.hpp>
 
-#include "muster/messages/interfaces.h"
+#include "muster/messages/vocabulary/interfaces.h"
 
 namespace muster::cli {
 

@@ -30,7 +30,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_actor.hpp>
 
-#include "muster/messages/interfaces.h"
+#include "muster/messages/vocabulary/interfaces.h"
 #include "muster/net/process/shutdown_signals.h"
 #include "muster/tools/run/task_process.h"
 

@@ -9,7 +9,7 @@
 
 #include "muster/actors/placement.h"
 #include "muster/messages/incarnation.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/actor/agent_state.h"
 

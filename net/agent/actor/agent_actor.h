@@ -27,8 +27,8 @@
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/typed_actor.hpp>
 
-#include "muster/messages/atoms.h"
-#include "muster/messages/interfaces.h"
+#include "muster/messages/vocabulary/atoms.h"
+#include "muster/messages/vocabulary/interfaces.h"
 #include "muster/net/agent/calls/callback_runner_actor.h"
 #include "muster/net/agent/connect/leader_connector_actor.h"
 #include "muster/net/agent/per_process/barrier_combiner_actor.h"

@@ -5,7 +5,7 @@
 
 #include <absl/strings/str_cat.h>
 
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/actor/agent_state.h"
 

@@ -11,7 +11,7 @@
 #include <absl/strings/str_cat.h>
 #include <caf/send.hpp>
 
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/net/agent/actor/agent_state.h"
 #include "muster/net/agent/agent.h"
 #include "muster/net/transport/wire/guarded_multiplexer.h"

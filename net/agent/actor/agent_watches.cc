@@ -7,7 +7,7 @@
 #include <absl/strings/str_cat.h>
 
 #include "muster/actors/kv/kv_key.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/net/agent/actor/agent_state.h"
 
 namespace muster {

@@ -9,8 +9,8 @@
 #include <caf/io/middleman.hpp>
 #include <caf/sec.hpp>
 
-#include "muster/messages/caf_text.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/caf_text.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/net/agent/connect/connect_probe.h"
 #include "muster/net/transport/wire/guarded_stream.h"
 

@@ -11,7 +11,7 @@
 
 #include <absl/strings/str_cat.h>
 
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 
 namespace muster {
 namespace {

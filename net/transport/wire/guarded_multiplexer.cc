@@ -22,7 +22,7 @@
 #include <caf/make_counted.hpp>
 #include <caf/node_id.hpp>
 
-#include "muster/messages/caf_text.h"
+#include "muster/messages/status/caf_text.h"
 #include "muster/net/transport/wire/frame_assembler.h"
 #include "muster/net/transport/wire/guarded_stream.h"
 

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "muster/actors/supervision/supervision_policy.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "tests/actors/leader_fixture.h"
 #include "tests/testing/status_matchers.h"
 

@@ -11,7 +11,7 @@
 #include <caf/event_based_actor.hpp>
 
 #include "muster/actors/kv/kv_directory_actor.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "tests/testing/deterministic_fixture.h"
 
 namespace muster::testing {

@@ -15,7 +15,7 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "muster/actors/state/state_writer_actor.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 
 namespace muster::testing {
 

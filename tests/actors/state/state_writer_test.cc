@@ -22,7 +22,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include "muster/actors/state/state_store.h"
-#include "muster/messages/message_types.h"
+#include "muster/messages/vocabulary/message_types.h"
 #include "tests/testing/status_matchers.h"
 
 namespace muster {

@@ -5,7 +5,7 @@
 #include <caf/send.hpp>
 
 #include "muster/actors/tasks/heartbeat_monitor_actor.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "tests/actors/leader_fixture.h"
 #include "tests/testing/status_matchers.h"

@@ -12,7 +12,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/response_promise.hpp>
 
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "tests/testing/deterministic_fixture.h"
 #include "tests/testing/status_matchers.h"
 

@@ -17,7 +17,7 @@
 #include <absl/time/time.h>
 #include <caf/actor_system.hpp>
 
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/net/agent/agent.h"
 #include "muster/net/process/launch_environment.h"
 #include "muster/net/transport/node_config.h"

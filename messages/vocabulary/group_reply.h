@@ -10,7 +10,7 @@
 #include <absl/status/status.h>
 #include <caf/typed_response_promise.hpp>
 
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/proto/coordination_service.pb.h"
 
 namespace muster {

@@ -7,8 +7,8 @@
 #include <caf/typed_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "muster/messages/atoms.h"
-#include "muster/messages/proto_inspect.h"
+#include "muster/messages/vocabulary/atoms.h"
+#include "muster/messages/vocabulary/proto_inspect.h"
 #include "muster/proto/coordination_service.pb.h"
 
 namespace muster {

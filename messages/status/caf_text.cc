@@ -1,4 +1,4 @@
-#include "muster/messages/caf_text.h"
+#include "muster/messages/status/caf_text.h"
 
 #include <string>
 
@@ -9,7 +9,7 @@
 #include <caf/exit_reason.hpp>
 #include <caf/sec.hpp>
 
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 
 namespace muster {
 namespace {

@@ -1,4 +1,4 @@
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/status_codec.h"
 
 #include <map>
 
@@ -7,7 +7,7 @@
 #include <caf/message.hpp>
 #include <caf/sec.hpp>
 
-#include "muster/messages/caf_text.h"
+#include "muster/messages/status/caf_text.h"
 #include "muster/messages/task_name.h"
 
 namespace muster {

@@ -10,8 +10,8 @@
 #include <caf/binary_serializer.hpp>
 #include <caf/message.hpp>
 
-#include "muster/messages/message_types.h"
-#include "muster/messages/proto_inspect.h"
+#include "muster/messages/vocabulary/message_types.h"
+#include "muster/messages/vocabulary/proto_inspect.h"
 #include "muster/messages/task_name.h"
 #include "muster/proto/coordination_config.pb.h"
 #include "muster/proto/coordination_service.pb.h"

@@ -6,8 +6,8 @@
 #include <caf/node_id.hpp>
 #include <caf/sec.hpp>
 
-#include "muster/messages/caf_text.h"
-#include "muster/messages/status_codec.h"
+#include "muster/messages/status/caf_text.h"
+#include "muster/messages/status/status_codec.h"
 
 namespace muster {
 namespace {

@@ -15,8 +15,8 @@
 #include <caf/sec.hpp>
 #include <caf/type_erased_tuple.hpp>
 
-#include "muster/messages/status/caf_text.h"
 #include "muster/messages/line_rate_limiter.h"
+#include "muster/messages/status/caf_text.h"
 
 namespace muster {
 namespace {

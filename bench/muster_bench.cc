@@ -26,8 +26,8 @@
 #include "muster/net/agent/connect/leader_connector_actor.h"
 #include "muster/net/leader/leader_endpoint.h"
 #include "muster/net/leader/token_gate_actor.h"
-#include "muster/net/transport/tls/job_certificates.h"
 #include "muster/net/transport/node_config.h"
+#include "muster/net/transport/tls/job_certificates.h"
 
 namespace muster::bench {
 

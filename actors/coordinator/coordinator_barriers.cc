@@ -5,9 +5,9 @@
 
 #include "muster/actors/barriers/barrier_actor.h"
 #include "muster/actors/coordinator/coordinator_state.h"
-#include "muster/messages/vocabulary/group_reply.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
+#include "muster/messages/vocabulary/group_reply.h"
 
 namespace muster {
 namespace {

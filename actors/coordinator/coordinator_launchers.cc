@@ -10,8 +10,8 @@
 
 #include "muster/actors/coordinator/coordinator_state.h"
 #include "muster/actors/hardening.h"
-#include "muster/messages/status/caf_text.h"
 #include "muster/messages/process_exit.h"
+#include "muster/messages/status/caf_text.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 

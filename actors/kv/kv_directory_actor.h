@@ -29,8 +29,8 @@ namespace muster {
 // Asks a directory for its counters: keys, parked gets, watches, monitored peers.
 using kv_stats_atom = caf::atom_constant<caf::atom("kv_stats")>;
 
-// A directory actor answers the key-value requests (KvStoreActor, messages/vocabulary/interfaces.h) for
-// the keys of one top-level directory, with the reference's codes (AlreadyExists without the
+// A directory actor answers the key-value requests (KvStoreActor, messages/vocabulary/interfaces.h)
+// for the keys of one top-level directory, with the reference's codes (AlreadyExists without the
 // coordination payload).
 using KvDirectoryActor = KvStoreActor::extend<
     // Internal: the deadline of parked call `waiter_id` (accepted only from the actor itself).

@@ -10,8 +10,8 @@
 #include "muster/actors/hardening.h"
 #include "muster/actors/placement.h"
 #include "muster/actors/tasks/heartbeat_deadlines.h"
-#include "muster/messages/vocabulary/group_reply.h"
 #include "muster/messages/status/status_codec.h"
+#include "muster/messages/vocabulary/group_reply.h"
 
 namespace muster {
 namespace {

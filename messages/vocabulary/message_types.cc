@@ -1,8 +1,8 @@
 #include "muster/messages/vocabulary/message_types.h"
 
+#include "muster/messages/status/status_codec.h"
 #include "muster/messages/vocabulary/interfaces.h"
 #include "muster/messages/vocabulary/proto_inspect.h"
-#include "muster/messages/status/status_codec.h"
 #include "muster/proto/coordination_config.pb.h"
 #include "muster/proto/coordination_service.pb.h"
 #include "muster/proto/topology.pb.h"

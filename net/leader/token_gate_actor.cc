@@ -12,9 +12,9 @@
 
 #include "muster/actors/hardening.h"
 #include "muster/actors/placement.h"
-#include "muster/messages/vocabulary/atoms.h"
 #include "muster/messages/status/caf_text.h"
 #include "muster/messages/status/status_codec.h"
+#include "muster/messages/vocabulary/atoms.h"
 #include "muster/net/leader/peer_identities.h"
 
 namespace muster {

@@ -26,8 +26,8 @@
 
 #include "bindings.h"
 #include "common.h"
-#include "muster/messages/vocabulary/atoms.h"
 #include "muster/messages/task_name.h"
+#include "muster/messages/vocabulary/atoms.h"
 #include "py_agent.h"
 
 namespace muster::python {

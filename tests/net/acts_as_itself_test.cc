@@ -11,9 +11,9 @@
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "muster/messages/vocabulary/atoms.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
+#include "muster/messages/vocabulary/atoms.h"
 #include "tests/net/two_nodes_fixture.h"
 #include "tests/testing/status_matchers.h"
 

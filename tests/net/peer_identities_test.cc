@@ -9,8 +9,8 @@
 #include <caf/make_message.hpp>
 #include <caf/message.hpp>
 
-#include "muster/messages/vocabulary/proto_inspect.h"
 #include "muster/messages/task_name.h"
+#include "muster/messages/vocabulary/proto_inspect.h"
 #include "tests/testing/status_matchers.h"
 
 namespace muster {

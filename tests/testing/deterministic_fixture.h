@@ -13,8 +13,8 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
 
-#include "muster/messages/vocabulary/message_types.h"
 #include "muster/messages/status/status_codec.h"
+#include "muster/messages/vocabulary/message_types.h"
 
 namespace muster::testing {
 

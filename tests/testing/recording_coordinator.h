@@ -12,8 +12,8 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/response_promise.hpp>
 
-#include "muster/messages/vocabulary/interfaces.h"
 #include "muster/messages/status/status_codec.h"
+#include "muster/messages/vocabulary/interfaces.h"
 
 namespace muster::testing {
 

@@ -23,8 +23,8 @@
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "muster/messages/vocabulary/interfaces.h"
 #include "muster/messages/status/status_codec.h"
+#include "muster/messages/vocabulary/interfaces.h"
 #include "muster/net/transport/node_config.h"
 #include "muster/tools/common/command_line.h"
 #include "muster/tools/common/leader_call_actor.h"

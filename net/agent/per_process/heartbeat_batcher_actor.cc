@@ -7,9 +7,9 @@
 #include <absl/strings/str_cat.h>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "muster/messages/vocabulary/group_reply.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
+#include "muster/messages/vocabulary/group_reply.h"
 
 namespace muster {
 namespace {

@@ -11,9 +11,9 @@
 #include <caf/exit_reason.hpp>
 #include <caf/sec.hpp>
 
-#include "muster/messages/vocabulary/message_types.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
+#include "muster/messages/vocabulary/message_types.h"
 #include "tests/testing/status_matchers.h"
 
 namespace muster {

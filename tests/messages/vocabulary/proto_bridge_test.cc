@@ -10,9 +10,9 @@
 #include <caf/binary_serializer.hpp>
 #include <caf/message.hpp>
 
+#include "muster/messages/task_name.h"
 #include "muster/messages/vocabulary/message_types.h"
 #include "muster/messages/vocabulary/proto_inspect.h"
-#include "muster/messages/task_name.h"
 #include "muster/proto/coordination_config.pb.h"
 #include "muster/proto/coordination_service.pb.h"
 #include "muster/proto/topology.pb.h"

@@ -58,6 +58,21 @@ void PersistResult(BarrierPointer self) {
   self->state.durable.Persist(self, std::move(batch));
 }
 
+// Who had not arrived at an instance that failed (at most 64 of them listed); empty when it
+// passed.
+proto::BarrierInfo EndOf(const BarrierState& barrier) {
+  proto::BarrierInfo end;
+  if (barrier.result().ok()) return end;
+  constexpr int kMaxListed = 64;
+  end.set_arrived(barrier.arrived());
+  end.set_total(barrier.total());
+  for (auto& task : barrier.Missing()) {
+    if (end.waiting_for_size() == kMaxListed) break;
+    *end.add_waiting_for() = std::move(task);
+  }
+  return end;
+}
+
 // Tells the parent first: a task that learns the result and calls again reaches the parent
 // after the parent learned that this instance finished. With a state dir the participants
 // learn it once it is recorded.
@@ -66,7 +81,7 @@ void AnswerAll(BarrierPointer self) {
   const BarrierState& barrier = *state.barrier;
   if (state.parent) {
     self->send(state.parent, barrier_done_atom::value, barrier.id(), barrier.counter(),
-               ToError(barrier.result()));
+               ToError(barrier.result()), EndOf(barrier));
   }
   PersistResult(self);
   state.durable.After(

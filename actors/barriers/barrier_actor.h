@@ -4,7 +4,8 @@
 // and pushes the participants' task states to it.
 //
 //   WAITING --finished (passed, timed out, cancelled, failed)--> FINISHED
-//      |       sends (barrier_done_atom, id, counter, result) to the parent, answers every call
+//      |       sends (barrier_done_atom, id, counter, result, end) to the parent, answers
+//      |       every call
 //      +--exit message / parent down--> Aborted to every waiter --> STOPPED
 //   FINISHED --late call--> stored result;  --exit message / parent down--> STOPPED
 #pragma once
@@ -51,9 +52,11 @@ using BarrierActor = caf::typed_actor<
     // The instance's deadline timer.
     caf::reacts_to<deadline_atom>>;
 
-// The parent of barrier actors, told when an instance finishes.
-using BarrierParentActor =
-    caf::typed_actor<caf::reacts_to<barrier_done_atom, std::string, int64_t, caf::error>>;
+// The parent of barrier actors, told when an instance finishes. `end` says who had not arrived
+// at an instance that failed (arrived, total and at most 64 of waiting_for; empty when it
+// passed), for the parent's event (proto::JobEvent).
+using BarrierParentActor = caf::typed_actor<
+    caf::reacts_to<barrier_done_atom, std::string, int64_t, caf::error, proto::BarrierInfo>>;
 
 // Spawns the actor of the instance `spec`. It tells `parent` when the instance finishes, then
 // keeps answering late calls with the stored result until it receives an exit message. It

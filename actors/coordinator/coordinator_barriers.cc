@@ -87,6 +87,7 @@ BarrierRoute ResolveBarrier(CoordinatorPointer self, proto::BarrierRequest* requ
   auto& st = self->state;
   BarrierRoute route = st.barriers.RouteBarrier(request, st.view, self->clock().now());
   if (route.action == BarrierRoute::Action::kStart) {
+    if (EventsWanted(self)) EmitEvent(self, BarrierOpenedEvent(*route.spec));
     route.spec->writer = st.options.state_writer;
     route.actor = SpawnBarrier(self->system(), std::move(*route.spec),
                                caf::actor_cast<BarrierParentActor>(self));
@@ -176,12 +177,13 @@ BarrierRegistry NewBarrierRegistry(const CoordinatorState& state) {
 }
 
 void OnBarrierDone(CoordinatorPointer self, const std::string& id, int64_t counter,
-                   const caf::error& result) {
+                   const caf::error& result, const proto::BarrierInfo& end) {
   auto& st = self->state;
   // An instance of an earlier round (its registry was replaced when every task restarted).
   const caf::strong_actor_ptr& sender = self->current_sender();
   if (!st.barriers.IsLive(id, counter, sender ? sender->address() : caf::actor_addr{})) return;
   absl::Status status = ToStatus(result);
+  if (EventsWanted(self)) EmitEvent(self, BarrierDoneEvent(id, counter, status, end));
   BarrierActor actor = st.barriers.Finish(id, counter, status);
   if (actor) self->send_exit(actor, caf::exit_reason::user_shutdown);
   if (id == st.register_barrier_id && !status.ok()) {

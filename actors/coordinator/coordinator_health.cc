@@ -88,6 +88,7 @@ void CheckProgress(CoordinatorPointer self) {
     const proto::CoordinatedTaskStateInfo* info = st.view.Find(stuck.task());
     if (slot == nullptr || info == nullptr) continue;
     absl::Status error = StuckTaskError(stuck);
+    if (EventsWanted(self)) EmitEvent(self, TaskStuckEvent(stuck, error, info->incarnation()));
     // The stuck task hears it first, with the same report as the others (its error callback
     // fires even if the policy tells nobody else).
     if (slot->agent) {
@@ -190,6 +191,7 @@ caf::result<proto::NotifyPreemptionResponse> NotifyPreemption(
                      ", which is not connected; register it first."))));
   }
   proto::NotifyPreemptionResponse response;
+  if (EventsWanted(self)) EmitEvent(self, PreemptionEvent(request, !st.preemption));
   if (st.preemption) return response;  // one protocol per job: the first notice decides
   response.set_first(true);
   proto::PreemptionNotice notice;

@@ -183,6 +183,7 @@ void RestartAndNotify(CoordinatorPointer self, const proto::CoordinatedTask& fai
   } else if (decision.restart == RestartScope::kAll) {
     StartNewRound(self);
   }
+  if (EventsWanted(self)) EmitDecisionEvents(self, failed, decision);
   if (st.launchers.empty()) return;
   proto::SupervisionEvent event;
   *event.mutable_failed_task() = failed;

@@ -166,8 +166,9 @@ caf::result<proto::CancelBarrierResponse> RouteCancelBarrier(
 // one-time barriers.
 BarrierRegistry NewBarrierRegistry(const CoordinatorState& state);
 // Records a finished barrier instance; the register and shutdown barriers act on the cluster.
+// `end`: who had not arrived at a failed instance (BarrierParentActor).
 void OnBarrierDone(CoordinatorPointer self, const std::string& id, int64_t counter,
-                   const caf::error& result);
+                   const caf::error& result, const proto::BarrierInfo& end);
 // RegisterTask through the register barrier (cluster_register_with_barrier).
 caf::result<proto::RegisterTaskResponse> RegisterThroughBarrier(
     CoordinatorPointer self, const TaskActor& task, const proto::RegisterTaskRequest& request,
@@ -235,5 +236,32 @@ void PersistNewRound(CoordinatorPointer self, const std::vector<std::string>& ba
 
 // Answers a job-state watch with the current states of its job.
 proto::WatchJobStateResponse JobState(CoordinatorPointer self, const std::string& job);
+
+// Events (coordinator_events.cc): what happened, for the event log. A handler builds an event
+// only when EventsWanted(), so that a coordinator without an event log pays nothing for them:
+//   if (EventsWanted(self)) EmitEvent(self, TaskStateEvent(info));
+inline bool EventsWanted(CoordinatorPointer self) {
+  return static_cast<bool>(self->state.options.events);
+}
+// Sends `event` to the event log (which stamps its seq and time).
+void EmitEvent(CoordinatorPointer self, proto::JobEvent event);
+// LEADER_STARTED: "fresh", or what was recovered from the state dir.
+proto::JobEvent LeaderStartedEvent(const CoordinatorOptions& options);
+// TASK_REGISTERED (CONNECTED), TASK_FAILED (ERROR, with its cause) or TASK_STATE_CHANGED.
+proto::JobEvent TaskStateEvent(const proto::CoordinatedTaskStateInfo& info);
+// What a supervision decision about the failure of `failed` started: TASK_RESTARTED,
+// ROUND_STARTED (with the new round) or JOB_FAILED; nothing for a failure told or tolerated.
+void EmitDecisionEvents(CoordinatorPointer self, const proto::CoordinatedTask& failed,
+                        const FailureDecision& decision);
+// BARRIER_OPENED for the instance a first call starts.
+proto::JobEvent BarrierOpenedEvent(const BarrierSpec& spec);
+// BARRIER_PASSED, or BARRIER_FAILED with the cause and who had not arrived (`end`).
+proto::JobEvent BarrierDoneEvent(const std::string& id, int64_t counter, const absl::Status& result,
+                                 const proto::BarrierInfo& end);
+// TASK_STUCK: the stuck rule failed the task (detail: its step).
+proto::JobEvent TaskStuckEvent(const proto::TaskStuck& stuck, const absl::Status& error,
+                               uint64_t incarnation);
+// PREEMPTION_NOTICED: a task announced a preemption (detail: its reason).
+proto::JobEvent PreemptionEvent(const proto::NotifyPreemptionRequest& request, bool first);
 
 }  // namespace muster

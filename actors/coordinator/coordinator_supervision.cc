@@ -128,6 +128,7 @@ void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo&
                  const AgentActor& agent) {
   auto& st = self->state;
   if (!st.view.Update(info)) return;
+  if (EventsWanted(self)) EmitEvent(self, TaskStateEvent(info));
   TaskSlot& slot = SlotOf(st, info.task());
   if (info.state() == proto::TASKSTATE_CONNECTED) {
     self->send(st.heartbeats, hb_watch_atom::value, slot.index, info.incarnation(), slot.actor);

@@ -128,7 +128,7 @@ TEST_F(ActsAsItselfTest, CoordinatorsOwnMessagesFromAnotherNode_PermissionDenied
   EXPECT_THAT(ask(task_state_atom::value, failed, AgentActor{}),
               StatusIs(Code::kPermissionDenied, HasSubstr("from another node")));
   EXPECT_THAT(ask(barrier_done_atom::value, std::string("own"), int64_t{1},
-                  ToError(absl::InternalError("forged"))),
+                  ToError(absl::InternalError("forged")), proto::BarrierInfo()),
               StatusIs(Code::kPermissionDenied));
   EXPECT_THAT(ask(progress_check_atom::value), StatusIs(Code::kPermissionDenied));
   auto states = victim_->GetTaskState({Victim()});

@@ -141,6 +141,18 @@ TEST_F(TokenGateTest, RightToken_NodeAdmittedWhileThePresentingActorLives) {
   }
 }
 
+// The job's events are read like the job's state: by admitted nodes only.
+TEST_F(TokenGateTest, WatchEvents_RefusedBeforeTheTokenAnsweredAfter) {
+  EXPECT_THAT(Ask<proto::WatchEventsResponse>(proto::WatchEventsRequest()).status(),
+              StatusIs(Code::kUnauthenticated, HasSubstr("requires the job token")));
+  ASSERT_THAT(Authenticate(kToken), IsOk());
+  auto events = Ask<proto::WatchEventsResponse>(proto::WatchEventsRequest());
+  ASSERT_THAT(events, IsOk());
+  ASSERT_GE(events->events_size(), 1);
+  EXPECT_EQ(events->events(0).kind(), proto::LEADER_STARTED);
+  EXPECT_EQ(events->events(0).seq(), 1);
+}
+
 // A control message of CAF's actors from another node is refused at the wire (FrameGuard): the
 // connection that carried it is closed, and the leader goes on serving everyone else.
 TEST_F(TokenGateTest, ErrorMessageFromAnotherNode_RefusedAtTheWireLeaderStaysUp) {

@@ -30,7 +30,7 @@ using BarrierStandInActor = caf::typed_actor<
     caf::replies_to<proto::GetBarriersRequest>::with<proto::GetBarriersResponse>,
     // A task state change, as the task actors would report it.
     caf::reacts_to<proto::CoordinatedTaskStateInfo>,
-    caf::reacts_to<barrier_done_atom, std::string, int64_t, caf::error>>;
+    caf::reacts_to<barrier_done_atom, std::string, int64_t, caf::error, proto::BarrierInfo>>;
 
 // What a test can see of the stand-in (single-threaded test scheduler only).
 struct BarrierStandInProbe {
@@ -99,9 +99,8 @@ inline BarrierStandInActor::behavior_type BarrierStandInBehavior(
         return CollectBarriers(self, self->state.registry.LiveActors());
       },
       [self](const proto::CoordinatedTaskStateInfo& info) { StandInTaskState(self, info); },
-      [self](barrier_done_atom, const std::string& id, int64_t counter, const caf::error& result) {
-        StandInDone(self, id, counter, result);
-      },
+      [self](barrier_done_atom, const std::string& id, int64_t counter, const caf::error& result,
+             const proto::BarrierInfo&) { StandInDone(self, id, counter, result); },
   };
 }
 

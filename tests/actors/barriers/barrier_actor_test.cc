@@ -210,7 +210,7 @@ TEST_F(BarrierActorTest, Barrier_LeaderShutsDown_AbortedToEveryWaiter) {
 // The barrier actor alone, with a parent that records done messages and never stops it.
 class BarrierAloneTest : public BarrierTest {
  protected:
-  using Done = std::tuple<std::string, int64_t, absl::Status>;
+  using Done = std::tuple<std::string, int64_t, absl::Status, proto::BarrierInfo>;
 
   BarrierActor Spawn(int tasks, std::chrono::milliseconds timeout = 10s) {
     std::vector<proto::CoordinatedTask> participants;
@@ -224,9 +224,10 @@ class BarrierAloneTest : public BarrierTest {
     spec.deadline = system_.clock().now() + timeout;
     auto log = done_;
     parent_ = Keep(system_.spawn([log]() -> BarrierParentActor::behavior_type {
-      return {
-          [log](barrier_done_atom, const std::string& id, int64_t counter,
-                const caf::error& result) { log->emplace_back(id, counter, ToStatus(result)); }};
+      return {[log](barrier_done_atom, const std::string& id, int64_t counter,
+                    const caf::error& result, const proto::BarrierInfo& end) {
+        log->emplace_back(id, counter, ToStatus(result), end);
+      }};
     }));
     return Keep(SpawnBarrier(system_, std::move(spec), parent_));
   }
@@ -242,6 +243,32 @@ TEST_F(BarrierAloneTest, Finish_TellsParentOnceWithIdCounterResult) {
   EXPECT_EQ(std::get<0>(done_->front()), "b");
   EXPECT_EQ(std::get<1>(done_->front()), 3);
   EXPECT_THAT(std::get<2>(done_->front()), IsOk());
+  EXPECT_EQ(std::get<3>(done_->front()).ByteSizeLong(), 0u);  // nobody missing
+}
+
+TEST_F(BarrierAloneTest, Failed_TellsParentWhoHadNotArrived) {
+  BarrierActor barrier = Spawn(4, 5s);
+  Send<proto::BarrierResponse>(barrier, Barrier("b", Worker(2), 3));
+  AdvanceTime(5s);
+  ASSERT_EQ(done_->size(), 1u);
+  EXPECT_THAT(std::get<2>(done_->front()), StatusIs(absl::StatusCode::kDeadlineExceeded));
+  const proto::BarrierInfo& end = std::get<3>(done_->front());
+  EXPECT_EQ(end.arrived(), 1);
+  EXPECT_EQ(end.total(), 4);
+  ASSERT_EQ(end.waiting_for_size(), 3);
+  EXPECT_EQ(TaskName(end.waiting_for(0)), "/job:worker/task:0");
+  EXPECT_EQ(TaskName(end.waiting_for(1)), "/job:worker/task:1");
+  EXPECT_EQ(TaskName(end.waiting_for(2)), "/job:worker/task:3");
+}
+
+TEST_F(BarrierAloneTest, Failed_ListsAtMost64OfThoseMissing) {
+  BarrierActor barrier = Spawn(100, 5s);
+  Send<proto::BarrierResponse>(barrier, Barrier("b", Worker(0), 3));
+  AdvanceTime(5s);
+  ASSERT_EQ(done_->size(), 1u);
+  const proto::BarrierInfo& end = std::get<3>(done_->front());
+  EXPECT_EQ(end.total() - end.arrived(), 99);
+  EXPECT_EQ(end.waiting_for_size(), 64);
 }
 
 TEST_F(BarrierAloneTest, LateCall_AfterFinishBeforeStop_StoredResult) {

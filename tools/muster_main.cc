@@ -2,7 +2,8 @@
 //
 //   muster serve --job worker=4 [--job ps=2] [--port 7400]
 //   muster run --job worker=4 [--restart one-for-all] -- CMD ARGS...
-//   muster status --leader 127.0.0.1:7400 [--watch] [--json]
+//   muster status --leader 127.0.0.1:7400 [--watch] [--json] [--bring-up]
+//   muster events --leader 127.0.0.1:7400 [--follow] [--json]
 //   muster kv get|put|ls|rm|watch --leader 127.0.0.1:7400 KEY [VALUE]
 //   muster task reset --leader 127.0.0.1:7400 /job:worker/task:0
 //   muster tls init DIR [--names leader,worker]
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "muster/tools/common/command_line.h"
+#include "muster/tools/events/events_command.h"
 #include "muster/tools/job/status_command.h"
 #include "muster/tools/job/task_command.h"
 #include "muster/tools/kv/kv_command.h"
@@ -28,6 +30,7 @@ constexpr char kUsage[] =
     "  serve    run a leader: muster serve --job worker=4 [--job ps=2] [--port 7400]\n"
     "  run      run a job's processes and restart what fails: muster run --job worker=4 -- CMD\n"
     "  status   show tasks, barriers and key-value directories of a running leader\n"
+    "  events   print the job's events (tasks registered and failed, barriers, restarts)\n"
     "  kv       get|put|ls|rm|watch keys of a running leader\n"
     "  task     reset /job:NAME/task:ID: let a task in ERROR register again\n"
     "  tls      init DIR: a CA and node certificates for mutual TLS\n\n"
@@ -47,6 +50,7 @@ int main(int argc, char** argv) {
   if (command == "serve") return muster::cli::RunServe(args);
   if (command == "run") return muster::cli::RunRun(args);
   if (command == "status") return muster::cli::RunStatus(args);
+  if (command == "events") return muster::cli::RunEvents(args);
   if (command == "kv") return muster::cli::RunKv(args);
   if (command == "task") return muster::cli::RunTask(args);
   if (command == "tls") return muster::cli::RunTls(args);

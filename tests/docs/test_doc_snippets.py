@@ -22,7 +22,8 @@ bench/run.sh, tools/install-deps.sh) is refused: such a block has to be marked n
 The lines of a sh block (a trailing backslash continues one) run in order, each for a terminal:
   - `muster serve` starts in the background; the next line runs once it printed its ready line;
   - what runs until it is stopped (a worker with --hold, `kv watch` without --count,
-    `status --watch`) starts in the background and must still be running at the block's end;
+    `status --watch`, `events --follow`) starts in the background and must still be running at
+    the block's end;
   - a worker without --hold starts in the background too (it waits for the tasks the next lines
     start) and must have exited 0 by the block's end;
   - every other line must exit 0.
@@ -170,6 +171,8 @@ def runs_until_stopped(command: str) -> bool:
     if "--hold" in command:
         return True
     if re.search(r"\bmuster kv watch\b", command) and "--count" not in command:
+        return True
+    if re.search(r"\bmuster events\b", command) and "--follow" in command:
         return True
     return re.search(r"\bmuster status\b", command) is not None and "--watch" in command
 

@@ -16,8 +16,12 @@
 
 ABSL_FLAG(bool, watch, false, "Print the status again whenever a task changes state, until Ctrl-C");
 ABSL_FLAG(bool, json, false,
-          "Print JSON instead of tables: one muster.cli.StatusReport object per line "
-          "(docs/operations.md)");
+          "Print JSON: status prints one muster.cli.StatusReport object per line instead of "
+          "tables, events the JSON line of each event (docs/operations.md)");
+ABSL_FLAG(bool, bring_up, false,
+          "status: print the registration timeline instead of the tables: when the first task "
+          "registered, the median registration, and the last 10 tasks to register with how "
+          "late each was against the median");
 
 namespace muster::cli {
 namespace {
@@ -36,7 +40,9 @@ void Print(const StatusReport& report, bool refresh) {
           "--- %s\n",
           absl::FormatTime("%Y-%m-%dT%H:%M:%E3S%Ez", absl::Now(), absl::LocalTimeZone()).c_str());
     }
-    std::fputs(RenderStatusTable(report).c_str(), stdout);
+    std::fputs(absl::GetFlag(FLAGS_bring_up) ? RenderBringUp(report).c_str()
+                                             : RenderStatusTable(report).c_str(),
+               stdout);
   }
   std::fflush(stdout);
 }
@@ -85,14 +91,15 @@ int ShowOnChange(LeaderSession& session, absl::Duration timeout) {
 const CommandSpec& StatusSpec() {
   static const CommandSpec spec{
       .name = "status",
-      .synopsis = "--leader HOST:PORT [--watch] [--json] [--timeout 5s]",
+      .synopsis = "--leader HOST:PORT [--watch] [--json] [--bring-up] [--timeout 5s]",
       .summary =
           "Shows what the leader knows: every task with its state, incarnation, last\n"
           "heartbeat and error; the open barriers with the tasks they still wait for; and\n"
-          "the number of keys per key-value directory. Exits 1 when the leader cannot be\n"
-          "reached within --timeout.",
-      .flags = {"leader", "watch", "json", "timeout", "wait_for_leader", "token_file", "tls_cert",
-                "tls_key", "tls_ca"},
+          "the number of keys per key-value directory. --bring-up shows the registration\n"
+          "timeline instead: the first and median registration and the last 10 tasks to\n"
+          "register. Exits 1 when the leader cannot be reached within --timeout.",
+      .flags = {"leader", "watch", "json", "bring_up", "timeout", "wait_for_leader", "token_file",
+                "tls_cert", "tls_key", "tls_ca"},
   };
   return spec;
 }

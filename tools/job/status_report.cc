@@ -87,6 +87,13 @@ std::string BarrierTable(const StatusReport& report) {
   return absl::StrCat(title, Table(rows));
 }
 
+// How late a registration `late_ms` after the median was: "+1.8s after the median".
+std::string AgainstMedian(int64_t late_ms) {
+  if (late_ms > -50 && late_ms < 50) return "at the median";
+  if (late_ms > 0) return absl::StrCat("+", Seconds(late_ms), " after the median");
+  return absl::StrCat(Seconds(-late_ms), " before the median");
+}
+
 std::string KvTable(const StatusReport& report) {
   std::string title = absl::StrCat("\nKEY-VALUE STORE (", report.kv_keys(), " keys in ",
                                    report.kv_directories_size(), " directories)\n");
@@ -131,6 +138,57 @@ void CountKvDirectories(const proto::GetKeyValueDirResponse& root, StatusReport*
     size->set_keys(keys);
   }
   report->set_kv_keys(root.kv_size());
+}
+
+std::string RenderBringUp(const StatusReport& report) {
+  constexpr size_t kLastShown = 10;
+  std::vector<const proto::CoordinatedTaskStateInfo*> registered;
+  std::vector<proto::CoordinatedTask> missing;
+  for (const auto& info : report.tasks()) {
+    if (info.state() == proto::TASKSTATE_CONNECTED && info.connected_age_ms() >= 0) {
+      registered.push_back(&info);
+    } else {
+      missing.push_back(info.task());
+    }
+  }
+  // Earliest registration first: the oldest connection.
+  std::sort(registered.begin(), registered.end(), [](const auto* a, const auto* b) {
+    if (a->connected_age_ms() != b->connected_age_ms()) {
+      return a->connected_age_ms() > b->connected_age_ms();
+    }
+    return TaskLess(a->task(), b->task());
+  });
+  std::string text = absl::StrCat("leader ", report.leader(), ": ", registered.size(), " of ",
+                                  report.tasks_size(), " tasks connected\n\n");
+  if (registered.empty()) {
+    absl::StrAppend(&text, "no connected task yet\n");
+  } else {
+    // The median of the ages; for an even count the mean of the middle two, rounded down.
+    const size_t n = registered.size();
+    const int64_t median =
+        (registered[(n - 1) / 2]->connected_age_ms() + registered[n / 2]->connected_age_ms()) / 2;
+    const auto& first = *registered.front();
+    std::vector<Row> rows = {
+        {"first registered", TaskName(first.task()), Age(first.connected_age_ms())},
+        {"median registration", "",
+         absl::StrCat(Age(median), " (+", Seconds(first.connected_age_ms() - median),
+                      " after the first)")}};
+    absl::StrAppend(&text, Table(rows));
+    const size_t shown = std::min(kLastShown, n);
+    absl::StrAppend(&text, "\nLAST TO REGISTER (", shown, " of ", n, ")\n");
+    rows = {{"TASK", "REGISTERED", "AGAINST THE MEDIAN"}};
+    for (size_t i = 0; i < shown; ++i) {
+      const auto& info = *registered[n - 1 - i];
+      rows.push_back({TaskName(info.task()), Age(info.connected_age_ms()),
+                      AgainstMedian(median - info.connected_age_ms())});
+    }
+    absl::StrAppend(&text, Table(rows));
+  }
+  if (!missing.empty()) {
+    absl::StrAppend(&text, "\nNOT CONNECTED (", missing.size(), "): ", SummarizeTasks(missing),
+                    "\n");
+  }
+  return text;
 }
 
 std::string RenderStatusTable(const StatusReport& report) {

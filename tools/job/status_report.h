@@ -28,6 +28,13 @@ void CountKvDirectories(const proto::GetKeyValueDirResponse& root, StatusReport*
 // The tables: tasks, open barriers, key-value directories.
 std::string RenderStatusTable(const StatusReport& report);
 
+// The registration timeline (`muster status --bring-up`), from the connected tasks' ages
+// (connected_age_ms: since their current incarnation registered): how many are connected, when
+// the first registered and the median registration, then the last 10 to register, latest
+// first, each with how late it was against the median ("+1.8s after the median"); the tasks
+// not connected are named.
+std::string RenderBringUp(const StatusReport& report);
+
 // One line of JSON (proto3 JSON mapping, proto field names, default values included).
 std::string RenderStatusJson(const StatusReport& report);
 

@@ -58,10 +58,14 @@ void PersistResult(BarrierPointer self) {
   self->state.durable.Persist(self, std::move(batch));
 }
 
-// Who had not arrived at an instance that failed (at most 64 of them listed); empty when it
-// passed.
-proto::BarrierInfo EndOf(const BarrierState& barrier) {
+// How long the instance waited, and who had not arrived at an instance that failed (at most 64
+// of them listed).
+proto::BarrierInfo EndOf(const BarrierState& barrier, BarrierClock::time_point now) {
   proto::BarrierInfo end;
+  const BarrierSpec& spec = barrier.spec();
+  end.set_waited_ms(
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - (spec.deadline - spec.timeout))
+          .count());
   if (barrier.result().ok()) return end;
   constexpr int kMaxListed = 64;
   end.set_arrived(barrier.arrived());
@@ -81,7 +85,7 @@ void AnswerAll(BarrierPointer self) {
   const BarrierState& barrier = *state.barrier;
   if (state.parent) {
     self->send(state.parent, barrier_done_atom::value, barrier.id(), barrier.counter(),
-               ToError(barrier.result()), EndOf(barrier));
+               ToError(barrier.result()), EndOf(barrier, self->clock().now()));
   }
   PersistResult(self);
   state.durable.After(

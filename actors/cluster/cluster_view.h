@@ -44,6 +44,8 @@ class ClusterView {
   bool HasJob(const std::string& job) const { return jobs_.contains(job); }
   // True when the task's job is recoverable or the task registered as recoverable.
   bool IsRecoverable(const proto::CoordinatedTask& task) const;
+  // The latest state of the task at `index` in tasks() (index < tasks().size()).
+  const proto::CoordinatedTaskStateInfo& state(uint32_t index) const { return states_[index]; }
   // The latest state of a known task; nullptr for unknown tasks.
   const proto::CoordinatedTaskStateInfo* Find(const proto::CoordinatedTask& task) const;
   // Replaces the state of `info.task()`; returns false (and changes nothing) for unknown tasks.

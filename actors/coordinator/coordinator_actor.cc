@@ -1,12 +1,14 @@
 #include "muster/actors/coordinator/coordinator_actor.h"
 
 #include <algorithm>
+#include <limits>
 
 #include <absl/strings/str_cat.h>
 
 #include "muster/actors/barriers/barrier_actor.h"
 #include "muster/actors/coordinator/coordinator_state.h"
 #include "muster/actors/hardening.h"
+#include "muster/actors/kv/kv_stats.h"
 #include "muster/actors/placement.h"
 #include "muster/messages/incarnation.h"
 #include "muster/messages/status/caf_text.h"
@@ -17,6 +19,9 @@ namespace muster {
 namespace {
 
 constexpr int64_t kDefaultHeartbeatTimeoutMs = 10'000;
+// The error messages a TaskColumns carries: after a mass failure, 100,000 of them would be
+// most of its bytes, and nobody reads past the first few.
+constexpr int kMaxColumnErrors = 1000;
 
 // The task actor of `task`, or an InvalidArgument error naming it.
 absl::StatusOr<TaskActor> Route(CoordinatorPointer self, absl::string_view what,
@@ -47,6 +52,46 @@ caf::result<proto::GetTaskStateResponse> GetTaskState(CoordinatorPointer self,
     out->set_step_age_ms(age(st.progress.StepChangedAt(slot.index)));
   }
   return response;
+}
+
+// Every task as columns: one pass over the tasks, no message per task.
+proto::TaskColumns TaskColumnsOf(CoordinatorPointer self) {
+  const auto& st = self->state;
+  const auto& tasks = st.view.tasks();
+  const auto now = self->clock().now();
+  auto age = [now](const std::optional<caf::actor_clock::time_point>& since) -> int64_t {
+    if (!since) return -1;
+    return std::chrono::duration_cast<std::chrono::milliseconds>(now - *since).count();
+  };
+  proto::TaskColumns columns;
+  const int n = static_cast<int>(tasks.size());
+  std::string states(n, '\0');
+  columns.mutable_incarnations()->Reserve(n);
+  columns.mutable_heartbeat_age_ms()->Reserve(n);
+  columns.mutable_connected_age_ms()->Reserve(n);
+  columns.mutable_steps()->Reserve(n);
+  for (int i = 0; i < n; ++i) {
+    if (i == 0 || tasks[i].job_name() != tasks[i - 1].job_name()) {
+      columns.add_job_names(tasks[i].job_name());
+      columns.add_job_sizes(0);
+    }
+    columns.set_job_sizes(columns.job_sizes_size() - 1, columns.job_sizes().rbegin()[0] + 1);
+    const proto::CoordinatedTaskStateInfo& info = st.view.state(i);
+    const TaskSlot& slot = st.tasks[i];
+    states[i] = static_cast<char>(info.state());
+    columns.add_incarnations(info.incarnation());
+    columns.add_heartbeat_age_ms(age(slot.last_heartbeat));
+    columns.add_connected_age_ms(age(slot.connected_at));
+    columns.add_steps(st.progress.Step(i).value_or(std::numeric_limits<int64_t>::min()));
+    if (info.state() == proto::TASKSTATE_ERROR && columns.errors_size() < kMaxColumnErrors) {
+      proto::TaskColumnError* error = columns.add_errors();
+      error->set_index(i);
+      error->set_code(info.error_code());
+      error->set_message(info.error_message());
+    }
+  }
+  columns.set_states(std::move(states));
+  return columns;
 }
 
 caf::result<proto::WatchJobStateResponse> WatchJobState(
@@ -144,6 +189,16 @@ caf::result<Response> ToTask(CoordinatorPointer self, bool any_sender, absl::str
                         [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
             });
   return promise;
+}
+
+// The event log answers (it validates the request and parks it when it waits). A coordinator
+// spawned without one (tests, embedders) answers as a log that has no event.
+caf::result<proto::WatchEventsResponse> WatchEvents(CoordinatorPointer self,
+                                                    const proto::WatchEventsRequest& request) {
+  if (self->state.options.events) return self->delegate(self->state.options.events, request);
+  proto::WatchEventsResponse none;
+  none.set_first_kept_seq(1);
+  return none;
 }
 
 // A task in ERROR may be reset from any node admitted to the job (`muster task reset`: the
@@ -289,6 +344,7 @@ void Init(CoordinatorPointer self, CoordinatorOptions options) {
   RestoreGenerations(self);
   st.kv = NewKvRouter(self);  // with the directories a restarted leader recovered
   StartProgressChecks(self);
+  if (EventsWanted(self)) EmitEvent(self, LeaderStartedEvent(st.options));
   self->set_down_handler([=](caf::down_msg& down) {
     self->state.children->erase(down.source);  // a dead child needs no stopping at shutdown
     if (!self->state.kv.Forget(down.source) && !ForgetLauncher(self, down.source)) {
@@ -353,6 +409,10 @@ CoordinatorActor::behavior_type CoordinatorBehavior(CoordinatorPointer self,
       [=](const proto::GetBarriersRequest&) {
         return CollectBarriers(self, self->state.barriers.LiveActors());
       },
+      [=](const proto::GetKvStatsRequest&) {
+        return CollectKvStats(self, self->state.kv.Directories());
+      },
+      [=](const proto::GetTaskColumnsRequest&) { return TaskColumnsOf(self); },
       [=](const proto::GetBarrierProgressRequest& request) {
         return GetBarrierProgress(self, request);
       },
@@ -369,10 +429,11 @@ CoordinatorActor::behavior_type CoordinatorBehavior(CoordinatorPointer self,
       },
       [=](const proto::TaskExitedRequest& request) { return TaskExited(self, request); },
       [=](const proto::LauncherStatusRequest&) { return LauncherStatus(self); },
-      [=](barrier_done_atom, const std::string& id, int64_t counter,
-          const caf::error& result) -> caf::result<void> {
+      [=](const proto::WatchEventsRequest& request) { return WatchEvents(self, request); },
+      [=](barrier_done_atom, const std::string& id, int64_t counter, const caf::error& result,
+          const proto::BarrierInfo& end) -> caf::result<void> {
         if (caf::error refused = NotFromThisNode(self, "barrier_done")) return refused;
-        OnBarrierDone(self, id, counter, result);
+        OnBarrierDone(self, id, counter, result, end);
         return caf::unit;
       },
       [=](task_state_atom, const proto::CoordinatedTaskStateInfo& info,

@@ -15,6 +15,7 @@
 #include <caf/actor_system.hpp>
 
 #include "muster/actors/cluster/device_exchange.h"
+#include "muster/actors/observe/event_log_actor.h"
 #include "muster/actors/state/state_writer_actor.h"
 #include "muster/actors/supervision/supervision_policy.h"
 #include "muster/messages/vocabulary/interfaces.h"
@@ -22,6 +23,8 @@
 #include "muster/proto/leader_state.pb.h"
 
 namespace muster {
+
+class LeaderMetrics;
 
 struct CoordinatorOptions {
   proto::CoordinationServiceConfig config;
@@ -44,6 +47,16 @@ struct CoordinatorOptions {
   std::shared_ptr<const proto::RecoveredState> recovered;
   // 0: the heartbeat timeout.
   caf::timespan reconnect_window{0};
+  // The event file (muster serve --events): Leader::Start opens it for appending and gives the
+  // event log a writer of it; empty: the events stay in memory only.
+  std::string events_file;
+  // The event log that keeps the job's events (docs/operations.md, "The event log") and answers
+  // WatchEvents; Leader::Start always spawns one. Null: no event is built or sent, and
+  // WatchEvents answers with none.
+  EventLogActor events;
+  // What the leader's actors count (KV operations, durable writes; actors/observe/); null:
+  // nothing is counted.
+  std::shared_ptr<LeaderMetrics> metrics;
 };
 
 // Spawns a coordinator for the jobs in `options.config`.

@@ -154,7 +154,8 @@ KvRouter NewKvRouter(CoordinatorPointer self) {
         if (dirs[i].directory() == directory) durability.directory_index = i;
       }
     }
-    KvDirectoryActor actor = SpawnKvDirectory(self->system(), directory, limits, durability);
+    KvDirectoryActor actor =
+        SpawnKvDirectory(self->system(), directory, limits, durability, options.metrics);
     self->monitor(actor);
     self->state.children->emplace(actor.address(), caf::actor_cast<caf::actor>(actor));
     return actor;

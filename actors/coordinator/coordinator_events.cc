@@ -8,6 +8,7 @@
 #include <absl/strings/str_cat.h>
 
 #include "muster/actors/coordinator/coordinator_state.h"
+#include "muster/actors/observe/leader_metrics.h"
 #include "muster/messages/status/status_codec.h"
 
 namespace muster {
@@ -27,6 +28,7 @@ void SetError(const absl::Status& status, proto::JobEvent* event) {
 }  // namespace
 
 void EmitEvent(CoordinatorPointer self, proto::JobEvent event) {
+  if (self->state.options.metrics) self->state.options.metrics->CountEvent(event);
   const EventLogActor& events = self->state.options.events;
   if (events) self->send(events, std::move(event));
 }
@@ -103,6 +105,7 @@ proto::JobEvent BarrierDoneEvent(const std::string& id, int64_t counter, const a
   proto::JobEvent event = Event(result.ok() ? proto::BARRIER_PASSED : proto::BARRIER_FAILED);
   event.set_barrier_id(id);
   event.set_barrier_counter(counter);
+  event.set_waited_ms(end.waited_ms());
   if (result.ok()) return event;
   SetError(result, &event);
   for (const auto& task : end.waiting_for()) {

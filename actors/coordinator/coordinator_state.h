@@ -237,13 +237,13 @@ void PersistNewRound(CoordinatorPointer self, const std::vector<std::string>& ba
 // Answers a job-state watch with the current states of its job.
 proto::WatchJobStateResponse JobState(CoordinatorPointer self, const std::string& job);
 
-// Events (coordinator_events.cc): what happened, for the event log. A handler builds an event
-// only when EventsWanted(), so that a coordinator without an event log pays nothing for them:
+// Events (coordinator_events.cc): what happened, for the event log and the metrics. A handler
+// builds an event only when EventsWanted(), so that a coordinator with neither pays nothing:
 //   if (EventsWanted(self)) EmitEvent(self, TaskStateEvent(info));
 inline bool EventsWanted(CoordinatorPointer self) {
-  return static_cast<bool>(self->state.options.events);
+  return self->state.options.events || self->state.options.metrics;
 }
-// Sends `event` to the event log (which stamps its seq and time).
+// Counts `event` in the metrics and sends it to the event log (which stamps its seq and time).
 void EmitEvent(CoordinatorPointer self, proto::JobEvent event);
 // LEADER_STARTED: "fresh", or what was recovered from the state dir.
 proto::JobEvent LeaderStartedEvent(const CoordinatorOptions& options);

@@ -12,6 +12,7 @@
 #include "muster/actors/hardening.h"
 #include "muster/actors/kv/kv_store.h"
 #include "muster/actors/kv/kv_subscribers.h"
+#include "muster/actors/observe/leader_metrics.h"
 #include "muster/actors/placement.h"
 #include "muster/actors/state/kv_durable.h"
 #include "muster/messages/status/caf_text.h"
@@ -35,6 +36,7 @@ struct KvDirectoryState {
   KvDurable durable;
   absl::flat_hash_map<uint64_t, ResumingWatch> resuming;
   uint64_t next_resume = 0;
+  std::shared_ptr<LeaderMetrics> metrics;  // null: nothing counted
 };
 
 using KvDirectoryPointer = KvDirectoryActor::stateful_pointer<KvDirectoryState>;
@@ -47,6 +49,27 @@ proto::KeyValueEntry Entry(const std::string& key, const std::string& value) {
   return entry;
 }
 
+// Counts a parked call answered now, with `code`, after its wait.
+void CountWaiter(KvDirectoryPointer self, const KvWaiter& waiter, absl::StatusCode code) {
+  if (!self->state.metrics) return;
+  self->state.metrics->KvDone(waiter.waits_for_keys() ? KvVerb::kWaitForKeys : KvVerb::kGet, code,
+                              self->clock().now() - waiter.parked_at);
+}
+
+// Counts a request answered by `result` (a parked one is counted when it is answered).
+template <class Handler>
+auto Counted(KvDirectoryPointer self, KvVerb verb, Handler handler) {
+  if (!self->state.metrics) return handler();
+  auto start = self->clock().now();
+  auto result = handler();
+  if (result.flag != caf::rt_delegated) {
+    absl::StatusCode code =
+        result.flag == caf::rt_error ? ToStatus(result.err).code() : absl::StatusCode::kOk;
+    self->state.metrics->KvDone(verb, code, self->clock().now() - start);
+  }
+  return result;
+}
+
 // Drops the monitor of a peer that has no waiter and no watch left.
 void ReleasePeer(KvDirectoryPointer self, const caf::actor_addr& peer) {
   if (!self->state.subscribers.Knows(peer)) self->demonitor(peer);
@@ -57,6 +80,7 @@ void AnswerGetters(KvDirectoryPointer self, const std::string& key, const std::s
     proto::GetKeyValueResponse response;
     *response.mutable_kv() = Entry(key, value);
     waiter.promise.deliver(std::move(response));
+    CountWaiter(self, waiter, absl::StatusCode::kOk);
     ReleasePeer(self, waiter.requester);
   }
 }
@@ -87,6 +111,7 @@ void AnswerDirWaiters(KvDirectoryPointer self, const std::string& key) {
       key, [&](absl::string_view directory) { return store.CountUnder(directory); });
   for (KvWaiter& waiter : ready) {
     waiter.dir_promise.deliver(KeysUnder(self, waiter.key));
+    CountWaiter(self, waiter, absl::StatusCode::kOk);
     ReleasePeer(self, waiter.requester);
   }
 }
@@ -124,12 +149,15 @@ caf::result<Response> Answer(absl::StatusOr<Response> outcome) {
 // A write: applied by `apply` (which fills the changes it made), published, and answered once
 // recorded. With a request id a write already applied is answered from its stored reply.
 template <class Response, class Request, class Apply>
-caf::result<Response> Write(KvDirectoryPointer self, const Request& request, Apply apply) {
+caf::result<Response> Write(KvDirectoryPointer self, KvVerb verb, const Request& request,
+                            Apply apply) {
   KvDurable& durable = self->state.durable;
   const bool dedup = durable.enabled() && request.request_id().client() != 0;
   if (dedup) {
     if (const proto::StoredReply* stored = durable.FindReply(request.request_id())) {
-      return AfterDurable(self, durable.gate(), Answer(LoadReply<Response>(*stored)));
+      return AfterDurable(self, durable.gate(), Counted(self, verb, [&] {
+                            return Answer(LoadReply<Response>(*stored));
+                          }));
     }
   }
   KvStore::Changes changes;
@@ -141,7 +169,8 @@ caf::result<Response> Write(KvDirectoryPointer self, const Request& request, App
                           batch);
   }
   Publish(self, changes, std::move(batch));
-  return AfterDurable(self, durable.gate(), Answer(std::move(outcome)));
+  return AfterDurable(self, durable.gate(),
+                      Counted(self, verb, [&] { return Answer(std::move(outcome)); }));
 }
 
 // The owner an ephemeral write names (stamped by the coordinator); nullopt for a persistent one.
@@ -154,7 +183,8 @@ std::optional<KvOwner> OwnerOf(const Request& request) {
 const KvOwner* Ptr(const std::optional<KvOwner>& owner) { return owner ? &*owner : nullptr; }
 
 // Fails a parked call of either kind with `status`.
-void FailWaiter(KvWaiter& waiter, const absl::Status& status) {
+void FailWaiter(KvDirectoryPointer self, KvWaiter& waiter, const absl::Status& status) {
+  CountWaiter(self, waiter, status.code());
   if (waiter.waits_for_keys()) {
     waiter.dir_promise.deliver(ToKvError(status));
   } else {
@@ -165,7 +195,7 @@ void FailWaiter(KvWaiter& waiter, const absl::Status& status) {
 caf::result<proto::InsertKeyValueResponse> InsertKeyValue(
     KvDirectoryPointer self, const proto::InsertKeyValueRequest& request) {
   return Write<proto::InsertKeyValueResponse>(
-      self, request,
+      self, KvVerb::kInsert, request,
       [&](KvStore::Changes& changes) -> absl::StatusOr<proto::InsertKeyValueResponse> {
         std::optional<KvOwner> owner = OwnerOf(request);
         absl::Status status =
@@ -178,7 +208,7 @@ caf::result<proto::InsertKeyValueResponse> InsertKeyValue(
 caf::result<proto::UpdateKeyValueResponse> UpdateKeyValue(
     KvDirectoryPointer self, const proto::UpdateKeyValueRequest& request) {
   return Write<proto::UpdateKeyValueResponse>(
-      self, request,
+      self, KvVerb::kUpdate, request,
       [&](KvStore::Changes& changes) -> absl::StatusOr<proto::UpdateKeyValueResponse> {
         std::optional<KvOwner> owner = OwnerOf(request);
         absl::Status status = self->state.store.Update(request.kv(), changes, Ptr(owner));
@@ -207,8 +237,9 @@ caf::result<proto::GetKeyValueResponse> ParkGetter(KvDirectoryPointer self,
   // Monitor first: making the promise takes the sender out of the current message.
   if (!self->state.subscribers.Knows(requester)) self->monitor(self->current_sender());
   auto promise = self->make_response_promise<proto::GetKeyValueResponse>();
-  uint64_t id =
-      self->state.subscribers.Park(KvWaiter{request.key(), requester, timeout_ms, promise});
+  KvWaiter waiter{request.key(), requester, timeout_ms, promise};
+  waiter.parked_at = self->clock().now();
+  uint64_t id = self->state.subscribers.Park(std::move(waiter));
   ArmDeadline(self, id, timeout_ms);
   return promise;
 }
@@ -241,7 +272,7 @@ caf::result<proto::TryGetKeyValueResponse> TryGetKeyValue(
 caf::result<proto::IncrementKeyValueResponse> IncrementKeyValue(
     KvDirectoryPointer self, const proto::IncrementKeyValueRequest& request) {
   return Write<proto::IncrementKeyValueResponse>(
-      self, request,
+      self, KvVerb::kIncrement, request,
       [&](KvStore::Changes& changes) -> absl::StatusOr<proto::IncrementKeyValueResponse> {
         absl::StatusOr<int64_t> sum =
             self->state.store.Increment(request.key(), request.increment(), changes);
@@ -265,7 +296,7 @@ caf::result<proto::GetKeyValueDirResponse> GetKeyValueDir(
 caf::result<proto::DeleteKeyValueResponse> DeleteKeyValue(
     KvDirectoryPointer self, const proto::DeleteKeyValueRequest& request) {
   return Write<proto::DeleteKeyValueResponse>(
-      self, request,
+      self, KvVerb::kDelete, request,
       [&](KvStore::Changes& changes) -> absl::StatusOr<proto::DeleteKeyValueResponse> {
         absl::Status status =
             self->state.store.Delete(request.key(), request.is_directory(), changes);
@@ -277,7 +308,7 @@ caf::result<proto::DeleteKeyValueResponse> DeleteKeyValue(
 caf::result<proto::CompareAndSwapResponse> CompareAndSwap(
     KvDirectoryPointer self, const proto::CompareAndSwapRequest& request) {
   return Write<proto::CompareAndSwapResponse>(
-      self, request,
+      self, KvVerb::kCompareAndSwap, request,
       [&](KvStore::Changes& changes) -> absl::StatusOr<proto::CompareAndSwapResponse> {
         std::optional<KvOwner> owner = OwnerOf(request);
         return self->state.store.CompareAndSwap(request, changes, Ptr(owner));
@@ -313,6 +344,7 @@ caf::result<proto::WaitForKeysResponse> WaitForKeys(KvDirectoryPointer self,
   KvWaiter waiter{
       directory, requester,       request.timeout_in_ms(),
       {},        request.count(), self->make_response_promise<proto::WaitForKeysResponse>()};
+  waiter.parked_at = self->clock().now();
   auto promise = waiter.dir_promise;
   uint64_t id = self->state.subscribers.Park(std::move(waiter));
   ArmDeadline(self, id, request.timeout_in_ms());
@@ -429,6 +461,7 @@ void CancelGets(KvDirectoryPointer self, const std::string& key) {
   auto requester = caf::actor_cast<caf::actor_addr>(self->current_sender());
   std::vector<KvWaiter> cancelled = self->state.subscribers.TakeRequesterKey(requester, key);
   for (KvWaiter& waiter : cancelled) {
+    CountWaiter(self, waiter, absl::StatusCode::kCancelled);
     waiter.promise.deliver(ToKvError(absl::CancelledError(
         absl::StrCat("GetKeyValue for key ", KeyForMessage(key), " was cancelled by its caller"))));
   }
@@ -441,20 +474,22 @@ void ExpireGet(KvDirectoryPointer self, uint64_t waiter_id) {
   if (!waiter) return;  // answered or withdrawn before its deadline
   absl::Duration waited = absl::Milliseconds(waiter->timeout_ms);
   if (waiter->waits_for_keys()) {
-    FailWaiter(*waiter, absl::DeadlineExceededError(absl::StrCat(
-                            "WaitForKeys timed out after ", absl::FormatDuration(waited), " with ",
-                            self->state.store.CountUnder(waiter->key), " of ", waiter->count,
-                            " keys under ", KeyForMessage(waiter->key),
-                            "; check the tasks that should write them, or give the call a "
-                            "longer timeout (WaitForKeys(directory, count, timeout); Python: "
-                            "wait_for_keys(..., timeout=))")));
+    FailWaiter(self, *waiter,
+               absl::DeadlineExceededError(
+                   absl::StrCat("WaitForKeys timed out after ", absl::FormatDuration(waited),
+                                " with ", self->state.store.CountUnder(waiter->key), " of ",
+                                waiter->count, " keys under ", KeyForMessage(waiter->key),
+                                "; check the tasks that should write them, or give the call a "
+                                "longer timeout (WaitForKeys(directory, count, timeout); Python: "
+                                "wait_for_keys(..., timeout=))")));
   } else {
-    FailWaiter(*waiter, absl::DeadlineExceededError(absl::StrCat(
-                            "GetKeyValue timed out with key: ", KeyForMessage(waiter->key),
-                            " and duration: ", absl::FormatDuration(waited),
-                            "; nothing inserted the key in time: check its writer, or wait "
-                            "longer (muster kv get --wait --timeout D; Python: "
-                            "get_key_value(key, timeout=); C++: GetKeyValue(key, timeout))")));
+    FailWaiter(self, *waiter,
+               absl::DeadlineExceededError(
+                   absl::StrCat("GetKeyValue timed out with key: ", KeyForMessage(waiter->key),
+                                " and duration: ", absl::FormatDuration(waited),
+                                "; nothing inserted the key in time: check its writer, or wait "
+                                "longer (muster kv get --wait --timeout D; Python: "
+                                "get_key_value(key, timeout=); C++: GetKeyValue(key, timeout))")));
   }
   ReleasePeer(self, waiter->requester);
 }
@@ -462,12 +497,13 @@ void ExpireGet(KvDirectoryPointer self, uint64_t waiter_id) {
 // Fails every parked call when the directory stops.
 void CancelAllGets(KvDirectoryPointer self, const caf::error& reason) {
   for (KvWaiter& waiter : self->state.subscribers.TakeAll()) {
-    FailWaiter(waiter, absl::CancelledError(absl::StrCat(
-                           "key-value directory ", self->state.store.directory(), " stopped (",
-                           DescribeCafError(reason), ") while ",
-                           waiter.waits_for_keys() ? "WaitForKeys waited for keys under "
-                                                   : "GetKeyValue waited for key ",
-                           KeyForMessage(waiter.key), "; retry once the service is back")));
+    FailWaiter(self, waiter,
+               absl::CancelledError(
+                   absl::StrCat("key-value directory ", self->state.store.directory(), " stopped (",
+                                DescribeCafError(reason), ") while ",
+                                waiter.waits_for_keys() ? "WaitForKeys waited for keys under "
+                                                        : "GetKeyValue waited for key ",
+                                KeyForMessage(waiter.key), "; retry once the service is back")));
   }
 }
 
@@ -477,10 +513,23 @@ caf::result<int64_t, int64_t, int64_t, int64_t> Stats(KvDirectoryPointer self) {
                           subscribers.num_watches(), subscribers.num_peers());
 }
 
+proto::KvDirectoryStats DirectoryStats(KvDirectoryPointer self) {
+  const KvSubscribers& subscribers = self->state.subscribers;
+  proto::KvDirectoryStats stats;
+  stats.set_directory(self->state.store.directory());
+  stats.set_keys(self->state.store.size());
+  stats.set_value_bytes(self->state.store.bytes());
+  stats.set_parked_gets(subscribers.num_waiters());
+  stats.set_watches(subscribers.num_watches());
+  return stats;
+}
+
 KvDirectoryActor::behavior_type KvDirectoryBehavior(KvDirectoryPointer self, std::string directory,
-                                                    KvLimits limits, KvDurability durability) {
+                                                    KvLimits limits, KvDurability durability,
+                                                    std::shared_ptr<LeaderMetrics> metrics) {
   HostOnNetworkThread(self);
   DropUnexpectedMessages(self);
+  self->state.metrics = std::move(metrics);
   self->state.store = KvStore(std::move(directory), limits);
   self->state.durable = KvDurable(std::move(durability.writer));
   if (durability.recovered && durability.directory_index >= 0) {
@@ -498,30 +547,41 @@ KvDirectoryActor::behavior_type KvDirectoryBehavior(KvDirectoryPointer self, std
       [=](const proto::InsertKeyValueRequest& request) { return InsertKeyValue(self, request); },
       [=](const proto::UpdateKeyValueRequest& request) { return UpdateKeyValue(self, request); },
       [=](const proto::GetKeyValueRequest& request) {
-        return AfterDurable(self, self->state.durable.gate(), GetKeyValue(self, request));
+        return AfterDurable(self, self->state.durable.gate(), Counted(self, KvVerb::kGet, [&] {
+                              return GetKeyValue(self, request);
+                            }));
       },
       [=](const proto::TryGetKeyValueRequest& request) {
-        return AfterDurable(self, self->state.durable.gate(), TryGetKeyValue(self, request));
+        return AfterDurable(self, self->state.durable.gate(), Counted(self, KvVerb::kTryGet, [&] {
+                              return TryGetKeyValue(self, request);
+                            }));
       },
       [=](const proto::IncrementKeyValueRequest& request) {
         return IncrementKeyValue(self, request);
       },
       [=](const proto::GetKeyValueDirRequest& request) {
-        return AfterDurable(self, self->state.durable.gate(), GetKeyValueDir(self, request));
+        return AfterDurable(self, self->state.durable.gate(), Counted(self, KvVerb::kGetDir, [&] {
+                              return GetKeyValueDir(self, request);
+                            }));
       },
       [=](const proto::DeleteKeyValueRequest& request) { return DeleteKeyValue(self, request); },
       [=](const proto::CompareAndSwapRequest& request) { return CompareAndSwap(self, request); },
       [=](const proto::WatchKeyRequest& request, const KvWatcherActor& watcher) {
-        return WatchKey(self, request, watcher);
+        return Counted(self, KvVerb::kWatch, [&] { return WatchKey(self, request, watcher); });
       },
       [=](const proto::StopWatchKeyRequest& request, const KvWatcherActor& watcher) {
-        return StopWatchKey(self, request, watcher);
+        return Counted(self, KvVerb::kStopWatch,
+                       [&] { return StopWatchKey(self, request, watcher); });
       },
       [=](const proto::ReduceKeyValueDirRequest& request) {
-        return AfterDurable(self, self->state.durable.gate(), ReduceKeyValueDir(self, request));
+        return AfterDurable(
+            self, self->state.durable.gate(),
+            Counted(self, KvVerb::kReduceDir, [&] { return ReduceKeyValueDir(self, request); }));
       },
       [=](const proto::WaitForKeysRequest& request) {
-        return AfterDurable(self, self->state.durable.gate(), WaitForKeys(self, request));
+        return AfterDurable(
+            self, self->state.durable.gate(),
+            Counted(self, KvVerb::kWaitForKeys, [&] { return WaitForKeys(self, request); }));
       },
       [=](drop_owner_atom, const std::string& task, uint64_t incarnation) {
         DropOwner(self, task, incarnation);
@@ -530,14 +590,17 @@ KvDirectoryActor::behavior_type KvDirectoryBehavior(KvDirectoryPointer self, std
       [=](deadline_atom, uint64_t waiter_id) { ExpireGet(self, waiter_id); },
       [=](resume_watch_atom, uint64_t id) { ResumeWatch(self, id); },
       [=](kv_stats_atom) { return Stats(self); },
+      [=](const proto::GetKvStatsRequest&) { return DirectoryStats(self); },
   };
 }
 
 }  // namespace
 
 KvDirectoryActor SpawnKvDirectory(caf::actor_system& system, std::string directory, KvLimits limits,
-                                  const KvDurability& durability) {
-  return system.spawn(KvDirectoryBehavior, std::move(directory), limits, durability);
+                                  const KvDurability& durability,
+                                  std::shared_ptr<LeaderMetrics> metrics) {
+  return system.spawn(KvDirectoryBehavior, std::move(directory), limits, durability,
+                      std::move(metrics));
 }
 
 caf::error ToKvError(const absl::Status& status) {

@@ -23,8 +23,11 @@
 #include "muster/messages/vocabulary/atoms.h"
 #include "muster/messages/vocabulary/interfaces.h"
 #include "muster/proto/leader_state.pb.h"
+#include "muster/proto/observe.pb.h"
 
 namespace muster {
+
+class LeaderMetrics;
 
 // Asks a directory for its counters: keys, parked gets, watches, monitored peers.
 using kv_stats_atom = caf::atom_constant<caf::atom("kv_stats")>;
@@ -41,7 +44,9 @@ using KvDirectoryActor = KvStoreActor::extend<
     // with a watch event each (sent by the coordinator).
     caf::reacts_to<drop_owner_atom, std::string, uint64_t>,
     // Counters for tests and operations: keys, parked gets, watches, monitored peers.
-    caf::replies_to<kv_stats_atom>::with<int64_t, int64_t, int64_t, int64_t>>;
+    caf::replies_to<kv_stats_atom>::with<int64_t, int64_t, int64_t, int64_t>,
+    // Its size: keys, bytes, parked calls, watches (the leader's metrics and live page).
+    caf::replies_to<proto::GetKvStatsRequest>::with<proto::KvDirectoryStats>>;
 
 // A directory's durable state (a leader with a state dir): every change is recorded through
 // `writer` before any reply reveals it; `recovered` (when set) is what the directory held
@@ -53,8 +58,10 @@ struct KvDurability {
 };
 
 // Spawns the actor of `directory` (a first path segment) with the store limits `limits`.
+// `metrics` (when set) counts every request and its latency.
 KvDirectoryActor SpawnKvDirectory(caf::actor_system& system, std::string directory, KvLimits limits,
-                                  const KvDurability& durability = {});
+                                  const KvDurability& durability = {},
+                                  std::shared_ptr<LeaderMetrics> metrics = nullptr);
 
 // Converts a key-value status to a CAF error: with a coordination payload, except
 // AlreadyExists, which the reference returns bare.

@@ -227,6 +227,7 @@ absl::Status KvStore::StoreValue(absl::string_view key, std::string value, Chang
     int64_t growth = static_cast<int64_t>(value.size()) - static_cast<int64_t>(it->second.size());
     if (absl::Status status = Reserve(key, growth); !status.ok()) return status;
     if (growth < 0 && limits_.budget) limits_.budget->Release(-growth);
+    bytes_ += growth;
     it->second = std::move(value);
     Record(Kind::UPDATED, key, it->second, changes);
     return absl::OkStatus();
@@ -239,6 +240,7 @@ absl::Status KvStore::StoreValue(absl::string_view key, std::string value, Chang
       !status.ok()) {
     return status;
   }
+  bytes_ += static_cast<int64_t>(key.size() + value.size());
   it = data_.emplace(std::string(key), std::move(value)).first;
   Record(Kind::INSERTED, key, it->second, changes);
   return absl::OkStatus();
@@ -252,6 +254,7 @@ void KvStore::Erase(Map::iterator first, Map::iterator last, Changes& changes) {
     if (!owners_.empty()) owners_.erase(it->first);
   }
   data_.erase(first, last);
+  bytes_ -= freed;
   if (limits_.budget) limits_.budget->Release(freed);
 }
 
@@ -271,8 +274,10 @@ KvStore::KvStore(KvStore&& other) noexcept
       limits_(std::move(other.limits_)),
       data_(std::move(other.data_)),
       owners_(std::move(other.owners_)),
-      revision_(other.revision_) {
+      revision_(other.revision_),
+      bytes_(other.bytes_) {
   other.data_.clear();
+  other.bytes_ = 0;
   other.owners_.clear();
   other.limits_.budget.reset();
 }
@@ -285,6 +290,8 @@ KvStore& KvStore::operator=(KvStore&& other) noexcept {
   data_ = std::move(other.data_);
   owners_ = std::move(other.owners_);
   revision_ = other.revision_;
+  bytes_ = other.bytes_;
+  other.bytes_ = 0;
   other.data_.clear();
   other.owners_.clear();
   other.limits_.budget.reset();

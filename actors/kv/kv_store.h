@@ -110,6 +110,8 @@ class KvStore {
   const KvLimits& limits() const { return limits_; }
   int64_t revision() const { return revision_; }
   int64_t size() const { return static_cast<int64_t>(data_.size()); }
+  // The bytes of the keys and values held.
+  int64_t bytes() const { return bytes_; }
 
  private:
   using Map = absl::btree_map<std::string, std::string>;
@@ -136,6 +138,7 @@ class KvStore {
   // The owners of ephemeral keys (a small subset of data_'s keys, usually).
   absl::flat_hash_map<std::string, KvOwner> owners_;
   int64_t revision_ = 0;
+  int64_t bytes_ = 0;
 };
 
 }  // namespace muster

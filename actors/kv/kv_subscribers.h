@@ -14,6 +14,7 @@
 #include <absl/container/flat_hash_set.h>
 #include <absl/strings/string_view.h>
 #include <caf/actor_addr.hpp>
+#include <caf/actor_clock.hpp>
 #include <caf/typed_response_promise.hpp>
 
 #include "muster/messages/vocabulary/interfaces.h"
@@ -29,6 +30,7 @@ struct KvWaiter {
   caf::typed_response_promise<proto::GetKeyValueResponse> promise;
   int64_t count = 0;
   caf::typed_response_promise<proto::WaitForKeysResponse> dir_promise;
+  caf::actor_clock::time_point parked_at{};  // when the call was parked (its wait, counted)
   bool waits_for_keys() const { return count > 0; }
 };
 

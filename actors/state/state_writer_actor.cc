@@ -7,6 +7,7 @@
 #include <caf/exit_reason.hpp>
 #include <caf/response_promise.hpp>
 
+#include "muster/actors/observe/leader_metrics.h"
 #include "muster/actors/state/state_store.h"
 #include "muster/messages/status/status_codec.h"
 
@@ -16,7 +17,8 @@ namespace {
 // A group commit takes at most this many batches (the rest wait for the next write).
 constexpr size_t kMaxGroup = 4096;
 
-void WriterLoop(caf::blocking_actor* self, std::shared_ptr<StateStore> store) {
+void WriterLoop(caf::blocking_actor* self, std::shared_ptr<StateStore> store,
+                std::shared_ptr<LeaderMetrics> metrics) {
   bool running = true;
   absl::Status failed;
   StateBatch group;
@@ -43,7 +45,12 @@ void WriterLoop(caf::blocking_actor* self, std::shared_ptr<StateStore> store) {
                     caf::after(std::chrono::seconds(0)) >> [&] { more = false; });
     }
     if (waiting.empty()) continue;
-    if (failed.ok() && !group.empty()) failed = store->Write(group);
+    if (failed.ok() && !group.empty()) {
+      auto start = self->clock().now();
+      failed = store->Write(group);
+      if (metrics)
+        metrics->DurableWrite(self->clock().now() - start, waiting.size(), group.ops.size());
+    }
     for (auto& promise : waiting) {
       if (failed.ok()) {
         promise.deliver(true);
@@ -59,9 +66,10 @@ void WriterLoop(caf::blocking_actor* self, std::shared_ptr<StateStore> store) {
 
 }  // namespace
 
-StateWriterActor SpawnStateWriter(caf::actor_system& system, std::shared_ptr<StateStore> store) {
+StateWriterActor SpawnStateWriter(caf::actor_system& system, std::shared_ptr<StateStore> store,
+                                  std::shared_ptr<LeaderMetrics> metrics) {
   return caf::actor_cast<StateWriterActor>(
-      system.spawn<caf::detached>(WriterLoop, std::move(store)));
+      system.spawn<caf::detached>(WriterLoop, std::move(store), std::move(metrics)));
 }
 
 }  // namespace muster

@@ -22,6 +22,7 @@
 
 namespace muster {
 
+class LeaderMetrics;
 class StateStore;
 
 // Changes to the state dir, applied in order and atomically: a put (value) or a delete.
@@ -45,6 +46,8 @@ namespace muster {
 using StateWriterActor = caf::typed_actor<caf::replies_to<persist_atom, StateBatch>::with<bool>>;
 
 // Spawns the writer of `store` (detached). The store stays alive as long as the writer.
-StateWriterActor SpawnStateWriter(caf::actor_system& system, std::shared_ptr<StateStore> store);
+// `metrics` (when set) times every synced write and counts the batches it took.
+StateWriterActor SpawnStateWriter(caf::actor_system& system, std::shared_ptr<StateStore> store,
+                                  std::shared_ptr<LeaderMetrics> metrics = nullptr);
 
 }  // namespace muster

@@ -10,6 +10,7 @@
 #include "muster/messages/vocabulary/atoms.h"
 #include "muster/messages/vocabulary/proto_inspect.h"
 #include "muster/proto/coordination_service.pb.h"
+#include "muster/proto/observe.pb.h"
 
 namespace muster {
 
@@ -98,6 +99,10 @@ using CoordinatorActor = caf::typed_actor<
     caf::replies_to<proto::CancelBarrierRequest>::with<proto::CancelBarrierResponse>,
     // Every open barrier with the tasks it still waits for.
     caf::replies_to<proto::GetBarriersRequest>::with<proto::GetBarriersResponse>,
+    // The size of every key-value directory (keys, bytes, parked calls, watches).
+    caf::replies_to<proto::GetKvStatsRequest>::with<proto::GetKvStatsResponse>,
+    // Every configured task's state, heartbeat age and step, as columns (the leader's metrics).
+    caf::replies_to<proto::GetTaskColumnsRequest>::with<proto::TaskColumns>,
     // The open instance of one barrier. Possible errors: InvalidArgument (empty id), NotFound
     // (no open instance).
     caf::replies_to<proto::GetBarrierProgressRequest>::with<proto::GetBarrierProgressResponse>,
@@ -116,8 +121,14 @@ using CoordinatorActor = caf::typed_actor<
     caf::replies_to<proto::TaskExitedRequest>::with<proto::TaskExitedResponse>,
     // How many launchers are registered and tasks connected (a hosting launcher's last wait).
     caf::replies_to<proto::LauncherStatusRequest>::with<proto::LauncherStatusResponse>,
-    // Internal: a barrier instance finished.
-    caf::reacts_to<barrier_done_atom, std::string, int64_t, caf::error>,
+    // The job's events after after_seq (muster events; answered by the leader's event log).
+    // With wait_ms > 0 and none yet, waits that long for the next one. Possible errors:
+    // InvalidArgument (a negative field, wait_ms over 60 s, max_events over 1024),
+    // ResourceExhausted (1024 calls wait already). A coordinator spawned without an event log
+    // (muster::Leader always has one) answers at once with no events.
+    caf::replies_to<proto::WatchEventsRequest>::with<proto::WatchEventsResponse>,
+    // Internal: a barrier instance finished (and who had not arrived, when it failed).
+    caf::reacts_to<barrier_done_atom, std::string, int64_t, caf::error, proto::BarrierInfo>,
     // Internal: time to look for stuck tasks.
     caf::reacts_to<progress_check_atom>,
     // Internal: a task actor reports its new state.

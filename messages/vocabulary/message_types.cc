@@ -5,6 +5,7 @@
 #include "muster/messages/vocabulary/proto_inspect.h"
 #include "muster/proto/coordination_config.pb.h"
 #include "muster/proto/coordination_service.pb.h"
+#include "muster/proto/observe.pb.h"
 #include "muster/proto/topology.pb.h"
 
 namespace muster {
@@ -55,6 +56,10 @@ void AddMessageTypes(caf::actor_system_config& cfg) {
       proto::RegisterLauncherRequest, proto::RegisterLauncherResponse, proto::TaskExitedRequest,
       proto::TaskExitedResponse, proto::TaskRestart, proto::SupervisionEvent,
       proto::LauncherStatusRequest, proto::LauncherStatusResponse,
+      // Observing a job.
+      proto::GetKvStatsRequest, proto::GetKvStatsResponse, proto::KvDirectoryStats,
+      proto::GetTaskColumnsRequest, proto::TaskColumns, proto::TaskColumnError, proto::JobEvent,
+      proto::WatchEventsRequest, proto::WatchEventsResponse,
       // Task states pushed by the coordinator to the barriers that wait for them.
       proto::CoordinatedTaskStateInfo>(cfg);
   cfg.add_message_type<AgentActor>("muster::AgentActor");

@@ -11,6 +11,7 @@
 #include <caf/stateful_actor.hpp>
 
 #include "muster/actors/hardening.h"
+#include "muster/actors/observe/leader_metrics.h"
 #include "muster/actors/placement.h"
 #include "muster/messages/status/caf_text.h"
 #include "muster/messages/status/status_codec.h"
@@ -28,12 +29,17 @@ struct GateState {
   std::string token;
   bool bind_tasks = false;
   PeerIdentities identities;
+  std::shared_ptr<LeaderMetrics> metrics;  // null: nothing counted
   // Admitted nodes, and how many of their actors authenticated (each is monitored).
   absl::flat_hash_map<caf::node_id, int> admitted;
   caf::actor_clock::time_point last_log{};
 };
 
 using GatePointer = caf::stateful_actor<GateState>*;
+
+void Count(GatePointer self, Refusal why) {
+  if (self->state.metrics) self->state.metrics->Refused(why);
+}
 
 absl::Status NotAdmitted(const std::string& peer) {
   return absl::UnauthenticatedError(absl::StrCat(
@@ -69,6 +75,7 @@ caf::result<proto::AuthenticateResponse> Authenticate(GatePointer self,
   // A gate for certificates only asks no token: any is accepted, as by the coordinator.
   if (self->state.token.empty()) return proto::AuthenticateResponse();
   if (!TokensEqual(request.token(), self->state.token)) {
+    Count(self, Refusal::kWrongToken);
     LogRefusal(self, [&] {
       return absl::StrCat("refused ", PeerName(sender->node()), ": wrong job token");
     });
@@ -88,12 +95,14 @@ caf::result<caf::message> Pass(GatePointer self, caf::message_view& view) {
     const bool admitted = sender && self->state.admitted.contains(sender->node());
     if (!admitted && !self->state.token.empty()) {
       const std::string peer = PeerName(sender ? sender->node() : caf::node_id{});
+      Count(self, Refusal::kUnauthenticated);
       LogRefusal(self, [&] {
         return absl::StrCat("refused a request from ", peer, ": no job token presented");
       });
       return ToError(NotAdmitted(peer));
     }
     if (!IsRequest(view)) {
+      Count(self, Refusal::kInternalMessage);
       return ToError(absl::PermissionDeniedError(
           "internal coordinator messages are not accepted from other nodes"));
     }
@@ -102,6 +111,7 @@ caf::result<caf::message> Pass(GatePointer self, caf::message_view& view) {
       absl::Status allowed = self->state.identities.MaySend(
           sender ? sender->node() : caf::node_id{}, peer, view.content());
       if (!allowed.ok()) {
+        Count(self, Refusal::kPermissionDenied);
         LogRefusal(self, [&] { return absl::StrCat("refused ", allowed.message()); });
         return ToError(allowed);
       }
@@ -133,6 +143,7 @@ caf::behavior GateBehavior(GatePointer self, CoordinatorActor coordinator, GateC
   self->state.coordinator = std::move(coordinator);
   self->state.token = std::move(config.token);
   self->state.bind_tasks = config.bind_tasks;
+  self->state.metrics = std::move(config.metrics);
   self->link_to(self->state.coordinator);  // the gate lives and dies with its coordinator
   self->set_down_handler([self](caf::down_msg& down) {
     auto it = self->state.admitted.find(down.source.node());

@@ -14,6 +14,7 @@
 //                 \--wrong token--> UNKNOWN (Unauthenticated, logged once a second at most)
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include <caf/actor.hpp>
@@ -24,11 +25,15 @@
 
 namespace muster {
 
+class LeaderMetrics;
+
 struct GateConfig {
   // Non-empty: the job token every other node presents first.
   std::string token;
   // The job's CA binds tasks to certificates (CaBindsTasks).
   bool bind_tasks = false;
+  // Counts what the gate refuses, by reason (null: nothing counted).
+  std::shared_ptr<LeaderMetrics> metrics;
 };
 
 // Returns the gate as a CoordinatorActor handle, ready to publish. `config` asks for a token, or

@@ -68,6 +68,7 @@ class SheddingTcp {
     if (refused >= 0) ::close(refused);
     spare_ = OpenSpare();
     mpx_->Report(
+        Refusal::kTooManyConnections,
         "out of file descriptors: refused a new connection (existing ones are still served; "
         "raise `ulimit -n` or close idle clients)");
   }
@@ -120,7 +121,8 @@ class GuardedScribe : public caf::io::scribe {
   // The sweep found Deadline() passed.
   void CloseAtDeadline() {
     if (!guard_.handshake_done() && handshake_deadline_ <= Clock::now()) {
-      Close(absl::StrCat("no handshake within ", limits_.handshake_timeout_ms, " ms"));
+      Close(absl::StrCat("no handshake within ", limits_.handshake_timeout_ms, " ms"),
+            Refusal::kHandshakeTimeout);
     } else {
       Close(absl::StrCat("a frame of ", assembler_.expected(), " bytes stalled after ",
                          assembler_.received(), " bytes: no more arrived within ",
@@ -197,12 +199,12 @@ class GuardedScribe : public caf::io::scribe {
   void add_to_loop() override { stream_.activate(this); }
   void remove_from_loop() override { stream_.passivate(); }
 
-  void Close(absl::string_view why) {
+  void Close(absl::string_view why, Refusal kind = Refusal::kFrameRejected) {
     if (closed_) return;
     closed_ = true;
     std::string peer = addr();
     if (peer.empty()) peer = host_.empty() ? "?" : host_;
-    mpx_.Report(absl::StrCat("closed the connection from ", peer, ":", port(), ": ", why));
+    mpx_.Report(kind, absl::StrCat("closed the connection from ", peer, ":", port(), ": ", why));
     assembler_.Reset();
     ReleaseChunks();
     net::shutdown_both(stream_.fd());
@@ -400,7 +402,8 @@ class GuardedDoorman : public caf::io::doorman {
     std::string peer = host ? *host : std::string{"?"};
     if (!mpx_.AdmitHost(peer)) {
       auto port = net::remote_port_of_fd(fd);
-      mpx_.Report(absl::StrCat("refused a connection from ", peer, ":", port ? *port : 0, ": ",
+      mpx_.Report(Refusal::kTooManyConnections,
+                  absl::StrCat("refused a connection from ", peer, ":", port ? *port : 0, ": ",
                                peer, " holds ", mpx_.limits().max_connections_per_host,
                                " connections already (--max-connections-per-host)"));
       net::close_socket(fd);
@@ -651,6 +654,7 @@ bool GuardedMultiplexer::AdmitHost(const std::string& host) {
     return false;
   }
   ++connections;
+  open_inbound_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
@@ -658,6 +662,7 @@ void GuardedMultiplexer::ReleaseHost(const std::string& host) {
   absl::MutexLock lock(&hosts_mutex_);
   auto it = connections_per_host_.find(host);
   if (it == connections_per_host_.end()) return;
+  open_inbound_.fetch_sub(1, std::memory_order_relaxed);
   if (--it->second == 0) connections_per_host_.erase(it);
 }
 
@@ -722,6 +727,26 @@ void GuardedMultiplexer::CloseBytesFrom(const caf::node_id& node) {
   absl::MutexLock lock(&bytes_mutex_);
   auto it = bytes_from_.find(node);
   if (it != bytes_from_.end() && --it->second.connections <= 0) bytes_from_.erase(it);
+}
+
+void GuardedMultiplexer::Report(Refusal why, const std::string& what) {
+  int index = static_cast<int>(why);
+  if (index >= 0 && index < static_cast<int>(refused_.size())) {
+    refused_[index].fetch_add(1, std::memory_order_relaxed);
+  }
+  Report(what);
+}
+
+WireStats GuardedMultiplexer::Stats(caf::actor_system& system) {
+  WireStats stats;
+  if (!system.has_middleman()) return stats;
+  auto* mpx = dynamic_cast<GuardedMultiplexer*>(&system.middleman().backend());
+  if (mpx == nullptr) return stats;
+  stats.open_inbound = mpx->open_inbound_.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < stats.refused.size(); ++i) {
+    stats.refused[i] = mpx->refused_[i].load(std::memory_order_relaxed);
+  }
+  return stats;
 }
 
 void GuardedMultiplexer::Report(const std::string& what) {

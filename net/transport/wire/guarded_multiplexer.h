@@ -21,6 +21,7 @@
 // limits come from the configuration keys set there (see NodeOptions::wire_limits).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -37,6 +38,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/io/network/default_multiplexer.hpp>
 
+#include "muster/actors/observe/leader_metrics.h"
 #include "muster/net/transport/tls/tls_context.h"
 #include "muster/net/transport/tls/tls_session.h"
 #include "muster/net/transport/wire/frame_guard.h"
@@ -45,6 +47,12 @@ namespace muster {
 
 class GuardedScribe;
 class HandshakeSweeper;
+
+// What a node's wire guard counted (GuardedMultiplexer::Stats).
+struct WireStats {
+  int64_t open_inbound = 0;  // accepted connections open now
+  std::array<uint64_t, static_cast<size_t>(Refusal::kCount)> refused{};  // by Refusal
+};
 
 // The TLS files of a node's connections, kept in its configuration (muster.tls-cert, -key,
 // -ca) between ConfigureNode and the multiplexer.
@@ -116,7 +124,12 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   // nothing counted, when `host` holds the limit already.
   bool AdmitHost(const std::string& host);
   void ReleaseHost(const std::string& host);
+  // Logs `what` (at most a line a second); with a reason, also counts the refusal (Stats).
   void Report(const std::string& what);
+  void Report(Refusal why, const std::string& what);
+  // The accepted connections open now and the refusals so far of `system`'s multiplexer (all
+  // zero when it has none): the leader's metrics.
+  static WireStats Stats(caf::actor_system& system);
   // Binding peers to their certificates (per-task certificates, net/leader/peer_identities.h).
   // With a listener set, each accepted TLS connection holds its peer node's identity (who its
   // certificate names; Kind::kUnknown when it names nobody usable) once the node's handshake
@@ -187,6 +200,8 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   std::deque<caf::intrusive_ptr<caf::resumable>> local_;
   std::atomic<bool> serving_{false};  // run() serves the loop (PostToNetworkThread may post)
   std::vector<caf::intrusive_ptr<GuardedScribe>> deferred_flushes_;
+  std::atomic<int64_t> open_inbound_{0};
+  std::array<std::atomic<uint64_t>, static_cast<size_t>(Refusal::kCount)> refused_{};
   absl::Mutex report_mutex_;
   std::chrono::steady_clock::time_point last_report_ ABSL_GUARDED_BY(report_mutex_){};
   int suppressed_reports_ ABSL_GUARDED_BY(report_mutex_) = 0;

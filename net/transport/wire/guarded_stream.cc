@@ -124,7 +124,8 @@ void GuardedStream::FlushNow(const manager_ptr& mgr) {
 void GuardedStream::ReportHandshakeFailure(const std::string& why) {
   // The peer as recorded when the connection was made: a refused peer has usually closed by now,
   // and the socket no longer knows its address.
-  mpx_.Report(inbound_ ? absl::StrCat("refused a connection from ", peer_,
+  mpx_.Report(inbound_ ? Refusal::kTlsFailed : Refusal::kCount,
+              inbound_ ? absl::StrCat("refused a connection from ", peer_,
                                       " (TLS handshake failed: ", why, ")")
                        : absl::StrCat("TLS handshake with ", peer_, " failed: ", why));
 }

@@ -10,10 +10,12 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler
   libabsl-dev
   libleveldb-dev libsnappy-dev
+  libcpp-httplib-dev
   libgtest-dev libgmock-dev
   ccache procps
   iproute2 nftables
   python3 python3-dev pybind11-dev python3-pytest python3-torch
+  chromium
 )
 if [ "${1:-}" = "fuzz" ]; then
   PACKAGES+=(clang)

@@ -1,9 +1,14 @@
 #include "muster/net/leader/leader.h"
 
 #include <absl/strings/str_cat.h>
+#include <absl/time/clock.h>
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "muster/actors/observe/event_file.h"
+#include "muster/actors/observe/event_log_actor.h"
+#include "muster/actors/observe/event_writer_actor.h"
+#include "muster/actors/observe/job_observer_actor.h"
 #include "muster/actors/state/state_store.h"
 #include "muster/messages/incarnation.h"
 #include "muster/net/leader/leader_endpoint.h"
@@ -40,6 +45,12 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
   RateLimitProtobufLogs();  // a peer's strings that are not UTF-8 would flood the log
   const TlsFiles tls_files = TlsFilesOf(system.config());
   if (absl::Status tls = CheckTlsFiles(tls_files); !tls.ok()) return tls;
+  std::shared_ptr<EventFile> event_file;  // opened now: a path it cannot write fails the start
+  if (!options.events_file.empty()) {
+    absl::StatusOr<std::unique_ptr<EventFile>> opened = EventFile::Open(options.events_file);
+    if (!opened.ok()) return opened.status();
+    event_file = *std::move(opened);
+  }
   bool bind_tasks = false;
   if (tls_files.enabled()) {
     absl::StatusOr<bool> binds = CaBindsTasks(tls_files.ca);
@@ -53,6 +64,8 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
   }
   std::string recovery;
   caf::actor writer;
+  auto metrics = std::make_shared<LeaderMetrics>();
+  options.metrics = metrics;
   if (!options.state_dir.empty()) {
     absl::StatusOr<std::shared_ptr<StateStore>> store = StateStore::Open(options.state_dir);
     if (!store.ok()) return store.status();
@@ -64,16 +77,25 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
     }
     recovery = RecoverySummary(options.state_dir, *recovered);
     options.recovered = std::make_shared<const proto::RecoveredState>(*std::move(recovered));
-    options.state_writer = SpawnStateWriter(system, *std::move(store));
+    options.state_writer = SpawnStateWriter(system, *std::move(store), metrics);
     writer = caf::actor_cast<caf::actor>(options.state_writer);
   }
   if (options.incarnation == 0) options.incarnation = NewIncarnation();
   uint64_t incarnation = options.incarnation;
+  ObserverOptions observed{.leader_incarnation = incarnation,
+                           .start_unix_ms = absl::ToUnixMillis(absl::Now())};
+  // Every leader keeps its last events in memory; with an event file it appends them there too.
+  EventLogActor events =
+      SpawnEventLog(system, {.wall_start = absl::Now(),
+                             .writer = event_file ? SpawnEventWriter(system, std::move(event_file))
+                                                  : EventWriterActor{}});
+  options.events = events;
   CoordinatorActor coordinator = SpawnCoordinator(system, std::move(options));
   CoordinatorActor published = coordinator;
   if (!endpoint.token.empty() || bind_tasks) {
-    published = SpawnTokenGate(system, coordinator,
-                               {.token = std::move(endpoint.token), .bind_tasks = bind_tasks});
+    published =
+        SpawnTokenGate(system, coordinator,
+                       {.token = endpoint.token, .bind_tasks = bind_tasks, .metrics = metrics});
   }
   if (bind_tasks) {
     // Weak: the multiplexer outlives the gate and must not keep it.
@@ -88,6 +110,7 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
   auto port = PublishCoordinator(system, published, endpoint.port, endpoint.host);
   if (!port.ok()) {
     caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(events, caf::exit_reason::user_shutdown);
     return port.status();
   }
   std::string host = endpoint.host.empty() ? "0.0.0.0" : endpoint.host;
@@ -95,6 +118,18 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
       system, std::move(coordinator), std::move(published), std::move(host), *port, incarnation));
   leader->recovery_ = std::move(recovery);
   leader->state_writer_ = std::move(writer);
+  leader->events_ = std::move(events);
+  leader->metrics_ = std::move(metrics);
+  if (endpoint.http) {
+    HttpOptions http = *std::move(endpoint.http);
+    http.token = endpoint.token;
+    http.tls = tls_files;
+    JobObserverActor observer = SpawnJobObserver(system, leader->coordinator_, std::move(observed));
+    auto started = HttpEndpoint::Start(system, std::move(observer), leader->metrics_,
+                                       leader->address(), std::move(http));
+    if (!started.ok()) return started.status();  // the leader stops with its destructor
+    leader->http_ = *std::move(started);
+  }
   return leader;
 }
 
@@ -117,6 +152,7 @@ void Leader::Stop(absl::Duration timeout) {
   if (!running_) return;
   running_ = false;
   ThreadLoggerGuard logger_guard;
+  if (http_) http_->Stop();  // its requests wait for the observer, which needs the coordinator
   system_.middleman().unpublish(published_, port_);
   caf::scoped_actor self{system_};
   self->monitor(coordinator_);
@@ -133,6 +169,13 @@ void Leader::Stop(absl::Duration timeout) {
       },
       caf::after(absl::ToChronoNanoseconds(timeout)) >> [&] { timed_out = true; });
   state_writer_ = nullptr;
+  // Last: the event log holds the coordinator's last events and writes out what it has.
+  self->monitor(events_);
+  caf::anon_send_exit(events_, caf::exit_reason::user_shutdown);
+  bool events_down = timed_out;
+  self->receive_while([&] { return !events_down; })(
+      [&](caf::down_msg& msg) { events_down = msg.source == events_.address(); },
+      caf::after(absl::ToChronoNanoseconds(timeout)) >> [&] { events_down = true; });
 }
 
 }  // namespace muster

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <absl/status/statusor.h>
@@ -24,6 +25,8 @@
 #include <caf/actor_system.hpp>
 
 #include "muster/actors/coordinator/coordinator_actor.h"
+#include "muster/actors/observe/leader_metrics.h"
+#include "muster/net/observe/http_endpoint.h"
 
 namespace muster {
 
@@ -34,6 +37,9 @@ struct LeaderEndpoint {
   // Non-empty: the job token every other node must present before any request (a token gate
   // is published in front of the coordinator; see net/leader/token_gate_actor.h). Never logged.
   std::string token;
+  // Set: the HTTP endpoint (metrics, the live page; net/observe/http_endpoint.h) on its host and
+  // port. It takes the token above and the node's TLS files, so it admits whom the port admits.
+  std::optional<HttpOptions> http;
 };
 
 class Leader {
@@ -41,10 +47,13 @@ class Leader {
   // Spawns the coordinator in `system` (configured with NodeConfig / ConfigureNode) and
   // publishes it. options.incarnation 0 draws a random one. With options.state_dir the leader
   // opens (or creates) that dir, recovers what a previous leader recorded there (keeping its
-  // incarnation) and records every change before acknowledging it (docs/operations.md).
+  // incarnation) and records every change before acknowledging it (docs/operations.md). The
+  // leader keeps the job's last 4096 events (WatchEvents, `muster events`); with
+  // options.events_file it also appends each as a JSON line to that file.
   // Possible errors: Unavailable (the port cannot be opened, naming host, port and cause);
   // with a state dir also FailedPrecondition (locked by another leader, another format),
-  // DataLoss (damaged files) and Internal (I/O), each naming the dir.
+  // DataLoss (damaged files) and Internal (I/O), each naming the dir; with an event file the
+  // errors of EventFile::Open (NotFound, PermissionDenied, ...), naming the file.
   static absl::StatusOr<std::unique_ptr<Leader>> Start(caf::actor_system& system,
                                                        CoordinatorOptions options,
                                                        LeaderEndpoint endpoint = {});
@@ -64,9 +73,15 @@ class Leader {
   std::string address() const;
   uint64_t incarnation() const { return incarnation_; }
   const CoordinatorActor& coordinator() const { return coordinator_; }
+  // The job's event log (every leader has one; WatchEvents reaches it through the coordinator).
+  const EventLogActor& events() const { return events_; }
   bool running() const { return running_; }
   // With a state dir: what was recovered, in one line (empty without one).
   const std::string& recovery() const { return recovery_; }
+  // The HTTP endpoint's URL, "http://HOST:PORT" (empty without one).
+  std::string http_url() const { return http_ ? http_->url() : std::string(); }
+  // What the leader's actors count (read by the HTTP endpoint; never null).
+  const std::shared_ptr<LeaderMetrics>& metrics() const { return metrics_; }
 
  private:
   Leader(caf::actor_system& system, CoordinatorActor coordinator, CoordinatorActor published,
@@ -81,6 +96,9 @@ class Leader {
   bool running_ = true;
   std::string recovery_;
   caf::actor state_writer_;  // with a state dir: Stop() waits until it released the dir
+  EventLogActor events_;     // stopped after the coordinator
+  std::shared_ptr<LeaderMetrics> metrics_;
+  std::unique_ptr<HttpEndpoint> http_;  // stopped first
 };
 
 }  // namespace muster

@@ -33,6 +33,9 @@ class Leader:
             muster serve --state-dir (docs/operations.md).
         reconnect_window: with state_dir, how long tasks that were connected have to come back
             to the restarted leader before they fail. None: heartbeat_timeout.
+        http: "HOST:PORT" of the HTTP endpoint (port 0: any free port): Prometheus metrics at
+            /metrics and the live page at /, with the leader's token (http_url says where).
+            Empty: none. As muster serve --http (docs/operations.md, "Watching a job").
 
     Usable as a context manager; stop() (or interpreter exit) stops it.
     """
@@ -42,7 +45,7 @@ class Leader:
                  shutdown_barrier_timeout: Duration = None,
                  recoverable_jobs: Iterable[str] = (), policy: str = "", token: str = "",
                  stuck_after: Duration = None, max_step_lag: int = 0,
-                 state_dir: str = "", reconnect_window: Duration = None):
+                 state_dir: str = "", reconnect_window: Duration = None, http: str = ""):
         self._core = _CoreLeader(
             jobs={str(k): int(v) for k, v in dict(jobs).items()}, host=host, port=int(port),
             heartbeat_timeout=seconds(heartbeat_timeout) or 10.0,
@@ -50,7 +53,8 @@ class Leader:
             shutdown_barrier_timeout=seconds(shutdown_barrier_timeout),
             recoverable_jobs=list(recoverable_jobs), policy=policy, token=token,
             stuck_after=seconds(stuck_after), max_step_lag=int(max_step_lag),
-            state_dir=str(state_dir or ""), reconnect_window=seconds(reconnect_window))
+            state_dir=str(state_dir or ""), reconnect_window=seconds(reconnect_window),
+            http=str(http or ""))
 
     @property
     def address(self) -> str:
@@ -71,6 +75,11 @@ class Leader:
     def recovery(self) -> str:
         """With state_dir: what the leader recovered, in one line ("" without one)."""
         return self._core.recovery
+
+    @property
+    def http_url(self) -> str:
+        """With http: "http://HOST:PORT" (https with TLS) of the HTTP endpoint; "" without."""
+        return self._core.http_url
 
     @property
     def running(self) -> bool:

@@ -62,11 +62,12 @@ class Agent:
     def watch_job_state_async(self: Agent, arg0: str, arg1: Optional[int]) -> Future: ...
 
 class Leader:
-    def __init__(self: Leader, jobs: Dict[str, int], host: str, port: int, heartbeat_timeout: float, register_timeout: Optional[float], shutdown_barrier_timeout: Optional[float], recoverable_jobs: List[str], policy: str, token: str, stuck_after: Optional[float], max_step_lag: int, state_dir: str, reconnect_window: Optional[float]) -> None: ...
+    def __init__(self: Leader, jobs: Dict[str, int], host: str, port: int, heartbeat_timeout: float, register_timeout: Optional[float], shutdown_barrier_timeout: Optional[float], recoverable_jobs: List[str], policy: str, token: str, stuck_after: Optional[float], max_step_lag: int, state_dir: str, reconnect_window: Optional[float], http: str) -> None: ...
     address: Any
     incarnation: Any
     port: Any
     recovery: str
+    http_url: str
     running: Any
     def stop(self: Leader) -> None: ...
 

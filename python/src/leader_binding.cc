@@ -26,6 +26,7 @@ class PyLeader : public Closable {
         port_(leader->port()),
         incarnation_(leader->incarnation()),
         recovery_(leader->recovery()),
+        http_url_(leader->http_url()),
         leader_(std::move(leader)) {
     Runtime::Get().Register(this);
   }
@@ -57,6 +58,7 @@ class PyLeader : public Closable {
   const uint16_t port_;
   const uint64_t incarnation_;
   const std::string recovery_;
+  const std::string http_url_;
 
  private:
   absl::Mutex mutex_;
@@ -90,15 +92,13 @@ std::shared_ptr<SupervisionPolicy> PolicyOf(const std::string& policy,
       "unknown policy \"", name, "\"; expected fate-sharing, job-scoped or recoverable")));
 }
 
-std::unique_ptr<PyLeader> MakeLeader(const std::map<std::string, int>& jobs,
-                                     const std::string& host, int port, double heartbeat_timeout,
-                                     std::optional<double> register_timeout,
-                                     std::optional<double> shutdown_barrier_timeout,
-                                     const std::vector<std::string>& recoverable_jobs,
-                                     const std::string& policy, const std::string& token,
-                                     std::optional<double> stuck_after, int64_t max_step_lag,
-                                     const std::string& state_dir,
-                                     std::optional<double> reconnect_window) {
+std::unique_ptr<PyLeader> MakeLeader(
+    const std::map<std::string, int>& jobs, const std::string& host, int port,
+    double heartbeat_timeout, std::optional<double> register_timeout,
+    std::optional<double> shutdown_barrier_timeout,
+    const std::vector<std::string>& recoverable_jobs, const std::string& policy,
+    const std::string& token, std::optional<double> stuck_after, int64_t max_step_lag,
+    const std::string& state_dir, std::optional<double> reconnect_window, const std::string& http) {
   if (jobs.empty())
     throw StatusError(absl::InvalidArgumentError("jobs is empty: e.g. {\"worker\": 4}"));
   if (port < 0 || port > 65535) throw py::value_error("port must be 0 to 65535");
@@ -139,12 +139,13 @@ std::unique_ptr<PyLeader> MakeLeader(const std::map<std::string, int>& jobs,
   }
   options.state_dir = state_dir;
   options.reconnect_window = std::chrono::milliseconds(Millis(reconnect_window));
+  LeaderEndpoint endpoint{.host = host, .port = static_cast<uint16_t>(port), .token = token};
+  if (!http.empty()) endpoint.http = ValueOrThrow(ParseHttpAddress(http));
   caf::actor_system* system = ValueOrThrow(Runtime::Get().LeaderSystem());
   absl::StatusOr<std::unique_ptr<Leader>> leader;
   {
     py::gil_scoped_release release;
-    leader = Leader::Start(*system, std::move(options),
-                           {.host = host, .port = static_cast<uint16_t>(port), .token = token});
+    leader = Leader::Start(*system, std::move(options), std::move(endpoint));
   }
   return std::make_unique<PyLeader>(ValueOrThrow(std::move(leader)));
 }
@@ -157,13 +158,14 @@ void BindLeader(py::module_& m) {
            py::arg("heartbeat_timeout"), py::arg("register_timeout"),
            py::arg("shutdown_barrier_timeout"), py::arg("recoverable_jobs"), py::arg("policy"),
            py::arg("token"), py::arg("stuck_after"), py::arg("max_step_lag"), py::arg("state_dir"),
-           py::arg("reconnect_window"))
+           py::arg("reconnect_window"), py::arg("http"))
       .def("stop", &PyLeader::Close, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("running", &PyLeader::running)
       .def_readonly("address", &PyLeader::address_)
       .def_readonly("port", &PyLeader::port_)
       .def_readonly("incarnation", &PyLeader::incarnation_)
-      .def_readonly("recovery", &PyLeader::recovery_);
+      .def_readonly("recovery", &PyLeader::recovery_)
+      .def_readonly("http_url", &PyLeader::http_url_);
 }
 
 }  // namespace muster::python

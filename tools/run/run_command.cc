@@ -28,6 +28,7 @@
 
 ABSL_DECLARE_FLAG(std::string, host);
 ABSL_DECLARE_FLAG(int32_t, port);
+ABSL_DECLARE_FLAG(std::string, http);
 ABSL_DECLARE_FLAG(std::string, token_file);
 ABSL_DECLARE_FLAG(std::string, tls_cert);
 ABSL_DECLARE_FLAG(std::string, tls_key);
@@ -175,14 +176,21 @@ int Host(LauncherConfig config, const std::string& tasks) {
   BlockShutdownSignals();
   NodeConfig node_config(*node);
   caf::actor_system system{node_config};
-  auto leader = Leader::Start(system, *options,
-                              {.host = absl::GetFlag(FLAGS_host),
-                               .port = static_cast<uint16_t>(absl::GetFlag(FLAGS_port)),
-                               .token = *std::move(token)});
+  LeaderEndpoint endpoint{.host = absl::GetFlag(FLAGS_host),
+                          .port = static_cast<uint16_t>(absl::GetFlag(FLAGS_port)),
+                          .token = *std::move(token)};
+  if (std::string http = absl::GetFlag(FLAGS_http); !http.empty()) {
+    auto parsed = ParseHttpAddress(http);
+    if (!parsed.ok()) return ReportUsageError(kCommand, parsed.status());
+    endpoint.http = *std::move(parsed);
+  }
+  auto leader = Leader::Start(system, *options, std::move(endpoint));
   if (!leader.ok()) return ReportFailure(kCommand, leader.status());
-  std::fprintf(stderr, "muster run: leader ready at %s (%s), %zu task(s) here\n",
+  std::string http = (*leader)->http_url();
+  std::fprintf(stderr, "muster run: leader ready at %s (%s), %zu task(s) here%s%s\n",
                (*leader)->address().c_str(), options->policy->Describe().c_str(),
-               config.tasks.size());
+               config.tasks.size(), http.empty() ? "" : ", metrics and live page at ",
+               http.c_str());
   if (absl::Status own = AddTaskCertificates(&config); !own.ok()) {
     return ReportUsageError(kCommand, own);
   }
@@ -247,6 +255,7 @@ const CommandSpec& RunSpec() {
       .flags = {"job",
                 "host",
                 "port",
+                "http",
                 "leader",
                 "tasks",
                 "restart",
@@ -267,7 +276,8 @@ const CommandSpec& RunSpec() {
                 "frame_progress_timeout",
                 "max_connections_per_host",
                 "stuck_after",
-                "max_step_lag"},
+                "max_step_lag",
+                "events"},
       .repeated = {"job"},
       .min_args = 1,
       .max_args = INT_MAX,

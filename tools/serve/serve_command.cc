@@ -28,6 +28,10 @@ ABSL_FLAG(std::vector<std::string>, job, {},
           "comma-separated list) for several jobs");
 ABSL_FLAG(std::string, host, "127.0.0.1", "Address to listen on (0.0.0.0: every interface)");
 ABSL_FLAG(int32_t, port, 7400, "TCP port to listen on (0: any free port; the ready line says)");
+ABSL_FLAG(std::string, http, "",
+          "HOST:PORT of the HTTP endpoint: Prometheus metrics at /metrics and the live page at / "
+          "(port 0: any free port; the ready line says). Same token and TLS as the leader's port"
+          " (empty: none)");
 ABSL_FLAG(absl::Duration, heartbeat_timeout, absl::Seconds(10),
           "A connected task that sends no heartbeat for this long goes to ERROR (stale)");
 ABSL_FLAG(bool, register_with_barrier, false,
@@ -88,6 +92,10 @@ ABSL_FLAG(std::string, state_dir, "",
           "each change on disk before it is acknowledged; a leader restarted on the same dir "
           "continues the job and its tasks reconnect (agents need leader_reconnect_timeout). "
           "Empty: memory only, a leader restart ends the job");
+ABSL_FLAG(std::string, events, "",
+          "Append the job's events (tasks registered and failed, restarts, barriers, ...) to this "
+          "file, one JSON object per line (docs/operations.md, \"The event log\"). The leader "
+          "keeps its last 4096 events in memory either way (muster events)");
 ABSL_FLAG(absl::Duration, reconnect_window, absl::ZeroDuration(),
           "With --state-dir: how long tasks that were connected when the leader went down have "
           "to reconnect to the restarted leader before they fail (0: --heartbeat-timeout)");
@@ -183,6 +191,7 @@ const CommandSpec& ServeSpec() {
       .flags = {"job",
                 "host",
                 "port",
+                "http",
                 "heartbeat_timeout",
                 "register_with_barrier",
                 "register_timeout",
@@ -209,7 +218,8 @@ const CommandSpec& ServeSpec() {
                 "stuck_after",
                 "max_step_lag",
                 "state_dir",
-                "reconnect_window"},
+                "reconnect_window",
+                "events"},
       .repeated = {"job", "recoverable_job"},
   };
   return spec;
@@ -248,6 +258,7 @@ absl::StatusOr<CoordinatorOptions> ServeOptionsFromFlags() {
   options.config.set_max_barrier_ids(absl::GetFlag(FLAGS_max_barrier_ids));
   options.config.set_max_step_lag(absl::GetFlag(FLAGS_max_step_lag));
   options.state_dir = absl::GetFlag(FLAGS_state_dir);
+  options.events_file = absl::GetFlag(FLAGS_events);
   absl::Duration window = absl::GetFlag(FLAGS_reconnect_window);
   if (window < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--reconnect-window may not be negative");
@@ -389,10 +400,15 @@ int Serve(const CoordinatorOptions& options, const NodeOptions& node, std::strin
                  "Security)\n",
                  where);
   }
-  auto leader = Leader::Start(system, options,
-                              {.host = host,
-                               .port = static_cast<uint16_t>(absl::GetFlag(FLAGS_port)),
-                               .token = std::move(token)});
+  LeaderEndpoint endpoint{.host = host,
+                          .port = static_cast<uint16_t>(absl::GetFlag(FLAGS_port)),
+                          .token = std::move(token)};
+  if (std::string http = absl::GetFlag(FLAGS_http); !http.empty()) {
+    auto parsed = ParseHttpAddress(http);
+    if (!parsed.ok()) return ReportUsageError(kCommand, parsed.status());
+    endpoint.http = *std::move(parsed);
+  }
+  auto leader = Leader::Start(system, options, std::move(endpoint));
   if (!leader.ok()) {
     if (leader.status().code() != absl::StatusCode::kUnavailable) {
       return ReportFailure(kCommand, leader.status());
@@ -402,8 +418,10 @@ int Serve(const CoordinatorOptions& options, const NodeOptions& node, std::strin
         absl::Status(leader.status().code(), absl::StrCat(leader.status().message(),
                                                           "; is another leader using the port?")));
   }
-  std::printf("muster leader ready at %s:%u incarnation=0x%016llx\n", host.c_str(),
-              (*leader)->port(), static_cast<unsigned long long>((*leader)->incarnation()));
+  std::string http = (*leader)->http_url();
+  std::printf("muster leader ready at %s:%u incarnation=0x%016llx%s%s\n", host.c_str(),
+              (*leader)->port(), static_cast<unsigned long long>((*leader)->incarnation()),
+              http.empty() ? "" : " http=", http.c_str());
   PrintLine(Describe(options) + (with_tls ? ", mutual TLS" : "") +
             (with_token ? ", job token required" : ""));
   if (!(*leader)->recovery().empty()) PrintLine((*leader)->recovery());

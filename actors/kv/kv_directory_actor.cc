@@ -56,16 +56,54 @@ void CountWaiter(KvDirectoryPointer self, const KvWaiter& waiter, absl::StatusCo
                               self->clock().now() - waiter.parked_at);
 }
 
-// Counts a request answered by `result` (a parked one is counted when it is answered).
+// When a request arrived (nothing is read when the directory counts nothing).
+caf::actor_clock::time_point Arrival(KvDirectoryPointer self) {
+  return self->state.metrics ? self->clock().now() : caf::actor_clock::time_point{};
+}
+
+template <class Response>
+absl::StatusCode CodeOf(const caf::result<Response>& result) {
+  return result.flag == caf::rt_error ? ToStatus(result.err).code() : absl::StatusCode::kOk;
+}
+
+// Answers a request that arrived at `start` with `result` once the changes before it are on
+// disk (AfterDurable), and counts it then, with the answer its client gets (the write's error
+// when the disk failed). A parked call
+// (a promise) is counted when it is answered (CountWaiter).
+template <class Response>
+caf::result<Response> Reply(KvDirectoryPointer self, KvVerb verb,
+                            caf::actor_clock::time_point start, caf::result<Response> result) {
+  DurableGate& gate = self->state.durable.gate();
+  LeaderMetrics* metrics = self->state.metrics.get();
+  if (metrics == nullptr || result.flag == caf::rt_delegated) {
+    return AfterDurable(self, gate, std::move(result));
+  }
+  absl::StatusCode code = CodeOf(result);
+  if (gate.idle()) {
+    metrics->KvDone(verb, code, self->clock().now() - start);
+    return result;
+  }
+  gate.After([self, verb, start, code](const absl::Status& written) {
+    self->state.metrics->KvDone(verb, written.ok() ? code : written.code(),
+                                self->clock().now() - start);
+  });
+  return AfterDurable(self, gate, std::move(result));
+}
+
+// A request handled by `handler`, answered and counted by Reply.
 template <class Handler>
-auto Counted(KvDirectoryPointer self, KvVerb verb, Handler handler) {
-  if (!self->state.metrics) return handler();
-  auto start = self->clock().now();
+auto Handle(KvDirectoryPointer self, KvVerb verb, Handler handler) {
+  auto start = Arrival(self);
+  return Reply(self, verb, start, handler());
+}
+
+// A request answered at once, whatever waits for the disk (StopWatchKey), counted now.
+template <class Handler>
+auto HandleNow(KvDirectoryPointer self, KvVerb verb, Handler handler) {
+  auto start = Arrival(self);
   auto result = handler();
-  if (result.flag != caf::rt_delegated) {
-    absl::StatusCode code =
-        result.flag == caf::rt_error ? ToStatus(result.err).code() : absl::StatusCode::kOk;
-    self->state.metrics->KvDone(verb, code, self->clock().now() - start);
+  if (self->state.metrics && result.flag != caf::rt_delegated) {
+    self->state.metrics->KvDone(verb, CodeOf(result), self->clock().now() - start);
   }
   return result;
 }
@@ -151,13 +189,12 @@ caf::result<Response> Answer(absl::StatusOr<Response> outcome) {
 template <class Response, class Request, class Apply>
 caf::result<Response> Write(KvDirectoryPointer self, KvVerb verb, const Request& request,
                             Apply apply) {
+  auto start = Arrival(self);
   KvDurable& durable = self->state.durable;
   const bool dedup = durable.enabled() && request.request_id().client() != 0;
   if (dedup) {
     if (const proto::StoredReply* stored = durable.FindReply(request.request_id())) {
-      return AfterDurable(self, durable.gate(), Counted(self, verb, [&] {
-                            return Answer(LoadReply<Response>(*stored));
-                          }));
+      return Reply(self, verb, start, Answer(LoadReply<Response>(*stored)));
     }
   }
   KvStore::Changes changes;
@@ -169,8 +206,7 @@ caf::result<Response> Write(KvDirectoryPointer self, KvVerb verb, const Request&
                           batch);
   }
   Publish(self, changes, std::move(batch));
-  return AfterDurable(self, durable.gate(),
-                      Counted(self, verb, [&] { return Answer(std::move(outcome)); }));
+  return Reply(self, verb, start, Answer(std::move(outcome)));
 }
 
 // The owner an ephemeral write names (stamped by the coordinator); nullopt for a persistent one.
@@ -547,41 +583,31 @@ KvDirectoryActor::behavior_type KvDirectoryBehavior(KvDirectoryPointer self, std
       [=](const proto::InsertKeyValueRequest& request) { return InsertKeyValue(self, request); },
       [=](const proto::UpdateKeyValueRequest& request) { return UpdateKeyValue(self, request); },
       [=](const proto::GetKeyValueRequest& request) {
-        return AfterDurable(self, self->state.durable.gate(), Counted(self, KvVerb::kGet, [&] {
-                              return GetKeyValue(self, request);
-                            }));
+        return Handle(self, KvVerb::kGet, [&] { return GetKeyValue(self, request); });
       },
       [=](const proto::TryGetKeyValueRequest& request) {
-        return AfterDurable(self, self->state.durable.gate(), Counted(self, KvVerb::kTryGet, [&] {
-                              return TryGetKeyValue(self, request);
-                            }));
+        return Handle(self, KvVerb::kTryGet, [&] { return TryGetKeyValue(self, request); });
       },
       [=](const proto::IncrementKeyValueRequest& request) {
         return IncrementKeyValue(self, request);
       },
       [=](const proto::GetKeyValueDirRequest& request) {
-        return AfterDurable(self, self->state.durable.gate(), Counted(self, KvVerb::kGetDir, [&] {
-                              return GetKeyValueDir(self, request);
-                            }));
+        return Handle(self, KvVerb::kGetDir, [&] { return GetKeyValueDir(self, request); });
       },
       [=](const proto::DeleteKeyValueRequest& request) { return DeleteKeyValue(self, request); },
       [=](const proto::CompareAndSwapRequest& request) { return CompareAndSwap(self, request); },
       [=](const proto::WatchKeyRequest& request, const KvWatcherActor& watcher) {
-        return Counted(self, KvVerb::kWatch, [&] { return WatchKey(self, request, watcher); });
+        return Handle(self, KvVerb::kWatch, [&] { return WatchKey(self, request, watcher); });
       },
       [=](const proto::StopWatchKeyRequest& request, const KvWatcherActor& watcher) {
-        return Counted(self, KvVerb::kStopWatch,
-                       [&] { return StopWatchKey(self, request, watcher); });
+        return HandleNow(self, KvVerb::kStopWatch,
+                         [&] { return StopWatchKey(self, request, watcher); });
       },
       [=](const proto::ReduceKeyValueDirRequest& request) {
-        return AfterDurable(
-            self, self->state.durable.gate(),
-            Counted(self, KvVerb::kReduceDir, [&] { return ReduceKeyValueDir(self, request); }));
+        return Handle(self, KvVerb::kReduceDir, [&] { return ReduceKeyValueDir(self, request); });
       },
       [=](const proto::WaitForKeysRequest& request) {
-        return AfterDurable(
-            self, self->state.durable.gate(),
-            Counted(self, KvVerb::kWaitForKeys, [&] { return WaitForKeys(self, request); }));
+        return Handle(self, KvVerb::kWaitForKeys, [&] { return WaitForKeys(self, request); });
       },
       [=](drop_owner_atom, const std::string& task, uint64_t incarnation) {
         DropOwner(self, task, incarnation);

@@ -84,16 +84,24 @@ const proto::JobEvent& EventLog::Append(proto::JobEvent event, int64_t monotonic
   event.set_monotonic_ns(monotonic_ns);
   event.set_unix_ms(
       absl::ToUnixMillis(wall_base_ + absl::Nanoseconds(monotonic_ns - monotonic_base_ns_)));
+  if (event.kind() == proto::TASK_FAILED && first_failure_.kind() == proto::JOB_EVENT_UNSPECIFIED) {
+    first_failure_ = event;
+  }
   if (ring_.size() == capacity_) ring_.pop_front();
   ring_.push_back(std::move(event));
   return ring_.back();
 }
 
-proto::WatchEventsResponse EventLog::After(int64_t after_seq, int32_t max_events) const {
+proto::WatchEventsResponse EventLog::After(int64_t after_seq, int32_t max_events,
+                                           bool newest) const {
   proto::WatchEventsResponse response;
   response.set_first_kept_seq(first_kept_seq());
   response.set_last_seq(last_seq_);
-  const int64_t from = std::max(after_seq + 1, first_kept_seq());
+  if (first_failure_.kind() != proto::JOB_EVENT_UNSPECIFIED) {
+    *response.mutable_first_failure() = first_failure_;
+  }
+  int64_t from = std::max(after_seq + 1, first_kept_seq());
+  if (newest) from = std::max<int64_t>(from, last_seq_ - std::max(max_events, 1) + 1);
   if (from > last_seq_) return response;
   const int64_t count = std::min<int64_t>(last_seq_ - from + 1, std::max(max_events, 1));
   response.mutable_events()->Reserve(static_cast<int>(count));

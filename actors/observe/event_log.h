@@ -38,10 +38,12 @@ class EventLog {
   // oldest event when the ring is full) and returns the kept event.
   const proto::JobEvent& Append(proto::JobEvent event, int64_t monotonic_ns);
 
-  // The kept events after `after_seq`, oldest first, at most `max_events` (>= 1), with
-  // first_kept_seq and last_seq. An `after_seq` before the oldest kept event starts at the
-  // oldest (the reader sees what it lost from first_kept_seq).
-  proto::WatchEventsResponse After(int64_t after_seq, int32_t max_events) const;
+  // The kept events after `after_seq`, oldest first, at most `max_events` (>= 1): the oldest
+  // of them, or with `newest` the newest; with first_kept_seq, last_seq and the first failure.
+  // An `after_seq` before the oldest kept event starts at the oldest (the reader sees what it
+  // lost from first_kept_seq).
+  proto::WatchEventsResponse After(int64_t after_seq, int32_t max_events,
+                                   bool newest = false) const;
 
   // True when an event after `after_seq` is kept.
   bool HasAfter(int64_t after_seq) const { return last_seq_ > after_seq; }
@@ -56,6 +58,7 @@ class EventLog {
   size_t capacity_;
   int64_t last_seq_ = 0;
   std::deque<proto::JobEvent> ring_;  // seqs first_kept_seq() .. last_seq_, in order
+  proto::JobEvent first_failure_;     // kind unset until a task failed
 };
 
 // The event as one line of JSON (without the newline): an object with the keys seq,

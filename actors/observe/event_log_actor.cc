@@ -134,7 +134,7 @@ caf::result<proto::WatchEventsResponse> OnWatch(EventLogPointer self,
   // At once: events to return, no wait asked for, or an after_seq ahead of this log.
   if (st.log->HasAfter(request.after_seq()) || request.wait_ms() == 0 ||
       request.after_seq() > st.log->last_seq() || st.stopping) {
-    return st.log->After(request.after_seq(), max_events);
+    return st.log->After(request.after_seq(), max_events, request.newest());
   }
   if (st.parked.size() >= kMaxParkedWatches) {
     return ToError(absl::ResourceExhaustedError(absl::StrCat(

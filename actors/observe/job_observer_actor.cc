@@ -15,6 +15,10 @@ namespace {
 
 using Promise = caf::typed_response_promise<JobSnapshotPtr>;
 
+// A coordinator that does not answer a part in this long fails the snapshot (and the waiting
+// scrapes with it) instead of keeping the observer collecting.
+constexpr auto kPartTimeout = std::chrono::seconds(10);
+
 struct ObserverState {
   static inline const char* name = "muster.job_observer";
   CoordinatorActor coordinator;
@@ -64,7 +68,7 @@ void PartDone(ObserverPointer self) {
 template <class Response, class Request, class Take>
 void Ask(ObserverPointer self, Request request, Take take, bool optional = false) {
   ++self->state.missing;
-  self->request(self->state.coordinator, caf::infinite, std::move(request))
+  self->request(self->state.coordinator, kPartTimeout, std::move(request))
       .then(
           [self, take](Response& response) {
             take(std::move(response));
@@ -101,8 +105,10 @@ caf::result<JobSnapshotPtr> Collect(ObserverPointer self) {
   Ask<proto::GetKvStatsResponse>(
       self, proto::GetKvStatsRequest(),
       [&builder](proto::GetKvStatsResponse r) { builder.SetKvStats(std::move(r)); });
-  proto::WatchEventsRequest events;
+  proto::WatchEventsRequest events;  // the newest ones: a page shows the last few
   events.set_after_seq(builder.last_event_seq());
+  events.set_max_events(st.options.recent_events);
+  events.set_newest(true);
   Ask<proto::WatchEventsResponse>(
       self, std::move(events), [&builder](proto::WatchEventsResponse r) { builder.AddEvents(r); },
       /*optional=*/true);

@@ -19,6 +19,9 @@ void SnapshotBuilder::SetKvStats(proto::GetKvStatsResponse stats) {
 }
 
 void SnapshotBuilder::AddEvents(const proto::WatchEventsResponse& events) {
+  if (events.has_first_failure() && first_error_.kind() == proto::JOB_EVENT_UNSPECIFIED) {
+    first_error_ = events.first_failure();
+  }
   for (const proto::JobEvent& event : events.events()) {
     if (event.seq() <= last_seq_) continue;  // already seen
     last_seq_ = event.seq();

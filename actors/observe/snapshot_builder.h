@@ -22,8 +22,9 @@ class SnapshotBuilder {
   void SetTasks(proto::TaskColumns tasks);
   void SetBarriers(proto::GetBarriersResponse barriers);
   void SetKvStats(proto::GetKvStatsResponse stats);
-  // Events after the last one seen: kept as the newest ones; the first TASK_FAILED is the job's
-  // first error.
+  // Events after the last one seen: kept as the newest ones. The job's first error is the log's
+  // first failure (kept by the leader's event log even after its ring dropped it), or else the
+  // first TASK_FAILED seen.
   void AddEvents(const proto::WatchEventsResponse& events);
 
   // The seq to ask events after.

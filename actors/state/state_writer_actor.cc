@@ -48,8 +48,9 @@ void WriterLoop(caf::blocking_actor* self, std::shared_ptr<StateStore> store,
     if (failed.ok() && !group.empty()) {
       auto start = self->clock().now();
       failed = store->Write(group);
-      if (metrics)
+      if (metrics && failed.ok()) {
         metrics->DurableWrite(self->clock().now() - start, waiting.size(), group.ops.size());
+      }
     }
     for (auto& promise : waiting) {
       if (failed.ok()) {

@@ -27,9 +27,10 @@ constexpr const char* kJson = "application/json";
 // The token a request presents: `Authorization: Bearer TOKEN`, or the cookie muster_token.
 std::string PresentedToken(const httplib::Request& request) {
   std::string authorization = request.get_header_value("Authorization");
-  absl::string_view bearer = authorization;
-  if (absl::ConsumePrefix(&bearer, "Bearer "))
-    return std::string(absl::StripAsciiWhitespace(bearer));
+  absl::string_view bearer = absl::StripAsciiWhitespace(authorization);
+  if (absl::StartsWithIgnoreCase(bearer, "bearer ")) {  // the scheme is case-insensitive
+    return std::string(absl::StripAsciiWhitespace(bearer.substr(7)));
+  }
   for (absl::string_view cookie : absl::StrSplit(request.get_header_value("Cookie"), ';')) {
     cookie = absl::StripAsciiWhitespace(cookie);
     if (absl::ConsumePrefix(&cookie, "muster_token=")) return std::string(cookie);
@@ -49,10 +50,15 @@ absl::StatusOr<HttpOptions> ParseHttpAddress(absl::string_view text) {
   int port = -1;
   if (colon != absl::string_view::npos && colon > 0 &&
       absl::SimpleAtoi(text.substr(colon + 1), &port) && port >= 0 && port <= 65535) {
-    HttpOptions options;
-    options.host = std::string(text.substr(0, colon));
-    options.port = static_cast<uint16_t>(port);
-    return options;
+    absl::string_view host = text.substr(0, colon);
+    // An IPv6 address in brackets ("[::1]:9400"); an unclosed bracket is no host.
+    bool bracketed = absl::ConsumePrefix(&host, "[");
+    if (!host.empty() && (!bracketed || absl::ConsumeSuffix(&host, "]")) && !host.empty()) {
+      HttpOptions options;
+      options.host = std::string(host);
+      options.port = static_cast<uint16_t>(port);
+      return options;
+    }
   }
   return absl::InvalidArgumentError(
       absl::StrCat("--http ", text,
@@ -83,7 +89,16 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
         ": the address is in use or not this host's; choose another --http HOST:PORT"));
   }
   endpoint->port_ = static_cast<uint16_t>(port);
-  endpoint->thread_ = std::thread([raw = endpoint.get()] { raw->server_->listen_after_bind(); });
+  HttpEndpoint* raw = endpoint.get();
+  endpoint->thread_ = std::thread([raw] {
+    raw->server_->listen_after_bind();
+    raw->listening_done_ = true;
+  });
+  // Until its thread is in the accept loop the server cannot be stopped (stop() does nothing
+  // before): wait for that here, so that Stop() right after Start() never misses.
+  while (!server.is_running() && !raw->listening_done_) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return endpoint;
 }
 
@@ -104,8 +119,11 @@ HttpEndpoint::HttpEndpoint(caf::actor_system& system, JobObserverActor observer,
   }
   int threads = options_.threads;
   server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // A connection holds its thread while it is kept alive: give the thread back after a second
+  // without a request (Prometheus comes every 15 s anyway), and bound the wait for a request.
   server_->set_keep_alive_max_count(100);
-  server_->set_read_timeout(std::chrono::seconds(10));
+  server_->set_keep_alive_timeout(1);
+  server_->set_read_timeout(std::chrono::seconds(5));
   server_->set_payload_max_length(64 << 10);
   // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, with which a second leader given
   // the same --http port would bind it too and take half of the requests.
@@ -132,6 +150,7 @@ void HttpEndpoint::Stop() {
 std::string HttpEndpoint::url() const {
   std::string host =
       options_.host.empty() || options_.host == "0.0.0.0" ? "127.0.0.1" : options_.host;
+  if (absl::StrContains(host, ':')) host = absl::StrCat("[", host, "]");
   return absl::StrCat(options_.tls.enabled() ? "https://" : "http://", host, ":", port_);
 }
 

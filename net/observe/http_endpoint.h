@@ -9,8 +9,9 @@
 // Security is the leader port's: with a job token every request presents it (header
 // `Authorization: Bearer TOKEN`, or the cookie `muster_token`; otherwise 401), and with TLS
 // files the endpoint speaks HTTPS and accepts only clients with a certificate of the job's CA.
-// Live pages hold a thread each: at most `threads - 1` streams at once (503 beyond), so a
-// scrape always finds a thread.
+// Live pages hold a thread each: at most `threads - 1` streams at once (503 beyond), and a kept
+// alive connection gives its thread back after a second without a request, so a scrape finds a
+// thread unless as many clients as threads send requests at once.
 #pragma once
 
 #include <atomic>
@@ -39,7 +40,7 @@ struct HttpOptions {
   uint16_t port = 0;               // 0: any free port (port() says which)
   std::string token;               // non-empty: every request presents it
   TlsFiles tls;                    // all set: HTTPS with client certificates
-  int threads = 4;
+  int threads = 8;                 // pages hold one each while open (at most threads - 1)
   absl::Duration stream_interval = absl::Seconds(1);
   absl::Duration snapshot_timeout = absl::Seconds(5);
 };
@@ -66,7 +67,7 @@ class HttpEndpoint {
   void Stop();
 
   uint16_t port() const { return port_; }
-  // "http://HOST:PORT" or "https://HOST:PORT".
+  // "http://HOST:PORT" or "https://HOST:PORT" ("[HOST]" for an IPv6 address).
   std::string url() const;
 
  private:
@@ -89,7 +90,8 @@ class HttpEndpoint {
   std::atomic<int> streams_{0};
   std::mutex stop_mutex_;
   std::condition_variable stop_cv_;
-  bool stopping_ = false;  // guarded by stop_mutex_
+  bool stopping_ = false;                    // guarded by stop_mutex_
+  std::atomic<bool> listening_done_{false};  // the server's thread left its accept loop
 };
 
 }  // namespace muster

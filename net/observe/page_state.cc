@@ -8,6 +8,7 @@
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_format.h>
 
+#include "muster/actors/observe/event_log.h"
 #include "muster/messages/task_name.h"
 
 namespace muster {
@@ -32,23 +33,6 @@ char StateLetter(proto::CoordinatedTaskState state) {
 
 std::string CodeName(int code) {
   return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
-}
-
-// The length of the UTF-8 sequence at text[i], or 0 when it is not valid UTF-8.
-size_t Utf8Length(absl::string_view text, size_t i) {
-  auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  unsigned char c = byte(i);
-  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-  if (n == 0 || i + n > text.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-  }
-  if (n == 2 && c < 0xC2) return 0;                                          // overlong
-  if (n == 3 && c == 0xE0 && byte(i + 1) < 0xA0) return 0;                   // overlong
-  if (n == 3 && c == 0xED && byte(i + 1) >= 0xA0) return 0;                  // surrogates
-  if (n == 4 && c == 0xF0 && byte(i + 1) < 0x90) return 0;                   // overlong
-  if (n == 4 && (c > 0xF4 || (c == 0xF4 && byte(i + 1) >= 0x90))) return 0;  // > U+10FFFF
-  return n;
 }
 
 // The tasks of a snapshot by index: their names and the columns the page reads.
@@ -219,31 +203,8 @@ void Events(std::string& out, const proto::JobSnapshot& s) {
 }  // namespace
 
 std::string JsonString(absl::string_view text) {
-  std::string out = "\"";
-  out.reserve(text.size() + 2);
-  for (size_t i = 0; i < text.size();) {
-    unsigned char c = static_cast<unsigned char>(text[i]);
-    size_t n = Utf8Length(text, i);
-    if (n == 0) {
-      out += "\xEF\xBF\xBD";  // U+FFFD
-      ++i;
-      continue;
-    }
-    if (n > 1) {
-      out.append(text.data() + i, n);
-    } else if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c < 0x20 || c == 0x7F || c == '<') {  // '<': no "</script>" inside a page
-      absl::StrAppend(&out, absl::StrFormat("\\u%04x", c));
-    } else {
-      out += static_cast<char>(c);
-    }
-    i += n;
-  }
-  out += '"';
+  std::string out;
+  AppendJsonString(text, &out);
   return out;
 }
 

@@ -14,8 +14,9 @@ namespace muster {
 
 std::string RenderPageState(const proto::JobSnapshot& snapshot, absl::string_view leader_address);
 
-// `text` as a JSON string literal, quotes included: control characters escaped, and bytes that
-// are not UTF-8 replaced by U+FFFD (task error messages may carry anything a worker sent).
+// `text` as a JSON string literal, quotes included, escaped as the event log's lines are
+// (AppendJsonString: control characters escaped, bytes that are not UTF-8 as U+FFFD): task
+// error messages may carry anything a worker sent.
 std::string JsonString(absl::string_view text);
 
 }  // namespace muster

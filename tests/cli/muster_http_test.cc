@@ -1,7 +1,10 @@
 // `muster serve --http` with real processes: Prometheus metrics and the page's JSON follow the
 // job (workers register, a key is written, a worker is killed with SIGKILL), the job token is
 // asked of every request, and a bad --http is refused with a clear message.
+#include <unistd.h>
+
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 
@@ -137,6 +140,49 @@ TEST(MusterHttpTest, JobToken_IsAskedOfEveryRequest) {
       200);
   // The page itself carries nothing secret: it loads and asks for the token.
   EXPECT_EQ(HttpGet(url, "/").status, 200);
+}
+
+// GETs `path` over HTTPS with the client certificate `name` of `dir` (none when empty). The
+// leader's certificates name no host, so the client checks the chain only through the server's
+// refusal of clients: what is tested here is that the endpoint admits whom the port admits.
+int HttpsStatus(const std::string& url, const std::string& dir, const std::string& name) {
+  std::string host_port = url.substr(std::string("https://").size());
+  std::string host = host_port.substr(0, host_port.rfind(':'));
+  int port = std::stoi(host_port.substr(host_port.rfind(':') + 1));
+  std::unique_ptr<httplib::SSLClient> client =
+      name.empty() ? std::make_unique<httplib::SSLClient>(host, port)
+                   : std::make_unique<httplib::SSLClient>(host, port, dir + "/" + name + ".pem",
+                                                          dir + "/" + name + ".key");
+  client->enable_server_certificate_verification(false);
+  client->set_connection_timeout(std::chrono::seconds(10));
+  client->set_read_timeout(std::chrono::seconds(10));
+  auto result = client->Get("/metrics");
+  return result ? result->status : 0;
+}
+
+TEST(MusterHttpTest, WithTls_OnlyClientsOfTheJobsCa) {
+  std::string job = absl::StrCat(::testing::TempDir(), "muster_http_tls_", ::getpid());
+  std::string other = job + "_other";
+  std::filesystem::remove_all(job);
+  std::filesystem::remove_all(other);
+  ASSERT_EQ(RunMuster({"tls", "init", job, "--names=leader,cli"}).code, 0);
+  ASSERT_EQ(RunMuster({"tls", "init", other, "--names=cli"}).code, 0);
+  {
+    Leader leader({"--job=worker=1", "--http=127.0.0.1:0", "--tls-cert=" + job + "/leader.pem",
+                   "--tls-key=" + job + "/leader.key", "--tls-ca=" + job + "/ca.pem"});
+    ASSERT_TRUE(leader.ok());
+    std::smatch match;
+    const std::string& output = leader.process().output();
+    ASSERT_TRUE(std::regex_search(output, match, std::regex("http=(https://[0-9.]+:[0-9]+)")))
+        << output;
+    std::string url = match[1];
+    EXPECT_EQ(HttpsStatus(url, job, "cli"), 200);
+    EXPECT_EQ(HttpsStatus(url, job, ""), 0);                              // no client certificate
+    EXPECT_EQ(HttpsStatus(url, other, "cli"), 0);                         // another CA's
+    EXPECT_EQ(HttpGet("http://" + url.substr(8), "/metrics").status, 0);  // plain HTTP
+  }
+  std::filesystem::remove_all(job);
+  std::filesystem::remove_all(other);
 }
 
 TEST(MusterHttpTest, BadHttpAddress_IsAUsageError) {

@@ -97,6 +97,28 @@ TEST(EventLogTest, After_ReturnsTheSliceAfterTheSeqAtMostMax) {
   EXPECT_FALSE(log.HasAfter(10));
 }
 
+TEST(EventLogTest, After_Newest_TheLastMaxAfterTheSeq) {
+  EventLog log(kWallBase, 0);
+  for (int i = 0; i < 10; ++i) log.Append(Kind(proto::TASK_STATE_CHANGED), i);
+  proto::WatchEventsResponse newest = log.After(0, 3, /*newest=*/true);
+  ASSERT_EQ(newest.events_size(), 3);
+  EXPECT_EQ(newest.events(0).seq(), 8);
+  EXPECT_EQ(newest.events(2).seq(), 10);
+  EXPECT_EQ(log.After(9, 3, /*newest=*/true).events_size(), 1);  // never before after_seq
+}
+
+TEST(EventLogTest, FirstFailure_IsKeptAfterTheRingDropsIt) {
+  EventLog log(kWallBase, 0, /*capacity=*/2);
+  EXPECT_FALSE(log.After(0, 10).has_first_failure());
+  log.Append(Kind(proto::TASK_FAILED), 1);
+  log.Append(Kind(proto::TASK_FAILED), 2);
+  log.Append(Kind(proto::TASK_STATE_CHANGED), 3);
+  proto::WatchEventsResponse slice = log.After(0, 10);
+  EXPECT_EQ(slice.first_kept_seq(), 2);
+  EXPECT_EQ(slice.first_failure().seq(), 1);
+  EXPECT_EQ(slice.first_failure().kind(), proto::TASK_FAILED);
+}
+
 TEST(EventLogTest, After_EmptyLog_NoEventsFirstKeptOneLastZero) {
   EventLog log(kWallBase, 0);
   proto::WatchEventsResponse slice = log.After(0, 10);

@@ -55,6 +55,15 @@ TEST(SnapshotBuilderTest, KeepsTheNewestEvents_AndTheFirstFailure) {
   EXPECT_EQ(snapshot->first_error().seq(), 2);  // not 5
 }
 
+TEST(SnapshotBuilderTest, TheLogsFirstFailure_WinsOverTheFirstSeen) {
+  SnapshotBuilder builder;
+  proto::WatchEventsResponse events = Events(90, 95, /*failed_seq=*/92);
+  events.mutable_first_failure()->set_seq(7);  // dropped from the ring long ago
+  events.mutable_first_failure()->set_kind(proto::TASK_FAILED);
+  builder.AddEvents(events);
+  EXPECT_EQ(builder.Build(1, 0, 0)->first_error().seq(), 7);
+}
+
 TEST(SnapshotBuilderTest, NoFailure_NoFirstError) {
   SnapshotBuilder builder;
   builder.AddEvents(Events(1, 2));

@@ -91,6 +91,7 @@ proto::TaskColumns TaskColumnsOf(CoordinatorPointer self) {
     }
   }
   columns.set_states(std::move(states));
+  columns.set_version(st.version);
   return columns;
 }
 

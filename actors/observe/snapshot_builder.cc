@@ -7,6 +7,7 @@ namespace muster {
 void SnapshotBuilder::Start() { parts_.Clear(); }
 
 void SnapshotBuilder::SetTasks(proto::TaskColumns tasks) {
+  parts_.set_version(tasks.version());
   *parts_.mutable_tasks() = std::move(tasks);
 }
 

@@ -28,12 +28,14 @@ TEST(SnapshotBuilderTest, Build_TakesThePartsAndStartsOver) {
   tasks.add_job_names("worker");
   tasks.add_job_sizes(1);
   tasks.set_states(std::string(1, static_cast<char>(proto::TASKSTATE_CONNECTED)));
+  tasks.set_version(3);
   builder.SetTasks(tasks);
   proto::GetKvStatsResponse kv;
   kv.add_directories()->set_directory("config");
   builder.SetKvStats(kv);
   auto snapshot = builder.Build(5, 1000, 20);
   EXPECT_EQ(snapshot->tasks().states().size(), 1u);
+  EXPECT_EQ(snapshot->version(), 3);
   EXPECT_EQ(snapshot->kv_directories_size(), 1);
   EXPECT_EQ(snapshot->leader_incarnation(), 5u);
   EXPECT_EQ(snapshot->taken_unix_ms(), 1000);

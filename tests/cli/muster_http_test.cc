@@ -146,6 +146,7 @@ TEST(MusterHttpTest, JobToken_IsAskedOfEveryRequest) {
 // leader's certificates name no host, so the client checks the chain only through the server's
 // refusal of clients: what is tested here is that the endpoint admits whom the port admits.
 int HttpsStatus(const std::string& url, const std::string& dir, const std::string& name) {
+  ::muster::testing::IgnoreSigpipe();
   std::string host_port = url.substr(std::string("https://").size());
   std::string host = host_port.substr(0, host_port.rfind(':'));
   int port = std::stoi(host_port.substr(host_port.rfind(':') + 1));

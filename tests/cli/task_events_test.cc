@@ -111,13 +111,16 @@ TEST(TaskEventsTest, ChangeEvent_PrintsKindKeyRevisionAndEscapedValue) {
   EXPECT_EQ(FormatChangeEvent(event), "DELETED config/a revision=3");
 }
 
-TEST(StatusReportTest, KvDirectories_CountKeysPerFirstSegment) {
-  proto::GetKeyValueDirResponse root;
-  for (const char* key : {"nccl/id/0", "config/a", "nccl/id/1", "single"}) {
-    root.add_kv()->set_key(key);
+TEST(StatusReportTest, KvDirectories_FromTheDirectoriesSizes_EmptyOnesLeftOut) {
+  proto::GetKvStatsResponse sizes;
+  for (auto [name, keys] : std::vector<std::pair<const char*, int>>{
+           {"config", 1}, {"nccl", 2}, {"read_only", 0}, {"single", 1}}) {
+    auto* directory = sizes.add_directories();
+    directory->set_directory(name);
+    directory->set_keys(keys);
   }
   StatusReport report;
-  CountKvDirectories(root, &report);
+  CountKvDirectories(sizes, &report);
   EXPECT_EQ(report.kv_keys(), 4);
   ASSERT_EQ(report.kv_directories_size(), 3);
   EXPECT_EQ(report.kv_directories(0).directory(), "config");

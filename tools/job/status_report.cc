@@ -120,24 +120,22 @@ absl::StatusOr<StatusReport> CollectStatus(LeaderSession& session, absl::Duratio
   auto barriers = session.Ask<proto::GetBarriersResponse>(timeout, proto::GetBarriersRequest{});
   if (!barriers.ok()) return barriers.status();
   *report.mutable_barriers() = std::move(*barriers->mutable_barriers());
-  auto root = session.Ask<proto::GetKeyValueDirResponse>(timeout, proto::GetKeyValueDirRequest{});
-  if (!root.ok()) return root.status();
-  CountKvDirectories(*root, &report);
+  auto sizes = session.Ask<proto::GetKvStatsResponse>(timeout, proto::GetKvStatsRequest{});
+  if (!sizes.ok()) return sizes.status();
+  CountKvDirectories(*sizes, &report);
   return report;
 }
 
-void CountKvDirectories(const proto::GetKeyValueDirResponse& root, StatusReport* report) {
-  std::map<std::string, int64_t> counts;
-  for (const auto& entry : root.kv()) {
-    const std::string& key = entry.key();
-    ++counts[key.substr(0, key.find('/'))];
-  }
-  for (const auto& [directory, keys] : counts) {
+void CountKvDirectories(const proto::GetKvStatsResponse& sizes, StatusReport* report) {
+  int64_t keys = 0;
+  for (const auto& directory : sizes.directories()) {
+    if (directory.keys() == 0) continue;  // a directory that was only read holds nothing
     KvDirectorySize* size = report->add_kv_directories();
-    size->set_directory(directory);
-    size->set_keys(keys);
+    size->set_directory(directory.directory());
+    size->set_keys(directory.keys());
+    keys += directory.keys();
   }
-  report->set_kv_keys(root.kv_size());
+  report->set_kv_keys(keys);
 }
 
 std::string RenderBringUp(const StatusReport& report) {

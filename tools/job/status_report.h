@@ -9,6 +9,7 @@
 #include <absl/time/time.h>
 
 #include "muster/proto/coordination_service.pb.h"
+#include "muster/proto/observe.pb.h"
 #include "muster/tools/common/cli_common.h"
 #include "muster/tools/job/status_report.pb.h"
 
@@ -16,14 +17,14 @@ namespace muster::cli {
 
 // Collects the report for the tasks of `job_state` (a WatchJobState reply), each request
 // bounded by `timeout`.
-// Possible errors: those of GetTaskState, GetBarriers and GetKeyValueDir; DeadlineExceeded
+// Possible errors: those of GetTaskState, GetBarriers and GetKvStats; DeadlineExceeded
 // when the leader does not answer.
 absl::StatusOr<StatusReport> CollectStatus(LeaderSession& session, absl::Duration timeout,
                                            const proto::WatchJobStateResponse& job_state);
 
-// Fills kv_directories (keys per first path segment, by name) and kv_keys from a listing of
-// the root.
-void CountKvDirectories(const proto::GetKeyValueDirResponse& root, StatusReport* report);
+// Fills kv_directories (keys per top-level directory, by name; empty ones left out) and kv_keys
+// from the directories' sizes (GetKvStats: no key or value is read).
+void CountKvDirectories(const proto::GetKvStatsResponse& sizes, StatusReport* report);
 
 // The tables: tasks, open barriers, key-value directories.
 std::string RenderStatusTable(const StatusReport& report);

@@ -1,7 +1,6 @@
 #include "muster/actors/coordinator/coordinator_actor.h"
 
 #include <algorithm>
-#include <limits>
 
 #include <absl/strings/str_cat.h>
 
@@ -19,9 +18,6 @@ namespace muster {
 namespace {
 
 constexpr int64_t kDefaultHeartbeatTimeoutMs = 10'000;
-// The error messages a TaskColumns carries: after a mass failure, 100,000 of them would be
-// most of its bytes, and nobody reads past the first few.
-constexpr int kMaxColumnErrors = 1000;
 
 // The task actor of `task`, or an InvalidArgument error naming it.
 absl::StatusOr<TaskActor> Route(CoordinatorPointer self, absl::string_view what,
@@ -29,70 +25,6 @@ absl::StatusOr<TaskActor> Route(CoordinatorPointer self, absl::string_view what,
   const TaskSlot* slot = FindSlot(self->state, task);
   if (slot == nullptr) return UnknownTaskError(what, task);
   return slot->actor;
-}
-
-caf::result<proto::GetTaskStateResponse> GetTaskState(CoordinatorPointer self,
-                                                      const proto::GetTaskStateRequest& request) {
-  auto& st = self->state;
-  proto::GetTaskStateResponse response;
-  auto now = self->clock().now();
-  for (const auto& task : request.source_task()) {
-    const auto* info = st.view.Find(task);
-    if (info == nullptr) return ToError(UnknownTaskError("GetTaskState for unknown task ", task));
-    auto* out = response.add_task_state();
-    *out = *info;
-    const TaskSlot& slot = SlotOf(st, task);
-    auto age = [now](std::optional<caf::actor_clock::time_point> since) -> int64_t {
-      if (!since) return -1;
-      return std::chrono::duration_cast<std::chrono::milliseconds>(now - *since).count();
-    };
-    out->set_last_heartbeat_age_ms(age(slot.last_heartbeat));
-    out->set_connected_age_ms(age(slot.connected_at));
-    if (auto step = st.progress.Step(slot.index)) out->set_step(*step);
-    out->set_step_age_ms(age(st.progress.StepChangedAt(slot.index)));
-  }
-  return response;
-}
-
-// Every task as columns: one pass over the tasks, no message per task.
-proto::TaskColumns TaskColumnsOf(CoordinatorPointer self) {
-  const auto& st = self->state;
-  const auto& tasks = st.view.tasks();
-  const auto now = self->clock().now();
-  auto age = [now](const std::optional<caf::actor_clock::time_point>& since) -> int64_t {
-    if (!since) return -1;
-    return std::chrono::duration_cast<std::chrono::milliseconds>(now - *since).count();
-  };
-  proto::TaskColumns columns;
-  const int n = static_cast<int>(tasks.size());
-  std::string states(n, '\0');
-  columns.mutable_incarnations()->Reserve(n);
-  columns.mutable_heartbeat_age_ms()->Reserve(n);
-  columns.mutable_connected_age_ms()->Reserve(n);
-  columns.mutable_steps()->Reserve(n);
-  for (int i = 0; i < n; ++i) {
-    if (i == 0 || tasks[i].job_name() != tasks[i - 1].job_name()) {
-      columns.add_job_names(tasks[i].job_name());
-      columns.add_job_sizes(0);
-    }
-    columns.set_job_sizes(columns.job_sizes_size() - 1, columns.job_sizes().rbegin()[0] + 1);
-    const proto::CoordinatedTaskStateInfo& info = st.view.state(i);
-    const TaskSlot& slot = st.tasks[i];
-    states[i] = static_cast<char>(info.state());
-    columns.add_incarnations(info.incarnation());
-    columns.add_heartbeat_age_ms(age(slot.last_heartbeat));
-    columns.add_connected_age_ms(age(slot.connected_at));
-    columns.add_steps(st.progress.Step(i).value_or(std::numeric_limits<int64_t>::min()));
-    if (info.state() == proto::TASKSTATE_ERROR && columns.errors_size() < kMaxColumnErrors) {
-      proto::TaskColumnError* error = columns.add_errors();
-      error->set_index(i);
-      error->set_code(info.error_code());
-      error->set_message(info.error_message());
-    }
-  }
-  columns.set_states(std::move(states));
-  columns.set_version(st.version);
-  return columns;
 }
 
 caf::result<proto::WatchJobStateResponse> WatchJobState(

@@ -234,6 +234,12 @@ void PersistTaskState(CoordinatorPointer self, const proto::CoordinatedTaskState
 // Records a new round: the barrier results of the last one are dropped.
 void PersistNewRound(CoordinatorPointer self, const std::vector<std::string>& barrier_ids);
 
+// Reads of every task's state (coordinator_task_reads.cc). Possible errors of GetTaskState:
+// InvalidArgument (unknown task).
+caf::result<proto::GetTaskStateResponse> GetTaskState(CoordinatorPointer self,
+                                                      const proto::GetTaskStateRequest& request);
+proto::TaskColumns TaskColumnsOf(CoordinatorPointer self);
+
 // Answers a job-state watch with the current states of its job.
 proto::WatchJobStateResponse JobState(CoordinatorPointer self, const std::string& job);
 

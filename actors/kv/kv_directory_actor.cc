@@ -10,6 +10,7 @@
 #include <caf/result.hpp>
 
 #include "muster/actors/hardening.h"
+#include "muster/actors/kv/kv_counting.h"
 #include "muster/actors/kv/kv_store.h"
 #include "muster/actors/kv/kv_subscribers.h"
 #include "muster/actors/observe/leader_metrics.h"
@@ -54,58 +55,6 @@ void CountWaiter(KvDirectoryPointer self, const KvWaiter& waiter, absl::StatusCo
   if (!self->state.metrics) return;
   self->state.metrics->KvDone(waiter.waits_for_keys() ? KvVerb::kWaitForKeys : KvVerb::kGet, code,
                               self->clock().now() - waiter.parked_at);
-}
-
-// When a request arrived (nothing is read when the directory counts nothing).
-caf::actor_clock::time_point Arrival(KvDirectoryPointer self) {
-  return self->state.metrics ? self->clock().now() : caf::actor_clock::time_point{};
-}
-
-template <class Response>
-absl::StatusCode CodeOf(const caf::result<Response>& result) {
-  return result.flag == caf::rt_error ? ToStatus(result.err).code() : absl::StatusCode::kOk;
-}
-
-// Answers a request that arrived at `start` with `result` once the changes before it are on
-// disk (AfterDurable), and counts it then, with the answer its client gets (the write's error
-// when the disk failed). A parked call
-// (a promise) is counted when it is answered (CountWaiter).
-template <class Response>
-caf::result<Response> Reply(KvDirectoryPointer self, KvVerb verb,
-                            caf::actor_clock::time_point start, caf::result<Response> result) {
-  DurableGate& gate = self->state.durable.gate();
-  LeaderMetrics* metrics = self->state.metrics.get();
-  if (metrics == nullptr || result.flag == caf::rt_delegated) {
-    return AfterDurable(self, gate, std::move(result));
-  }
-  absl::StatusCode code = CodeOf(result);
-  if (gate.idle()) {
-    metrics->KvDone(verb, code, self->clock().now() - start);
-    return result;
-  }
-  gate.After([self, verb, start, code](const absl::Status& written) {
-    self->state.metrics->KvDone(verb, written.ok() ? code : written.code(),
-                                self->clock().now() - start);
-  });
-  return AfterDurable(self, gate, std::move(result));
-}
-
-// A request handled by `handler`, answered and counted by Reply.
-template <class Handler>
-auto Handle(KvDirectoryPointer self, KvVerb verb, Handler handler) {
-  auto start = Arrival(self);
-  return Reply(self, verb, start, handler());
-}
-
-// A request answered at once, whatever waits for the disk (StopWatchKey), counted now.
-template <class Handler>
-auto HandleNow(KvDirectoryPointer self, KvVerb verb, Handler handler) {
-  auto start = Arrival(self);
-  auto result = handler();
-  if (self->state.metrics && result.flag != caf::rt_delegated) {
-    self->state.metrics->KvDone(verb, CodeOf(result), self->clock().now() - start);
-  }
-  return result;
 }
 
 // Drops the monitor of a peer that has no waiter and no watch left.
@@ -189,12 +138,12 @@ caf::result<Response> Answer(absl::StatusOr<Response> outcome) {
 template <class Response, class Request, class Apply>
 caf::result<Response> Write(KvDirectoryPointer self, KvVerb verb, const Request& request,
                             Apply apply) {
-  auto start = Arrival(self);
+  auto start = RequestArrival(self);
   KvDurable& durable = self->state.durable;
   const bool dedup = durable.enabled() && request.request_id().client() != 0;
   if (dedup) {
     if (const proto::StoredReply* stored = durable.FindReply(request.request_id())) {
-      return Reply(self, verb, start, Answer(LoadReply<Response>(*stored)));
+      return CountedReply(self, verb, start, Answer(LoadReply<Response>(*stored)));
     }
   }
   KvStore::Changes changes;
@@ -206,7 +155,7 @@ caf::result<Response> Write(KvDirectoryPointer self, KvVerb verb, const Request&
                           batch);
   }
   Publish(self, changes, std::move(batch));
-  return Reply(self, verb, start, Answer(std::move(outcome)));
+  return CountedReply(self, verb, start, Answer(std::move(outcome)));
 }
 
 // The owner an ephemeral write names (stamped by the coordinator); nullopt for a persistent one.
@@ -583,31 +532,31 @@ KvDirectoryActor::behavior_type KvDirectoryBehavior(KvDirectoryPointer self, std
       [=](const proto::InsertKeyValueRequest& request) { return InsertKeyValue(self, request); },
       [=](const proto::UpdateKeyValueRequest& request) { return UpdateKeyValue(self, request); },
       [=](const proto::GetKeyValueRequest& request) {
-        return Handle(self, KvVerb::kGet, [&] { return GetKeyValue(self, request); });
+        return Counted(self, KvVerb::kGet, [&] { return GetKeyValue(self, request); });
       },
       [=](const proto::TryGetKeyValueRequest& request) {
-        return Handle(self, KvVerb::kTryGet, [&] { return TryGetKeyValue(self, request); });
+        return Counted(self, KvVerb::kTryGet, [&] { return TryGetKeyValue(self, request); });
       },
       [=](const proto::IncrementKeyValueRequest& request) {
         return IncrementKeyValue(self, request);
       },
       [=](const proto::GetKeyValueDirRequest& request) {
-        return Handle(self, KvVerb::kGetDir, [&] { return GetKeyValueDir(self, request); });
+        return Counted(self, KvVerb::kGetDir, [&] { return GetKeyValueDir(self, request); });
       },
       [=](const proto::DeleteKeyValueRequest& request) { return DeleteKeyValue(self, request); },
       [=](const proto::CompareAndSwapRequest& request) { return CompareAndSwap(self, request); },
       [=](const proto::WatchKeyRequest& request, const KvWatcherActor& watcher) {
-        return Handle(self, KvVerb::kWatch, [&] { return WatchKey(self, request, watcher); });
+        return Counted(self, KvVerb::kWatch, [&] { return WatchKey(self, request, watcher); });
       },
       [=](const proto::StopWatchKeyRequest& request, const KvWatcherActor& watcher) {
-        return HandleNow(self, KvVerb::kStopWatch,
-                         [&] { return StopWatchKey(self, request, watcher); });
+        return CountedNow(self, KvVerb::kStopWatch,
+                          [&] { return StopWatchKey(self, request, watcher); });
       },
       [=](const proto::ReduceKeyValueDirRequest& request) {
-        return Handle(self, KvVerb::kReduceDir, [&] { return ReduceKeyValueDir(self, request); });
+        return Counted(self, KvVerb::kReduceDir, [&] { return ReduceKeyValueDir(self, request); });
       },
       [=](const proto::WaitForKeysRequest& request) {
-        return Handle(self, KvVerb::kWaitForKeys, [&] { return WaitForKeys(self, request); });
+        return Counted(self, KvVerb::kWaitForKeys, [&] { return WaitForKeys(self, request); });
       },
       [=](drop_owner_atom, const std::string& task, uint64_t incarnation) {
         DropOwner(self, task, incarnation);

@@ -26,6 +26,7 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "muster/actors/barriers/barrier_state.h"
+#include "muster/actors/fan_in.h"
 #include "muster/messages/vocabulary/atoms.h"
 #include "muster/messages/vocabulary/proto_inspect.h"
 #include "muster/proto/coordination_service.pb.h"
@@ -77,32 +78,12 @@ void SortBarrierInfos(proto::GetBarriersResponse* response);
 template <class Self>
 caf::typed_response_promise<proto::GetBarriersResponse> CollectBarriers(
     Self* self, const std::vector<BarrierActor>& actors) {
-  struct Collection {
-    caf::typed_response_promise<proto::GetBarriersResponse> promise;
-    proto::GetBarriersResponse merged;
-    size_t left = 0;
-    void Done() {
-      if (--left > 0) return;
-      SortBarrierInfos(&merged);
-      promise.deliver(std::move(merged));
-    }
-  };
-  auto collection = std::make_shared<Collection>();
-  collection->promise = self->template make_response_promise<proto::GetBarriersResponse>();
-  collection->left = actors.size() + 1;
-  for (const BarrierActor& actor : actors) {
-    self->request(actor, caf::infinite, proto::GetBarriersRequest())
-        .then(
-            [collection](proto::GetBarriersResponse& part) {
-              for (auto& info : *part.mutable_barriers()) {
-                *collection->merged.add_barriers() = std::move(info);
-              }
-              collection->Done();
-            },
-            [collection](caf::error&) { collection->Done(); });
-  }
-  collection->Done();  // the `+ 1` above: answers at once when there are no actors
-  return collection->promise;
+  return FanIn<proto::GetBarriersResponse, proto::GetBarriersResponse>(
+      self, actors, proto::GetBarriersRequest(),
+      [](proto::GetBarriersResponse& merged, proto::GetBarriersResponse& part) {
+        for (auto& info : *part.mutable_barriers()) *merged.add_barriers() = std::move(info);
+      },
+      [](proto::GetBarriersResponse& merged) { SortBarrierInfos(&merged); });
 }
 
 }  // namespace muster

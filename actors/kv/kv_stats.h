@@ -3,11 +3,11 @@
 #pragma once
 
 #include <algorithm>
-#include <memory>
 #include <vector>
 
 #include <caf/typed_response_promise.hpp>
 
+#include "muster/actors/fan_in.h"
 #include "muster/actors/kv/kv_directory_actor.h"
 #include "muster/proto/observe.pb.h"
 
@@ -19,32 +19,16 @@ namespace muster {
 template <class Self>
 caf::typed_response_promise<proto::GetKvStatsResponse> CollectKvStats(
     Self* self, const std::vector<KvDirectoryActor>& directories) {
-  struct Collection {
-    caf::typed_response_promise<proto::GetKvStatsResponse> promise;
-    proto::GetKvStatsResponse merged;
-    size_t left = 0;
-    void Done() {
-      if (--left > 0) return;
-      auto* dirs = merged.mutable_directories();
-      std::sort(dirs->begin(), dirs->end(),
-                [](const auto& a, const auto& b) { return a.directory() < b.directory(); });
-      promise.deliver(std::move(merged));
-    }
-  };
-  auto collection = std::make_shared<Collection>();
-  collection->promise = self->template make_response_promise<proto::GetKvStatsResponse>();
-  collection->left = directories.size() + 1;
-  for (const KvDirectoryActor& directory : directories) {
-    self->request(directory, caf::infinite, proto::GetKvStatsRequest())
-        .then(
-            [collection](proto::KvDirectoryStats& stats) {
-              *collection->merged.add_directories() = std::move(stats);
-              collection->Done();
-            },
-            [collection](caf::error&) { collection->Done(); });
-  }
-  collection->Done();  // the `+ 1` above: answers at once when there are no directories
-  return collection->promise;
+  return FanIn<proto::GetKvStatsResponse, proto::KvDirectoryStats>(
+      self, directories, proto::GetKvStatsRequest(),
+      [](proto::GetKvStatsResponse& merged, proto::KvDirectoryStats& stats) {
+        *merged.add_directories() = std::move(stats);
+      },
+      [](proto::GetKvStatsResponse& merged) {
+        auto* dirs = merged.mutable_directories();
+        std::sort(dirs->begin(), dirs->end(),
+                  [](const auto& a, const auto& b) { return a.directory() < b.directory(); });
+      });
 }
 
 }  // namespace muster

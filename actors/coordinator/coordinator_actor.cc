@@ -22,7 +22,7 @@ constexpr int64_t kDefaultHeartbeatTimeoutMs = 10'000;
 // The task actor of `task`, or an InvalidArgument error naming it.
 absl::StatusOr<TaskActor> Route(CoordinatorPointer self, absl::string_view what,
                                 const proto::CoordinatedTask& task) {
-  const TaskSlot* slot = FindSlot(self->state, task);
+  const TaskSlot* slot = self->state.tasks.Find(task);
   if (slot == nullptr) return UnknownTaskError(what, task);
   return slot->actor;
 }
@@ -31,17 +31,18 @@ caf::result<proto::WatchJobStateResponse> WatchJobState(
     CoordinatorPointer self, const proto::WatchJobStateRequest& request) {
   auto& st = self->state;
   int64_t version = request.version_number();
-  if (!request.job_name().empty() && !st.view.HasJob(request.job_name())) {
+  if (!request.job_name().empty() && !st.tasks.view().HasJob(request.job_name())) {
     return ToError(MakeCoordinationError(absl::InvalidArgumentError(absl::StrCat(
         "WatchJobState for unknown job '", JobNameForMessage(request.job_name()),
         "': it is not in the cluster configuration. Watch a configured job, or \"\" for all."))));
   }
-  if (version > st.version) {
+  const int64_t current = st.tasks.version();
+  if (version > current) {
     return ToError(MakeCoordinationError(absl::InvalidArgumentError(absl::StrCat(
-        "WatchJobState version ", version, " is ahead of the service (current version ", st.version,
+        "WatchJobState version ", version, " is ahead of the service (current version ", current,
         "); the leader has probably restarted: call again with -1."))));
   }
-  if (version < st.version) return JobState(self, request.job_name());
+  if (version < current) return JobState(self, request.job_name());
   auto promise = self->make_response_promise<proto::WatchJobStateResponse>();
   st.watches.push_back({request.job_name(), promise});
   return promise;
@@ -55,7 +56,7 @@ caf::result<proto::GetAliveTasksResponse> GetAliveTasks(
   }
   bool listed = false;
   for (const auto& task : request.tasks()) {
-    if (!st.view.IsKnown(task))
+    if (!st.tasks.view().IsKnown(task))
       return ToError(UnknownTaskError("GetAliveTasks for unknown task ", task));
     listed |= SameTask(task, request.requesting_task());
   }
@@ -65,7 +66,7 @@ caf::result<proto::GetAliveTasksResponse> GetAliveTasks(
                      " is not one of the tasks specified in a GetAliveTasks request."))));
   }
   auto promise = self->make_response_promise<proto::GetAliveTasksResponse>();
-  st.alive.Join(st.view, {request.tasks().begin(), request.tasks().end()},
+  st.alive.Join(st.tasks.view(), {request.tasks().begin(), request.tasks().end()},
                 request.requesting_task(), promise);
   return promise;
 }
@@ -73,7 +74,7 @@ caf::result<proto::GetAliveTasksResponse> GetAliveTasks(
 caf::result<proto::WaitForAllTasksResponse> WaitForAllTasks(
     CoordinatorPointer self, const proto::WaitForAllTasksRequest& request) {
   auto& st = self->state;
-  const auto* info = st.view.Find(request.source_task());
+  const auto* info = st.tasks.view().Find(request.source_task());
   if (info == nullptr) {
     return ToError(UnknownTaskError("WaitForAllTasks from unknown task ", request.source_task()));
   }
@@ -86,7 +87,7 @@ caf::result<proto::WaitForAllTasksResponse> WaitForAllTasks(
                      ", which is not connected; register it first."))));
   }
   auto promise = self->make_response_promise<proto::WaitForAllTasksResponse>();
-  st.devices->Join(st.view, request, promise);
+  st.devices->Join(st.tasks.view(), request, promise);
   return promise;
 }
 
@@ -140,7 +141,7 @@ caf::result<proto::WatchEventsResponse> WatchEvents(CoordinatorPointer self,
 // on which it registered.
 caf::result<proto::ResetTaskResponse> ResetTask(CoordinatorPointer self,
                                                 const proto::ResetTaskRequest& request) {
-  const auto* info = self->state.view.Find(request.source_task());
+  const auto* info = self->state.tasks.view().Find(request.source_task());
   bool any_sender = info != nullptr && info->state() != proto::TASKSTATE_CONNECTED;
   return ToTask<proto::ResetTaskResponse>(
       self, any_sender, "Unexpected reset request with task=", request.source_task(), request);
@@ -172,8 +173,8 @@ absl::Status MayTakeOver(CoordinatorPointer self, const proto::RegisterTaskReque
                      " but came from node ", PeerName(sender->node()),
                      "; a node registers only its own agents"));
   }
-  const TaskSlot& slot = SlotOf(self->state, request.source_task());
-  const auto* info = self->state.view.Find(request.source_task());
+  const TaskSlot& slot = self->state.tasks.SlotOf(request.source_task());
+  const auto* info = self->state.tasks.view().Find(request.source_task());
   // A task recovered CONNECTED by a restarted leader has no node yet: its agent comes back.
   if (info->state() == proto::TASKSTATE_CONNECTED && slot.agent_node != caf::node_id{} &&
       slot.agent_node != sender->node() && info->incarnation() == request.incarnation()) {
@@ -190,20 +191,21 @@ caf::result<proto::RegisterTaskResponse> RegisterTask(CoordinatorPointer self,
                                                       const proto::RegisterTaskRequest& request,
                                                       const AgentActor& agent) {
   auto& st = self->state;
-  if (request.source_task().recoverable()) st.view.SetRecoverable(request.source_task(), true);
+  if (request.source_task().recoverable())
+    st.tasks.view().SetRecoverable(request.source_task(), true);
   auto actor = Route(self, "Unexpected task registered with task=", request.source_task());
   if (!actor.ok()) return ToError(actor.status());
   if (absl::Status own = MayTakeOver(self, request, agent); !own.ok()) return ToError(own);
-  if (!st.register_barrier_id.empty()) return RegisterThroughBarrier(self, *actor, request, agent);
+  if (!st.service.register_id.empty()) return RegisterThroughBarrier(self, *actor, request, agent);
   // The task actor answers in the coordinator's name (actors/answer_as.h).
-  if (!st.durable.enabled()) return self->delegate(*actor, request, agent);
+  if (!st.records.gate().enabled()) return self->delegate(*actor, request, agent);
   // With a state dir the task's new state is recorded (its task_state message arrives before
   // the task actor's answer) before the registration is acknowledged.
   auto promise = self->make_response_promise<proto::RegisterTaskResponse>();
   self->request(*actor, caf::infinite, request, agent)
       .then(
           [self, promise](proto::RegisterTaskResponse& response) mutable {
-            self->state.durable.Deliver(promise, std::move(response));
+            self->state.records.gate().Deliver(promise, std::move(response));
           },
           [promise](caf::error& error) mutable { promise.deliver(std::move(error)); });
   return promise;
@@ -217,7 +219,7 @@ caf::result<proto::ShutdownTaskResponse> ShutdownTask(CoordinatorPointer self,
   if (absl::Status own = ActsAsItself(self, request.source_task()); !own.ok()) {
     return ToError(own);
   }
-  if (st.shutdown_barrier_id.empty() || st.view.IsRecoverable(request.source_task())) {
+  if (st.service.shutdown_id.empty() || st.tasks.view().IsRecoverable(request.source_task())) {
     return self->delegate(*actor, request);
   }
   return ShutdownThroughBarrier(self, request);
@@ -248,17 +250,19 @@ void Init(CoordinatorPointer self, CoordinatorOptions options) {
       std::chrono::milliseconds(beat_ms > 0 ? beat_ms : kDefaultHeartbeatTimeoutMs);
   st.connection_loss_grace = std::chrono::milliseconds(
       std::max<int64_t>(0, options.config.connection_loss_grace_period_in_ms()));
-  st.view = ClusterView(options.config);
   const auto& config = options.config;
+  st.tasks = TaskTable(ClusterView(config));
+  st.ephemeral = EphemeralOwners(st.tasks.size());
+  st.launchers = LauncherRegistry(st.tasks.size());
   if (config.cluster_register_with_barrier()) {
-    st.register_barrier_id = "[Init]Wait_for_all_tasks_to_register";
+    st.service.register_id = "[Init]Wait_for_all_tasks_to_register";
     int64_t ms = config.cluster_register_timeout_in_ms();
-    st.register_timeout = ms > 0 ? caf::timespan{std::chrono::milliseconds(ms)}
-                                 : caf::timespan{std::chrono::hours(1)};
+    st.service.register_timeout = ms > 0 ? caf::timespan{std::chrono::milliseconds(ms)}
+                                         : caf::timespan{std::chrono::hours(1)};
   }
   if (config.shutdown_barrier_timeout_in_ms() > 0) {
-    st.shutdown_barrier_id = absl::StrCat("Shutdown::", options.incarnation);
-    st.shutdown_barrier_timeout =
+    st.service.shutdown_id = absl::StrCat("Shutdown::", options.incarnation);
+    st.service.shutdown_timeout =
         std::chrono::milliseconds(config.shutdown_barrier_timeout_in_ms());
   }
   st.devices.emplace(options.device_aggregator, options.incarnation);
@@ -266,13 +270,12 @@ void Init(CoordinatorPointer self, CoordinatorOptions options) {
   st.barriers = NewBarrierRegistry(st);  // after the options: it reads their limits
   st.heartbeats = SpawnHeartbeatMonitor(self, st.options.incarnation, st.heartbeat_timeout);
   st.children->emplace(st.heartbeats.address(), caf::actor_cast<caf::actor>(st.heartbeats));
+  RegisterTaskStateListeners(self);
   // A task recovered CONNECTED has the reconnect window to come back (see TaskSpec).
-  st.tasks.resize(st.view.tasks().size());
-  for (uint32_t i = 0; i < st.tasks.size(); ++i) st.tasks[i].index = i;
   caf::timespan window = RestoreCoordinator(self);
-  for (const auto& task : st.view.tasks()) {
-    if (st.options.policy->IsRecoverable(task)) st.view.SetRecoverable(task, true);
-    SpawnTask(self, task, *st.view.Find(task), window);
+  for (const auto& task : st.tasks.view().tasks()) {
+    if (st.options.policy->IsRecoverable(task)) st.tasks.view().SetRecoverable(task, true);
+    SpawnTask(self, task, *st.tasks.view().Find(task), window);
   }
   RestoreGenerations(self);
   st.kv = NewKvRouter(self);  // with the directories a restarted leader recovered
@@ -280,7 +283,7 @@ void Init(CoordinatorPointer self, CoordinatorOptions options) {
   if (EventsWanted(self)) EmitEvent(self, LeaderStartedEvent(st.options));
   self->set_down_handler([=](caf::down_msg& down) {
     self->state.children->erase(down.source);  // a dead child needs no stopping at shutdown
-    if (!self->state.kv.Forget(down.source) && !ForgetLauncher(self, down.source)) {
+    if (!self->state.kv.Forget(down.source) && !self->state.launchers.Forget(down.source)) {
       OnChildDown(self, down);
     }
   });

@@ -30,8 +30,8 @@ proto::BarrierRequest ServiceBarrier(const std::string& id, caf::timespan timeou
 // The shutdown barrier's participants: every task that is not recoverable.
 std::vector<proto::CoordinatedTask> ShutdownParticipants(CoordinatorPointer self) {
   std::vector<proto::CoordinatedTask> tasks;
-  for (const auto& task : self->state.view.tasks()) {
-    if (!self->state.view.IsRecoverable(task)) tasks.push_back(task);
+  for (const auto& task : self->state.tasks.view().tasks()) {
+    if (!self->state.tasks.view().IsRecoverable(task)) tasks.push_back(task);
   }
   return tasks;
 }
@@ -46,10 +46,10 @@ void SetAllTasksError(CoordinatorPointer self, const absl::Status& status) {
 // Pushes `status` to every connected agent except those of `skip`.
 void PropagateToAll(CoordinatorPointer self, const absl::Status& status,
                     const absl::flat_hash_set<std::string>& skip) {
-  if (self->state.untold_agents == 0) return;
+  if (self->state.tasks.untold_agents() == 0) return;
   proto::ReportErrorToTaskRequest report;
   SetStatusFields(status, &report);
-  const auto& tasks = self->state.view.tasks();
+  const auto& tasks = self->state.tasks.view().tasks();
   for (auto& slot : self->state.tasks) {
     if (skip.empty() || !skip.contains(TaskName(tasks[slot.index]))) PushError(self, slot, report);
   }
@@ -66,7 +66,7 @@ absl::Status ShutdownFailed(const absl::Status& barrier) {
 absl::Status ShutdownFailedFor(CoordinatorPointer self, const absl::Status& barrier) {
   std::vector<proto::CoordinatedTask> missing;
   for (const auto& task : ShutdownParticipants(self)) {
-    if (!self->state.shutdown_arrived.contains(TaskName(task))) missing.push_back(task);
+    if (!self->state.service.shutdown_arrived.contains(TaskName(task))) missing.push_back(task);
   }
   if (missing.empty()) return ShutdownFailed(barrier);
   return MakeCoordinationError(
@@ -85,7 +85,7 @@ namespace {
 // when the call starts a new instance).
 BarrierRoute ResolveBarrier(CoordinatorPointer self, proto::BarrierRequest* request) {
   auto& st = self->state;
-  BarrierRoute route = st.barriers.RouteBarrier(request, st.view, self->clock().now());
+  BarrierRoute route = st.barriers.RouteBarrier(request, st.tasks.view(), self->clock().now());
   if (route.action == BarrierRoute::Action::kStart) {
     if (EventsWanted(self)) EmitEvent(self, BarrierOpenedEvent(*route.spec));
     route.spec->writer = st.options.state_writer;
@@ -166,7 +166,7 @@ caf::result<proto::CancelBarrierResponse> RouteCancelBarrier(
 
 BarrierRegistry NewBarrierRegistry(const CoordinatorState& state) {
   absl::flat_hash_set<std::string> one_time;
-  for (const auto& id : {state.register_barrier_id, state.shutdown_barrier_id}) {
+  for (const auto& id : {state.service.register_id, state.service.shutdown_id}) {
     if (!id.empty()) one_time.insert(id);
   }
   const auto& config = state.options.config;
@@ -186,21 +186,21 @@ void OnBarrierDone(CoordinatorPointer self, const std::string& id, int64_t count
   if (EventsWanted(self)) EmitEvent(self, BarrierDoneEvent(id, counter, status, end));
   BarrierActor actor = st.barriers.Finish(id, counter, status);
   if (actor) self->send_exit(actor, caf::exit_reason::user_shutdown);
-  if (id == st.register_barrier_id && !status.ok()) {
+  if (id == st.service.register_id && !status.ok()) {
     SetAllTasksError(self, MakeCoordinationError(absl::InternalError(absl::StrCat(
                                "Cluster registration failed with error: ", StatusText(status)))));
-  } else if (id == st.shutdown_barrier_id) {
+  } else if (id == st.service.shutdown_id) {
     if (status.ok()) {
       for (const auto& task : ShutdownParticipants(self)) {
-        SendTaskEvent(self, SlotOf(st, task).actor, TaskEvent::kDisconnect);
+        SendTaskEvent(self, st.tasks.SlotOf(task).actor, TaskEvent::kDisconnect);
       }
     } else {
       // The tasks waiting in the barrier learn the failure from their ShutdownTask reply.
       absl::Status failed = ShutdownFailedFor(self, status);
-      PropagateToAll(self, failed, st.shutdown_arrived);
+      PropagateToAll(self, failed, st.service.shutdown_arrived);
       SetAllTasksError(self, failed);
     }
-    st.shutdown_arrived.clear();
+    st.service.shutdown_arrived.clear();
   }
 }
 
@@ -209,7 +209,7 @@ caf::result<proto::RegisterTaskResponse> RegisterThroughBarrier(
     const AgentActor& agent) {
   // After the register barrier failed, a late task learns why: the barrier's own error, which
   // names every task that never registered.
-  if (auto failed = self->state.barriers.LastResult(self->state.register_barrier_id);
+  if (auto failed = self->state.barriers.LastResult(self->state.service.register_id);
       failed && !failed->ok()) {
     return ToError(*failed);
   }
@@ -217,8 +217,8 @@ caf::result<proto::RegisterTaskResponse> RegisterThroughBarrier(
   // TaskActor's reg_join): the coordinator keeps no request of its own per waiting task, which
   // CAF 0.17 would search linearly for each answer.
   auto& st = self->state;
-  proto::BarrierRequest barrier =
-      ServiceBarrier(st.register_barrier_id, st.register_timeout, request.source_task(), {});
+  proto::BarrierRequest barrier = ServiceBarrier(
+      st.service.register_id, st.service.register_timeout, request.source_task(), {});
   return self->delegate(task, reg_join_atom::value, request, agent, std::move(barrier));
 }
 
@@ -226,9 +226,9 @@ caf::result<proto::ShutdownTaskResponse> ShutdownThroughBarrier(
     CoordinatorPointer self, const proto::ShutdownTaskRequest& request) {
   auto& st = self->state;
   proto::BarrierRequest barrier =
-      ServiceBarrier(st.shutdown_barrier_id, st.shutdown_barrier_timeout, request.source_task(),
+      ServiceBarrier(st.service.shutdown_id, st.service.shutdown_timeout, request.source_task(),
                      ShutdownParticipants(self));
-  st.shutdown_arrived.insert(TaskName(request.source_task()));
+  st.service.shutdown_arrived.insert(TaskName(request.source_task()));
   auto promise = self->make_response_promise<proto::ShutdownTaskResponse>();
   self->request(caf::actor_cast<CoordinatorActor>(self), caf::infinite, std::move(barrier))
       .then(

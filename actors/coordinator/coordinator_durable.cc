@@ -18,35 +18,12 @@
 namespace muster {
 namespace {
 
-// A restarted leader keeps the start times of this many runs.
-constexpr int kMaxStarts = 64;
-
-proto::TaskRecord RecordOf(const proto::CoordinatedTaskStateInfo& info, int64_t generation) {
-  proto::TaskRecord record;
-  *record.mutable_task() = info.task();
-  record.set_state(info.state());
-  record.set_incarnation(info.incarnation());
-  record.set_error_code(info.error_code());
-  record.set_error_message(info.error_message());
-  record.set_generation(generation);
-  return record;
-}
-
-void PutLeader(CoordinatorPointer self, StateBatch& batch) {
-  auto& st = self->state;
-  st.leader_record.set_format(kStateFormat);
-  st.leader_record.set_incarnation(st.options.incarnation);
-  st.leader_record.set_version(st.version);
-  st.leader_record.set_round(st.round);
-  batch.Put(LeaderStateKey(), st.leader_record.SerializeAsString());
-}
-
 // The slot whose live incarnation (recovered CONNECTED) owns the recovered ephemeral `record`;
 // null when the owner is no live incarnation of a configured task.
 TaskSlot* LiveOwner(CoordinatorState& st, const proto::KvRecord& record) {
   absl::StatusOr<proto::CoordinatedTask> task = ParseTaskName(record.owner_task());
   if (!task.ok()) return nullptr;
-  TaskSlot* slot = FindSlot(st, *task);
+  TaskSlot* slot = st.tasks.Find(*task);
   if (slot == nullptr || slot->live_incarnation != record.owner_incarnation()) return nullptr;
   return slot;
 }
@@ -62,7 +39,7 @@ void RestoreEphemeralOwners(CoordinatorPointer self, const proto::RecoveredState
     for (const proto::KvRecord& record : dir.records()) {
       if (record.owner_task().empty() || record.owner_incarnation() == 0) continue;
       if (TaskSlot* slot = LiveOwner(self->state, record)) {
-        slot->wrote_ephemeral = true;
+        self->state.ephemeral.Mark(slot->index);
       } else {
         ended.emplace(record.owner_task(), record.owner_incarnation());
       }
@@ -79,41 +56,37 @@ void RestoreEphemeralOwners(CoordinatorPointer self, const proto::RecoveredState
 
 caf::timespan RestoreCoordinator(CoordinatorPointer self) {
   auto& st = self->state;
-  st.durable = DurableGate(st.options.state_writer);
   const proto::RecoveredState* recovered = st.options.recovered.get();
+  st.records =
+      CoordinatorRecords(st.options.state_writer, st.options.incarnation,
+                         recovered != nullptr ? recovered->leader() : proto::LeaderRecord());
   if (recovered != nullptr) {
-    st.leader_record = recovered->leader();
-    st.version = recovered->leader().version();
-    st.round = recovered->leader().round();
+    st.tasks.set_version(recovered->leader().version());
+    st.launchers.set_round(recovered->leader().round());
     for (const proto::TaskRecord& record : recovered->tasks()) {
-      const proto::CoordinatedTaskStateInfo* known = st.view.Find(record.task());
+      const proto::CoordinatedTaskStateInfo* known = st.tasks.view().Find(record.task());
       if (known == nullptr) continue;  // a task of a job no longer configured
       proto::CoordinatedTaskStateInfo info = *known;
       info.set_state(record.state());
       info.set_incarnation(record.incarnation());
       info.set_error_code(record.error_code());
       info.set_error_message(record.error_message());
-      st.view.Update(info);
+      st.tasks.view().Update(info);
       // The incarnation recovered CONNECTED is live until it ends, and its ephemeral keys with it.
       if (record.state() == proto::TASKSTATE_CONNECTED) {
-        FindSlot(st, record.task())->live_incarnation = record.incarnation();
+        st.tasks.Find(record.task())->live_incarnation = record.incarnation();
       }
     }
     for (const proto::BarrierRecord& record : recovered->barriers()) {
       st.barriers.Restore(record.id(), record.counter(), LoadStatus(record.result()));
     }
   }
-  if (st.durable.enabled()) {
+  if (st.records.enabled()) {
     // A calendar time for operators reading the record, never used to time anything.
     auto now = std::chrono::system_clock::now().time_since_epoch();
-    st.leader_record.set_starts(st.leader_record.starts() + 1);
-    st.leader_record.add_started_unix_ms(
-        std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
-    auto* starts = st.leader_record.mutable_started_unix_ms();
-    if (starts->size() > kMaxStarts) starts->erase(starts->begin(), starts->end() - kMaxStarts);
-    StateBatch batch;
-    PutLeader(self, batch);
-    st.durable.Persist(self, std::move(batch));
+    int64_t unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now).count();
+    st.records.gate().Persist(
+        self, st.records.Started(unix_ms, st.tasks.version(), st.launchers.round()));
   }
   return st.options.reconnect_window > caf::timespan{0} ? st.options.reconnect_window
                                                         : st.heartbeat_timeout;
@@ -123,15 +96,18 @@ void RestoreGenerations(CoordinatorPointer self) {
   auto& st = self->state;
   if (!st.options.recovered) return;
   for (const proto::TaskRecord& record : st.options.recovered->tasks()) {
-    if (TaskSlot* slot = FindSlot(st, record.task())) slot->generation = record.generation();
+    if (TaskSlot* slot = st.tasks.Find(record.task())) {
+      st.launchers.set_generation(slot->index, record.generation());
+    }
   }
 }
 
 void StopChildrenOnExit(CoordinatorPointer self) {
   // A leader with a state dir pauses its children (waiting calls stay unanswered, to be re-sent
   // to the restarted leader); one without stops them (waiting calls fail).
-  caf::error reason = self->state.durable.enabled() ? LeaderPauseReason()
-                                                    : caf::error(caf::exit_reason::user_shutdown);
+  caf::error reason = self->state.records.gate().enabled()
+                          ? LeaderPauseReason()
+                          : caf::error(caf::exit_reason::user_shutdown);
   self->attach_functor([children = self->state.children, reason](const caf::error&) {
     for (auto& [address, child] : *children) {
       if (child) {
@@ -179,22 +155,18 @@ KvRouter NewKvRouter(CoordinatorPointer self) {
 
 void PersistTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo& info) {
   auto& st = self->state;
-  if (!st.durable.enabled()) return;
-  const TaskSlot* slot = FindSlot(st, info.task());
-  StateBatch batch;
-  batch.Put(TaskStateKey(TaskName(info.task())),
-            RecordOf(info, slot == nullptr ? 0 : slot->generation).SerializeAsString());
-  PutLeader(self, batch);
-  st.durable.Persist(self, std::move(batch));
+  if (!st.records.enabled()) return;
+  const TaskSlot* slot = st.tasks.Find(info.task());
+  int64_t generation = slot == nullptr ? 0 : st.launchers.generation(slot->index);
+  st.records.gate().Persist(
+      self, st.records.TaskChanged(info, generation, st.tasks.version(), st.launchers.round()));
 }
 
 void PersistNewRound(CoordinatorPointer self, const std::vector<std::string>& barrier_ids) {
   auto& st = self->state;
-  if (!st.durable.enabled()) return;
-  StateBatch batch;
-  for (const std::string& id : barrier_ids) batch.Delete(BarrierStateKey(id));
-  PutLeader(self, batch);
-  st.durable.Persist(self, std::move(batch));
+  if (!st.records.enabled()) return;
+  st.records.gate().Persist(
+      self, st.records.NewRound(barrier_ids, st.tasks.version(), st.launchers.round()));
 }
 
 }  // namespace muster

@@ -77,7 +77,7 @@ void EmitDecisionEvents(CoordinatorPointer self, const proto::CoordinatedTask& f
     event = Event(proto::TASK_RESTARTED);
   } else if (decision.restart == RestartScope::kAll) {
     event = Event(proto::ROUND_STARTED);
-    event.set_round(st.round);
+    event.set_round(st.launchers.round());
   } else if (decision.action == FailureAction::kPropagateToCluster ||
              decision.action == FailureAction::kFailJob) {
     event = Event(proto::JOB_FAILED);  // as the launchers are told (SupervisionEvent.job_failed)

@@ -32,10 +32,10 @@ void AnnounceSyncPoint(CoordinatorPointer self, int64_t step) {
 // Sends the notice to the agent of the task at `index` and records its answer.
 void AskForStep(CoordinatorPointer self, uint32_t index, const AgentActor& agent) {
   auto& st = self->state;
-  self->request(agent, st.heartbeat_timeout, st.preemption->notice())
+  self->request(agent, st.heartbeat_timeout, st.health.preemption->notice())
       .then(
           [self, index](const proto::PreemptionAck& ack) {
-            auto& preemption = self->state.preemption;
+            auto& preemption = self->state.health.preemption;
             std::optional<int64_t> step;
             if (ack.has_step()) step = ack.step();
             if (auto sync = preemption->Answer(index, step)) AnnounceSyncPoint(self, *sync);
@@ -43,7 +43,8 @@ void AskForStep(CoordinatorPointer self, uint32_t index, const AgentActor& agent
           [self, index](const caf::error&) {
             // No answer within the heartbeat timeout: the task is gone or hung; its heartbeat
             // deadline deals with it, the others must not wait for it.
-            if (auto sync = self->state.preemption->Drop(index)) AnnounceSyncPoint(self, *sync);
+            auto& preemption = self->state.health.preemption;
+            if (auto sync = preemption->Drop(index)) AnnounceSyncPoint(self, *sync);
           });
 }
 
@@ -53,12 +54,12 @@ void RecordProgress(CoordinatorPointer self, const proto::HeartbeatRequest& beat
                     const TaskSlot& slot) {
   if (!beat.has_step()) return;
   auto& st = self->state;
-  const proto::CoordinatedTaskStateInfo* info = st.view.Find(beat.source_task());
+  const proto::CoordinatedTaskStateInfo* info = st.tasks.view().Find(beat.source_task());
   if (info == nullptr || info->state() != proto::TASKSTATE_CONNECTED ||
       info->incarnation() != beat.incarnation()) {
     return;  // a late beat of an incarnation that ended; the monitor refuses it
   }
-  st.progress.Report(slot.index, info->task(), beat.step(), self->clock().now());
+  st.health.progress.Report(slot.index, info->task(), beat.step(), self->clock().now());
 }
 
 void StartProgressChecks(CoordinatorPointer self) {
@@ -67,25 +68,25 @@ void StartProgressChecks(CoordinatorPointer self) {
   // Agents beat every heartbeat_timeout / 2: a task's new step may reach us that much later
   // than another task's, and the stall rule waits that long more.
   policy.grace = st.heartbeat_timeout / 2;
-  st.progress.set_policy(policy);
+  st.health.progress.set_policy(policy);
   if (!policy.enabled()) return;
   // A stuck task is found at most a period after it meets a rule.
   caf::timespan period = std::chrono::milliseconds(250);
-  if (st.progress.policy().stuck_after.count() > 0) {
-    period = std::clamp<caf::timespan>(st.progress.policy().stuck_after / 20,
+  if (st.health.progress.policy().stuck_after.count() > 0) {
+    period = std::clamp<caf::timespan>(st.health.progress.policy().stuck_after / 20,
                                        std::chrono::milliseconds(50), period);
   }
-  st.progress_check_period = period;
+  st.health.check_period = period;
   self->delayed_send(self, period, progress_check_atom::value);
 }
 
 void CheckProgress(CoordinatorPointer self) {
   auto& st = self->state;
   // Only the coordinator's own timer: another sender would start a second timer chain.
-  if (self->current_sender() != self->ctrl() || st.progress_check_period.count() <= 0) return;
-  for (const proto::TaskStuck& stuck : st.progress.FindStuck(self->clock().now())) {
-    const TaskSlot* slot = FindSlot(st, stuck.task());
-    const proto::CoordinatedTaskStateInfo* info = st.view.Find(stuck.task());
+  if (self->current_sender() != self->ctrl() || st.health.check_period.count() <= 0) return;
+  for (const proto::TaskStuck& stuck : st.health.progress.FindStuck(self->clock().now())) {
+    const TaskSlot* slot = st.tasks.Find(stuck.task());
+    const proto::CoordinatedTaskStateInfo* info = st.tasks.view().Find(stuck.task());
     if (slot == nullptr || info == nullptr) continue;
     absl::Status error = StuckTaskError(stuck);
     if (EventsWanted(self)) EmitEvent(self, TaskStuckEvent(stuck, error, info->incarnation()));
@@ -98,43 +99,33 @@ void CheckProgress(CoordinatorPointer self) {
     }
     SendTaskEvent(self, slot->actor, TaskEvent::kStuck, info->incarnation(), ToError(error));
   }
-  self->delayed_send(self, st.progress_check_period, progress_check_atom::value);
+  self->delayed_send(self, st.health.check_period, progress_check_atom::value);
 }
 
-void OnHealthState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo& info,
-                   TaskSlot& slot) {
-  auto& st = self->state;
-  const bool connected = info.state() == proto::TASKSTATE_CONNECTED;
-  const uint64_t ended =
-      slot.live_incarnation != 0 && (!connected || info.incarnation() != slot.live_incarnation)
-          ? slot.live_incarnation
-          : 0;
-  // An incarnation recovered CONNECTED by a restarted leader is live already; it connected (for
-  // connected_age_ms) when it registers again.
-  if (connected && (slot.live_incarnation != info.incarnation() || !slot.connected_at)) {
-    slot.connected_at = self->clock().now();
-  } else if (!connected) {
-    slot.connected_at.reset();
-  }
-  slot.live_incarnation = connected ? info.incarnation() : 0;
-  if (ended != 0) {
-    st.progress.Forget(slot.index);
-    if (slot.wrote_ephemeral) {  // most incarnations own no key: no message to any directory
-      const std::string name = TaskName(info.task());
-      for (const KvDirectoryActor& directory : st.kv.Directories()) {
-        self->send(directory, drop_owner_atom::value, name, ended);
-      }
-      slot.wrote_ephemeral = false;
-    }
-    if (st.preemption) {
-      if (auto sync = st.preemption->Drop(slot.index)) AnnounceSyncPoint(self, *sync);
+void OnHealthState(CoordinatorPointer self, const TaskStateChange& change) {
+  auto& health = self->state.health;
+  const TaskSlot& slot = change.slot;
+  if (change.ended_incarnation != 0) {
+    health.progress.Forget(slot.index);
+    if (health.preemption) {
+      if (auto sync = health.preemption->Drop(slot.index)) AnnounceSyncPoint(self, *sync);
     }
   }
-  if (connected && st.preemption && slot.agent) {
+  if (change.connected() && health.preemption && slot.agent) {
     // A task that connects during or after the protocol learns of it too; its step is not
     // waited for (the others may be past it already).
-    caf::anon_send(slot.agent, st.preemption->notice());  // its answer is not waited for
-    if (auto sync = st.preemption->sync_step()) SendSyncPoint(self, slot.agent, *sync);
+    caf::anon_send(slot.agent, health.preemption->notice());  // its answer is not waited for
+    if (auto sync = health.preemption->sync_step()) SendSyncPoint(self, slot.agent, *sync);
+  }
+}
+
+void OnEphemeralOwnerState(CoordinatorPointer self, const TaskStateChange& change) {
+  auto& st = self->state;
+  // Most incarnations own no key: their end sends no message to any directory.
+  if (change.ended_incarnation == 0 || !st.ephemeral.Ended(change.slot.index)) return;
+  const std::string name = TaskName(change.info.task());
+  for (const KvDirectoryActor& directory : st.kv.Directories()) {
+    self->send(directory, drop_owner_atom::value, name, change.ended_incarnation);
   }
 }
 
@@ -171,7 +162,7 @@ caf::result<proto::GetBarrierProgressResponse> GetBarrierProgress(
 caf::result<proto::NotifyPreemptionResponse> NotifyPreemption(
     CoordinatorPointer self, const proto::NotifyPreemptionRequest& request) {
   auto& st = self->state;
-  const proto::CoordinatedTaskStateInfo* info = st.view.Find(request.source_task());
+  const proto::CoordinatedTaskStateInfo* info = st.tasks.view().Find(request.source_task());
   if (info == nullptr) {
     return ToError(UnknownTaskError("NotifyPreemption from unknown task ", request.source_task()));
   }
@@ -191,8 +182,8 @@ caf::result<proto::NotifyPreemptionResponse> NotifyPreemption(
                      ", which is not connected; register it first."))));
   }
   proto::NotifyPreemptionResponse response;
-  if (EventsWanted(self)) EmitEvent(self, PreemptionEvent(request, !st.preemption));
-  if (st.preemption) return response;  // one protocol per job: the first notice decides
+  if (EventsWanted(self)) EmitEvent(self, PreemptionEvent(request, !st.health.preemption));
+  if (st.health.preemption) return response;  // one protocol per job: the first notice decides
   response.set_first(true);
   proto::PreemptionNotice notice;
   *notice.mutable_notified_by() = request.source_task();
@@ -202,7 +193,7 @@ caf::result<proto::NotifyPreemptionResponse> NotifyPreemption(
   for (const auto& slot : st.tasks) {
     if (slot.agent) waiting.insert(slot.index);
   }
-  st.preemption.emplace(std::move(notice), waiting);
+  st.health.preemption.emplace(std::move(notice), waiting);
   for (const auto& slot : st.tasks) {
     if (slot.agent) AskForStep(self, slot.index, slot.agent);
   }
@@ -212,7 +203,7 @@ caf::result<proto::NotifyPreemptionResponse> NotifyPreemption(
 absl::StatusOr<uint64_t> EphemeralOwner(CoordinatorPointer self, bool ephemeral,
                                         const proto::CoordinatedTask& source) {
   if (!ephemeral) return 0;
-  const proto::CoordinatedTaskStateInfo* info = self->state.view.Find(source);
+  const proto::CoordinatedTaskStateInfo* info = self->state.tasks.view().Find(source);
   if (info == nullptr) {
     return MakeCoordinationError(absl::InvalidArgumentError(absl::StrCat(
         "An ephemeral write names ", source.job_name().empty() ? "no task" : TaskName(source),
@@ -224,7 +215,7 @@ absl::StatusOr<uint64_t> EphemeralOwner(CoordinatorPointer self, bool ephemeral,
         absl::StrCat("An ephemeral write by ", TaskName(source),
                      ", which is not connected: its key would end at once; register it first")));
   }
-  SlotOf(self->state, source).wrote_ephemeral = true;
+  self->state.ephemeral.Mark(self->state.tasks.SlotOf(source).index);
   return info->incarnation();
 }
 

@@ -13,7 +13,7 @@ namespace {
 absl::StatusOr<TaskSlot*> BeatingSlot(CoordinatorPointer self,
                                       const proto::HeartbeatRequest& request) {
   auto& st = self->state;
-  TaskSlot* slot = FindSlot(st, request.source_task());
+  TaskSlot* slot = st.tasks.Find(request.source_task());
   if (slot == nullptr) {
     return UnknownTaskError("Unexpected heartbeat request from task: ", request.source_task());
   }
@@ -63,7 +63,7 @@ caf::result<proto::HeartbeatBatchResponse> HeartbeatBatch(CoordinatorPointer sel
     if (absl::Status own = ActsAsItself(self, beat.source_task()); !own.ok()) return ToError(own);
   }
   for (const auto& beat : request.beats()) {
-    TaskSlot* slot = FindSlot(st, beat.source_task());
+    TaskSlot* slot = st.tasks.Find(beat.source_task());
     if (slot == nullptr) {
       slots.push_back(kNoTaskSlot);
       actors.emplace_back();

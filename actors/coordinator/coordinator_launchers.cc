@@ -22,7 +22,8 @@ namespace {
 absl::Status FromLauncherOf(CoordinatorPointer self, const TaskSlot& slot,
                             const proto::CoordinatedTask& task) {
   const caf::strong_actor_ptr& sender = self->current_sender();
-  if (FromThisNode(self) || (sender && slot.launcher && sender->node() == slot.launcher.node())) {
+  const LauncherActor& launcher = self->state.launchers.LauncherOf(slot.index);
+  if (FromThisNode(self) || (sender && launcher && sender->node() == launcher.node())) {
     return absl::OkStatus();
   }
   return absl::PermissionDeniedError(absl::StrCat(
@@ -38,27 +39,28 @@ absl::Status CheckLauncherTasks(CoordinatorPointer self,
   if (request.tasks().empty()) {
     return absl::InvalidArgumentError("RegisterLauncher names no tasks; name the tasks it runs");
   }
-  if (request.tasks_size() > static_cast<int>(st.view.tasks().size())) {
+  if (request.tasks_size() > static_cast<int>(st.tasks.view().tasks().size())) {
     return absl::InvalidArgumentError(absl::StrCat("RegisterLauncher names ", request.tasks_size(),
                                                    " tasks; the cluster has ",
-                                                   st.view.tasks().size()));
+                                                   st.tasks.view().tasks().size()));
   }
   absl::flat_hash_set<std::string> seen;
   for (const auto& task : request.tasks()) {
-    if (!st.view.IsKnown(task)) return UnknownTaskError("RegisterLauncher for unknown task ", task);
+    if (!st.tasks.view().IsKnown(task))
+      return UnknownTaskError("RegisterLauncher for unknown task ", task);
     std::string name = TaskName(task);
     if (!seen.insert(name).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("RegisterLauncher names ", name, " twice; name each task once"));
     }
-    const TaskSlot& slot = SlotOf(st, task);
-    if (slot.agent && slot.launcher != launcher) {
+    const TaskSlot& slot = st.tasks.SlotOf(task);
+    const LauncherActor& other = st.launchers.LauncherOf(slot.index);
+    if (slot.agent && other != launcher) {
       return absl::FailedPreconditionError(
           absl::StrCat(name,
                        " is connected already, from a process no launcher started; a launcher "
                        "registers the tasks whose processes it is about to start"));
     }
-    const LauncherActor& other = slot.launcher;
     if (other && other != launcher) {
       return absl::AlreadyExistsError(
           absl::StrCat(name, " is run by another launcher (on ", PeerName(other.node()),
@@ -73,13 +75,10 @@ absl::Status CheckLauncherTasks(CoordinatorPointer self,
 // and the barrier stops are sent from here, before any request of the new round can arrive.
 void StartNewRound(CoordinatorPointer self) {
   auto& st = self->state;
-  ++st.round;
+  st.launchers.NewRound();
   st.cluster_error.reset();
-  st.preemption.reset();  // the new round's tasks start from step 0 again
-  for (auto& slot : st.tasks) {
-    ++slot.generation;
-    SendTaskEvent(self, slot.actor, TaskEvent::kDisconnect);
-  }
+  st.health.preemption.reset();  // the new round's tasks start from step 0 again
+  for (auto& slot : st.tasks) SendTaskEvent(self, slot.actor, TaskEvent::kDisconnect);
   proto::DeleteKeyValueRequest everything;
   everything.set_is_directory(true);
   everything.set_delete_root(true);
@@ -92,7 +91,7 @@ void StartNewRound(CoordinatorPointer self) {
   }
   PersistNewRound(self, st.barriers.Ids());
   st.barriers = NewBarrierRegistry(st);
-  st.shutdown_arrived.clear();
+  st.service.shutdown_arrived.clear();
   if (st.devices) {
     st.devices->Abort(MakeCoordinationError(absl::AbortedError(
         "every task is restarted (a new round): this WaitForAllTasks belongs to the last one")));
@@ -113,26 +112,23 @@ caf::result<proto::RegisterLauncherResponse> RegisterLauncher(
         "itself"));
   }
   if (absl::Status ok = CheckLauncherTasks(self, request, launcher); !ok.ok()) return ToError(ok);
-  if (std::find(st.launchers.begin(), st.launchers.end(), launcher) == st.launchers.end()) {
-    st.launchers.push_back(launcher);
-    self->monitor(launcher);
-  }
+  if (st.launchers.Add(launcher)) self->monitor(launcher);
   proto::RegisterLauncherResponse response;
   response.set_leader_incarnation(st.options.incarnation);
-  response.set_round(st.round);
+  response.set_round(st.launchers.round());
   for (const auto& task : request.tasks()) {
-    TaskSlot& slot = SlotOf(st, task);
-    slot.launcher = launcher;
-    response.add_generations(slot.generation);
+    uint32_t index = st.tasks.SlotOf(task).index;
+    st.launchers.Assign(index, launcher);
+    response.add_generations(st.launchers.generation(index));
   }
-  for (const auto& task : st.view.tasks()) *response.add_cluster() = task;
+  for (const auto& task : st.tasks.view().tasks()) *response.add_cluster() = task;
   return response;
 }
 
 caf::result<proto::TaskExitedResponse> TaskExited(CoordinatorPointer self,
                                                   const proto::TaskExitedRequest& request) {
   auto& st = self->state;
-  TaskSlot* found = FindSlot(st, request.task());
+  TaskSlot* found = st.tasks.Find(request.task());
   if (found == nullptr) {
     return ToError(UnknownTaskError("TaskExited of unknown task ", request.task()));
   }
@@ -141,9 +137,9 @@ caf::result<proto::TaskExitedResponse> TaskExited(CoordinatorPointer self,
   proto::TaskExitedResponse ignored;
   // An earlier generation's process (its task was restarted already), a process that exited
   // cleanly (leaving is its agent's business), or the consequence of a job that failed already.
-  if (request.generation() != slot.generation) return ignored;
+  if (request.generation() != st.launchers.generation(slot.index)) return ignored;
   if (request.exit_code() == 0 && request.signal() == 0) return ignored;
-  if (st.cluster_error && !st.view.IsRecoverable(request.task())) return ignored;
+  if (st.cluster_error && !st.tasks.view().IsRecoverable(request.task())) return ignored;
   absl::Status failure = MakeCoordinationError(
       absl::UnavailableError(absl::StrCat(
           "The process of ", TaskName(request.task()), " ",
@@ -166,10 +162,8 @@ caf::result<proto::TaskExitedResponse> TaskExited(CoordinatorPointer self,
 
 proto::LauncherStatusResponse LauncherStatus(CoordinatorPointer self) {
   proto::LauncherStatusResponse response;
-  response.set_launchers(static_cast<int32_t>(self->state.launchers.size()));
-  int32_t connected = 0;
-  for (const auto& slot : self->state.tasks) connected += slot.agent ? 1 : 0;
-  response.set_connected_tasks(connected);
+  response.set_launchers(static_cast<int32_t>(self->state.launchers.launchers().size()));
+  response.set_connected_tasks(self->state.tasks.ConnectedAgents());
   return response;
 }
 
@@ -177,8 +171,8 @@ void RestartAndNotify(CoordinatorPointer self, const proto::CoordinatedTask& fai
                       const FailureDecision& decision) {
   auto& st = self->state;
   if (decision.restart == RestartScope::kTask) {
-    TaskSlot& slot = SlotOf(st, failed);
-    ++slot.generation;
+    TaskSlot& slot = st.tasks.SlotOf(failed);
+    st.launchers.Restart(slot.index);
     SendTaskEvent(self, slot.actor, TaskEvent::kDisconnect);
   } else if (decision.restart == RestartScope::kAll) {
     StartNewRound(self);
@@ -194,33 +188,20 @@ void RestartAndNotify(CoordinatorPointer self, const proto::CoordinatedTask& fai
   event.set_job_failed(decision.restart == RestartScope::kNone &&
                        (decision.action == FailureAction::kPropagateToCluster ||
                         decision.action == FailureAction::kFailJob));
-  event.set_round(st.round);
-  for (const LauncherActor& launcher : st.launchers) {
+  event.set_round(st.launchers.round());
+  for (const LauncherActor& launcher : st.launchers.launchers()) {
     proto::SupervisionEvent own = event;
-    for (const auto& task : st.view.tasks()) {
+    for (const auto& task : st.tasks.view().tasks()) {
       if (decision.restart == RestartScope::kNone) break;
       if (decision.restart == RestartScope::kTask && !SameTask(task, failed)) continue;
-      const TaskSlot& slot = SlotOf(st, task);
-      if (slot.launcher != launcher) continue;
+      const uint32_t index = st.tasks.SlotOf(task).index;
+      if (st.launchers.LauncherOf(index) != launcher) continue;
       auto* restart = own.add_restarts();
       *restart->mutable_task() = task;
-      restart->set_generation(slot.generation);
+      restart->set_generation(st.launchers.generation(index));
     }
     self->send(launcher, std::move(own));
   }
-}
-
-bool ForgetLauncher(CoordinatorPointer self, const caf::actor_addr& actor) {
-  auto& st = self->state;
-  auto it =
-      std::find_if(st.launchers.begin(), st.launchers.end(),
-                   [&](const LauncherActor& launcher) { return launcher.address() == actor; });
-  if (it == st.launchers.end()) return false;
-  for (auto& slot : st.tasks) {
-    if (slot.launcher == *it) slot.launcher = nullptr;
-  }
-  st.launchers.erase(it);
-  return true;
 }
 
 }  // namespace muster

@@ -17,12 +17,15 @@
 #include "muster/actors/cluster/cluster_view.h"
 #include "muster/actors/cluster/device_exchange.h"
 #include "muster/actors/coordinator/coordinator_actor.h"
-#include "muster/actors/health/preemption.h"
-#include "muster/actors/health/progress_tracker.h"
+#include "muster/actors/coordinator/task_state_listeners.h"
+#include "muster/actors/health/job_health.h"
+#include "muster/actors/kv/ephemeral_owners.h"
 #include "muster/actors/kv/kv_router.h"
-#include "muster/actors/state/durable_gate.h"
+#include "muster/actors/state/coordinator_records.h"
+#include "muster/actors/supervision/launcher_registry.h"
 #include "muster/actors/tasks/heartbeat_monitor_actor.h"
 #include "muster/actors/tasks/task_actor.h"
+#include "muster/actors/tasks/task_table.h"
 
 namespace muster {
 
@@ -31,93 +34,49 @@ struct JobStateWatch {
   caf::typed_response_promise<proto::WatchJobStateResponse> promise;
 };
 
-// A configured task as the coordinator routes to it.
-struct TaskSlot {
-  TaskActor actor;     // the current task actor (replaced when it is restarted)
-  AgentActor agent;    // while the task is connected
-  uint32_t index = 0;  // its position in ClusterView::tasks(); its heartbeat monitor slot
-  std::optional<caf::actor_clock::time_point> last_heartbeat;
-  // The node of the agent that last connected the task (kept after it disconnects): requests
-  // that act as this task must come from there.
-  caf::node_id agent_node;
-  // The launcher that runs the task's process, if any, and the generation of that process:
-  // every restart of the task starts a new generation.
-  LauncherActor launcher;
-  int64_t generation = 0;
-  // The incarnation while the task is connected (0 otherwise; after a leader restart, the one
-  // recovered CONNECTED): when it ends, the task's ephemeral keys are deleted. And when it
-  // connected (unset for a recovered incarnation until it registers again).
-  uint64_t live_incarnation = 0;
-  std::optional<caf::actor_clock::time_point> connected_at;
-  // The live incarnation made an ephemeral write (or owns recovered ephemeral keys): its end
-  // sends the directories a drop.
-  bool wrote_ephemeral = false;
-  // An error was pushed to the current agent, which is in ERROR since: it would ignore another.
-  // When many tasks fail at once, each agent gets one report, not one per failed task.
-  bool error_pushed = false;
+// The register barrier (every task registers before any registration returns) and the shutdown
+// barrier (every non-recoverable task reaches shutdown before any disconnects), when configured.
+struct ServiceBarriers {
+  std::string register_id;  // empty: registration does not wait for the cluster
+  caf::timespan register_timeout{0};
+  std::string shutdown_id;  // empty: tasks shut down alone
+  caf::timespan shutdown_timeout{0};
+  absl::flat_hash_set<std::string> shutdown_arrived;  // tasks waiting in the shutdown barrier
 };
 
+// The coordinator's state: its options, and one component per domain, each owning its data.
 struct CoordinatorState {
   static inline const char* name = "muster.coordinator";
   CoordinatorOptions options;
   caf::timespan heartbeat_timeout{0};
   caf::timespan connection_loss_grace{0};
-  ClusterView view;
-  std::vector<TaskSlot> tasks;  // one per configured task, in the order of view.tasks()
-  absl::flat_hash_map<caf::actor_addr, uint32_t> owners;  // task actor -> TaskSlot::index
+  // Every configured task: its slot, state, agent and incarnation (actors/tasks/task_table.h).
+  TaskTable tasks;
+  // Who hears of each task state change, registered at start (coordinator_actor.cc).
+  TaskStateListeners listeners;
   HeartbeatMonitorActor heartbeats;  // linked; holds the deadlines of connected tasks
-  int64_t version = 0;               // bumped on every task state change
   std::vector<JobStateWatch> watches;
   AliveTasks alive;
   std::optional<DeviceExchange> devices;
   KvRouter kv;
+  EphemeralOwners ephemeral;
   BarrierRegistry barriers;
-  std::string register_barrier_id;  // empty: registration does not wait for the cluster
-  std::string shutdown_barrier_id;  // empty: tasks shut down alone
-  absl::flat_hash_set<std::string> shutdown_arrived;  // tasks waiting in the shutdown barrier
-  caf::timespan register_timeout{0};
-  caf::timespan shutdown_barrier_timeout{0};
+  ServiceBarriers service;
   // Every child spawned; all of them are stopped when the coordinator stops.
   // (By address: a child's death removes it in O(1), also when thousands die at once.)
   using Children = absl::flat_hash_map<caf::actor_addr, caf::actor>;
   std::shared_ptr<Children> children = std::make_shared<Children>();
   // The last error propagated to the whole cluster: agents that connect later learn it too.
   std::optional<absl::Status> cluster_error;
-  // Connected agents not pushed an error yet (TaskSlot::error_pushed): when none is left, the
-  // next failure of a mass failure pushes nothing and costs no walk over the tasks.
-  int64_t untold_agents = 0;
-  // Every registered launcher (monitored), and how often every task was restarted together.
-  std::vector<LauncherActor> launchers;
-  int64_t round = 0;
-  // The steps reported on heartbeats and the stuck rule; checked every progress_check_period.
-  ProgressTracker progress;
-  caf::timespan progress_check_period{0};
-  // The preemption protocol, once a task notified one.
-  std::optional<Preemption> preemption;
-  // Durable state (coordinator_durable.cc): the coordinator's records in the state dir, and how
-  // long tasks recovered CONNECTED have to come back.
-  DurableGate durable;
-  proto::LeaderRecord leader_record;
+  // Every registered launcher (monitored), the generation of every task, and the round.
+  LauncherRegistry launchers;
+  // Steps, the stuck rule and the preemption protocol (coordinator_health.cc).
+  JobHealth health;
+  // Durable state (coordinator_durable.cc): the coordinator's records in the state dir.
+  CoordinatorRecords records;
 };
 
 using CoordinatorPointer = CoordinatorActor::stateful_pointer<CoordinatorState>;
-
-// The slot of a configured task; nullptr for a task not in the configuration.
-inline TaskSlot* FindSlot(CoordinatorState& st, const proto::CoordinatedTask& task) {
-  std::optional<uint32_t> index = st.view.IndexOf(task);
-  return index && *index < st.tasks.size() ? &st.tasks[*index] : nullptr;
-}
-inline const TaskSlot* FindSlot(const CoordinatorState& st, const proto::CoordinatedTask& task) {
-  std::optional<uint32_t> index = st.view.IndexOf(task);
-  return index && *index < st.tasks.size() ? &st.tasks[*index] : nullptr;
-}
-// The slot of a task known to be configured.
-inline TaskSlot& SlotOf(CoordinatorState& st, const proto::CoordinatedTask& task) {
-  return st.tasks.at(st.view.IndexOf(task).value());
-}
-inline const TaskSlot& SlotOf(const CoordinatorState& st, const proto::CoordinatedTask& task) {
-  return st.tasks.at(st.view.IndexOf(task).value());
-}
 
 // Spawns (or restarts) the task actor of `task`, starting in `initial`, and supervises it.
 // `reconnect_window`: see TaskSpec (a task recovered CONNECTED by a restarted leader).
@@ -125,18 +84,17 @@ void SpawnTask(CoordinatorPointer self, const proto::CoordinatedTask& task,
                const proto::CoordinatedTaskStateInfo& initial,
                caf::timespan reconnect_window = caf::timespan{0});
 
-// Records a task's new state and tells everything that depends on task states.
+// Records a task's new state in the task table (its agent, its heartbeat deadline, its live
+// incarnation, the version) and publishes it to the listeners.
 void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo& info,
                  const AgentActor& agent);
+// Registers everything that depends on task states, in the order they hear of a change.
+void RegisterTaskStateListeners(CoordinatorPointer self);
 
 // Pushes `report` to the slot's agent, unless it is not connected or was pushed an error since
 // it connected.
 void PushError(CoordinatorPointer self, TaskSlot& slot,
                const proto::ReportErrorToTaskRequest& report);
-
-// The task's agent while it is connected (none when it leaves CONNECTED), counted in
-// untold_agents until an error is pushed to it.
-void SetAgent(CoordinatorPointer self, TaskSlot& slot, AgentActor agent);
 
 // Routes a heartbeat (a request, or sent one-way: then only an error is told, pushed to the
 // sending agent) to the heartbeat monitor with its task's slot and actor.
@@ -188,8 +146,6 @@ proto::LauncherStatusResponse LauncherStatus(CoordinatorPointer self);
 // decided about the failure of `failed`.
 void RestartAndNotify(CoordinatorPointer self, const proto::CoordinatedTask& failed,
                       const FailureDecision& decision);
-// Forgets a launcher that went away (its tasks have none now); false for other actors.
-bool ForgetLauncher(CoordinatorPointer self, const caf::actor_addr& actor);
 
 // Job health (coordinator_health.cc).
 // Records the step a heartbeat carries (when the beating incarnation is connected).
@@ -199,9 +155,10 @@ void RecordProgress(CoordinatorPointer self, const proto::HeartbeatRequest& beat
 void StartProgressChecks(CoordinatorPointer self);
 // Fails the tasks the stuck rule finds, then arms the timer again.
 void CheckProgress(CoordinatorPointer self);
-// The health bookkeeping of a task whose state changed: progress, preemption, ephemeral keys.
-void OnHealthState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo& info,
-                   TaskSlot& slot);
+// The health bookkeeping of a task whose state changed: progress and preemption.
+void OnHealthState(CoordinatorPointer self, const TaskStateChange& change);
+// The ephemeral keys of an incarnation that ended are dropped from every directory.
+void OnEphemeralOwnerState(CoordinatorPointer self, const TaskStateChange& change);
 caf::result<proto::GetBarrierProgressResponse> GetBarrierProgress(
     CoordinatorPointer self, const proto::GetBarrierProgressRequest& request);
 caf::result<proto::NotifyPreemptionResponse> NotifyPreemption(

@@ -18,9 +18,9 @@ absl::Time Now(CoordinatorPointer self) {
 // Pushes `status` to every connected agent (of `job` only, when not empty) except `source`'s.
 void Propagate(CoordinatorPointer self, const absl::Status& status,
                const proto::CoordinatedTask& source, const std::string& job) {
-  if (self->state.untold_agents == 0) return;
+  if (self->state.tasks.untold_agents() == 0) return;
   proto::ReportErrorToTaskRequest report = ErrorReport(status, source);
-  const auto& tasks = self->state.view.tasks();
+  const auto& tasks = self->state.tasks.view().tasks();
   for (auto& slot : self->state.tasks) {
     if (!slot.agent || slot.error_pushed || SameTask(tasks[slot.index], source)) continue;
     if (!job.empty() && tasks[slot.index].job_name() != job) continue;
@@ -31,9 +31,9 @@ void Propagate(CoordinatorPointer self, const absl::Status& status,
 void FailJob(CoordinatorPointer self, const absl::Status& status,
              const proto::CoordinatedTask& failed) {
   caf::error error = ToError(status);
-  for (const auto& task : self->state.view.tasks()) {
+  for (const auto& task : self->state.tasks.view().tasks()) {
     if (task.job_name() != failed.job_name() || SameTask(task, failed)) continue;
-    SendTaskEvent(self, SlotOf(self->state, task).actor, TaskEvent::kSetError, 0, error);
+    SendTaskEvent(self, self->state.tasks.SlotOf(task).actor, TaskEvent::kSetError, 0, error);
   }
 }
 
@@ -45,7 +45,7 @@ void ApplyPolicy(CoordinatorPointer self, const proto::CoordinatedTask& task,
   // does not count it recoverable fails alone, as in the reference: its failure is told to
   // nobody and fails no job, and a restart is its own. (Tasks the policy counts recoverable are
   // the policy's to decide: RestartIntensity may still fail their job.)
-  if (st.view.IsRecoverable(task) && !st.options.policy->IsRecoverable(task)) {
+  if (st.tasks.view().IsRecoverable(task) && !st.options.policy->IsRecoverable(task)) {
     decision.action = FailureAction::kTolerate;
     if (decision.restart == RestartScope::kAll) decision.restart = RestartScope::kTask;
   }
@@ -86,24 +86,22 @@ void SpawnTask(CoordinatorPointer self, const proto::CoordinatedTask& task,
                 .leader_incarnation = st.options.incarnation,
                 .heartbeat_timeout = st.heartbeat_timeout,
                 .connection_loss_grace = st.connection_loss_grace,
-                .recoverable = st.view.IsRecoverable(task),
+                .recoverable = st.tasks.view().IsRecoverable(task),
                 .initial = initial,
                 .reconnect_window = reconnect_window,
                 .parent = caf::actor_cast<TaskParentActor>(self)};
   TaskActor actor = SpawnTaskActor(self->system(), std::move(spec));
   self->monitor(actor);
   st.children->emplace(actor.address(), caf::actor_cast<caf::actor>(actor));
-  TaskSlot& slot = SlotOf(st, task);
-  st.owners[actor.address()] = slot.index;
-  slot.actor = std::move(actor);
+  st.tasks.SetActor(st.tasks.SlotOf(task), std::move(actor));
 }
 
 proto::WatchJobStateResponse JobState(CoordinatorPointer self, const std::string& job) {
   proto::WatchJobStateResponse response;
-  response.set_version_number(self->state.version);
-  for (const auto& task : self->state.view.tasks()) {
+  response.set_version_number(self->state.tasks.version());
+  for (const auto& task : self->state.tasks.view().tasks()) {
     if (job.empty() || task.job_name() == job) {
-      *response.add_task_state() = *self->state.view.Find(task);
+      *response.add_task_state() = *self->state.tasks.view().Find(task);
     }
   }
   return response;
@@ -111,50 +109,56 @@ proto::WatchJobStateResponse JobState(CoordinatorPointer self, const std::string
 
 void PushError(CoordinatorPointer self, TaskSlot& slot,
                const proto::ReportErrorToTaskRequest& report) {
-  if (!slot.agent || slot.error_pushed) return;
-  self->send(slot.agent, report);
-  slot.error_pushed = true;
-  --self->state.untold_agents;
-}
-
-void SetAgent(CoordinatorPointer self, TaskSlot& slot, AgentActor agent) {
-  if (slot.agent && !slot.error_pushed) --self->state.untold_agents;
-  slot.agent = std::move(agent);
-  slot.error_pushed = false;
-  if (slot.agent) ++self->state.untold_agents;
+  if (AgentActor agent = self->state.tasks.TakeUntold(slot)) self->send(agent, report);
 }
 
 void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo& info,
                  const AgentActor& agent) {
   auto& st = self->state;
-  if (!st.view.Update(info)) return;
+  if (!st.tasks.view().Update(info)) return;
   if (EventsWanted(self)) EmitEvent(self, TaskStateEvent(info));
-  TaskSlot& slot = SlotOf(st, info.task());
+  TaskSlot& slot = st.tasks.SlotOf(info.task());
   if (info.state() == proto::TASKSTATE_CONNECTED) {
     self->send(st.heartbeats, hb_watch_atom::value, slot.index, info.incarnation(), slot.actor);
-    SetAgent(self, slot, agent);
+    st.tasks.SetAgent(slot, agent);
     if (agent) slot.agent_node = agent.node();
-    if (st.cluster_error && !st.view.IsRecoverable(info.task())) {
+    if (st.cluster_error && !st.tasks.view().IsRecoverable(info.task())) {
       PushError(self, slot, ErrorReport(*st.cluster_error, info.task()));
     }
   } else {
     self->send(st.heartbeats, hb_unwatch_atom::value, slot.index);
-    SetAgent(self, slot, AgentActor{});
+    st.tasks.SetAgent(slot, AgentActor{});
   }
-  OnHealthState(self, info, slot);
-  ++st.version;
-  PersistTaskState(self, info);
-  for (auto& watch : st.watches) watch.promise.deliver(JobState(self, watch.job));
-  st.watches.clear();
-  for (const BarrierActor& barrier : st.barriers.LiveActorsFor(info.task())) {
-    self->send(barrier, info);
-  }
-  st.alive.Refresh(st.view);
-  if (st.devices) st.devices->OnTaskState(info);
+  uint64_t ended = st.tasks.Live(slot, info, self->clock().now());
+  st.tasks.BumpVersion();
+  st.listeners.Publish(TaskStateChange{.info = info, .slot = slot, .ended_incarnation = ended});
+}
+
+void RegisterTaskStateListeners(CoordinatorPointer self) {
+  TaskStateListeners& listeners = self->state.listeners;
+  listeners.Add([self](const TaskStateChange& change) { OnHealthState(self, change); });
+  listeners.Add([self](const TaskStateChange& change) { OnEphemeralOwnerState(self, change); });
+  listeners.Add([self](const TaskStateChange& change) { PersistTaskState(self, change.info); });
+  listeners.Add([self](const TaskStateChange&) {  // job-state watches
+    auto& st = self->state;
+    for (auto& watch : st.watches) watch.promise.deliver(JobState(self, watch.job));
+    st.watches.clear();
+  });
+  listeners.Add([self](const TaskStateChange& change) {  // the barriers it takes part in
+    for (const BarrierActor& barrier : self->state.barriers.LiveActorsFor(change.info.task())) {
+      self->send(barrier, change.info);
+    }
+  });
+  listeners.Add([self](const TaskStateChange&) {  // GetAliveTasks calls
+    self->state.alive.Refresh(self->state.tasks.view());
+  });
+  listeners.Add([self](const TaskStateChange& change) {  // the device exchange
+    if (self->state.devices) self->state.devices->OnTaskState(change.info);
+  });
 }
 
 absl::Status ActsAsItself(CoordinatorPointer self, const proto::CoordinatedTask& task) {
-  const TaskSlot* slot = FindSlot(self->state, task);
+  const TaskSlot* slot = self->state.tasks.Find(task);
   if (slot == nullptr || slot->agent_node == caf::node_id{}) {
     return absl::OkStatus();  // unknown tasks get their own error; a task never connected
   }
@@ -172,12 +176,11 @@ absl::Status ActsAsItself(CoordinatorPointer self, const proto::CoordinatedTask&
 
 void OnChildDown(CoordinatorPointer self, const caf::down_msg& down) {
   auto& st = self->state;
-  auto owner = st.owners.find(down.source);
-  if (owner == st.owners.end()) return;
-  proto::CoordinatedTask task = st.view.tasks()[owner->second];
-  st.owners.erase(owner);
+  std::optional<uint32_t> owner = st.tasks.TakeOwner(down.source);
+  if (!owner) return;
+  proto::CoordinatedTask task = st.tasks.view().tasks()[*owner];
   absl::Status error = FailureStatus(down, task);
-  proto::CoordinatedTaskStateInfo info = *st.view.Find(task);
+  proto::CoordinatedTaskStateInfo info = *st.tasks.view().Find(task);
   info.set_state(proto::TASKSTATE_ERROR);
   SetStatusFields(error, &info);
   SpawnTask(self, task, info);

@@ -30,22 +30,22 @@ caf::result<proto::GetTaskStateResponse> GetTaskState(CoordinatorPointer self,
   proto::GetTaskStateResponse response;
   auto now = self->clock().now();
   for (const auto& task : request.source_task()) {
-    const auto* info = st.view.Find(task);
+    const auto* info = st.tasks.view().Find(task);
     if (info == nullptr) return ToError(UnknownTaskError("GetTaskState for unknown task ", task));
     auto* out = response.add_task_state();
     *out = *info;
-    const TaskSlot& slot = SlotOf(st, task);
+    const TaskSlot& slot = st.tasks.SlotOf(task);
     out->set_last_heartbeat_age_ms(AgeMs(now, slot.last_heartbeat));
     out->set_connected_age_ms(AgeMs(now, slot.connected_at));
-    if (auto step = st.progress.Step(slot.index)) out->set_step(*step);
-    out->set_step_age_ms(AgeMs(now, st.progress.StepChangedAt(slot.index)));
+    if (auto step = st.health.progress.Step(slot.index)) out->set_step(*step);
+    out->set_step_age_ms(AgeMs(now, st.health.progress.StepChangedAt(slot.index)));
   }
   return response;
 }
 
 proto::TaskColumns TaskColumnsOf(CoordinatorPointer self) {
   const auto& st = self->state;
-  const auto& tasks = st.view.tasks();
+  const auto& tasks = st.tasks.view().tasks();
   const auto now = self->clock().now();
   proto::TaskColumns columns;
   const int n = static_cast<int>(tasks.size());
@@ -60,13 +60,13 @@ proto::TaskColumns TaskColumnsOf(CoordinatorPointer self) {
       columns.add_job_sizes(0);
     }
     columns.set_job_sizes(columns.job_sizes_size() - 1, columns.job_sizes().rbegin()[0] + 1);
-    const proto::CoordinatedTaskStateInfo& info = st.view.state(i);
+    const proto::CoordinatedTaskStateInfo& info = st.tasks.view().state(i);
     const TaskSlot& slot = st.tasks[i];
     states[i] = static_cast<char>(info.state());
     columns.add_incarnations(info.incarnation());
     columns.add_heartbeat_age_ms(AgeMs(now, slot.last_heartbeat));
     columns.add_connected_age_ms(AgeMs(now, slot.connected_at));
-    columns.add_steps(st.progress.Step(i).value_or(std::numeric_limits<int64_t>::min()));
+    columns.add_steps(st.health.progress.Step(i).value_or(std::numeric_limits<int64_t>::min()));
     if (info.state() == proto::TASKSTATE_ERROR && columns.errors_size() < kMaxColumnErrors) {
       proto::TaskColumnError* error = columns.add_errors();
       error->set_index(i);
@@ -75,7 +75,7 @@ proto::TaskColumns TaskColumnsOf(CoordinatorPointer self) {
     }
   }
   columns.set_states(std::move(states));
-  columns.set_version(st.version);
+  columns.set_version(st.tasks.version());
   return columns;
 }
 

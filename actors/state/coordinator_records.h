@@ -1,0 +1,48 @@
+// The coordinator's own records in a leader's state dir (state_store.h): the leader record (its
+// incarnation, starts, job-state version and round) and one record per task. It builds the
+// batches and owns the durable gate they pass through; the coordinator persists them from its
+// actor. Without a state writer every batch is empty and nothing waits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "muster/actors/state/durable_gate.h"
+#include "muster/actors/state/state_writer_actor.h"
+#include "muster/proto/coordination_service.pb.h"
+#include "muster/proto/leader_state.pb.h"
+
+namespace muster {
+
+class CoordinatorRecords {
+ public:
+  // A restarted leader keeps the start times of this many runs.
+  static constexpr int kMaxStarts = 64;
+
+  CoordinatorRecords() = default;
+  // `recovered`: the leader record a restarted leader found (its starts are kept).
+  CoordinatorRecords(StateWriterActor writer, uint64_t incarnation,
+                     const proto::LeaderRecord& recovered = proto::LeaderRecord());
+
+  bool enabled() const { return gate_.enabled(); }
+  DurableGate& gate() { return gate_; }
+  const proto::LeaderRecord& leader() const { return leader_; }
+
+  // A start of the leader at `unix_ms` (a calendar time for operators reading the record).
+  StateBatch Started(int64_t unix_ms, int64_t version, int64_t round);
+  // A task's new state and the job-state version.
+  StateBatch TaskChanged(const proto::CoordinatedTaskStateInfo& info, int64_t generation,
+                         int64_t version, int64_t round);
+  // A new round: the barrier results of the last one are dropped.
+  StateBatch NewRound(const std::vector<std::string>& barrier_ids, int64_t version, int64_t round);
+
+ private:
+  void PutLeader(StateBatch& batch, int64_t version, int64_t round);
+
+  DurableGate gate_;
+  uint64_t incarnation_ = 0;
+  proto::LeaderRecord leader_;
+};
+
+}  // namespace muster

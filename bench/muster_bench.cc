@@ -20,7 +20,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include "muster/actors/coordinator/coordinator_actor.h"
-#include "muster/actors/state/state_store.h"
+#include "muster/actors/durability/state_store.h"
 #include "muster/bench/harness.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/net/agent/connect/leader_connector_actor.h"

@@ -11,8 +11,8 @@
 
 #include "muster/actors/hardening.h"
 #include "muster/actors/placement.h"
-#include "muster/actors/state/durable_gate.h"
-#include "muster/actors/state/state_store.h"
+#include "muster/actors/durability/durable_gate.h"
+#include "muster/actors/durability/state_store.h"
 #include "muster/messages/status/status_codec.h"
 
 namespace muster {

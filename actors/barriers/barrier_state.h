@@ -20,7 +20,7 @@
 #include <absl/types/span.h>
 #include <google/protobuf/repeated_field.h>
 
-#include "muster/actors/state/state_writer_actor.h"
+#include "muster/actors/durability/state_writer_actor.h"
 #include "muster/proto/coordination_service.pb.h"
 
 namespace muster {

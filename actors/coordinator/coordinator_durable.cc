@@ -11,7 +11,7 @@
 #include <absl/strings/str_cat.h>
 
 #include "muster/actors/coordinator/coordinator_state.h"
-#include "muster/actors/state/state_store.h"
+#include "muster/actors/durability/state_store.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 

@@ -21,7 +21,7 @@
 #include "muster/actors/health/job_health.h"
 #include "muster/actors/kv/ephemeral_owners.h"
 #include "muster/actors/kv/kv_router.h"
-#include "muster/actors/state/coordinator_records.h"
+#include "muster/actors/durability/coordinator_records.h"
 #include "muster/actors/supervision/launcher_registry.h"
 #include "muster/actors/tasks/heartbeat_monitor_actor.h"
 #include "muster/actors/tasks/task_actor.h"

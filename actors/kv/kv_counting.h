@@ -9,7 +9,7 @@
 #include <caf/result.hpp>
 
 #include "muster/actors/observe/leader_metrics.h"
-#include "muster/actors/state/kv_durable.h"
+#include "muster/actors/durability/kv_durable.h"
 #include "muster/messages/status/status_codec.h"
 
 namespace muster {

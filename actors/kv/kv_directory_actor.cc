@@ -15,7 +15,7 @@
 #include "muster/actors/kv/kv_subscribers.h"
 #include "muster/actors/observe/leader_metrics.h"
 #include "muster/actors/placement.h"
-#include "muster/actors/state/kv_durable.h"
+#include "muster/actors/durability/kv_durable.h"
 #include "muster/messages/status/caf_text.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"

@@ -2,7 +2,7 @@
 // scheduler) and a real state dir: concurrent batches from several actors are all acknowledged,
 // and everything acknowledged is on disk for the next leader. Waits are bounded by request
 // timeouts.
-#include "muster/actors/state/state_writer_actor.h"
+#include "muster/actors/durability/state_writer_actor.h"
 
 #include <chrono>
 #include <filesystem>
@@ -21,7 +21,7 @@
 #include <caf/exit_reason.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "muster/actors/state/state_store.h"
+#include "muster/actors/durability/state_store.h"
 #include "muster/messages/vocabulary/message_types.h"
 #include "tests/testing/status_matchers.h"
 

@@ -16,8 +16,8 @@
 #include <absl/status/statusor.h>
 
 #include "muster/actors/kv/kv_store.h"
-#include "muster/actors/state/durable_gate.h"
-#include "muster/actors/state/state_store.h"
+#include "muster/actors/durability/durable_gate.h"
+#include "muster/actors/durability/state_store.h"
 #include "muster/proto/leader_state.pb.h"
 
 namespace muster {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "muster/actors/state/durable_gate.h"
-#include "muster/actors/state/state_writer_actor.h"
+#include "muster/actors/durability/durable_gate.h"
+#include "muster/actors/durability/state_writer_actor.h"
 #include "muster/proto/coordination_service.pb.h"
 #include "muster/proto/leader_state.pb.h"
 

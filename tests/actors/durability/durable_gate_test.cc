@@ -1,7 +1,7 @@
 // The durable gate, deterministic, in an actor that owns one and a fake writer: work waits for
 // every batch persisted before it, runs in order, and after a failed write runs with the error
 // (then and forever after).
-#include "muster/actors/state/durable_gate.h"
+#include "muster/actors/durability/durable_gate.h"
 
 #include <memory>
 #include <string>
@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 #include <caf/event_based_actor.hpp>
 
-#include "tests/actors/state/fake_state_writer.h"
+#include "tests/actors/durability/fake_state_writer.h"
 #include "tests/testing/deterministic_fixture.h"
 
 namespace muster::testing {

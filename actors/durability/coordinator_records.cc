@@ -1,8 +1,8 @@
-#include "muster/actors/state/coordinator_records.h"
+#include "muster/actors/durability/coordinator_records.h"
 
 #include <utility>
 
-#include "muster/actors/state/state_store.h"
+#include "muster/actors/durability/state_store.h"
 #include "muster/messages/task_name.h"
 
 namespace muster {

@@ -17,7 +17,7 @@
 #include <absl/status/status.h>
 #include <caf/typed_response_promise.hpp>
 
-#include "muster/actors/state/state_writer_actor.h"
+#include "muster/actors/durability/state_writer_actor.h"
 #include "muster/messages/status/status_codec.h"
 
 namespace muster {

@@ -1,4 +1,4 @@
-#include "muster/actors/state/state_store.h"
+#include "muster/actors/durability/state_store.h"
 
 #include <cinttypes>
 #include <map>

@@ -1,10 +1,10 @@
 // CoordinatorRecords: the batches the coordinator persists (none without a writer), and the
 // leader record's starts.
-#include "muster/actors/state/coordinator_records.h"
+#include "muster/actors/durability/coordinator_records.h"
 
 #include <gtest/gtest.h>
 
-#include "muster/actors/state/state_store.h"
+#include "muster/actors/durability/state_store.h"
 #include "muster/messages/task_name.h"
 #include "tests/testing/deterministic_fixture.h"
 

@@ -14,7 +14,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
-#include "muster/actors/state/state_writer_actor.h"
+#include "muster/actors/durability/state_writer_actor.h"
 #include "muster/messages/status/status_codec.h"
 
 namespace muster::testing {

@@ -1,7 +1,7 @@
 // A key-value directory's durable side without actors (KvDurable): the records each change
 // writes, the bounded history and what a resumed watch replays from it, the replies kept per
 // request id (bounded per client and in clients), and what a restarted leader restores.
-#include "muster/actors/state/kv_durable.h"
+#include "muster/actors/durability/kv_durable.h"
 
 #include <cstdint>
 #include <optional>
@@ -13,7 +13,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "muster/actors/state/state_store.h"
+#include "muster/actors/durability/state_store.h"
 #include "tests/testing/status_matchers.h"
 
 namespace muster {

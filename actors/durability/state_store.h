@@ -21,7 +21,7 @@
 #include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
 
-#include "muster/actors/state/state_writer_actor.h"
+#include "muster/actors/durability/state_writer_actor.h"
 #include "muster/proto/leader_state.pb.h"
 
 namespace leveldb {

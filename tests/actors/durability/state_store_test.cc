@@ -1,7 +1,7 @@
 // The state dir (a real LevelDB in a fresh temporary dir per test): what a leader writes comes
 // back after a reopen; a locked dir, another format, missing or unparseable records and damaged
 // files are refused with the documented codes; a torn last write loses only that write.
-#include "muster/actors/state/state_store.h"
+#include "muster/actors/durability/state_store.h"
 
 #include <cstdint>
 #include <filesystem>

@@ -1,4 +1,4 @@
-#include "muster/actors/state/state_writer_actor.h"
+#include "muster/actors/durability/state_writer_actor.h"
 
 #include <chrono>
 #include <vector>
@@ -8,7 +8,7 @@
 #include <caf/response_promise.hpp>
 
 #include "muster/actors/observe/leader_metrics.h"
-#include "muster/actors/state/state_store.h"
+#include "muster/actors/durability/state_store.h"
 #include "muster/messages/status/status_codec.h"
 
 namespace muster {

@@ -1,11 +1,11 @@
-#include "muster/actors/state/kv_durable.h"
+#include "muster/actors/durability/kv_durable.h"
 
 #include <algorithm>
 #include <utility>
 
 #include <absl/strings/str_cat.h>
 
-#include "muster/actors/state/state_store.h"
+#include "muster/actors/durability/state_store.h"
 
 namespace muster {
 

@@ -40,7 +40,7 @@ int RunHeartbeatClient(caf::actor_system& system, const ClientArgs& args);
 int RunFailureClient(caf::actor_system& system, const ClientArgs& args);
 // muster_floor.cc: the bare CAF request/response with Muster's node configuration.
 // Variants "floor" and "floor-hosted"; a variant ending in "hosted" hosts the client actors
-// on the network thread (actors/placement.h). With the heartbeat workload, "floor" is one bare
+// on the network thread (actors/caf/placement.h). With the heartbeat workload, "floor" is one bare
 // hosted actor per task on the server, which the client's tasks heartbeat to.
 bool IsFloorVariant(const std::string& variant);
 bool IsHostedVariant(const std::string& variant);

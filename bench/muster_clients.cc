@@ -14,7 +14,7 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/stateful_actor.hpp>
 
-#include "muster/actors/placement.h"
+#include "muster/actors/caf/placement.h"
 #include "muster/bench/harness.h"
 #include "muster/bench/muster_bench.h"
 #include "muster/messages/status/status_codec.h"

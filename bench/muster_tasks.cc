@@ -12,7 +12,7 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/stateful_actor.hpp>
 
-#include "muster/actors/placement.h"
+#include "muster/actors/caf/placement.h"
 #include "muster/bench/harness.h"
 #include "muster/bench/muster_bench.h"
 #include "muster/messages/incarnation.h"
@@ -71,7 +71,7 @@ Results Collect(caf::actor_system& system, const caf::actor& collector) {
 }
 
 // The agent of a task: forwards the arrival time of a pushed error to `sink` (if any); with
-// `hosted`, on the network thread (actors/placement.h).
+// `hosted`, on the network thread (actors/caf/placement.h).
 AgentActor::behavior_type Agent(AgentActor::pointer self, caf::actor sink, bool hosted) {
   if (hosted) HostOnNetworkThread(self);
   return {[=](const proto::ReportErrorToTaskRequest&) {

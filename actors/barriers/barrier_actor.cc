@@ -9,8 +9,8 @@
 #include <caf/actor_clock.hpp>
 #include <caf/system_messages.hpp>
 
-#include "muster/actors/hardening.h"
-#include "muster/actors/placement.h"
+#include "muster/actors/caf/hardening.h"
+#include "muster/actors/caf/placement.h"
 #include "muster/actors/durability/durable_gate.h"
 #include "muster/actors/durability/state_store.h"
 #include "muster/messages/status/status_codec.h"

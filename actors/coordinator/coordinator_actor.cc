@@ -6,9 +6,9 @@
 
 #include "muster/actors/barriers/barrier_actor.h"
 #include "muster/actors/coordinator/coordinator_state.h"
-#include "muster/actors/hardening.h"
+#include "muster/actors/caf/hardening.h"
 #include "muster/actors/kv/kv_stats.h"
-#include "muster/actors/placement.h"
+#include "muster/actors/caf/placement.h"
 #include "muster/messages/incarnation.h"
 #include "muster/messages/status/caf_text.h"
 #include "muster/messages/status/status_codec.h"
@@ -197,7 +197,7 @@ caf::result<proto::RegisterTaskResponse> RegisterTask(CoordinatorPointer self,
   if (!actor.ok()) return ToError(actor.status());
   if (absl::Status own = MayTakeOver(self, request, agent); !own.ok()) return ToError(own);
   if (!st.service.register_id.empty()) return RegisterThroughBarrier(self, *actor, request, agent);
-  // The task actor answers in the coordinator's name (actors/answer_as.h).
+  // The task actor answers in the coordinator's name (actors/caf/answer_as.h).
   if (!st.records.gate().enabled()) return self->delegate(*actor, request, agent);
   // With a state dir the task's new state is recorded (its task_state message arrives before
   // the task actor's answer) before the registration is acknowledged.

@@ -7,8 +7,8 @@
 #include <caf/response_promise.hpp>
 #include <caf/result.hpp>
 
-#include "muster/actors/hardening.h"
-#include "muster/actors/placement.h"
+#include "muster/actors/caf/hardening.h"
+#include "muster/actors/caf/placement.h"
 
 namespace muster {
 namespace {

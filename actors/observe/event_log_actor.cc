@@ -14,8 +14,8 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
-#include "muster/actors/hardening.h"
-#include "muster/actors/placement.h"
+#include "muster/actors/caf/hardening.h"
+#include "muster/actors/caf/placement.h"
 #include "muster/messages/status/status_codec.h"
 
 namespace muster {

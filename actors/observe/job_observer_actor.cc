@@ -7,7 +7,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
-#include "muster/actors/hardening.h"
+#include "muster/actors/caf/hardening.h"
 #include "muster/actors/observe/snapshot_builder.h"
 
 namespace muster {

@@ -7,8 +7,8 @@
 #include <caf/local_actor.hpp>
 
 #include "muster/actors/cluster/cluster_view.h"
-#include "muster/actors/hardening.h"
-#include "muster/actors/placement.h"
+#include "muster/actors/caf/hardening.h"
+#include "muster/actors/caf/placement.h"
 #include "muster/actors/tasks/heartbeat_deadlines.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/vocabulary/group_reply.h"

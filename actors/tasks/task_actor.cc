@@ -5,9 +5,9 @@
 
 #include <absl/strings/str_cat.h>
 
-#include "muster/actors/answer_as.h"
-#include "muster/actors/hardening.h"
-#include "muster/actors/placement.h"
+#include "muster/actors/caf/answer_as.h"
+#include "muster/actors/caf/hardening.h"
+#include "muster/actors/caf/placement.h"
 #include "muster/messages/status/caf_text.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
@@ -96,7 +96,7 @@ void Disconnect(TaskPointer self) {
   SetState(self, proto::TASKSTATE_DISCONNECTED, absl::OkStatus());
 }
 
-// Answers the current request with `result` in the coordinator's name (actors/answer_as.h):
+// Answers the current request with `result` in the coordinator's name (actors/caf/answer_as.h):
 // the coordinator delegates requests about a task here, and the task actor's address never goes
 // to another node. Results that are no value or error (delegated) pass as they are.
 template <class Response>

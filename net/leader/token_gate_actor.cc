@@ -10,9 +10,9 @@
 #include <caf/message_view.hpp>
 #include <caf/stateful_actor.hpp>
 
-#include "muster/actors/hardening.h"
+#include "muster/actors/caf/hardening.h"
 #include "muster/actors/observe/leader_metrics.h"
-#include "muster/actors/placement.h"
+#include "muster/actors/caf/placement.h"
 #include "muster/messages/status/caf_text.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/vocabulary/atoms.h"

@@ -7,7 +7,7 @@
 #include <absl/strings/str_cat.h>
 #include <caf/system_messages.hpp>
 
-#include "muster/actors/placement.h"
+#include "muster/actors/caf/placement.h"
 #include "muster/messages/incarnation.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"

@@ -1,4 +1,4 @@
-// GuardedMultiplexer's event loop: network-hosted actors (actors/placement.h) and writes
+// GuardedMultiplexer's event loop: network-hosted actors (actors/caf/placement.h) and writes
 // deferred to the end of a turn.
 //
 // CAF schedules an actor through the execution unit of whoever sent it a message: the
@@ -29,7 +29,7 @@
 #include <caf/scheduler/test_coordinator.hpp>
 #include <caf/settings.hpp>
 
-#include "muster/actors/placement.h"
+#include "muster/actors/caf/placement.h"
 #include "muster/net/transport/wire/guarded_multiplexer.h"
 
 namespace muster {

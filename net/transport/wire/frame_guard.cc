@@ -283,7 +283,7 @@ absl::Status FrameGuard::CheckDirectMessage(absl::Span<const char> payload) cons
   // (a key-value directory: such actors receive by id). The reply is bounded instead to what
   // CAF sends: a one-way message, from the peer's own spawn server with CAF's values (no text
   // of the peer's), once per peer node and this node. A forged one reaches one actor: Muster's
-  // actors drop it (actors/hardening.h); one of CAF's own that receives by id (the spawn
+  // actors drop it (actors/caf/hardening.h); one of CAF's own that receives by id (the spawn
   // server, once it answered a node) prints it, CAF's values only, once per new peer node.
   if (names == kNodeInfoReply && payload_message_id_ == kOneWayMessageId &&
       IsPeersNodeInfoReply(in.substr(names_size), peer_node_) &&

@@ -15,7 +15,7 @@
 //  - with TLS files configured (NodeOptions::tls), every connection is mutual TLS (see
 //    net/transport/tls/tls_context.h): the guards read the decrypted frames; a peer that fails the
 //    TLS handshake (plain TCP, a certificate of another CA, none) gets a closed connection.
-//  - an actor marked network-hosted (actors/placement.h) that is woken on the network thread is
+//  - an actor marked network-hosted (actors/caf/placement.h) that is woken on the network thread is
 //    run there, in the same turn of the event loop, instead of waking a scheduler thread.
 // Each refusal is logged to stderr, at most one line a second. ConfigureNode installs it; the
 // limits come from the configuration keys set there (see NodeOptions::wire_limits).
@@ -79,7 +79,7 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   caf::expected<caf::io::doorman_ptr> new_tcp_doorman(uint16_t port, const char* in,
                                                       bool reuse_addr) override;
 
-  // On the network thread: hosted actors (actors/placement.h), brokers and posted functions go
+  // On the network thread: hosted actors (actors/caf/placement.h), brokers and posted functions go
   // to the loop's local queue; everything else as CAF does.
   void exec_later(caf::resumable* job) override;
   // The node's scheduler calls this first: true if `job` is a hosted actor and the caller is
@@ -88,7 +88,7 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   // proxy of a remote actor dies with its connection.
   static bool AdoptOnNetworkThread(caf::resumable* job);
   // Then this, off the actor's own network thread: true if `job` is a pinned actor
-  // (actors/placement.h) of a system whose loop is serving, in which case the job (and the
+  // (actors/caf/placement.h) of a system whose loop is serving, in which case the job (and the
   // caller's reference) was posted to that loop through its wake-up pipe.
   static bool PostToNetworkThread(caf::resumable* job);
   // CAF's event loop, plus: each turn drains the local queue completely, then the writes that

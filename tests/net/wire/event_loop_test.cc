@@ -20,7 +20,7 @@
 #include <caf/scheduled_actor.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "muster/actors/placement.h"
+#include "muster/actors/caf/placement.h"
 #include "muster/net/transport/node_config.h"
 #include "muster/net/transport/wire/guarded_stream.h"
 

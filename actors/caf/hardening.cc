@@ -1,4 +1,4 @@
-#include "muster/actors/hardening.h"
+#include "muster/actors/caf/hardening.h"
 
 #include <atomic>
 #include <chrono>

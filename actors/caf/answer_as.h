@@ -1,3 +1,6 @@
+// CAF 0.17 workaround: a request relayed through the publisher costs a pending request there,
+// and CAF keeps an actor's pending requests in a vector searched linearly for each answer.
+//
 // Answering a request in another actor's name. A reply names its sender, and the node it goes
 // to keeps a proxy of that actor, and the sending node tracks the actor for that node, for as
 // long as the actor lives. An actor that answers requests delegated to it by an actor other

@@ -1,3 +1,6 @@
+// CAF 0.17 workarounds: its default error handler ends an actor that is sent an error message,
+// and its default handler prints every unexpected message raw to the console.
+//
 // Hardening shared by the actors that other nodes can reach (the coordinator, the token gate)
 // or that handle what they send (the heartbeat monitor).
 #pragma once

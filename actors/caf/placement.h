@@ -1,3 +1,7 @@
+// CAF 0.17 workaround: its multiplexer hands every actor a message from the network to the
+// scheduler, a thread wake-up per message and another for the reply (see the event loop,
+// net/transport/wire/event_loop.cc).
+//
 // Where an actor runs. An actor marked network-hosted promises that its handlers never block
 // and stay short (no I/O, no waiting, no user callbacks). A node's network thread then runs it
 // itself when a message for it arrives from the network, or from another actor that the

@@ -17,6 +17,8 @@
 #include "muster/actors/caf/placement.h"
 #include "muster/bench/harness.h"
 #include "muster/bench/muster_bench.h"
+#include "muster/messages/requests/kv_requests.h"
+#include "muster/messages/requests/task_requests.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/agent.h"
@@ -50,25 +52,15 @@ struct ResponseOf<proto::GetTaskStateRequest> {
 };
 
 proto::InsertKeyValueRequest InsertRequest() {
-  proto::InsertKeyValueRequest request;
-  request.mutable_kv()->set_key(kKey);
-  request.mutable_kv()->set_value(std::string(16, 'v'));
-  request.set_allow_overwrite(true);
-  return request;
+  return requests::InsertKeyValue(kKey, std::string(16, 'v'), /*allow_overwrite=*/true);
 }
 
 // Answered by the coordinator itself: the round trip without the hop to a KV directory actor.
 proto::GetTaskStateRequest TaskStateRequest() {
-  proto::GetTaskStateRequest request;
-  *request.add_source_task() = MakeTask("worker", 0);
-  return request;
+  return requests::GetTaskState({MakeTask("worker", 0)});
 }
 
-proto::TryGetKeyValueRequest TryGetRequest() {
-  proto::TryGetKeyValueRequest request;
-  request.set_key(kKey);
-  return request;
-}
+proto::TryGetKeyValueRequest TryGetRequest() { return requests::TryGetKeyValue(kKey); }
 
 [[noreturn]] void Die(const absl::Status& status) {
   std::fprintf(stderr, "muster_bench client: %s\n", status.ToString().c_str());

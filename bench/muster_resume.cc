@@ -12,6 +12,7 @@
 
 #include "muster/bench/harness.h"
 #include "muster/bench/muster_bench.h"
+#include "muster/messages/requests/kv_requests.h"
 #include "muster/net/agent/agent.h"
 
 namespace muster::bench {
@@ -46,8 +47,8 @@ int RunResumeClient(caf::actor_system& system, const ClientArgs& args) {
   absl::Notification all_answered;
   std::atomic<int64_t> end_ns{0};
   for (auto& agent : agents) {
-    proto::TryGetKeyValueRequest request;
-    request.set_key("resume/absent");  // NotFound is an answer like any other
+    // NotFound is an answer like any other.
+    proto::TryGetKeyValueRequest request = requests::TryGetKeyValue("resume/absent");
     agent->CallAsync<proto::TryGetKeyValueResponse>(
         [&](absl::StatusOr<proto::TryGetKeyValueResponse> result) {
           if (!result.ok() && result.status().code() != absl::StatusCode::kNotFound &&

@@ -16,6 +16,7 @@
 #include "muster/bench/harness.h"
 #include "muster/bench/muster_bench.h"
 #include "muster/messages/incarnation.h"
+#include "muster/messages/requests/barrier_requests.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/per_process/barrier_combiner_actor.h"
@@ -130,9 +131,7 @@ void WaitForAll(TaskPointer self) {
 // Barrier rounds 0..rounds-1, re-entering as soon as released; values: send, release per round.
 void EnterBarrier(TaskPointer self, int64_t round, int64_t rounds) {
   if (round == rounds) return Done(self);
-  proto::BarrierRequest request;
-  request.set_barrier_id("bench");
-  request.set_barrier_timeout_in_ms(60'000);
+  proto::BarrierRequest request = requests::Barrier("bench", absl::Seconds(60));
   *request.mutable_source_task() = self->state.task;
   request.set_counter(round);
   self->state.values.push_back(ClockNs(self->clock().now()));

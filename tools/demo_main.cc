@@ -20,6 +20,7 @@
 #include <absl/strings/str_split.h>
 #include <absl/time/clock.h>
 
+#include "muster/messages/requests/task_requests.h"
 #include "muster/messages/task_name.h"
 #include "muster/tools/common/cli_common.h"
 #include "muster/tools/run/subprocess.h"
@@ -51,10 +52,8 @@ absl::Status WaitRegistered(cli::LeaderSession& leader, int count, int total) {
   int shown = -1;
   absl::Time deadline = absl::Now() + kBound;
   while (absl::Now() < deadline) {
-    proto::WatchJobStateRequest watch;
-    watch.set_job_name("worker");
-    watch.set_version_number(version);
-    auto state = leader.Ask<proto::WatchJobStateResponse>(deadline - absl::Now(), watch);
+    auto state = leader.Ask<proto::WatchJobStateResponse>(
+        deadline - absl::Now(), requests::WatchJobState("worker", version));
     if (!state.ok()) return state.status();
     version = state->version_number();
     std::vector<proto::CoordinatedTask> missing;

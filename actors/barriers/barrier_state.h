@@ -21,6 +21,7 @@
 #include <google/protobuf/repeated_field.h>
 
 #include "muster/actors/durability/state_writer_actor.h"
+#include "muster/messages/requests/wire_timeouts.h"
 #include "muster/proto/coordination_service.pb.h"
 
 namespace muster {
@@ -192,8 +193,8 @@ absl::Status BarrierEmptyIdError(const proto::CoordinatedTask& task);
 // max_barrier_id_bytes, max_barrier_ids).
 inline constexpr size_t kMaxBarrierIdBytes = 1024;
 inline constexpr size_t kMaxBarrierIds = 100'000;
-// The longest barrier timeout: about 34 years, what agents send for "no deadline".
-inline constexpr int64_t kMaxBarrierTimeoutMs = int64_t{1} << 40;
+// The longest barrier timeout, kMaxBarrierTimeoutMs, is what a request without a deadline
+// carries (messages/requests/wire_timeouts.h).
 struct BarrierLimits {
   size_t max_id_bytes = kMaxBarrierIdBytes;
   size_t max_ids = kMaxBarrierIds;

@@ -9,6 +9,9 @@
 #include <caf/scoped_actor.hpp>
 
 #include "muster/messages/incarnation.h"
+#include "muster/messages/requests/barrier_requests.h"
+#include "muster/messages/requests/kv_requests.h"
+#include "muster/messages/requests/task_requests.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/leader/job_token.h"
@@ -19,10 +22,6 @@ namespace muster {
 namespace {
 
 caf::timespan ToSpan(absl::Duration duration) { return absl::ToChronoNanoseconds(duration); }
-
-int64_t ToMillis(absl::Duration duration) {
-  return duration == absl::InfiniteDuration() ? 0 : absl::ToInt64Milliseconds(duration);
-}
 
 absl::StatusOr<ConnectOptions> LeaderOptions(const AgentOptions& options) {
   ConnectOptions leader;
@@ -164,9 +163,7 @@ absl::Status Agent::Connect() {
 
 absl::StatusOr<proto::CoordinationServiceDeviceInfo> Agent::WaitForAllTasks(
     const proto::CoordinationServiceDeviceInfo& local_devices) {
-  proto::WaitForAllTasksRequest request;
-  *request.mutable_local_device_info() = local_devices;
-  auto response = Ask<proto::WaitForAllTasksResponse>(request);
+  auto response = Ask<proto::WaitForAllTasksResponse>(requests::WaitForAllTasks(local_devices));
   if (!response.ok()) return response.status();
   absl::MutexLock lock(&devices_mutex_);
   cluster_devices_ = response->cluster_device_info();
@@ -180,19 +177,14 @@ proto::CoordinationServiceDeviceInfo Agent::GetClusterDeviceInfo() const {
 
 absl::StatusOr<std::vector<proto::CoordinatedTaskStateInfo>> Agent::GetTaskState(
     const std::vector<proto::CoordinatedTask>& tasks) {
-  proto::GetTaskStateRequest request;
-  for (const auto& task : tasks) *request.add_source_task() = task;
-  auto response = Ask<proto::GetTaskStateResponse>(request);
+  auto response = Ask<proto::GetTaskStateResponse>(requests::GetTaskState(tasks));
   if (!response.ok()) return response.status();
   return std::vector<proto::CoordinatedTaskStateInfo>(response->task_state().begin(),
                                                       response->task_state().end());
 }
 
 absl::Status Agent::ReportError(const absl::Status& error) {
-  proto::ReportErrorToServiceRequest request;
-  request.set_error_code(static_cast<int32_t>(error.code()));
-  request.set_error_message(std::string(error.message()));
-  return Ask<proto::ReportErrorToServiceResponse>(request).status();
+  return Ask<proto::ReportErrorToServiceResponse>(requests::ReportErrorToService(error)).status();
 }
 
 absl::Status Agent::Reset() {
@@ -208,10 +200,7 @@ absl::StatusOr<std::string> Agent::GetKeyValue(const std::string& key) {
 }
 
 absl::StatusOr<std::string> Agent::GetKeyValue(const std::string& key, absl::Duration timeout) {
-  proto::GetKeyValueRequest request;
-  request.set_key(key);
-  request.set_timeout_in_ms(ToMillis(timeout));
-  auto response = Ask<proto::GetKeyValueResponse>(request);
+  auto response = Ask<proto::GetKeyValueResponse>(requests::GetKeyValue(key, timeout));
   if (!response.ok()) return response.status();
   return response->kv().value();
 }
@@ -223,9 +212,7 @@ void GetKeyValueHandle::Cancel() const {
 GetKeyValueHandle Agent::GetKeyValueAsync(const std::string& key, StatusOrValueCallback done,
                                           absl::Duration timeout) {
   ThreadLoggerGuard logger_guard;
-  proto::GetKeyValueRequest request;
-  request.set_key(key);
-  request.set_timeout_in_ms(ToMillis(timeout));
+  proto::GetKeyValueRequest request = requests::GetKeyValue(key, timeout);
   AgentControlActor agent = actor_;
   // The helper makes the call, so that its cancel reaches the agent actor after the call (one
   // sender's messages arrive in order) and names exactly this call.
@@ -251,18 +238,14 @@ void Agent::CancelGetKeyValue(const std::string& key) {
 }
 
 absl::StatusOr<std::string> Agent::TryGetKeyValue(const std::string& key) {
-  proto::TryGetKeyValueRequest request;
-  request.set_key(key);
-  auto response = Ask<proto::TryGetKeyValueResponse>(request);
+  auto response = Ask<proto::TryGetKeyValueResponse>(requests::TryGetKeyValue(key));
   if (!response.ok()) return response.status();
   return response->kv().value();
 }
 
 absl::StatusOr<std::vector<proto::KeyValueEntry>> Agent::GetKeyValueDir(
     const std::string& directory) {
-  proto::GetKeyValueDirRequest request;
-  request.set_directory_key(directory);
-  auto response = Ask<proto::GetKeyValueDirResponse>(request);
+  auto response = Ask<proto::GetKeyValueDirResponse>(requests::GetKeyValueDir(directory));
   if (!response.ok()) return response.status();
   return std::vector<proto::KeyValueEntry>(response->kv().begin(), response->kv().end());
 }
@@ -274,35 +257,24 @@ absl::Status Agent::InsertKeyValue(const std::string& key, const std::string& va
 
 absl::Status Agent::InsertKeyValue(const std::string& key, const std::string& value,
                                    KvWriteOptions options) {
-  proto::InsertKeyValueRequest request;
-  request.mutable_kv()->set_key(key);
-  request.mutable_kv()->set_value(value);
-  request.set_allow_overwrite(options.allow_overwrite);
-  request.set_ephemeral(options.ephemeral);
-  return Ask<proto::InsertKeyValueResponse>(request).status();
+  return Ask<proto::InsertKeyValueResponse>(
+             requests::InsertKeyValue(key, value, options.allow_overwrite, options.ephemeral))
+      .status();
 }
 
 absl::Status Agent::UpdateKeyValue(const std::string& key, const std::string& value,
                                    KvWriteOptions options) {
-  proto::UpdateKeyValueRequest request;
-  request.mutable_kv()->set_key(key);
-  request.mutable_kv()->set_value(value);
-  request.set_ephemeral(options.ephemeral);
-  return Ask<proto::UpdateKeyValueResponse>(request).status();
+  return Ask<proto::UpdateKeyValueResponse>(requests::UpdateKeyValue(key, value, options.ephemeral))
+      .status();
 }
 
 absl::Status Agent::DeleteKeyValue(const std::string& key) {
-  proto::DeleteKeyValueRequest request;
-  request.set_key(key);
-  request.set_is_directory(true);
-  return Ask<proto::DeleteKeyValueResponse>(request).status();
+  return Ask<proto::DeleteKeyValueResponse>(requests::DeleteKeyValue(key, /*recursive=*/true))
+      .status();
 }
 
 absl::StatusOr<int64_t> Agent::IncrementKeyValue(const std::string& key, int64_t delta) {
-  proto::IncrementKeyValueRequest request;
-  request.set_key(key);
-  request.set_increment(delta);
-  auto response = Ask<proto::IncrementKeyValueResponse>(request);
+  auto response = Ask<proto::IncrementKeyValueResponse>(requests::IncrementKeyValue(key, delta));
   if (!response.ok()) return response.status();
   int64_t value = 0;
   if (!absl::SimpleAtoi(response->kv().value(), &value)) {
@@ -316,13 +288,8 @@ absl::StatusOr<Agent::CasResult> Agent::CompareAndSwap(const std::string& key,
                                                        std::optional<std::string> expected,
                                                        const std::string& desired,
                                                        KvWriteOptions options) {
-  proto::CompareAndSwapRequest request;
-  request.set_key(key);
-  request.set_ephemeral(options.ephemeral);
-  request.set_expect_absent(!expected.has_value());
-  if (expected) request.set_expected(*expected);
-  request.set_desired(desired);
-  auto response = Ask<proto::CompareAndSwapResponse>(request);
+  auto response = Ask<proto::CompareAndSwapResponse>(
+      requests::CompareAndSwap(key, expected, desired, options.ephemeral));
   if (!response.ok()) return response.status();
   CasResult result{.succeeded = response->succeeded()};
   if (response->exists()) result.current = response->current();
@@ -336,34 +303,17 @@ absl::Status Agent::StartWatchKey(const std::string& key, ChangedKeyValuesCallba
 }
 
 absl::Status Agent::StartWatchKeyEvents(const std::string& key, ChangeEventCallback on_change) {
-  proto::WatchKeyRequest request;
-  request.set_key(key);
-  return Ask<proto::WatchKeyResponse>(request, WatchCallback{std::move(on_change)}).status();
+  return Ask<proto::WatchKeyResponse>(requests::WatchKey(key), WatchCallback{std::move(on_change)})
+      .status();
 }
 
 absl::Status Agent::StopWatchKey(const std::string& key) {
-  proto::StopWatchKeyRequest request;
-  request.set_key(key);
-  return Ask<proto::StopWatchKeyResponse>(request).status();
+  return Ask<proto::StopWatchKeyResponse>(requests::StopWatchKey(key)).status();
 }
-
-namespace {
-
-proto::BarrierRequest MakeBarrier(const std::string& id, absl::Duration timeout,
-                                  const std::vector<proto::CoordinatedTask>& tasks) {
-  proto::BarrierRequest request;
-  request.set_barrier_id(id);
-  request.set_barrier_timeout_in_ms(
-      timeout == absl::InfiniteDuration() ? int64_t{1} << 40 : absl::ToInt64Milliseconds(timeout));
-  for (const auto& task : tasks) *request.add_tasks() = task;
-  return request;
-}
-
-}  // namespace
 
 absl::Status Agent::WaitAtBarrier(const std::string& id, absl::Duration timeout,
                                   const std::vector<proto::CoordinatedTask>& tasks) {
-  return Ask<proto::BarrierResponse>(MakeBarrier(id, timeout, tasks)).status();
+  return Ask<proto::BarrierResponse>(requests::Barrier(id, timeout, tasks)).status();
 }
 
 void Agent::WaitAtBarrierAsync(const std::string& id, absl::Duration timeout,
@@ -376,28 +326,21 @@ void Agent::WaitAtBarrierAsync(const std::string& id, absl::Duration timeout,
       [&system, done](absl::StatusOr<proto::BarrierResponse> response) {
         system.spawn([done, status = response.status()] { done(status); });
       },
-      MakeBarrier(id, timeout, tasks));
+      requests::Barrier(id, timeout, tasks));
 }
 
 absl::Status Agent::CancelBarrier(const std::string& id) {
-  proto::CancelBarrierRequest request;
-  request.set_barrier_id(id);
-  return Ask<proto::CancelBarrierResponse>(request).status();
+  return Ask<proto::CancelBarrierResponse>(requests::CancelBarrier(id)).status();
 }
 
 absl::StatusOr<proto::GetAliveTasksResponse> Agent::GetAliveTasks(
     const std::vector<proto::CoordinatedTask>& tasks) {
-  proto::GetAliveTasksRequest request;
-  for (const auto& task : tasks) *request.add_tasks() = task;
-  return Ask<proto::GetAliveTasksResponse>(request);
+  return Ask<proto::GetAliveTasksResponse>(requests::GetAliveTasks(tasks));
 }
 
 absl::StatusOr<proto::WatchJobStateResponse> Agent::WatchJobState(const std::string& job,
                                                                   std::optional<int64_t> version) {
-  proto::WatchJobStateRequest request;
-  request.set_job_name(job);
-  request.set_version_number(version.value_or(-1));
-  return Ask<proto::WatchJobStateResponse>(request);
+  return Ask<proto::WatchJobStateResponse>(requests::WatchJobState(job, version));
 }
 
 AgentStatus Agent::Status() const {

@@ -26,6 +26,9 @@
 
 #include "bindings.h"
 #include "common.h"
+#include "muster/messages/requests/barrier_requests.h"
+#include "muster/messages/requests/kv_requests.h"
+#include "muster/messages/requests/task_requests.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/agent.h"
@@ -187,8 +190,8 @@ void BindAgent(py::module_& m) {
     return self.Call<proto::RegisterTaskResponse>(async, &None, nullptr, caf::connect_atom::value);
   });
   Both(cls, "wait_for_all_tasks", [](PyAgent& self, bool async, const py::bytes& devices) {
-    proto::WaitForAllTasksRequest request;
-    if (!request.mutable_local_device_info()->ParseFromString(std::string(devices))) {
+    proto::CoordinationServiceDeviceInfo local_devices;
+    if (!local_devices.ParseFromString(std::string(devices))) {
       throw py::value_error("local_devices is not a serialized CoordinationServiceDeviceInfo");
     }
     return self.Call<proto::WaitForAllTasksResponse>(
@@ -196,12 +199,10 @@ void BindAgent(py::module_& m) {
         [](const proto::WaitForAllTasksResponse& r) -> py::object {
           return py::bytes(r.cluster_device_info().SerializeAsString());
         },
-        nullptr, request);
+        nullptr, requests::WaitForAllTasks(local_devices));
   });
   Both(cls, "get_task_state",
        [](PyAgent& self, bool async, const std::vector<std::pair<std::string, int>>& tasks) {
-         proto::GetTaskStateRequest request;
-         for (const auto& task : tasks) *request.add_source_task() = TaskOf(task);
          return self.Call<proto::GetTaskStateResponse>(
              async,
              [](const proto::GetTaskStateResponse& r) -> py::object {
@@ -209,13 +210,11 @@ void BindAgent(py::module_& m) {
                for (const auto& info : r.task_state()) states.append(TaskStateDict(info));
                return states;
              },
-             nullptr, request);
+             nullptr, requests::GetTaskState(TasksOf(tasks)));
        });
   Both(cls, "report_error", [](PyAgent& self, bool async, int code, const std::string& message) {
-    proto::ReportErrorToServiceRequest request;
-    request.set_error_code(code);
-    request.set_error_message(message);
-    return self.Call<proto::ReportErrorToServiceResponse>(async, &None, nullptr, request);
+    return self.Call<proto::ReportErrorToServiceResponse>(
+        async, &None, nullptr, requests::ReportErrorToService(code, message));
   });
   Both(cls, "reset", [](PyAgent& self, bool async) {
     return self.Call<proto::ResetTaskResponse>(async, &None, nullptr, proto::ResetTaskRequest{});
@@ -227,9 +226,7 @@ void BindAgent(py::module_& m) {
 
   Both(cls, "get_key_value",
        [](PyAgent& self, bool async, const std::string& key, std::optional<double> timeout) {
-         proto::GetKeyValueRequest request;
-         request.set_key(key);
-         request.set_timeout_in_ms(TimeoutMs(timeout));
+         proto::GetKeyValueRequest request = requests::GetKeyValue(key, WaitTimeout(timeout));
          std::shared_ptr<Agent> agent = self.Get();
          return self.Call<proto::GetKeyValueResponse>(
              async,
@@ -239,53 +236,38 @@ void BindAgent(py::module_& m) {
              [agent, key] { agent->CancelGetKeyValue(key); }, request);
        });
   Both(cls, "try_get_key_value", [](PyAgent& self, bool async, const std::string& key) {
-    proto::TryGetKeyValueRequest request;
-    request.set_key(key);
     return self.Call<proto::TryGetKeyValueResponse>(
         async,
         [](const proto::TryGetKeyValueResponse& r) -> py::object {
           return py::bytes(r.kv().value());
         },
-        nullptr, request);
+        nullptr, requests::TryGetKeyValue(key));
   });
   Both(cls, "get_key_value_dir", [](PyAgent& self, bool async, const std::string& directory) {
-    proto::GetKeyValueDirRequest request;
-    request.set_directory_key(directory);
     return self.Call<proto::GetKeyValueDirResponse>(
         async,
         [](const proto::GetKeyValueDirResponse& r) -> py::object { return EntryList(r.kv()); },
-        nullptr, request);
+        nullptr, requests::GetKeyValueDir(directory));
   });
   Both(cls, "insert_key_value",
        [](PyAgent& self, bool async, const std::string& key, const py::bytes& value,
           bool allow_overwrite, bool ephemeral) {
-         proto::InsertKeyValueRequest request;
-         request.mutable_kv()->set_key(key);
-         request.mutable_kv()->set_value(std::string(value));
-         request.set_allow_overwrite(allow_overwrite);
-         request.set_ephemeral(ephemeral);
-         return self.Call<proto::InsertKeyValueResponse>(async, &None, nullptr, request);
+         return self.Call<proto::InsertKeyValueResponse>(
+             async, &None, nullptr,
+             requests::InsertKeyValue(key, std::string(value), allow_overwrite, ephemeral));
        });
   Both(cls, "update_key_value",
        [](PyAgent& self, bool async, const std::string& key, const py::bytes& value,
           bool ephemeral) {
-         proto::UpdateKeyValueRequest request;
-         request.mutable_kv()->set_key(key);
-         request.mutable_kv()->set_value(std::string(value));
-         request.set_ephemeral(ephemeral);
-         return self.Call<proto::UpdateKeyValueResponse>(async, &None, nullptr, request);
+         return self.Call<proto::UpdateKeyValueResponse>(
+             async, &None, nullptr, requests::UpdateKeyValue(key, std::string(value), ephemeral));
        });
   Both(cls, "delete_key_value", [](PyAgent& self, bool async, const std::string& key) {
-    proto::DeleteKeyValueRequest request;
-    request.set_key(key);
-    request.set_is_directory(true);
-    return self.Call<proto::DeleteKeyValueResponse>(async, &None, nullptr, request);
+    return self.Call<proto::DeleteKeyValueResponse>(
+        async, &None, nullptr, requests::DeleteKeyValue(key, /*recursive=*/true));
   });
   Both(cls, "increment_key_value",
        [](PyAgent& self, bool async, const std::string& key, int64_t delta) {
-         proto::IncrementKeyValueRequest request;
-         request.set_key(key);
-         request.set_increment(delta);
          return self.Call<proto::IncrementKeyValueResponse>(
              async,
              [](const proto::IncrementKeyValueResponse& r) -> py::object {
@@ -296,17 +278,13 @@ void BindAgent(py::module_& m) {
                }
                return py::int_(value);
              },
-             nullptr, request);
+             nullptr, requests::IncrementKeyValue(key, delta));
        });
   Both(cls, "compare_and_swap",
        [](PyAgent& self, bool async, const std::string& key, std::optional<py::bytes> expected,
           const py::bytes& desired, bool ephemeral) {
-         proto::CompareAndSwapRequest request;
-         request.set_key(key);
-         request.set_ephemeral(ephemeral);
-         request.set_expect_absent(!expected.has_value());
-         if (expected) request.set_expected(std::string(*expected));
-         request.set_desired(std::string(desired));
+         std::optional<std::string> expected_value;
+         if (expected) expected_value = std::string(*expected);
          return self.Call<proto::CompareAndSwapResponse>(
              async,
              [](const proto::CompareAndSwapResponse& r) -> py::object {
@@ -314,7 +292,8 @@ void BindAgent(py::module_& m) {
                if (r.exists()) current = py::bytes(r.current());
                return py::make_tuple(r.succeeded(), current);
              },
-             nullptr, request);
+             nullptr,
+             requests::CompareAndSwap(key, expected_value, std::string(desired), ephemeral));
        });
   cls.def("start_watch_key", [](PyAgent& self, const std::string& key, py::object callback) {
     PyHandle handle(std::move(callback));
@@ -347,14 +326,11 @@ void BindAgent(py::module_& m) {
 
   BindBarrierWait(cls);
   Both(cls, "cancel_barrier", [](PyAgent& self, bool async, const std::string& id) {
-    proto::CancelBarrierRequest request;
-    request.set_barrier_id(id);
-    return self.Call<proto::CancelBarrierResponse>(async, &None, nullptr, request);
+    return self.Call<proto::CancelBarrierResponse>(async, &None, nullptr,
+                                                   requests::CancelBarrier(id));
   });
   Both(cls, "get_alive_tasks",
        [](PyAgent& self, bool async, const std::vector<std::pair<std::string, int>>& tasks) {
-         proto::GetAliveTasksRequest request;
-         for (const auto& task : TasksOf(tasks)) *request.add_tasks() = task;
          return self.Call<proto::GetAliveTasksResponse>(
              async,
              [](const proto::GetAliveTasksResponse& r) -> py::object {
@@ -365,13 +341,10 @@ void BindAgent(py::module_& m) {
                }
                return alive;
              },
-             nullptr, request);
+             nullptr, requests::GetAliveTasks(TasksOf(tasks)));
        });
   Both(cls, "watch_job_state",
        [](PyAgent& self, bool async, const std::string& job, std::optional<int64_t> version) {
-         proto::WatchJobStateRequest request;
-         request.set_job_name(job);
-         request.set_version_number(version.value_or(-1));  // -1: answer at once
          return self.Call<proto::WatchJobStateResponse>(
              async,
              [](const proto::WatchJobStateResponse& r) -> py::object {
@@ -379,7 +352,7 @@ void BindAgent(py::module_& m) {
                for (const auto& info : r.task_state()) states.append(TaskStateDict(info));
                return py::make_tuple(r.version_number(), states);
              },
-             nullptr, request);
+             nullptr, requests::WatchJobState(job, version));
        });
   BindAgentHealth(cls);
 }

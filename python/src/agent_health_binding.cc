@@ -14,6 +14,8 @@
 #include <absl/strings/str_cat.h>
 
 #include "common.h"
+#include "muster/messages/requests/kv_requests.h"
+#include "muster/messages/requests/task_requests.h"
 #include "muster/messages/vocabulary/atoms.h"
 #include "py_agent.h"
 
@@ -29,20 +31,16 @@ proto::ReduceOp ReduceOpOf(const std::string& op) {
       absl::StrCat("unknown reduce op \"", op, "\"; expected \"max\", \"min\" or \"sum\"")));
 }
 
-proto::NotifyPreemptionRequest PreemptionRequest(const std::string& reason,
-                                                 std::optional<double> deadline) {
-  proto::NotifyPreemptionRequest request;
-  request.set_reason(reason);
-  if (deadline.has_value()) {
-    if (!std::isfinite(*deadline) || *deadline < 0) {
-      throw py::value_error(absl::StrCat(
-          "a preemption deadline is a Unix time in seconds >= 0 (or None: unknown); got ",
-          *deadline));
-    }
-    // 0 on the wire means "unknown": a deadline given is at least 1 ms after the epoch.
-    request.set_deadline_unix_ms(std::max<int64_t>(1, std::llround(*deadline * 1000)));
+// None: unknown. A deadline given is rounded to the millisecond and at least 1 ms after the
+// epoch (the epoch itself would be sent as "unknown").
+absl::Time PreemptionDeadline(std::optional<double> deadline) {
+  if (!deadline.has_value()) return absl::InfiniteFuture();
+  if (!std::isfinite(*deadline) || *deadline < 0) {
+    throw py::value_error(absl::StrCat(
+        "a preemption deadline is a Unix time in seconds >= 0 (or None: unknown); got ",
+        *deadline));
   }
-  return request;
+  return absl::FromUnixMillis(std::max<int64_t>(1, std::llround(*deadline * 1000)));
 }
 
 }  // namespace
@@ -68,7 +66,7 @@ void BindAgentHealth(AgentClass& cls) {
              [](const proto::NotifyPreemptionResponse& r) -> py::object {
                return py::bool_(r.first());
              },
-             nullptr, PreemptionRequest(reason, deadline));
+             nullptr, requests::NotifyPreemption(reason, PreemptionDeadline(deadline)));
        });
   cls.def("reached_sync_point", [](PyAgent& self, int64_t step) -> bool {
     std::shared_ptr<Agent> agent = self.Get();
@@ -94,27 +92,20 @@ void BindAgentHealth(AgentClass& cls) {
 
   Both(cls, "reduce_key_value_dir",
        [](PyAgent& self, bool async, const std::string& directory, const std::string& op) {
-         proto::ReduceKeyValueDirRequest request;
-         request.set_directory_key(directory);
-         request.set_op(ReduceOpOf(op));
          return self.Call<proto::ReduceKeyValueDirResponse>(
              async,
              [](const proto::ReduceKeyValueDirResponse& r) -> py::object {
                return py::int_(r.value());
              },
-             nullptr, request);
+             nullptr, requests::ReduceKeyValueDir(directory, ReduceOpOf(op)));
        });
   Both(cls, "wait_for_keys",
        [](PyAgent& self, bool async, const std::string& directory, int64_t count,
           std::optional<double> timeout) {
-         proto::WaitForKeysRequest request;
-         request.set_directory_key(directory);
-         request.set_count(count);
-         request.set_timeout_in_ms(TimeoutMs(timeout));
          return self.Call<proto::WaitForKeysResponse>(
              async,
              [](const proto::WaitForKeysResponse& r) -> py::object { return EntryList(r.kv()); },
-             nullptr, request);
+             nullptr, requests::WaitForKeys(directory, count, WaitTimeout(timeout)));
        });
 }
 

@@ -26,6 +26,7 @@
 
 #include "bindings.h"
 #include "common.h"
+#include "muster/messages/requests/barrier_requests.h"
 #include "muster/messages/task_name.h"
 #include "muster/messages/vocabulary/atoms.h"
 #include "py_agent.h"
@@ -60,17 +61,6 @@ proto::BarrierInfo BarrierInfoOf(const py::dict& d) {
     *info.add_waiting_for() = ValueOrThrow(ParseTaskName(name));
   }
   return info;
-}
-
-proto::BarrierRequest Barrier(const std::string& id, std::optional<double> timeout,
-                              const std::vector<std::pair<std::string, int>>& tasks) {
-  proto::BarrierRequest request;
-  request.set_barrier_id(id);
-  absl::Duration d = ToDuration(timeout);
-  request.set_barrier_timeout_in_ms(d == absl::InfiniteDuration() ? int64_t{1} << 40
-                                                                  : absl::ToInt64Milliseconds(d));
-  for (const auto& task : tasks) *request.add_tasks() = TaskOf(task);
-  return request;
 }
 
 // One barrier wait's progress report: the poller and the Python callable, until Stop().
@@ -108,8 +98,6 @@ caf::actor SpawnProgressPoller(caf::actor_system& system, std::weak_ptr<Agent> w
             self->quit();
             return;
           }
-          proto::GetBarrierProgressRequest request;
-          request.set_barrier_id(id);
           agent->CallAsync<proto::GetBarrierProgressResponse>(
               [report](absl::StatusOr<proto::GetBarrierProgressResponse> response) {
                 if (!response.ok()) return;  // not open (yet, or any more): nothing to report
@@ -117,7 +105,7 @@ caf::actor SpawnProgressPoller(caf::actor_system& system, std::weak_ptr<Agent> w
                   if (!report->stopped.load()) report->callback.get()(BarrierInfoDict(info));
                 });
               },
-              request);
+              requests::GetBarrierProgress(id));
           DropOffActorThread(std::move(agent));
           self->delayed_send(self, every, retry_atom::value);
         },
@@ -144,7 +132,7 @@ void BindBarrierWait(AgentClass& cls) {
           const std::vector<std::pair<std::string, int>>& tasks,
           std::optional<double> progress_every, py::object on_progress) {
          std::shared_ptr<Agent> agent = self.Get();
-         proto::BarrierRequest request = Barrier(id, timeout, tasks);
+         proto::BarrierRequest request = requests::Barrier(id, ToDuration(timeout), TasksOf(tasks));
          std::function<void()> stop;
          if (progress_every.has_value() && !on_progress.is_none()) {
            caf::timespan every = ProgressPeriod(*progress_every);
@@ -162,14 +150,12 @@ void BindBarrierWait(AgentClass& cls) {
          return self.CallThen<proto::BarrierResponse>(async, &None, on_interrupt, stop, request);
        });
   Both(cls, "get_barrier_progress", [](PyAgent& self, bool async, const std::string& id) {
-    proto::GetBarrierProgressRequest request;
-    request.set_barrier_id(id);
     return self.Call<proto::GetBarrierProgressResponse>(
         async,
         [](const proto::GetBarrierProgressResponse& r) -> py::object {
           return BarrierInfoDict(r.barrier());
         },
-        nullptr, request);
+        nullptr, requests::GetBarrierProgress(id));
   });
 }
 

@@ -22,6 +22,7 @@
 #include <caf/actor_system.hpp>
 
 #include "common.h"
+#include "muster/messages/requests/wire_timeouts.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/agent.h"
 #include "runtime.h"
@@ -124,10 +125,10 @@ inline std::vector<proto::CoordinatedTask> TasksOf(
   return result;
 }
 
-// A get's timeout for the wire: 0 waits without a deadline, else at least 1 ms.
-inline int64_t TimeoutMs(std::optional<double> timeout) {
-  absl::Duration d = ToDuration(timeout);
-  return d == absl::InfiniteDuration() ? 0 : std::max<int64_t>(1, absl::ToInt64Milliseconds(d));
+// A blocking read's timeout (get_key_value, wait_for_keys): None waits without a deadline; a
+// finite one waits at least 1 ms (a timeout of 0 gives up at once rather than never).
+inline absl::Duration WaitTimeout(std::optional<double> timeout) {
+  return AtLeastOneMillisecond(ToDuration(timeout));
 }
 
 // [(key, bytes), ...] of key-value entries.

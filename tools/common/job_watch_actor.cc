@@ -2,6 +2,7 @@
 
 #include <absl/strings/str_cat.h>
 
+#include "muster/messages/requests/task_requests.h"
 #include "muster/messages/status/caf_text.h"
 #include "muster/messages/status/status_codec.h"
 
@@ -26,9 +27,7 @@ void Stop(JobWatchPointer self, const absl::Status& why) {
 
 void Poll(JobWatchPointer self) {
   auto& st = self->state;
-  proto::WatchJobStateRequest request;
-  request.set_job_name(st.job);
-  request.set_version_number(st.version);
+  proto::WatchJobStateRequest request = requests::WatchJobState(st.job, st.version);
   // No timeout: the coordinator answers when the job changes; its loss is seen by the monitor.
   self->request(st.coordinator, caf::infinite, request)
       .then(

@@ -9,6 +9,7 @@
 #include <absl/time/clock.h>
 #include <caf/send.hpp>
 
+#include "muster/messages/requests/task_requests.h"
 #include "muster/net/process/shutdown_signals.h"
 #include "muster/tools/common/cli_common.h"
 #include "muster/tools/common/job_watch_actor.h"
@@ -57,9 +58,8 @@ int Show(LeaderSession& session, absl::Duration timeout,
 }
 
 int ShowOnce(LeaderSession& session, absl::Duration timeout) {
-  proto::WatchJobStateRequest request;
-  request.set_version_number(-1);  // answer at once
-  auto job_state = session.Ask<proto::WatchJobStateResponse>(timeout, request);
+  auto job_state = session.Ask<proto::WatchJobStateResponse>(
+      timeout, requests::WatchJobState(/*job=*/"", /*version=*/std::nullopt));
   if (!job_state.ok()) return ReportFailure(kCommand, job_state.status());
   return Show(session, timeout, *job_state, false);
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <vector>
 
 #include <absl/strings/ascii.h>
 #include <absl/strings/str_cat.h>
@@ -9,6 +10,7 @@
 #include <absl/strings/str_join.h>
 #include <google/protobuf/util/json_util.h>
 
+#include "muster/messages/requests/task_requests.h"
 #include "muster/messages/task_name.h"
 #include "muster/tools/common/task_events.h"
 
@@ -112,9 +114,9 @@ absl::StatusOr<StatusReport> CollectStatus(LeaderSession& session, absl::Duratio
   StatusReport report;
   report.set_leader(session.address().ToString());
   report.set_version(job_state.version_number());
-  proto::GetTaskStateRequest tasks;
-  for (const auto& info : job_state.task_state()) *tasks.add_source_task() = info.task();
-  auto states = session.Ask<proto::GetTaskStateResponse>(timeout, tasks);
+  std::vector<proto::CoordinatedTask> tasks;
+  for (const auto& info : job_state.task_state()) tasks.push_back(info.task());
+  auto states = session.Ask<proto::GetTaskStateResponse>(timeout, requests::GetTaskState(tasks));
   if (!states.ok()) return states.status();
   *report.mutable_tasks() = std::move(*states->mutable_task_state());
   auto barriers = session.Ask<proto::GetBarriersResponse>(timeout, proto::GetBarriersRequest{});

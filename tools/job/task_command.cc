@@ -4,6 +4,7 @@
 
 #include <absl/strings/str_cat.h>
 
+#include "muster/messages/requests/task_requests.h"
 #include "muster/messages/task_name.h"
 #include "muster/tools/common/cli_common.h"
 
@@ -54,9 +55,7 @@ int Reset(const ParsedCommand& parsed) {
   if (!timeout.ok()) return ReportUsageError(spec.name, timeout.status());
   auto session = LeaderSession::Connect(*leader, *timeout);
   if (!session.ok()) return ReportFailure(spec.name, session.status());
-  proto::ResetTaskRequest request;
-  *request.mutable_source_task() = *task;
-  auto reply = (*session)->Ask<proto::ResetTaskResponse>(*timeout, request);
+  auto reply = (*session)->Ask<proto::ResetTaskResponse>(*timeout, requests::ResetTask(*task));
   std::string name = TaskName(*task);
   if (!reply.ok()) return ReportFailure(spec.name, Explain(reply.status(), name));
   std::printf("%s is DISCONNECTED: a process may register it again\n", name.c_str());

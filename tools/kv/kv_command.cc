@@ -9,6 +9,7 @@
 #include <absl/strings/strip.h>
 #include <caf/send.hpp>
 
+#include "muster/messages/requests/kv_requests.h"
 #include "muster/messages/status/caf_text.h"
 #include "muster/net/process/shutdown_signals.h"
 #include "muster/tools/common/cli_common.h"
@@ -96,18 +97,14 @@ void PrintEntries(const proto::GetKeyValueDirResponse& listing) {
 int Get(LeaderSession& session, absl::Duration timeout, const std::string& key) {
   absl::StatusOr<proto::KeyValueEntry> entry;
   if (absl::GetFlag(FLAGS_wait)) {
-    proto::GetKeyValueRequest request;
-    request.set_key(key);
-    request.set_timeout_in_ms(absl::ToInt64Milliseconds(timeout));
     std::fprintf(stderr, "waiting for %s (at most %s)\n", key.c_str(),
                  absl::FormatDuration(timeout).c_str());
     // The leader answers DEADLINE_EXCEEDED at `timeout`; the margin lets that answer arrive.
-    auto reply = session.Ask<proto::GetKeyValueResponse>(timeout + absl::Seconds(5), request);
+    auto reply = session.Ask<proto::GetKeyValueResponse>(timeout + absl::Seconds(5),
+                                                         requests::GetKeyValue(key, timeout));
     entry = reply.ok() ? absl::StatusOr<proto::KeyValueEntry>(reply->kv()) : reply.status();
   } else {
-    proto::TryGetKeyValueRequest request;
-    request.set_key(key);
-    auto reply = session.Ask<proto::TryGetKeyValueResponse>(timeout, request);
+    auto reply = session.Ask<proto::TryGetKeyValueResponse>(timeout, requests::TryGetKeyValue(key));
     entry = reply.ok() ? absl::StatusOr<proto::KeyValueEntry>(reply->kv()) : reply.status();
   }
   if (!entry.ok()) return ReportFailure("kv get", entry.status());
@@ -117,18 +114,14 @@ int Get(LeaderSession& session, absl::Duration timeout, const std::string& key) 
 }
 
 int Put(LeaderSession& session, absl::Duration timeout, const std::vector<std::string>& args) {
-  proto::InsertKeyValueRequest request;
-  request.mutable_kv()->set_key(args[0]);
-  request.mutable_kv()->set_value(args[1]);
-  request.set_allow_overwrite(absl::GetFlag(FLAGS_overwrite));
-  auto reply = session.Ask<proto::InsertKeyValueResponse>(timeout, request);
+  auto reply = session.Ask<proto::InsertKeyValueResponse>(
+      timeout, requests::InsertKeyValue(args[0], args[1], absl::GetFlag(FLAGS_overwrite)));
   return reply.ok() ? kExitOk : ReportFailure("kv put", reply.status());
 }
 
 int List(LeaderSession& session, absl::Duration timeout, const std::vector<std::string>& args) {
-  proto::GetKeyValueDirRequest request;
-  if (!args.empty()) request.set_directory_key(args[0]);
-  auto reply = session.Ask<proto::GetKeyValueDirResponse>(timeout, request);
+  auto reply = session.Ask<proto::GetKeyValueDirResponse>(
+      timeout, requests::GetKeyValueDir(args.empty() ? "" : args[0]));
   if (!reply.ok()) return ReportFailure("kv ls", reply.status());
   PrintEntries(*reply);
   return kExitOk;
@@ -138,14 +131,10 @@ int List(LeaderSession& session, absl::Duration timeout, const std::vector<std::
 // leave as it is: FailedPrecondition saying so, before anything is deleted.
 absl::Status RefuseDirectory(LeaderSession& session, absl::Duration timeout,
                              const std::string& key) {
-  proto::TryGetKeyValueRequest get;
-  get.set_key(key);
-  auto value = session.Ask<proto::TryGetKeyValueResponse>(timeout, get);
+  auto value = session.Ask<proto::TryGetKeyValueResponse>(timeout, requests::TryGetKeyValue(key));
   // A key that exists is deleted; any other error is the delete's to report.
   if (!absl::IsNotFound(value.status())) return absl::OkStatus();
-  proto::GetKeyValueDirRequest list;
-  list.set_directory_key(key);
-  auto listing = session.Ask<proto::GetKeyValueDirResponse>(timeout, list);
+  auto listing = session.Ask<proto::GetKeyValueDirResponse>(timeout, requests::GetKeyValueDir(key));
   if (!listing.ok()) return listing.status();
   if (listing->kv_size() == 0) return absl::OkStatus();  // a missing key: deleting it is fine
   std::string directory(absl::StripSuffix(key, "/"));
@@ -161,11 +150,9 @@ int Remove(LeaderSession& session, absl::Duration timeout, const std::string& ke
       return ReportFailure("kv rm", refused);
     }
   }
-  proto::DeleteKeyValueRequest request;
-  request.set_key(key);
-  request.set_is_directory(absl::GetFlag(FLAGS_recursive));
-  request.set_delete_root(absl::GetFlag(FLAGS_all));
-  auto reply = session.Ask<proto::DeleteKeyValueResponse>(timeout, request);
+  auto reply = session.Ask<proto::DeleteKeyValueResponse>(
+      timeout,
+      requests::DeleteKeyValue(key, absl::GetFlag(FLAGS_recursive), absl::GetFlag(FLAGS_all)));
   return reply.ok() ? kExitOk : ReportFailure("kv rm", reply.status());
 }
 
@@ -191,9 +178,7 @@ int AwaitWatchEnd(LeaderSession& session) {
 int Watch(LeaderSession& session, absl::Duration timeout, const std::string& key) {
   KvWatcherActor printer = SpawnKvPrinter(session.system(), absl::GetFlag(FLAGS_count),
                                           caf::actor_cast<KvPrinterListener>(session.self()));
-  proto::WatchKeyRequest request;
-  request.set_key(key);
-  auto reply = session.Ask<proto::WatchKeyResponse>(timeout, request, printer);
+  auto reply = session.Ask<proto::WatchKeyResponse>(timeout, requests::WatchKey(key), printer);
   if (!reply.ok()) {
     caf::anon_send_exit(printer, caf::exit_reason::user_shutdown);
     return ReportFailure("kv watch", reply.status());
@@ -203,9 +188,7 @@ int Watch(LeaderSession& session, absl::Duration timeout, const std::string& key
   int code = AwaitWatchEnd(session);
   if (code == kExitOk) {
     // Best effort: the leader also drops the watch once this process is gone.
-    proto::StopWatchKeyRequest stop;
-    stop.set_key(key);
-    (void)session.Ask<proto::StopWatchKeyResponse>(timeout, stop, printer);
+    (void)session.Ask<proto::StopWatchKeyResponse>(timeout, requests::StopWatchKey(key), printer);
   }
   caf::anon_send_exit(printer, caf::exit_reason::user_shutdown);
   return code;

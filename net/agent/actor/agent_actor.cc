@@ -9,6 +9,7 @@
 
 #include "muster/actors/caf/placement.h"
 #include "muster/messages/incarnation.h"
+#include "muster/messages/requests/task_requests.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/actor/agent_state.h"
@@ -51,9 +52,7 @@ void FinishConnect(AgentPointer self, const absl::StatusOr<proto::RegisterTaskRe
   if (absl::Status refused = AdoptHeartbeatTimeout(self, *result); !refused.ok()) {
     // The leader registered the task, which would then fall silent: it fails the task at once,
     // with the reason, instead of judging it stale later.
-    proto::ReportErrorToServiceRequest report;
-    report.set_error_code(static_cast<int32_t>(refused.code()));
-    report.set_error_message(std::string(refused.message()));
+    proto::ReportErrorToServiceRequest report = requests::ReportErrorToService(refused);
     *report.mutable_error_origin() = st.config.task;
     self->request(st.leader, st.config.rpc_timeout, std::move(report))
         .then([](proto::ReportErrorToServiceResponse&) {}, [](caf::error&) {});
@@ -282,10 +281,8 @@ caf::result<proto::ResetTaskResponse> Reset(AgentPointer self) {
     st.state = AgentState::kDisconnected;
     return proto::ResetTaskResponse{};
   }
-  proto::ResetTaskRequest request;
-  *request.mutable_source_task() = st.config.task;
   return Forward<proto::ResetTaskResponse>(
-      self, request, caf::duration{st.config.rpc_timeout}, {},
+      self, requests::ResetTask(st.config.task), caf::duration{st.config.rpc_timeout}, {},
       [self](const absl::StatusOr<proto::ResetTaskResponse>& result) {
         if (result.ok() || result.status().code() == absl::StatusCode::kFailedPrecondition) {
           self->state.state = AgentState::kDisconnected;

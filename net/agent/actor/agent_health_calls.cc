@@ -1,11 +1,13 @@
 // The Agent's job-health calls: progress, preemption, barrier progress and the key-value
 // reductions (docs/agent.md, "Progress and preemption").
-#include <algorithm>
 #include <vector>
 
 #include <absl/strings/str_cat.h>
 #include <absl/time/time.h>
 
+#include "muster/messages/requests/barrier_requests.h"
+#include "muster/messages/requests/kv_requests.h"
+#include "muster/messages/requests/task_requests.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/actor/barrier_progress_actor.h"
 #include "muster/net/agent/agent.h"
@@ -32,12 +34,8 @@ int64_t Storable(int64_t step) {
 void Agent::ReportProgress(int64_t step) { progress_->step.store(Storable(step)); }
 
 absl::StatusOr<bool> Agent::NotifyPreemption(absl::Time deadline, const std::string& reason) {
-  proto::NotifyPreemptionRequest request;
-  if (deadline != absl::InfiniteFuture()) {
-    request.set_deadline_unix_ms(std::max<int64_t>(0, absl::ToUnixMillis(deadline)));
-  }
-  request.set_reason(reason);
-  auto response = Ask<proto::NotifyPreemptionResponse>(request);
+  auto response =
+      Ask<proto::NotifyPreemptionResponse>(requests::NotifyPreemption(reason, deadline));
   if (!response.ok()) return response.status();
   return response->first();
 }
@@ -52,9 +50,7 @@ absl::StatusOr<bool> Agent::ReachedSyncPoint(int64_t step) {
 }
 
 absl::StatusOr<proto::BarrierInfo> Agent::GetBarrierProgress(const std::string& id) {
-  proto::GetBarrierProgressRequest request;
-  request.set_barrier_id(id);
-  auto response = Ask<proto::GetBarrierProgressResponse>(request);
+  auto response = Ask<proto::GetBarrierProgressResponse>(requests::GetBarrierProgress(id));
   if (!response.ok()) return response.status();
   return response->barrier();
 }
@@ -74,10 +70,7 @@ absl::Status Agent::WaitAtBarrier(const std::string& id, absl::Duration timeout,
 }
 
 absl::StatusOr<int64_t> Agent::ReduceKeyValueDir(const std::string& directory, proto::ReduceOp op) {
-  proto::ReduceKeyValueDirRequest request;
-  request.set_directory_key(directory);
-  request.set_op(op);
-  auto response = Ask<proto::ReduceKeyValueDirResponse>(request);
+  auto response = Ask<proto::ReduceKeyValueDirResponse>(requests::ReduceKeyValueDir(directory, op));
   if (!response.ok()) return response.status();
   return response->value();
 }
@@ -85,13 +78,7 @@ absl::StatusOr<int64_t> Agent::ReduceKeyValueDir(const std::string& directory, p
 absl::StatusOr<std::vector<proto::KeyValueEntry>> Agent::WaitForKeys(const std::string& directory,
                                                                      int64_t count,
                                                                      absl::Duration timeout) {
-  proto::WaitForKeysRequest request;
-  request.set_directory_key(directory);
-  request.set_count(count);
-  if (timeout != absl::InfiniteDuration()) {
-    request.set_timeout_in_ms(std::max<int64_t>(1, absl::ToInt64Milliseconds(timeout)));
-  }
-  auto response = Ask<proto::WaitForKeysResponse>(request);
+  auto response = Ask<proto::WaitForKeysResponse>(requests::WaitForKeys(directory, count, timeout));
   if (!response.ok()) return response.status();
   return std::vector<proto::KeyValueEntry>(response->kv().begin(), response->kv().end());
 }

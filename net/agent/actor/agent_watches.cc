@@ -7,6 +7,7 @@
 #include <absl/strings/str_cat.h>
 
 #include "muster/actors/kv/kv_key.h"
+#include "muster/messages/requests/kv_requests.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/net/agent/actor/agent_state.h"
 
@@ -22,9 +23,7 @@ AgentActorState::Watch* Find(AgentPointer self, const std::string& key, uint64_t
 
 void Resume(AgentPointer self, const std::string& key, uint64_t id, int64_t revision) {
   auto& st = self->state;
-  proto::WatchKeyRequest request;
-  request.set_key(key);
-  request.set_from_revision(revision);
+  proto::WatchKeyRequest request = requests::WatchKey(key, revision);
   CoordinatorActor leader = st.leader;
   self->request(leader, st.config.rpc_timeout, request, caf::actor_cast<KvWatcherActor>(self))
       .then([](proto::WatchKeyResponse&) {},  // the revision stays the last one delivered

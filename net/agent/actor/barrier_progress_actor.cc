@@ -5,6 +5,8 @@
 
 #include <caf/event_based_actor.hpp>
 
+#include "muster/messages/requests/barrier_requests.h"
+
 namespace muster {
 namespace {
 
@@ -13,8 +15,7 @@ caf::behavior Poller(caf::event_based_actor* self, AgentControlActor agent, std:
                      std::function<void(const proto::BarrierInfo&)> on_progress) {
   every = std::max<caf::timespan>(every, std::chrono::milliseconds(10));
   self->delayed_send(self, every, retry_atom::value);
-  proto::GetBarrierProgressRequest request;
-  request.set_barrier_id(std::move(id));
+  proto::GetBarrierProgressRequest request = requests::GetBarrierProgress(id);
   return {
       [=](retry_atom) {
         self->request(agent, every, request)

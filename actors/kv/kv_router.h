@@ -19,6 +19,7 @@
 #include "muster/actors/kv/kv_directory_actor.h"
 #include "muster/actors/kv/kv_fanout_actor.h"
 #include "muster/actors/kv/kv_key.h"
+#include "muster/messages/vocabulary/kv_calls.h"
 
 namespace muster {
 
@@ -92,19 +93,12 @@ class KvRouter {
 };
 
 namespace kv_internal {
-// Declared only, to name the response type of each request (see KvResponse).
-proto::InsertKeyValueResponse ResponseOf(const proto::InsertKeyValueRequest&);
-proto::UpdateKeyValueResponse ResponseOf(const proto::UpdateKeyValueRequest&);
-proto::GetKeyValueResponse ResponseOf(const proto::GetKeyValueRequest&);
-proto::TryGetKeyValueResponse ResponseOf(const proto::TryGetKeyValueRequest&);
-proto::IncrementKeyValueResponse ResponseOf(const proto::IncrementKeyValueRequest&);
-proto::GetKeyValueDirResponse ResponseOf(const proto::GetKeyValueDirRequest&);
-proto::DeleteKeyValueResponse ResponseOf(const proto::DeleteKeyValueRequest&);
-proto::CompareAndSwapResponse ResponseOf(const proto::CompareAndSwapRequest&);
+// Declared only, to name the response type of each request (see KvResponse): the calls of
+// MUSTER_KV_CALLS (kv_calls.h), and the watches.
+template <class Request>
+KvCallResponse<Request> ResponseOf(const Request&);
 proto::WatchKeyResponse ResponseOf(const proto::WatchKeyRequest&);
 proto::StopWatchKeyResponse ResponseOf(const proto::StopWatchKeyRequest&);
-proto::ReduceKeyValueDirResponse ResponseOf(const proto::ReduceKeyValueDirRequest&);
-proto::WaitForKeysResponse ResponseOf(const proto::WaitForKeysRequest&);
 }  // namespace kv_internal
 
 // The response type of a key-value request type.

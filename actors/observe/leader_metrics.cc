@@ -38,30 +38,11 @@ MetricHistogram::Reading MetricHistogram::Read() const {
 
 absl::string_view KvVerbName(KvVerb verb) {
   switch (verb) {
-    case KvVerb::kInsert:
-      return "insert";
-    case KvVerb::kUpdate:
-      return "update";
-    case KvVerb::kGet:
-      return "get";
-    case KvVerb::kTryGet:
-      return "try_get";
-    case KvVerb::kIncrement:
-      return "increment";
-    case KvVerb::kGetDir:
-      return "get_dir";
-    case KvVerb::kDelete:
-      return "delete";
-    case KvVerb::kCompareAndSwap:
-      return "compare_and_swap";
-    case KvVerb::kWatch:
-      return "watch";
-    case KvVerb::kStopWatch:
-      return "stop_watch";
-    case KvVerb::kReduceDir:
-      return "reduce_dir";
-    case KvVerb::kWaitForKeys:
-      return "wait_for_keys";
+#define MUSTER_KV_VERB_CASE(verb, label) \
+  case KvVerb::verb:                     \
+    return label;
+    MUSTER_KV_VERBS(MUSTER_KV_VERB_CASE)
+#undef MUSTER_KV_VERB_CASE
     case KvVerb::kCount:
       break;
   }

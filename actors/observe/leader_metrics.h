@@ -62,22 +62,30 @@ class MetricHistogram {
   std::atomic<int64_t> sum_micro_{0};  // the sum in millionths, so that it adds atomically
 };
 
-// The key-value verbs, as the `verb` label names them.
+// The key-value verbs, listed once: X(enumerator, the `verb` label that names it), in the
+// order the metrics show them.
+#define MUSTER_KV_VERBS(X)               \
+  X(kInsert, "insert")                   \
+  X(kUpdate, "update")                   \
+  X(kGet, "get")                         \
+  X(kTryGet, "try_get")                  \
+  X(kIncrement, "increment")             \
+  X(kGetDir, "get_dir")                  \
+  X(kDelete, "delete")                   \
+  X(kCompareAndSwap, "compare_and_swap") \
+  X(kWatch, "watch")                     \
+  X(kStopWatch, "stop_watch")            \
+  X(kReduceDir, "reduce_dir")            \
+  X(kWaitForKeys, "wait_for_keys")
+
+// clang-format off
 enum class KvVerb : int {
-  kInsert,
-  kUpdate,
-  kGet,
-  kTryGet,
-  kIncrement,
-  kGetDir,
-  kDelete,
-  kCompareAndSwap,
-  kWatch,
-  kStopWatch,
-  kReduceDir,
-  kWaitForKeys,
+#define MUSTER_KV_VERB_ENUMERATOR(verb, label) verb,
+  MUSTER_KV_VERBS(MUSTER_KV_VERB_ENUMERATOR)
+#undef MUSTER_KV_VERB_ENUMERATOR
   kCount,
 };
+// clang-format on
 absl::string_view KvVerbName(KvVerb verb);
 
 // Why a request was refused before it reached the coordinator (the token gate), or a

@@ -8,6 +8,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "muster/messages/vocabulary/atoms.h"
+#include "muster/messages/vocabulary/kv_calls.h"
 #include "muster/messages/vocabulary/proto_inspect.h"
 #include "muster/proto/coordination_service.pb.h"
 #include "muster/proto/observe.pb.h"
@@ -31,29 +32,15 @@ using KvWatcherActor = caf::typed_actor<caf::reacts_to<proto::KeyValueChangeEven
 
 // The key-value store's requests (docs/protocol.md, "Key-value store"), answered by the
 // coordinator (which routes each to the directory actor of the key's first path segment, and
-// fans root-spanning reads and deletes out) and by each directory actor.
-// Possible errors: InvalidArgument (empty or too long key), ResourceExhausted (value too large,
-// directory full), AlreadyExists (insert without overwrite), NotFound (TryGet, Update),
-// FailedPrecondition (increment of a non-integer), OutOfRange (overflow), DeadlineExceeded /
-// Cancelled (blocked GetKeyValue).
+// fans root-spanning reads and deletes out) and by each directory actor: every call of
+// MUSTER_KV_CALLS (kv_calls.h, with the possible errors of each), and the watches.
+// Possible errors of all: InvalidArgument (empty or too long key), ResourceExhausted (value too
+// large, directory full).
 using KvStoreActor = caf::typed_actor<
-    caf::replies_to<proto::InsertKeyValueRequest>::with<proto::InsertKeyValueResponse>,
-    caf::replies_to<proto::UpdateKeyValueRequest>::with<proto::UpdateKeyValueResponse>,
-    caf::replies_to<proto::GetKeyValueRequest>::with<proto::GetKeyValueResponse>,
-    caf::replies_to<proto::TryGetKeyValueRequest>::with<proto::TryGetKeyValueResponse>,
-    caf::replies_to<proto::IncrementKeyValueRequest>::with<proto::IncrementKeyValueResponse>,
-    caf::replies_to<proto::GetKeyValueDirRequest>::with<proto::GetKeyValueDirResponse>,
-    caf::replies_to<proto::DeleteKeyValueRequest>::with<proto::DeleteKeyValueResponse>,
-    caf::replies_to<proto::CompareAndSwapRequest>::with<proto::CompareAndSwapResponse>,
+    MUSTER_KV_CALLS(MUSTER_KV_REPLIES_TO)
     // Sends the watcher a KeyValueChangeEvent per change of the key or of keys under it.
     caf::replies_to<proto::WatchKeyRequest, KvWatcherActor>::with<proto::WatchKeyResponse>,
     caf::replies_to<proto::StopWatchKeyRequest, KvWatcherActor>::with<proto::StopWatchKeyResponse>,
-    // Possible errors: InvalidArgument (root, bad op), NotFound (no keys), FailedPrecondition
-    // (a value is not an integer), OutOfRange (the sum overflows).
-    caf::replies_to<proto::ReduceKeyValueDirRequest>::with<proto::ReduceKeyValueDirResponse>,
-    // Possible errors: InvalidArgument (root, count or timeout out of range), DeadlineExceeded
-    // (names how many keys there are), Cancelled (the directory stopped).
-    caf::replies_to<proto::WaitForKeysRequest>::with<proto::WaitForKeysResponse>,
     // Withdraws the sender's blocked GetKeyValue calls on a key (they get Cancelled).
     caf::reacts_to<cancel_atom, std::string>>;
 

@@ -2,6 +2,7 @@
 
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/vocabulary/interfaces.h"
+#include "muster/messages/vocabulary/kv_calls.h"
 #include "muster/messages/vocabulary/proto_inspect.h"
 #include "muster/proto/coordination_config.pb.h"
 #include "muster/proto/coordination_service.pb.h"
@@ -35,15 +36,9 @@ void AddMessageTypes(caf::actor_system_config& cfg) {
       proto::GetTaskStateRequest, proto::GetTaskStateResponse, proto::WatchJobStateRequest,
       proto::WatchJobStateResponse, proto::GetAliveTasksRequest, proto::GetAliveTasksResponse,
       // Key-value store.
-      proto::KeyValueEntry, proto::InsertKeyValueRequest, proto::InsertKeyValueResponse,
-      proto::GetKeyValueRequest, proto::GetKeyValueResponse, proto::TryGetKeyValueRequest,
-      proto::TryGetKeyValueResponse, proto::IncrementKeyValueRequest,
-      proto::IncrementKeyValueResponse, proto::UpdateKeyValueRequest, proto::UpdateKeyValueResponse,
-      proto::GetKeyValueDirRequest, proto::GetKeyValueDirResponse, proto::DeleteKeyValueRequest,
-      proto::DeleteKeyValueResponse, proto::CompareAndSwapRequest, proto::CompareAndSwapResponse,
-      proto::WatchKeyRequest, proto::WatchKeyResponse, proto::StopWatchKeyRequest,
-      proto::StopWatchKeyResponse, proto::KeyValueChangeEvent, proto::ReduceKeyValueDirRequest,
-      proto::ReduceKeyValueDirResponse, proto::WaitForKeysRequest, proto::WaitForKeysResponse,
+      proto::KeyValueEntry, MUSTER_KV_CALLS(MUSTER_KV_MESSAGES) proto::WatchKeyRequest,
+      proto::WatchKeyResponse, proto::StopWatchKeyRequest, proto::StopWatchKeyResponse,
+      proto::KeyValueChangeEvent,
       // Barriers.
       proto::BarrierRequest, proto::BarrierResponse, proto::BarrierGroupRequest,
       proto::BarrierGroupResponse, proto::BarrierGroupFailure, proto::CancelBarrierRequest,

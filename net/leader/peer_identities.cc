@@ -3,6 +3,7 @@
 #include <absl/strings/str_cat.h>
 
 #include "muster/messages/task_name.h"
+#include "muster/messages/vocabulary/kv_calls.h"
 
 namespace muster {
 namespace {
@@ -20,6 +21,27 @@ const T* As(const caf::type_erased_tuple& request) {
 // coordinator's InvalidArgument, not a refusal here).
 void AddTask(bool has, const proto::CoordinatedTask& task, RequestRole* role) {
   if (has) role->tasks.push_back(task);
+}
+
+// A key-value call of type `Request` acts as the task it names when its request has a source
+// task (an ephemeral write names its writer). True when `request` is one.
+template <class Request>
+bool AddWriterOf(const caf::type_erased_tuple& request, RequestRole* role) {
+  if constexpr (requires(const Request& r) { r.source_task(); }) {
+    if (auto* r = As<Request>(request)) {
+      AddTask(r->has_source_task(), r->source_task(), role);
+      return true;
+    }
+  }
+  return false;
+}
+
+// The task a key-value call of MUSTER_KV_CALLS (kv_calls.h) names, if it names one.
+void AddKvWriter(const caf::type_erased_tuple& request, RequestRole* role) {
+#define MUSTER_KV_WRITER(Verb) \
+  if (AddWriterOf<proto::Verb##Request>(request, role)) return;
+  MUSTER_KV_CALLS(MUSTER_KV_WRITER)
+#undef MUSTER_KV_WRITER
 }
 
 constexpr char kRemedy[] =
@@ -54,15 +76,11 @@ RequestRole RoleOf(const caf::type_erased_tuple& request) {
     AddTask(r->has_source_task(), r->source_task(), &role);
   } else if (auto* r = As<proto::NotifyPreemptionRequest>(request)) {
     AddTask(r->has_source_task(), r->source_task(), &role);
-  } else if (auto* r = As<proto::InsertKeyValueRequest>(request)) {
-    AddTask(r->has_source_task(), r->source_task(), &role);
-  } else if (auto* r = As<proto::UpdateKeyValueRequest>(request)) {
-    AddTask(r->has_source_task(), r->source_task(), &role);
-  } else if (auto* r = As<proto::CompareAndSwapRequest>(request)) {
-    AddTask(r->has_source_task(), r->source_task(), &role);
   } else if (As<proto::RegisterLauncherRequest>(request) != nullptr ||
              As<proto::TaskExitedRequest>(request) != nullptr) {
     role.launcher = true;
+  } else {
+    AddKvWriter(request, &role);
   }
   return role;
 }

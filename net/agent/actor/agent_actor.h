@@ -29,6 +29,7 @@
 
 #include "muster/messages/vocabulary/atoms.h"
 #include "muster/messages/vocabulary/interfaces.h"
+#include "muster/messages/vocabulary/kv_calls.h"
 #include "muster/net/agent/calls/callback_runner_actor.h"
 #include "muster/net/agent/connect/leader_connector_actor.h"
 #include "muster/net/agent/per_process/barrier_combiner_actor.h"
@@ -132,18 +133,9 @@ using AgentControlActor = caf::typed_actor<
     caf::replies_to<proto::GetTaskStateRequest>::with<proto::GetTaskStateResponse>,
     caf::replies_to<proto::WatchJobStateRequest>::with<proto::WatchJobStateResponse>,
     caf::replies_to<proto::GetAliveTasksRequest>::with<proto::GetAliveTasksResponse>,
-    // Key-value store.
-    caf::replies_to<proto::InsertKeyValueRequest>::with<proto::InsertKeyValueResponse>,
-    caf::replies_to<proto::UpdateKeyValueRequest>::with<proto::UpdateKeyValueResponse>,
-    caf::replies_to<proto::GetKeyValueRequest>::with<proto::GetKeyValueResponse>,
-    caf::replies_to<proto::TryGetKeyValueRequest>::with<proto::TryGetKeyValueResponse>,
-    caf::replies_to<proto::IncrementKeyValueRequest>::with<proto::IncrementKeyValueResponse>,
-    caf::replies_to<proto::GetKeyValueDirRequest>::with<proto::GetKeyValueDirResponse>,
-    caf::replies_to<proto::DeleteKeyValueRequest>::with<proto::DeleteKeyValueResponse>,
-    caf::replies_to<proto::CompareAndSwapRequest>::with<proto::CompareAndSwapResponse>,
-    caf::replies_to<proto::ReduceKeyValueDirRequest>::with<proto::ReduceKeyValueDirResponse>,
-    caf::replies_to<proto::WaitForKeysRequest>::with<proto::WaitForKeysResponse>,
-    caf::replies_to<proto::WatchKeyRequest, WatchCallback>::with<proto::WatchKeyResponse>,
+    // Key-value store: every call of MUSTER_KV_CALLS (kv_calls.h), and the watches.
+    MUSTER_KV_CALLS(MUSTER_KV_REPLIES_TO)
+        caf::replies_to<proto::WatchKeyRequest, WatchCallback>::with<proto::WatchKeyResponse>,
     caf::replies_to<proto::StopWatchKeyRequest>::with<proto::StopWatchKeyResponse>,
     caf::reacts_to<cancel_atom, std::string>,
     // Withdraws the blocked gets made by the sender (a GetKeyValueAsync's helper actor).

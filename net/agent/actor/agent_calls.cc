@@ -1,12 +1,15 @@
 // The agent actor's behavior: requests it forwards to the leader (with the task's identity
 // filled in), barrier counters, and the leader of key-value calls made before Connect().
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include <absl/strings/str_cat.h>
 
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
+#include "muster/messages/vocabulary/kv_calls.h"
 #include "muster/net/agent/actor/agent_state.h"
 
 namespace muster {
@@ -118,6 +121,43 @@ void IdentifyWrite(AgentPointer self, Request& request) {
   request.mutable_request_id()->set_seq(++st.request_seq);
 }
 
+// The agent actor's handler of a key-value call of MUSTER_KV_CALLS. Before the leader is known
+// a call waits for it. A write (its request has a request id) gets a copy of its request to fill
+// in: a request id, and its writer when the request has a source task. GetKeyValue and
+// WaitForKeys wait at the leader, with timeouts and cancels of their own; every other read is
+// forwarded as it is.
+template <class Request>
+auto KvCall(AgentPointer self) {
+  using Response = KvCallResponse<Request>;
+  if constexpr (requires(Request request) { request.mutable_request_id(); }) {
+    return [self](Request request) -> caf::result<Response> {
+      if (!HasLeader(self)) return AfterLeader<Response>(self, request);
+      if constexpr (requires { request.mutable_source_task(); }) NameWriter(self, request);
+      IdentifyWrite(self, request);
+      return Forward<Response>(self, request, caf::duration{self->state.config.rpc_timeout});
+    };
+  } else {
+    return [self](const Request& request) -> caf::result<Response> {
+      if (!HasLeader(self)) return AfterLeader<Response>(self, request);
+      if constexpr (std::is_same_v<Request, proto::GetKeyValueRequest>) {
+        return GetKeyValue(self, request);
+      } else if constexpr (std::is_same_v<Request, proto::WaitForKeysRequest>) {
+        return Forward<Response>(self, request, BlockingTimeout(request.timeout_in_ms()),
+                                 {.cancel_on_shutdown = true});
+      } else {
+        return Forward<Response>(self, request, caf::duration{self->state.config.rpc_timeout});
+      }
+    };
+  }
+}
+
+// The handlers of every call of MUSTER_KV_CALLS, as a tuple.
+auto KvCalls(AgentPointer self) {
+#define MUSTER_AGENT_KV_CALL(Verb) std::make_tuple(KvCall<proto::Verb##Request>(self)),
+  return std::tuple_cat(MUSTER_KV_CALLS(MUSTER_AGENT_KV_CALL) std::tuple<>());
+#undef MUSTER_AGENT_KV_CALL
+}
+
 // Withdraws the blocked gets of `key`: at the leader, or here while it is away (they are not
 // re-sent then).
 void CancelGets(AgentPointer self, const std::string& key) {
@@ -216,111 +256,71 @@ void WithLeader(AgentPointer self, std::function<void(const absl::Status&)> then
 
 AgentControlActor::behavior_type AgentBehavior(AgentPointer self) {
   auto rpc = [self] { return caf::duration{self->state.config.rpc_timeout}; };
-  return {
-      [=](const proto::ReportErrorToTaskRequest& report) { HandlePushedError(self, report); },
-      [=](const proto::KeyValueChangeEvent& event) { OnChange(self, event); },
-      [=](const proto::PreemptionNotice& notice) { return OnPreemptionNotice(self, notice); },
-      [=](const proto::SyncPointNotice& notice) { OnSyncPoint(self, notice); },
-      [=](caf::connect_atom) { return Connect(self); },
-      [=](const proto::ShutdownTaskRequest&) { return Shutdown(self); },
-      [=](const proto::ResetTaskRequest&) { return Reset(self); },
-      [=](proto::ReportErrorToServiceRequest request) { return ReportError(self, request); },
-      [=](proto::WaitForAllTasksRequest request) {
-        *request.mutable_source_task() = self->state.config.task;
-        return RunningOnly<proto::WaitForAllTasksResponse>(self, request, "WaitForAllTasks()");
+  // The calls of MUSTER_KV_CALLS come from KvCalls: kv_calls.h lists them.
+  return std::apply(
+      [=](auto... kv_calls) -> AgentControlActor::behavior_type {
+        return {
+            [=](const proto::ReportErrorToTaskRequest& report) { HandlePushedError(self, report); },
+            [=](const proto::KeyValueChangeEvent& event) { OnChange(self, event); },
+            [=](const proto::PreemptionNotice& notice) { return OnPreemptionNotice(self, notice); },
+            [=](const proto::SyncPointNotice& notice) { OnSyncPoint(self, notice); },
+            [=](caf::connect_atom) { return Connect(self); },
+            [=](const proto::ShutdownTaskRequest&) { return Shutdown(self); },
+            [=](const proto::ResetTaskRequest&) { return Reset(self); },
+            [=](proto::ReportErrorToServiceRequest request) { return ReportError(self, request); },
+            [=](proto::WaitForAllTasksRequest request) {
+              *request.mutable_source_task() = self->state.config.task;
+              return RunningOnly<proto::WaitForAllTasksResponse>(self, request,
+                                                                 "WaitForAllTasks()");
+            },
+            [=](const proto::GetTaskStateRequest& r) {
+              return Forward<proto::GetTaskStateResponse>(self, r, rpc());
+            },
+            [=](const proto::WatchJobStateRequest& r) {
+              return Forward<proto::WatchJobStateResponse>(self, r, caf::duration{caf::infinite},
+                                                           {.cancel_on_shutdown = true});
+            },
+            [=](proto::GetAliveTasksRequest request) {
+              *request.mutable_requesting_task() = self->state.config.task;
+              return Forward<proto::GetAliveTasksResponse>(
+                  self, request, caf::duration{caf::infinite}, {.cancel_on_shutdown = true});
+            },
+            kv_calls...,
+            [=](const proto::WatchKeyRequest& r,
+                const WatchCallback& callback) -> caf::result<proto::WatchKeyResponse> {
+              if (!HasLeader(self)) return AfterLeader<proto::WatchKeyResponse>(self, r, callback);
+              return WatchKey(self, r, callback);
+            },
+            [=](const proto::StopWatchKeyRequest& r) { return StopWatchKey(self, r); },
+            [=](cancel_atom, const std::string& key) { CancelGets(self, key); },
+            [=](proto::BarrierRequest request) { return Barrier(self, std::move(request)); },
+            [=](proto::CancelBarrierRequest request) {
+              return CancelBarrier(self, std::move(request));
+            },
+            [=](const proto::GetBarrierProgressRequest& r) {
+              return Forward<proto::GetBarrierProgressResponse>(self, r, rpc());
+            },
+            [=](proto::NotifyPreemptionRequest r) { return NotifyPreemption(self, std::move(r)); },
+            [=](sync_point_atom, int64_t step) { return ReachedSyncPoint(self, step); },
+            [=](cancel_atom) {
+              CancelGetsOf(self, caf::actor_cast<caf::actor_addr>(self->current_sender()));
+            },
+            [=](agent_state_atom) {
+              const auto& st = self->state;
+              return AgentStatus{
+                  .state = st.state,
+                  .error = st.state == AgentState::kError ? st.error : absl::OkStatus(),
+                  .reconnecting = st.reconnecting,
+                  .dropped_watches = st.dropped_watches};
+            },
+            [=](beat_atom, uint64_t generation) { HandleBeat(self, generation); },
+            [=](retry_atom) { OnRetry(self); },
+            [=](retry_atom, uint64_t attempt) { OnReconnectRetry(self, attempt); },
+            [=](deadline_atom, uint64_t episode) { OnReconnectDeadline(self, episode); },
+            [=](deadline_atom) { ExpireCalls(self); },
+        };
       },
-      [=](const proto::GetTaskStateRequest& r) {
-        return Forward<proto::GetTaskStateResponse>(self, r, rpc());
-      },
-      [=](const proto::WatchJobStateRequest& r) {
-        return Forward<proto::WatchJobStateResponse>(self, r, caf::duration{caf::infinite},
-                                                     {.cancel_on_shutdown = true});
-      },
-      [=](proto::GetAliveTasksRequest request) {
-        *request.mutable_requesting_task() = self->state.config.task;
-        return Forward<proto::GetAliveTasksResponse>(self, request, caf::duration{caf::infinite},
-                                                     {.cancel_on_shutdown = true});
-      },
-      [=](proto::InsertKeyValueRequest r) -> caf::result<proto::InsertKeyValueResponse> {
-        if (!HasLeader(self)) return AfterLeader<proto::InsertKeyValueResponse>(self, r);
-        NameWriter(self, r);
-        IdentifyWrite(self, r);
-        return Forward<proto::InsertKeyValueResponse>(self, r, rpc());
-      },
-      [=](proto::UpdateKeyValueRequest r) -> caf::result<proto::UpdateKeyValueResponse> {
-        if (!HasLeader(self)) return AfterLeader<proto::UpdateKeyValueResponse>(self, r);
-        NameWriter(self, r);
-        IdentifyWrite(self, r);
-        return Forward<proto::UpdateKeyValueResponse>(self, r, rpc());
-      },
-      [=](const proto::GetKeyValueRequest& r) -> caf::result<proto::GetKeyValueResponse> {
-        if (!HasLeader(self)) return AfterLeader<proto::GetKeyValueResponse>(self, r);
-        return GetKeyValue(self, r);
-      },
-      [=](const proto::TryGetKeyValueRequest& r) -> caf::result<proto::TryGetKeyValueResponse> {
-        if (!HasLeader(self)) return AfterLeader<proto::TryGetKeyValueResponse>(self, r);
-        return Forward<proto::TryGetKeyValueResponse>(self, r, rpc());
-      },
-      [=](proto::IncrementKeyValueRequest r) -> caf::result<proto::IncrementKeyValueResponse> {
-        if (!HasLeader(self)) return AfterLeader<proto::IncrementKeyValueResponse>(self, r);
-        IdentifyWrite(self, r);
-        return Forward<proto::IncrementKeyValueResponse>(self, r, rpc());
-      },
-      [=](const proto::GetKeyValueDirRequest& r) -> caf::result<proto::GetKeyValueDirResponse> {
-        if (!HasLeader(self)) return AfterLeader<proto::GetKeyValueDirResponse>(self, r);
-        return Forward<proto::GetKeyValueDirResponse>(self, r, rpc());
-      },
-      [=](proto::DeleteKeyValueRequest r) -> caf::result<proto::DeleteKeyValueResponse> {
-        if (!HasLeader(self)) return AfterLeader<proto::DeleteKeyValueResponse>(self, r);
-        IdentifyWrite(self, r);
-        return Forward<proto::DeleteKeyValueResponse>(self, r, rpc());
-      },
-      [=](proto::CompareAndSwapRequest r) -> caf::result<proto::CompareAndSwapResponse> {
-        if (!HasLeader(self)) return AfterLeader<proto::CompareAndSwapResponse>(self, r);
-        NameWriter(self, r);
-        IdentifyWrite(self, r);
-        return Forward<proto::CompareAndSwapResponse>(self, r, rpc());
-      },
-      [=](const proto::ReduceKeyValueDirRequest& r)
-          -> caf::result<proto::ReduceKeyValueDirResponse> {
-        if (!HasLeader(self)) return AfterLeader<proto::ReduceKeyValueDirResponse>(self, r);
-        return Forward<proto::ReduceKeyValueDirResponse>(self, r, rpc());
-      },
-      [=](const proto::WaitForKeysRequest& r) -> caf::result<proto::WaitForKeysResponse> {
-        if (!HasLeader(self)) return AfterLeader<proto::WaitForKeysResponse>(self, r);
-        return Forward<proto::WaitForKeysResponse>(self, r, BlockingTimeout(r.timeout_in_ms()),
-                                                   {.cancel_on_shutdown = true});
-      },
-      [=](const proto::WatchKeyRequest& r,
-          const WatchCallback& callback) -> caf::result<proto::WatchKeyResponse> {
-        if (!HasLeader(self)) return AfterLeader<proto::WatchKeyResponse>(self, r, callback);
-        return WatchKey(self, r, callback);
-      },
-      [=](const proto::StopWatchKeyRequest& r) { return StopWatchKey(self, r); },
-      [=](cancel_atom, const std::string& key) { CancelGets(self, key); },
-      [=](proto::BarrierRequest request) { return Barrier(self, std::move(request)); },
-      [=](proto::CancelBarrierRequest request) { return CancelBarrier(self, std::move(request)); },
-      [=](const proto::GetBarrierProgressRequest& r) {
-        return Forward<proto::GetBarrierProgressResponse>(self, r, rpc());
-      },
-      [=](proto::NotifyPreemptionRequest r) { return NotifyPreemption(self, std::move(r)); },
-      [=](sync_point_atom, int64_t step) { return ReachedSyncPoint(self, step); },
-      [=](cancel_atom) {
-        CancelGetsOf(self, caf::actor_cast<caf::actor_addr>(self->current_sender()));
-      },
-      [=](agent_state_atom) {
-        const auto& st = self->state;
-        return AgentStatus{.state = st.state,
-                           .error = st.state == AgentState::kError ? st.error : absl::OkStatus(),
-                           .reconnecting = st.reconnecting,
-                           .dropped_watches = st.dropped_watches};
-      },
-      [=](beat_atom, uint64_t generation) { HandleBeat(self, generation); },
-      [=](retry_atom) { OnRetry(self); },
-      [=](retry_atom, uint64_t attempt) { OnReconnectRetry(self, attempt); },
-      [=](deadline_atom, uint64_t episode) { OnReconnectDeadline(self, episode); },
-      [=](deadline_atom) { ExpireCalls(self); },
-  };
+      KvCalls(self));
 }
 
 }  // namespace muster

@@ -23,7 +23,7 @@
 #include "muster/actors/durability/state_store.h"
 #include "muster/bench/harness.h"
 #include "muster/messages/status/status_codec.h"
-#include "muster/net/agent/connect/leader_connector_actor.h"
+#include "muster/net/agent/session/leader_session_actor.h"
 #include "muster/net/leader/leader_endpoint.h"
 #include "muster/net/leader/token_gate_actor.h"
 #include "muster/net/transport/node_config.h"
@@ -50,19 +50,15 @@ void ApplyCafOverrides(caf::actor_system_config& cfg, const std::string& overrid
 }
 
 CoordinatorActor ConnectToLeader(caf::actor_system& system, int port) {
-  ConnectOptions options;
-  options.port = static_cast<uint16_t>(port);
-  options.timeout = std::chrono::seconds(30);
-  auto connector = SpawnLeaderConnector(system, options);
   caf::scoped_actor self{system};
-  CoordinatorActor leader;
-  self->request(connector, caf::infinite, caf::connect_atom::value)
-      .receive([&](CoordinatorActor& handle) { leader = std::move(handle); },
-               [&](caf::error& error) {
-                 std::fprintf(stderr, "muster_bench: %s\n", ToStatus(error).ToString().c_str());
-                 std::_Exit(1);
-               });
-  return leader;
+  LeaderSessionReply reply = OpenLeaderSession(
+      self, {.connect = {.port = static_cast<uint16_t>(port), .timeout = std::chrono::seconds(30)}},
+      caf::infinite);
+  if (!reply.status.ok()) {
+    std::fprintf(stderr, "muster_bench: %s\n", reply.status.ToString().c_str());
+    std::_Exit(1);
+  }
+  return reply.leader;
 }
 
 int64_t ClockNs(caf::actor_clock::time_point time) {

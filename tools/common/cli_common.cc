@@ -12,7 +12,7 @@
 #include <caf/send.hpp>
 
 #include "muster/messages/task_name.h"
-#include "muster/net/agent/connect/leader_connector_actor.h"
+#include "muster/net/agent/session/leader_session_actor.h"
 #include "muster/net/leader/job_token.h"
 #include "muster/net/transport/wire/frame_guard.h"
 
@@ -188,38 +188,28 @@ absl::StatusOr<std::unique_ptr<LeaderSession>> LeaderSession::Connect(const Lead
   NodeOptions node;
   node.tls = *std::move(tls);
   std::unique_ptr<LeaderSession> session(new LeaderSession(address, node, *max_request_bytes));
-  ConnectOptions options;
-  options.host = address.host;
-  options.port = address.port;
-  options.timeout = ToTimespan(timeout);
-  options.wait_for_leader = wait_for_leader;
-  auto connector = SpawnLeaderConnector(session->system_, options);
-  absl::Status status = absl::InternalError("no reply from the leader connector");
-  // The connector answers within `timeout`; the margin only guards against a lost reply.
-  session->self_
-      ->request(connector, ToTimespan(timeout + absl::Seconds(5)), caf::connect_atom::value)
-      .receive(
-          [&](CoordinatorActor& leader) {
-            session->leader_ = std::move(leader);
-            status = absl::OkStatus();
-          },
-          [&](caf::error& error) { status = ToStatus(error); });
-  if (!status.ok()) {
-    caf::anon_send_exit(connector, caf::exit_reason::user_shutdown);
-    return status;
-  }
+  // An unreadable token file is reported once the leader was reached, as a refused token is.
   auto token = TokenFromFlags();
-  if (!token.ok()) return token.status();
-  if (!token->empty()) {
-    // From the session's own actor: the leader admits this node while that actor lives.
-    proto::AuthenticateRequest auth;
-    auth.set_token(*std::move(token));
-    absl::Status admitted = absl::InternalError("no reply to the job token");
-    session->self_->request(session->leader_, ToTimespan(timeout), auth)
-        .receive([&](proto::AuthenticateResponse&) { admitted = absl::OkStatus(); },
-                 [&](caf::error& error) { admitted = session->Explain(ToStatus(error), timeout); });
-    if (!admitted.ok()) return admitted;
+  LeaderSessionOptions options{.connect = {.host = address.host,
+                                           .port = address.port,
+                                           .timeout = ToTimespan(timeout),
+                                           .wait_for_leader = wait_for_leader},
+                               .token = token.ok() ? *token : std::string(),
+                               .authenticate_timeout = ToTimespan(timeout)};
+  // The session answers within twice `timeout` (connecting, then the token); the margin only
+  // guards against a lost reply. It presents the token as itself and lives as long as the
+  // session's own actor: the leader admits this node while it lives.
+  LeaderSessionReply reply =
+      OpenLeaderSession(session->self_, std::move(options),
+                        caf::duration{ToTimespan(timeout * 2 + absl::Seconds(5))});
+  if (!reply.status.ok()) {
+    if (reply.failed_in == SessionState::kAuthenticating) {
+      return session->Explain(reply.status, timeout);
+    }
+    return reply.status;
   }
+  if (!token.ok()) return token.status();
+  session->leader_ = std::move(reply.leader);
   return session;
 }
 

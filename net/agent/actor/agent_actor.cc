@@ -61,7 +61,6 @@ void FinishConnect(AgentPointer self, const absl::StatusOr<proto::RegisterTaskRe
     return;
   }
   st.leader_incarnation = result->leader_incarnation();
-  st.registered = true;
   st.state = AgentState::kRunning;
   st.error = absl::OkStatus();
   StartHeartbeats(self);
@@ -73,7 +72,7 @@ void Register(AgentPointer self);
 void RetryConnect(AgentPointer self, const absl::Status& status) {
   auto& st = self->state;
   caf::timespan left = TimeLeft(self);
-  if (!Retryable(status) || left <= caf::timespan{0}) {
+  if (!ShouldRetry(Retryable(status), left)) {
     FinishConnect(self, Retryable(status) ? absl::DeadlineExceededError(absl::StrCat(
                                                 "Connect() of ", TaskName(st.config.task),
                                                 " to the leader at ", LeaderAddress(self),
@@ -81,8 +80,7 @@ void RetryConnect(AgentPointer self, const absl::Status& status) {
                                           : status);
     return;
   }
-  st.connect_backoff = std::min(st.connect_backoff * 2, st.config.leader.max_backoff);
-  self->delayed_send(self, std::min(st.connect_backoff, left), retry_atom::value);
+  self->delayed_send(self, st.connect_backoff.Next(left), retry_atom::value);
 }
 
 void Register(AgentPointer self) {
@@ -91,32 +89,30 @@ void Register(AgentPointer self) {
     st.leader = st.config.local_leader;
     self->monitor(st.leader);
   }
-  if (!st.leader) {
-    ConnectOptions options = st.config.leader;
-    // Reaching the leader is bounded by the register timeout itself; the margin is for answers.
-    options.timeout =
+  if (!st.leader || NeedsToken(self)) {
+    // A leader session reaches the leader and presents the job token (as itself: it lives as
+    // long as this actor or the leader). Reaching the leader is bounded by the register timeout
+    // itself; the margin is for answers.
+    LeaderSessionOptions options{.connect = st.config.leader,
+                                 .leader = st.leader,
+                                 .token = st.config.token,
+                                 .deadline = st.connect_deadline};
+    options.connect.timeout =
         std::max(TimeLeft(self) - kConnectMargin, caf::timespan{std::chrono::milliseconds(1)});
-    st.connector = SpawnLeaderConnector(self->system(), options);
-    self->request(st.connector, caf::infinite, caf::connect_atom::value)
-        .then(
-            [self](CoordinatorActor& leader) {
-              self->state.leader = std::move(leader);
-              self->monitor(self->state.leader);
-              Register(self);
-            },
-            [self](caf::error& error) { FinishConnect(self, ToStatus(error)); });
-    return;
-  }
-  if (!st.config.token.empty() && !st.authenticated && st.leader != st.config.local_leader) {
-    proto::AuthenticateRequest auth;
-    auth.set_token(st.config.token);
-    self->request(st.leader, std::max(TimeLeft(self), caf::timespan{1}), auth)
-        .then(
-            [self](proto::AuthenticateResponse&) {
-              self->state.authenticated = true;
-              Register(self);
-            },
-            [self](caf::error& error) { RetryConnect(self, ToStatus(error)); });
+    OpenLeaderSession(self, std::move(options), [self](LeaderSessionReply reply) {
+      auto& st = self->state;
+      if (!reply.status.ok()) {
+        // The connector's failure is final; a token the leader did not take may be retried.
+        if (reply.failed_in == SessionState::kConnecting) return FinishConnect(self, reply.status);
+        return RetryConnect(self, reply.status);
+      }
+      if (!st.leader) {
+        st.leader = std::move(reply.leader);
+        self->monitor(st.leader);
+      }
+      if (!st.config.token.empty()) st.authenticated = true;
+      Register(self);
+    });
     return;
   }
   proto::RegisterTaskRequest request;
@@ -259,7 +255,10 @@ caf::result<proto::RegisterTaskResponse> Connect(AgentPointer self) {
   // The margin lets the leader's own answer (e.g. the register barrier's DeadlineExceeded,
   // naming the missing tasks) arrive before the agent gives up.
   st.connect_deadline = self->clock().now() + st.config.leader.timeout + kConnectMargin;
-  st.connect_backoff = st.config.leader.initial_backoff;
+  // Each retry waits twice as long as the one before, from twice the initial backoff.
+  st.connect_backoff =
+      Backoff(std::min(st.config.leader.initial_backoff * 2, st.config.leader.max_backoff),
+              st.config.leader.max_backoff);
   Register(self);
   return st.connecting;
 }
@@ -286,7 +285,6 @@ caf::result<proto::ResetTaskResponse> Reset(AgentPointer self) {
       [self](const absl::StatusOr<proto::ResetTaskResponse>& result) {
         if (result.ok() || result.status().code() == absl::StatusCode::kFailedPrecondition) {
           self->state.state = AgentState::kDisconnected;
-          self->state.registered = false;
           ForgetPreemption(self);  // a registration learns the leader's protocol again
         }
       });
@@ -327,7 +325,6 @@ absl::Status FinishShutdown(AgentPointer self, const absl::Status& rpc, bool ask
         "a new Agent may rejoin as a new incarnation)."));
   }
   st.state = AgentState::kDisconnected;
-  st.registered = false;
   return result;
 }
 
@@ -339,7 +336,7 @@ caf::result<proto::ShutdownTaskResponse> Shutdown(AgentPointer self) {
   // reference agent does, without asking the leader (whose answer, e.g. a failed shutdown
   // barrier's, would hide that). The leader learns that the task went from its missing
   // heartbeats, or when the agent actor stops.
-  if (st.state != AgentState::kRunning || !st.leader || !st.registered) {
+  if (st.state != AgentState::kRunning || !st.leader) {
     const bool reconnecting = st.reconnecting;
     StopReconnecting(self);
     absl::Status status = FinishShutdown(self, absl::OkStatus(), /*asked_leader=*/false);

@@ -1,7 +1,8 @@
 // The agent actor: a task's side of the coordination protocol, living in the worker's actor
-// system. It connects to the leader (registering the task), sends heartbeats from an actor
-// timer, forwards requests to the leader and keeps every call it forwarded, so that a lost
-// leader fails them at once (Unavailable) instead of leaving them hanging. Errors pushed by
+// system. It reaches the leader through a leader session (net/agent/session/: the connector and
+// the job token), registers the task, sends heartbeats from an actor timer, forwards requests
+// to the leader and keeps every call it forwarded, so that a lost leader fails them at once
+// (Unavailable) instead of leaving them hanging. Errors pushed by
 // the leader, a lost leader, failed heartbeats or a restarted leader put it in ERROR and call
 // the error callback exactly once per error episode. With leader_reconnect_timeout, a lost
 // leader is waited for instead (agent_reconnect.cc): the calls are kept and re-sent.

@@ -213,45 +213,28 @@ void WithLeader(AgentPointer self, std::function<void(const absl::Status&)> then
     st.leader = st.config.local_leader;
     self->monitor(st.leader);
   }
-  if (st.leader &&
-      (st.authenticated || st.config.token.empty() || st.leader == st.config.local_leader)) {
-    return then(absl::OkStatus());
-  }
+  if (st.leader && !NeedsToken(self)) return then(absl::OkStatus());
   st.awaiting_leader.push_back(std::move(then));
   if (st.awaiting_leader.size() > 1) return;  // a connection is under way
-  auto finish = [self](const absl::Status& status) {
-    auto waiting = std::move(self->state.awaiting_leader);
-    self->state.awaiting_leader.clear();
-    for (auto& run : waiting) run(status);
-  };
-  auto authenticate = [self, finish] {
+  // A leader session reaches the leader (unless the agent has it) and presents the job token.
+  LeaderSessionOptions options{.connect = st.config.leader,
+                               .leader = st.leader,
+                               .token = st.config.token,
+                               .authenticate_timeout = st.config.rpc_timeout};
+  options.connect.timeout = st.config.rpc_timeout;
+  OpenLeaderSession(self, std::move(options), [self](LeaderSessionReply reply) {
     auto& st = self->state;
-    if (st.config.token.empty() || st.authenticated) return finish(absl::OkStatus());
-    proto::AuthenticateRequest auth;
-    auth.set_token(st.config.token);
-    self->request(st.leader, st.config.rpc_timeout, auth)
-        .then(
-            [self, finish](proto::AuthenticateResponse&) {
-              self->state.authenticated = true;
-              finish(absl::OkStatus());
-            },
-            [finish](caf::error& error) { finish(ToStatus(error)); });
-  };
-  if (st.leader) return authenticate();
-  ConnectOptions options = st.config.leader;
-  options.timeout = st.config.rpc_timeout;
-  auto connector = SpawnLeaderConnector(self->system(), options);
-  self->request(connector, caf::infinite, caf::connect_atom::value)
-      .then(
-          [self, authenticate](CoordinatorActor& leader) {
-            auto& st = self->state;
-            if (!st.leader) {  // Connect() may have found it meanwhile
-              st.leader = std::move(leader);
-              self->monitor(st.leader);
-            }
-            authenticate();
-          },
-          [finish](caf::error& error) { finish(ToStatus(error)); });
+    if (reply.status.ok()) {
+      if (!st.leader) {  // Connect() may have found it meanwhile
+        st.leader = std::move(reply.leader);
+        self->monitor(st.leader);
+      }
+      if (!st.config.token.empty()) st.authenticated = true;
+    }
+    auto waiting = std::move(st.awaiting_leader);
+    st.awaiting_leader.clear();
+    for (auto& run : waiting) run(reply.status);
+  });
 }
 
 AgentControlActor::behavior_type AgentBehavior(AgentPointer self) {

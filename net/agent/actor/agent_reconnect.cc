@@ -1,5 +1,5 @@
 // The agent waits for a lost leader (AgentConfig::leader_reconnect_timeout): a RUNNING agent
-// keeps its calls, connects again (the leader connector, or the reconnect_local_leader seam),
+// keeps its calls, connects again (a leader session, or the reconnect_local_leader seam),
 // presents its job token, and registers again with the same incarnation
 // (RegisterTaskRequest.reconnect). When the leader answers with the leader incarnation the
 // agent had (it restarted from its state dir), the agent re-sends every pending call in the
@@ -11,6 +11,7 @@
 //                              ^  | no leader yet, transport error, leader lost again
 //                              +--+ (after a backoff)
 //   any step --deadline passed, refused, other leader incarnation--> ERROR (calls Unavailable)
+// CONNECT and AUTHENTICATE are a leader session's (net/agent/session/leader_session_actor.h).
 #include <algorithm>
 #include <vector>
 
@@ -76,9 +77,7 @@ void Retry(AgentPointer self, std::string error) {
   uint64_t attempt = ++st.reconnect_try;
   caf::timespan left = TimeLeft(self);
   if (left <= caf::timespan{0}) return;
-  caf::timespan delay = std::min(st.reconnect_backoff, left);
-  st.reconnect_backoff = std::min(st.reconnect_backoff * 2, st.config.leader.max_backoff);
-  self->delayed_send(self, delay, retry_atom::value, attempt);
+  self->delayed_send(self, st.reconnect_backoff.Next(left), retry_atom::value, attempt);
 }
 
 // The leader is back with this task's state: everything goes on where it stopped.
@@ -99,24 +98,22 @@ void Resume(AgentPointer self) {
 void Register(AgentPointer self, uint64_t attempt) {
   auto& st = self->state;
   caf::timespan timeout = std::max(TimeLeft(self), caf::timespan{1});
-  auto on_error = [self, attempt](caf::error& error) {
+  auto on_error = [self, attempt](const absl::Status& status) {
     if (!Current(self, attempt)) return;
-    absl::Status status = ToStatus(error);
     if (!Retryable(status)) return Refused(self, status);
     DropLeader(self);  // a new connection next time
     Retry(self, StatusText(status));
   };
-  if (!st.config.token.empty() && !st.authenticated && st.leader != st.config.local_leader) {
-    proto::AuthenticateRequest auth;
-    auth.set_token(st.config.token);
-    self->request(st.leader, timeout, auth)
-        .then(
-            [self, attempt](proto::AuthenticateResponse&) {
-              if (!Current(self, attempt)) return;
-              self->state.authenticated = true;
-              Register(self, attempt);
-            },
-            on_error);
+  if (NeedsToken(self)) {  // a leader found through the reconnect_local_leader seam
+    st.reconnect_session = OpenLeaderSession(
+        self, {.leader = st.leader, .token = st.config.token, .deadline = st.reconnect_deadline},
+        [self, attempt, on_error](LeaderSessionReply reply) {
+          if (!Current(self, attempt)) return;
+          self->state.reconnect_session = nullptr;
+          if (!reply.status.ok()) return on_error(reply.status);
+          self->state.authenticated = true;
+          Register(self, attempt);
+        });
     return;
   }
   proto::RegisterTaskRequest request;
@@ -142,13 +139,14 @@ void Register(AgentPointer self, uint64_t attempt) {
                            "): it was started afresh, not from its --state-dir; the task "
                            "cannot coordinate any more: restart it")));
           },
-          on_error);
+          [on_error](caf::error& error) { on_error(ToStatus(error)); });
 }
 
-void Adopt(AgentPointer self, CoordinatorActor leader, uint64_t attempt) {
+// `authenticated`: the leader accepted the job token on this connection already.
+void Adopt(AgentPointer self, CoordinatorActor leader, uint64_t attempt, bool authenticated) {
   auto& st = self->state;
   st.leader = std::move(leader);
-  st.authenticated = false;
+  st.authenticated = authenticated;
   self->monitor(st.leader);
   Register(self, attempt);
 }
@@ -160,24 +158,29 @@ void Try(AgentPointer self) {
     CoordinatorActor leader = st.config.reconnect_local_leader();
     if (!leader) return Retry(self, "no leader yet");
     if (st.config.local_leader) st.config.local_leader = leader;  // still in this process
-    return Adopt(self, std::move(leader), attempt);
+    return Adopt(self, std::move(leader), attempt, /*authenticated=*/false);
   }
-  ConnectOptions options = st.config.leader;
-  options.timeout = std::max(TimeLeft(self), caf::timespan{1});
-  options.wait_for_leader = true;  // a restarting leader is expected back
-  st.reconnect_connector = SpawnLeaderConnector(self->system(), options);
-  self->request(st.reconnect_connector, caf::infinite, caf::connect_atom::value)
-      .then(
-          [self, attempt](CoordinatorActor& leader) {
-            if (!Current(self, attempt)) return;
-            self->state.reconnect_connector = nullptr;
-            Adopt(self, std::move(leader), attempt);
-          },
-          [self, attempt](caf::error& error) {  // its deadline is the reconnect's
-            if (!Current(self, attempt)) return;
-            self->state.reconnect_connector = nullptr;
-            Retry(self, StatusText(ToStatus(error)));
-          });
+  LeaderSessionOptions options{
+      .connect = st.config.leader, .token = st.config.token, .deadline = st.reconnect_deadline};
+  options.connect.timeout = std::max(TimeLeft(self), caf::timespan{1});
+  options.connect.wait_for_leader = true;  // a restarting leader is expected back
+  st.reconnect_session =
+      OpenLeaderSession(self, std::move(options), [self, attempt](LeaderSessionReply reply) {
+        auto& st = self->state;
+        if (!Current(self, attempt)) return;
+        st.reconnect_session = nullptr;
+        if (reply.status.ok()) {
+          return Adopt(self, std::move(reply.leader), attempt,
+                       /*authenticated=*/!st.config.token.empty());
+        }
+        // The connector's deadline is the reconnect's; a token the leader did not take is
+        // judged as a refused register.
+        if (reply.failed_in == SessionState::kConnecting) {
+          return Retry(self, StatusText(reply.status));
+        }
+        if (!Retryable(reply.status)) return Refused(self, reply.status);
+        Retry(self, StatusText(reply.status));
+      });
 }
 
 }  // namespace
@@ -185,7 +188,7 @@ void Try(AgentPointer self) {
 bool CanReconnect(AgentPointer self) {
   const auto& st = self->state;
   return st.config.leader_reconnect_timeout > caf::timespan{0} &&
-         st.state == AgentState::kRunning && st.registered && !st.connecting.pending() &&
+         st.state == AgentState::kRunning && !st.connecting.pending() &&
          (!st.config.local_leader || st.config.reconnect_local_leader);
 }
 
@@ -194,7 +197,7 @@ void StartReconnect(AgentPointer self, const std::string& reason) {
   st.reconnecting = true;
   uint64_t episode = ++st.reconnect_episode;
   st.reconnect_deadline = self->clock().now() + st.config.leader_reconnect_timeout;
-  st.reconnect_backoff = st.config.leader.initial_backoff;
+  st.reconnect_backoff = Backoff(st.config.leader.initial_backoff, st.config.leader.max_backoff);
   st.lost_reason = reason;
   st.reconnect_error.clear();
   StopHeartbeats(self);
@@ -212,9 +215,9 @@ void StopReconnecting(AgentPointer self) {
   st.reconnecting = false;
   ++st.reconnect_episode;
   ++st.reconnect_try;
-  if (st.reconnect_connector) {
-    self->send_exit(st.reconnect_connector, caf::exit_reason::user_shutdown);
-    st.reconnect_connector = nullptr;
+  if (st.reconnect_session) {
+    self->send_exit(st.reconnect_session, caf::exit_reason::user_shutdown);
+    st.reconnect_session = nullptr;
   }
 }
 

@@ -21,26 +21,27 @@
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/actor/agent_actor.h"
 #include "muster/net/agent/calls/call_deadlines.h"
+#include "muster/net/agent/session/leader_session_actor.h"
 
 namespace muster {
 
 struct AgentActorState {
   static inline const char* name = "muster.agent";
   AgentConfig config;
+  // RUNNING: the leader accepted this agent's registration, and it has not left since. Only then
+  // does Shutdown() tell the leader (an agent whose Connect failed must not disconnect the task,
+  // which may belong to a newer incarnation by now).
   AgentState state = AgentState::kDisconnected;
   absl::Status error;
   CoordinatorActor leader;
   uint64_t leader_incarnation = 0;
-  // The leader accepted this agent's registration, and it has not left since: only then does
-  // Shutdown() tell the leader (an agent whose Connect failed must not disconnect the task,
-  // which may belong to a newer incarnation by now).
-  bool registered = false;
-  // The leader accepted this agent's job token on the current connection.
+  // The leader accepted the job token on the current connection, presented by a leader session
+  // of this agent (net/agent/session/leader_session_actor.h), which keeps the node admitted
+  // while it lives.
   bool authenticated = false;
-  LeaderConnectorActor connector;
   caf::typed_response_promise<proto::RegisterTaskResponse> connecting;
   caf::actor_clock::time_point connect_deadline;
-  caf::timespan connect_backoff{0};
+  Backoff connect_backoff{caf::timespan{0}, caf::timespan{0}};
   uint64_t beat_generation = 0;  // a beat timer of an older generation is stale
   // The heartbeat timeout in use (config.heartbeat_timeout, or the leader's when that is 0)
   // and whether beats go one-way; set at each registration (AdoptHeartbeatTimeout).
@@ -90,8 +91,9 @@ struct AgentActorState {
   uint64_t reconnect_episode = 0;
   uint64_t reconnect_try = 0;
   caf::actor_clock::time_point reconnect_deadline;
-  caf::timespan reconnect_backoff{0};
-  LeaderConnectorActor reconnect_connector;
+  Backoff reconnect_backoff{caf::timespan{0}, caf::timespan{0}};
+  // The leader session of the current try, until it answered.
+  LeaderSessionActor reconnect_session;
   std::string lost_reason;
   std::string reconnect_error;
   // Request ids of key-value writes (with leader_reconnect_timeout): random per agent actor,
@@ -144,6 +146,13 @@ absl::Status NoLeader(AgentPointer self);
 // Whether the agent can make calls to a leader: it has one, or is waiting for a lost one to
 // come back (calls are then kept and sent once it is back).
 inline bool HasLeader(AgentPointer self) { return self->state.leader || self->state.reconnecting; }
+
+// Whether the leader in hand still needs the job token: the agent has one, and the leader is in
+// another process and did not accept it on this connection yet.
+inline bool NeedsToken(AgentPointer self) {
+  const auto& st = self->state;
+  return !st.config.token.empty() && !st.authenticated && st.leader != st.config.local_leader;
+}
 
 // Call deadlines (agent_calls.cc): (re)starts the deadline of call `id` for an attempt sent
 // now (nothing for an infinite timeout), and fails the calls whose deadline passed (the timer:

@@ -1,18 +1,20 @@
 #include "muster/actors/coordinator/coordinator_actor.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include <absl/strings/str_cat.h>
 
 #include "muster/actors/barriers/barrier_actor.h"
-#include "muster/actors/coordinator/coordinator_state.h"
 #include "muster/actors/caf/hardening.h"
-#include "muster/actors/kv/kv_stats.h"
 #include "muster/actors/caf/placement.h"
+#include "muster/actors/coordinator/coordinator_state.h"
+#include "muster/actors/kv/kv_stats.h"
 #include "muster/messages/incarnation.h"
 #include "muster/messages/status/caf_text.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
+#include "muster/messages/vocabulary/kv_calls.h"
 
 namespace muster {
 namespace {
@@ -225,14 +227,25 @@ caf::result<proto::ShutdownTaskResponse> ShutdownTask(CoordinatorPointer self,
   return ShutdownThroughBarrier(self, request);
 }
 
-// Routes a write that may be ephemeral: the owner incarnation comes from the coordinator's own
-// view, never from the wire.
+// Routes a key-value call to its directory. A write that may be ephemeral (it has an owner
+// incarnation) gets its owner from the coordinator's own view, never from the wire.
 template <class Request>
-caf::result<KvResponse<Request>> RouteKvWrite(CoordinatorPointer self, Request request) {
-  absl::StatusOr<uint64_t> owner = EphemeralOwner(self, request.ephemeral(), request.source_task());
-  if (!owner.ok()) return ToKvError(owner.status());
-  request.set_owner_incarnation(*owner);
+caf::result<KvResponse<Request>> RouteKv(CoordinatorPointer self, Request request) {
+  if constexpr (requires { request.set_owner_incarnation(uint64_t{0}); }) {
+    absl::StatusOr<uint64_t> owner =
+        EphemeralOwner(self, request.ephemeral(), request.source_task());
+    if (!owner.ok()) return ToKvError(owner.status());
+    request.set_owner_incarnation(*owner);
+  }
   return RouteKvRequest(self, self->state.kv, std::move(request));
+}
+
+// The handlers of every call of MUSTER_KV_CALLS (kv_calls.h), as a tuple.
+auto KvCalls(CoordinatorPointer self) {
+#define MUSTER_COORDINATOR_KV_CALL(Verb) \
+  std::make_tuple([self](const proto::Verb##Request& r) { return RouteKv(self, r); }),
+  return std::tuple_cat(MUSTER_KV_CALLS(MUSTER_COORDINATOR_KV_CALL) std::tuple<>());
+#undef MUSTER_COORDINATOR_KV_CALL
 }
 
 void Init(CoordinatorPointer self, CoordinatorOptions options) {
@@ -293,92 +306,86 @@ void Init(CoordinatorPointer self, CoordinatorOptions options) {
 CoordinatorActor::behavior_type CoordinatorBehavior(CoordinatorPointer self,
                                                     CoordinatorOptions options) {
   Init(self, std::move(options));
-  return {
-      // A token is checked by the gate in front of a published coordinator (net/); whoever
-      // reaches the coordinator itself is in this process or already admitted.
-      [=](const proto::AuthenticateRequest&) { return proto::AuthenticateResponse(); },
-      [=](const proto::RegisterTaskRequest& request, const AgentActor& agent) {
-        return RegisterTask(self, request, agent);
+  // The key-value calls come from KvCalls: kv_calls.h lists them.
+  return std::apply(
+      [=](auto... kv_calls) -> CoordinatorActor::behavior_type {
+        return {
+            // A token is checked by the gate in front of a published coordinator (net/); whoever
+            // reaches the coordinator itself is in this process or already admitted.
+            [=](const proto::AuthenticateRequest&) { return proto::AuthenticateResponse(); },
+            [=](const proto::RegisterTaskRequest& request, const AgentActor& agent) {
+              return RegisterTask(self, request, agent);
+            },
+            [=](const proto::HeartbeatRequest& request) { return Heartbeat(self, request); },
+            [=](proto::HeartbeatBatchRequest& request) { return HeartbeatBatch(self, request); },
+            [=](const proto::WaitForAllTasksRequest& request) {
+              return WaitForAllTasks(self, request);
+            },
+            [=](const proto::ShutdownTaskRequest& request) { return ShutdownTask(self, request); },
+            [=](const proto::ResetTaskRequest& request) { return ResetTask(self, request); },
+            [=](const proto::ReportErrorToServiceRequest& request) {
+              return ToTask<proto::ReportErrorToServiceResponse>(
+                  self, false, "Unexpected request from task ", request.error_origin(), request);
+            },
+            [=](const proto::GetTaskStateRequest& request) { return GetTaskState(self, request); },
+            [=](const proto::WatchJobStateRequest& request) {
+              return WatchJobState(self, request);
+            },
+            [=](const proto::GetAliveTasksRequest& request) {
+              return GetAliveTasks(self, request);
+            },
+            kv_calls...,
+            [=](const proto::WatchKeyRequest& r, const KvWatcherActor& watcher) {
+              return RouteKvRequest(self, self->state.kv, r, watcher);
+            },
+            [=](const proto::StopWatchKeyRequest& r, const KvWatcherActor& watcher) {
+              return RouteKvRequest(self, self->state.kv, r, watcher);
+            },
+            [=](cancel_atom, const std::string& key) { RouteKvCancel(self, self->state.kv, key); },
+            [=](proto::BarrierRequest& request) { return RouteBarrier(self, std::move(request)); },
+            [=](const proto::BarrierGroupRequest& group) { return RouteBarrierGroup(self, group); },
+            [=](const proto::CancelBarrierRequest& request) {
+              return RouteCancelBarrier(self, request);
+            },
+            [=](const proto::GetBarriersRequest&) {
+              return CollectBarriers(self, self->state.barriers.LiveActors());
+            },
+            [=](const proto::GetKvStatsRequest&) {
+              return CollectKvStats(self, self->state.kv.Directories());
+            },
+            [=](const proto::GetTaskColumnsRequest&) { return TaskColumnsOf(self); },
+            [=](const proto::GetBarrierProgressRequest& request) {
+              return GetBarrierProgress(self, request);
+            },
+            [=](const proto::NotifyPreemptionRequest& request) {
+              return NotifyPreemption(self, request);
+            },
+            [=](progress_check_atom) -> caf::result<void> {
+              if (caf::error refused = NotFromThisNode(self, "progress_check")) return refused;
+              CheckProgress(self);
+              return caf::unit;
+            },
+            [=](const proto::RegisterLauncherRequest& request, const LauncherActor& launcher) {
+              return RegisterLauncher(self, request, launcher);
+            },
+            [=](const proto::TaskExitedRequest& request) { return TaskExited(self, request); },
+            [=](const proto::LauncherStatusRequest&) { return LauncherStatus(self); },
+            [=](const proto::WatchEventsRequest& request) { return WatchEvents(self, request); },
+            [=](barrier_done_atom, const std::string& id, int64_t counter, const caf::error& result,
+                const proto::BarrierInfo& end) -> caf::result<void> {
+              if (caf::error refused = NotFromThisNode(self, "barrier_done")) return refused;
+              OnBarrierDone(self, id, counter, result, end);
+              return caf::unit;
+            },
+            [=](task_state_atom, const proto::CoordinatedTaskStateInfo& info,
+                const AgentActor& agent) -> caf::result<void> {
+              if (caf::error refused = NotFromThisNode(self, "task_state")) return refused;
+              OnTaskState(self, info, agent);
+              return caf::unit;
+            },
+        };
       },
-      [=](const proto::HeartbeatRequest& request) { return Heartbeat(self, request); },
-      [=](proto::HeartbeatBatchRequest& request) { return HeartbeatBatch(self, request); },
-      [=](const proto::WaitForAllTasksRequest& request) { return WaitForAllTasks(self, request); },
-      [=](const proto::ShutdownTaskRequest& request) { return ShutdownTask(self, request); },
-      [=](const proto::ResetTaskRequest& request) { return ResetTask(self, request); },
-      [=](const proto::ReportErrorToServiceRequest& request) {
-        return ToTask<proto::ReportErrorToServiceResponse>(
-            self, false, "Unexpected request from task ", request.error_origin(), request);
-      },
-      [=](const proto::GetTaskStateRequest& request) { return GetTaskState(self, request); },
-      [=](const proto::WatchJobStateRequest& request) { return WatchJobState(self, request); },
-      [=](const proto::GetAliveTasksRequest& request) { return GetAliveTasks(self, request); },
-      [=](const proto::InsertKeyValueRequest& r) { return RouteKvWrite(self, r); },
-      [=](const proto::UpdateKeyValueRequest& r) { return RouteKvWrite(self, r); },
-      [=](const proto::GetKeyValueRequest& r) { return RouteKvRequest(self, self->state.kv, r); },
-      [=](const proto::TryGetKeyValueRequest& r) {
-        return RouteKvRequest(self, self->state.kv, r);
-      },
-      [=](const proto::IncrementKeyValueRequest& r) {
-        return RouteKvRequest(self, self->state.kv, r);
-      },
-      [=](const proto::GetKeyValueDirRequest& r) {
-        return RouteKvRequest(self, self->state.kv, r);
-      },
-      [=](const proto::DeleteKeyValueRequest& r) {
-        return RouteKvRequest(self, self->state.kv, r);
-      },
-      [=](const proto::CompareAndSwapRequest& r) { return RouteKvWrite(self, r); },
-      [=](const proto::ReduceKeyValueDirRequest& r) {
-        return RouteKvRequest(self, self->state.kv, r);
-      },
-      [=](const proto::WaitForKeysRequest& r) { return RouteKvRequest(self, self->state.kv, r); },
-      [=](const proto::WatchKeyRequest& r, const KvWatcherActor& watcher) {
-        return RouteKvRequest(self, self->state.kv, r, watcher);
-      },
-      [=](const proto::StopWatchKeyRequest& r, const KvWatcherActor& watcher) {
-        return RouteKvRequest(self, self->state.kv, r, watcher);
-      },
-      [=](cancel_atom, const std::string& key) { RouteKvCancel(self, self->state.kv, key); },
-      [=](proto::BarrierRequest& request) { return RouteBarrier(self, std::move(request)); },
-      [=](const proto::BarrierGroupRequest& group) { return RouteBarrierGroup(self, group); },
-      [=](const proto::CancelBarrierRequest& request) { return RouteCancelBarrier(self, request); },
-      [=](const proto::GetBarriersRequest&) {
-        return CollectBarriers(self, self->state.barriers.LiveActors());
-      },
-      [=](const proto::GetKvStatsRequest&) {
-        return CollectKvStats(self, self->state.kv.Directories());
-      },
-      [=](const proto::GetTaskColumnsRequest&) { return TaskColumnsOf(self); },
-      [=](const proto::GetBarrierProgressRequest& request) {
-        return GetBarrierProgress(self, request);
-      },
-      [=](const proto::NotifyPreemptionRequest& request) {
-        return NotifyPreemption(self, request);
-      },
-      [=](progress_check_atom) -> caf::result<void> {
-        if (caf::error refused = NotFromThisNode(self, "progress_check")) return refused;
-        CheckProgress(self);
-        return caf::unit;
-      },
-      [=](const proto::RegisterLauncherRequest& request, const LauncherActor& launcher) {
-        return RegisterLauncher(self, request, launcher);
-      },
-      [=](const proto::TaskExitedRequest& request) { return TaskExited(self, request); },
-      [=](const proto::LauncherStatusRequest&) { return LauncherStatus(self); },
-      [=](const proto::WatchEventsRequest& request) { return WatchEvents(self, request); },
-      [=](barrier_done_atom, const std::string& id, int64_t counter, const caf::error& result,
-          const proto::BarrierInfo& end) -> caf::result<void> {
-        if (caf::error refused = NotFromThisNode(self, "barrier_done")) return refused;
-        OnBarrierDone(self, id, counter, result, end);
-        return caf::unit;
-      },
-      [=](task_state_atom, const proto::CoordinatedTaskStateInfo& info,
-          const AgentActor& agent) -> caf::result<void> {
-        if (caf::error refused = NotFromThisNode(self, "task_state")) return refused;
-        OnTaskState(self, info, agent);
-        return caf::unit;
-      },
-  };
+      KvCalls(self));
 }
 
 }  // namespace

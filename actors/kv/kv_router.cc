@@ -29,14 +29,6 @@ absl::StatusOr<KvDirectoryActor> KvRouter::Route(proto::GetKeyValueRequest& requ
   return RouteKey(*request.mutable_key());
 }
 
-absl::StatusOr<KvDirectoryActor> KvRouter::Route(proto::TryGetKeyValueRequest& request) {
-  return RouteKey(*request.mutable_key());
-}
-
-absl::StatusOr<KvDirectoryActor> KvRouter::Route(proto::IncrementKeyValueRequest& request) {
-  return RouteKey(*request.mutable_key());
-}
-
 absl::StatusOr<KvDirectoryActor> KvRouter::Route(proto::GetKeyValueDirRequest& request) {
   return RouteKey(*request.mutable_directory_key());
 }

@@ -39,8 +39,13 @@ class KvRouter {
   absl::StatusOr<KvDirectoryActor> Route(proto::InsertKeyValueRequest& request);
   absl::StatusOr<KvDirectoryActor> Route(proto::UpdateKeyValueRequest& request);
   absl::StatusOr<KvDirectoryActor> Route(proto::GetKeyValueRequest& request);
-  absl::StatusOr<KvDirectoryActor> Route(proto::TryGetKeyValueRequest& request);
-  absl::StatusOr<KvDirectoryActor> Route(proto::IncrementKeyValueRequest& request);
+  // Any other request that names one key (`key`) with nothing more to check: TryGetKeyValue,
+  // IncrementKeyValue, and a new verb of that kind without a line here.
+  template <class Request>
+  requires requires(Request& r) { *r.mutable_key() = std::string(); }
+  absl::StatusOr<KvDirectoryActor> Route(Request& request) {
+    return RouteKey(*request.mutable_key());
+  }
   absl::StatusOr<KvDirectoryActor> Route(proto::GetKeyValueDirRequest& request);
   absl::StatusOr<KvDirectoryActor> Route(proto::DeleteKeyValueRequest& request);
   absl::StatusOr<KvDirectoryActor> Route(proto::CompareAndSwapRequest& request);

@@ -23,7 +23,7 @@
 #include "muster/net/transport/tls/certificate_identity.h"
 #include "muster/net/transport/tls/job_certificates.h"
 #include "muster/tools/common/cli_common.h"
-#include "muster/tools/run/launcher_actor.h"
+#include "muster/net/launcher/launcher_actor.h"
 #include "muster/tools/serve/serve_command.h"
 
 ABSL_DECLARE_FLAG(std::string, host);

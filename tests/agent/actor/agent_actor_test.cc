@@ -11,7 +11,7 @@
 
 #include "muster/actors/coordinator/coordinator_actor.h"
 #include "muster/messages/task_name.h"
-#include "muster/net/agent/calls/reply_sink.h"
+#include "muster/actors/caf/reply_sink.h"
 #include "tests/testing/deterministic_fixture.h"
 #include "tests/testing/status_matchers.h"
 

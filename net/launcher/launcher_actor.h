@@ -1,5 +1,5 @@
 // The launcher actor of `muster run`: it registers this host's tasks with the coordinator as
-// their launcher, runs one process per task (tools/run/task_process.h) with the task's identity in
+// their launcher, runs one process per task (net/launcher/task_process.h) with the task's identity in
 // its environment, prints their output line by line behind the task's name, and carries out what
 // the coordinator sends after each task failure: restart some tasks (the old process is stopped
 // with SIGTERM, SIGKILL after the stop timeout, then the next generation starts), or stop (the job
@@ -32,7 +32,7 @@
 
 #include "muster/messages/vocabulary/interfaces.h"
 #include "muster/net/process/shutdown_signals.h"
-#include "muster/tools/run/task_process.h"
+#include "muster/net/launcher/task_process.h"
 
 namespace muster::cli {
 

@@ -1,4 +1,4 @@
-#include "muster/tools/run/task_process.h"
+#include "muster/net/launcher/task_process.h"
 
 #include <errno.h>
 #include <fcntl.h>

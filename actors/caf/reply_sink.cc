@@ -1,4 +1,4 @@
-#include "muster/net/agent/calls/reply_sink.h"
+#include "muster/actors/caf/reply_sink.h"
 
 #include <atomic>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "muster/tools/run/launcher_actor.h"
+#include "muster/net/launcher/launcher_actor.h"
 
 #include <signal.h>
 

@@ -1,7 +1,7 @@
 // The reply sink: the reply (a response or an error) reaches the callback once, at once on the
 // thread that delivers it; a receiver that is gone bounces the request to it; a request dropped
 // unanswered completes with the error the caller gave.
-#include "muster/net/agent/calls/reply_sink.h"
+#include "muster/actors/caf/reply_sink.h"
 
 #include <string>
 #include <vector>

@@ -1,3 +1,7 @@
+// CAF 0.17 workaround: a thread that is not an actor can only call an actor through a
+// scoped_actor (a mailbox and a condition variable per call) or a helper actor (a spawn and a
+// scheduler wake-up per call).
+//
 // The reply sink: the sender of one request made by a thread that is not an actor (a blocking
 // Agent call, or CallAsync). It has no mailbox and is never scheduled: the reply runs
 // `on_reply` at once, on the thread that delivers it. A call through a scoped_actor (an actor

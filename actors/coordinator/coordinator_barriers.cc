@@ -5,6 +5,7 @@
 
 #include "muster/actors/barriers/barrier_actor.h"
 #include "muster/actors/coordinator/coordinator_state.h"
+#include "muster/messages/requests/barrier_requests.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/messages/vocabulary/group_reply.h"
@@ -12,18 +13,12 @@
 namespace muster {
 namespace {
 
-int64_t Millis(caf::timespan duration) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(duration).count();
-}
-
+// A service barrier's arrival of `source` (its timeout is finite: whole milliseconds).
 proto::BarrierRequest ServiceBarrier(const std::string& id, caf::timespan timeout,
                                      const proto::CoordinatedTask& source,
                                      const std::vector<proto::CoordinatedTask>& tasks) {
-  proto::BarrierRequest request;
-  request.set_barrier_id(id);
-  request.set_barrier_timeout_in_ms(Millis(timeout));
+  proto::BarrierRequest request = requests::Barrier(id, absl::FromChrono(timeout), tasks);
   *request.mutable_source_task() = source;
-  for (const auto& task : tasks) *request.add_tasks() = task;
   return request;
 }
 

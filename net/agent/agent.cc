@@ -215,7 +215,11 @@ GetKeyValueHandle Agent::GetKeyValueAsync(const std::string& key, StatusOrValueC
   proto::GetKeyValueRequest request = requests::GetKeyValue(key, timeout);
   AgentControlActor agent = actor_;
   // The helper makes the call, so that its cancel reaches the agent actor after the call (one
-  // sender's messages arrive in order) and names exactly this call.
+  // sender's messages arrive in order) and names exactly this call. The helper runs when a
+  // scheduler thread gets to it: when this Agent is destroyed first, the call finds its agent
+  // actor gone, and is answered as the agent actor answers the calls waiting when it stops.
+  const std::string destroyed = absl::StrCat("cancelled: the agent of ", TaskName(task_),
+                                             " was destroyed while the call waited");
   caf::actor caller = system_.spawn([=](caf::event_based_actor* self) -> caf::behavior {
     self->request(agent, caf::infinite, request)
         .then(
@@ -224,7 +228,8 @@ GetKeyValueHandle Agent::GetKeyValueAsync(const std::string& key, StatusOrValueC
               self->quit();
             },
             [=](caf::error& error) {
-              done(ToStatus(error));
+              done(error == caf::sec::request_receiver_down ? absl::CancelledError(destroyed)
+                                                            : ToStatus(error));
               self->quit();
             });
     return {[=](cancel_atom) { self->send(agent, cancel_atom::value); }};

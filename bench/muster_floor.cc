@@ -3,7 +3,8 @@
 // TryGet, but no Muster actor in between: the server process publishes one echo actor that
 // answers every TryGetKeyValueRequest with a fixed TryGetKeyValueResponse.
 //   floor         both actors scheduled by CAF's scheduler (what any CAF program pays)
-//   floor-hosted  both actors network-hosted (actors/caf/placement.h), as Muster's leader actors are
+//   floor-hosted  both actors network-hosted (actors/caf/placement.h), as Muster's leader
+//                 actors are
 // For the heartbeat workload, "floor" is the least the design holds per task: the server
 // publishes a registrar that, for each task's agent actor it is sent, spawns one hosted actor
 // that monitors the agent (so the server also holds a proxy of it) and answers the task's

@@ -15,8 +15,8 @@
 #include <caf/actor_system.hpp>
 
 #include "muster/actors/cluster/device_exchange.h"
-#include "muster/actors/observe/event_log_actor.h"
 #include "muster/actors/durability/state_writer_actor.h"
+#include "muster/actors/observe/event_log_actor.h"
 #include "muster/actors/supervision/supervision_policy.h"
 #include "muster/messages/vocabulary/interfaces.h"
 #include "muster/proto/coordination_config.pb.h"

@@ -8,8 +8,8 @@
 #include <absl/container/flat_hash_set.h>
 #include <absl/strings/str_cat.h>
 
-#include "muster/actors/coordinator/coordinator_state.h"
 #include "muster/actors/caf/hardening.h"
+#include "muster/actors/coordinator/coordinator_state.h"
 #include "muster/messages/process_exit.h"
 #include "muster/messages/status/caf_text.h"
 #include "muster/messages/status/status_codec.h"

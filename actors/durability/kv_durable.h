@@ -15,9 +15,9 @@
 #include <absl/container/flat_hash_map.h>
 #include <absl/status/statusor.h>
 
-#include "muster/actors/kv/kv_store.h"
 #include "muster/actors/durability/durable_gate.h"
 #include "muster/actors/durability/state_store.h"
+#include "muster/actors/kv/kv_store.h"
 #include "muster/proto/leader_state.pb.h"
 
 namespace muster {

@@ -7,8 +7,8 @@
 #include <caf/exit_reason.hpp>
 #include <caf/response_promise.hpp>
 
-#include "muster/actors/observe/leader_metrics.h"
 #include "muster/actors/durability/state_store.h"
+#include "muster/actors/observe/leader_metrics.h"
 #include "muster/messages/status/status_codec.h"
 
 namespace muster {

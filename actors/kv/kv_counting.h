@@ -8,8 +8,8 @@
 #include <caf/actor_clock.hpp>
 #include <caf/result.hpp>
 
-#include "muster/actors/observe/leader_metrics.h"
 #include "muster/actors/durability/kv_durable.h"
+#include "muster/actors/observe/leader_metrics.h"
 #include "muster/messages/status/status_codec.h"
 
 namespace muster {

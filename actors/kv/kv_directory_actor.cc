@@ -10,12 +10,12 @@
 #include <caf/result.hpp>
 
 #include "muster/actors/caf/hardening.h"
+#include "muster/actors/caf/placement.h"
+#include "muster/actors/durability/kv_durable.h"
 #include "muster/actors/kv/kv_counting.h"
 #include "muster/actors/kv/kv_store.h"
 #include "muster/actors/kv/kv_subscribers.h"
 #include "muster/actors/observe/leader_metrics.h"
-#include "muster/actors/caf/placement.h"
-#include "muster/actors/durability/kv_durable.h"
 #include "muster/messages/status/caf_text.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"

@@ -18,8 +18,8 @@
 #include <caf/atom.hpp>
 #include <caf/error.hpp>
 
-#include "muster/actors/kv/kv_key.h"
 #include "muster/actors/durability/state_writer_actor.h"
+#include "muster/actors/kv/kv_key.h"
 #include "muster/messages/vocabulary/atoms.h"
 #include "muster/messages/vocabulary/interfaces.h"
 #include "muster/proto/leader_state.pb.h"

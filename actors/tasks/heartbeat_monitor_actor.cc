@@ -6,9 +6,9 @@
 
 #include <caf/local_actor.hpp>
 
-#include "muster/actors/cluster/cluster_view.h"
 #include "muster/actors/caf/hardening.h"
 #include "muster/actors/caf/placement.h"
+#include "muster/actors/cluster/cluster_view.h"
 #include "muster/actors/tasks/heartbeat_deadlines.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/vocabulary/group_reply.h"

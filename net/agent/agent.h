@@ -35,9 +35,9 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/response_type.hpp>
 
+#include "muster/actors/caf/reply_sink.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/net/agent/actor/agent_actor.h"
-#include "muster/actors/caf/reply_sink.h"
 #include "muster/net/agent/per_process/heartbeat_batcher_actor.h"
 #include "muster/net/process/thread_logger_guard.h"
 #include "muster/net/transport/node_config.h"

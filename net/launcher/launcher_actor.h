@@ -1,6 +1,6 @@
 // The launcher actor of `muster run`: it registers this host's tasks with the coordinator as
-// their launcher, runs one process per task (net/launcher/task_process.h) with the task's identity in
-// its environment, prints their output line by line behind the task's name, and carries out what
+// their launcher, runs one process per task (net/launcher/task_process.h) with the task's identity
+// in its environment, prints their output line by line behind the task's name, and carries out what
 // the coordinator sends after each task failure: restart some tasks (the old process is stopped
 // with SIGTERM, SIGKILL after the stop timeout, then the next generation starts), or stop (the job
 // failed for good: the processes get the stop timeout to leave by themselves, then SIGTERM). A
@@ -31,8 +31,8 @@
 #include <caf/typed_actor.hpp>
 
 #include "muster/messages/vocabulary/interfaces.h"
-#include "muster/net/process/shutdown_signals.h"
 #include "muster/net/launcher/task_process.h"
+#include "muster/net/process/shutdown_signals.h"
 
 namespace muster::cli {
 

@@ -5,11 +5,11 @@
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "muster/actors/durability/state_store.h"
 #include "muster/actors/observe/event_file.h"
 #include "muster/actors/observe/event_log_actor.h"
 #include "muster/actors/observe/event_writer_actor.h"
 #include "muster/actors/observe/job_observer_actor.h"
-#include "muster/actors/durability/state_store.h"
 #include "muster/messages/incarnation.h"
 #include "muster/net/leader/leader_endpoint.h"
 #include "muster/net/leader/token_gate_actor.h"

@@ -11,8 +11,8 @@
 #include <caf/stateful_actor.hpp>
 
 #include "muster/actors/caf/hardening.h"
-#include "muster/actors/observe/leader_metrics.h"
 #include "muster/actors/caf/placement.h"
+#include "muster/actors/observe/leader_metrics.h"
 #include "muster/messages/status/caf_text.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/vocabulary/atoms.h"

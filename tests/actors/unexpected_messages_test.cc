@@ -16,8 +16,8 @@
 #include <caf/atom.hpp>
 #include <caf/event_based_actor.hpp>
 
-#include "muster/actors/coordinator/coordinator_actor.h"
 #include "muster/actors/caf/hardening.h"
+#include "muster/actors/coordinator/coordinator_actor.h"
 #include "muster/actors/kv/kv_directory_actor.h"
 #include "muster/actors/kv/kv_fanout_actor.h"
 #include "muster/actors/tasks/heartbeat_monitor_actor.h"

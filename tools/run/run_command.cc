@@ -18,12 +18,12 @@
 
 #include "muster/actors/supervision/supervision_policy.h"
 #include "muster/messages/task_name.h"
+#include "muster/net/launcher/launcher_actor.h"
 #include "muster/net/leader/leader.h"
 #include "muster/net/process/shutdown_signals.h"
 #include "muster/net/transport/tls/certificate_identity.h"
 #include "muster/net/transport/tls/job_certificates.h"
 #include "muster/tools/common/cli_common.h"
-#include "muster/net/launcher/launcher_actor.h"
 #include "muster/tools/serve/serve_command.h"
 
 ABSL_DECLARE_FLAG(std::string, host);

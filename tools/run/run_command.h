@@ -1,7 +1,7 @@
 // `muster run`: runs a job's task processes and restarts what fails. It hosts the leader in its
 // own process (or joins one with --leader), starts one process of CMD per task of this host with
-// the task's identity in its environment (net/launcher/launcher_actor.h), prefixes their output with
-// the task's name, and exits with the job's status. The leader's supervision policy decides
+// the task's identity in its environment (net/launcher/launcher_actor.h), prefixes their output
+// with the task's name, and exits with the job's status. The leader's supervision policy decides
 // restarts: --restart one-for-all | one-for-one | none, at most --max-restarts within
 // --restart-window.
 #pragma once

@@ -17,9 +17,9 @@
 #include "muster/actors/durability/state_store.h"
 #include "muster/actors/durability/state_writer_actor.h"
 #include "muster/messages/task_name.h"
+#include "tests/actors/durability/fake_state_writer.h"
 #include "tests/actors/kv/kv_test_helpers.h"
 #include "tests/actors/leader_fixture.h"
-#include "tests/actors/durability/fake_state_writer.h"
 #include "tests/testing/status_matchers.h"
 
 namespace muster::testing {

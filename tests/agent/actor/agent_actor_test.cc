@@ -9,9 +9,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "muster/actors/caf/reply_sink.h"
 #include "muster/actors/coordinator/coordinator_actor.h"
 #include "muster/messages/task_name.h"
-#include "muster/actors/caf/reply_sink.h"
 #include "tests/testing/deterministic_fixture.h"
 #include "tests/testing/status_matchers.h"
 

@@ -85,10 +85,7 @@ void RetryConnect(AgentPointer self, const absl::Status& status) {
 
 void Register(AgentPointer self) {
   auto& st = self->state;
-  if (!st.leader && st.config.local_leader) {
-    st.leader = st.config.local_leader;
-    self->monitor(st.leader);
-  }
+  UseLocalLeader(self);
   if (!st.leader || NeedsToken(self)) {
     // A leader session reaches the leader and presents the job token (as itself: it lives as
     // long as this actor or the leader). Reaching the leader is bounded by the register timeout
@@ -100,17 +97,12 @@ void Register(AgentPointer self) {
     options.connect.timeout =
         std::max(TimeLeft(self) - kConnectMargin, caf::timespan{std::chrono::milliseconds(1)});
     OpenLeaderSession(self, std::move(options), [self](LeaderSessionReply reply) {
-      auto& st = self->state;
       if (!reply.status.ok()) {
         // The connector's failure is final; a token the leader did not take may be retried.
         if (reply.failed_in == SessionState::kConnecting) return FinishConnect(self, reply.status);
         return RetryConnect(self, reply.status);
       }
-      if (!st.leader) {
-        st.leader = std::move(reply.leader);
-        self->monitor(st.leader);
-      }
-      if (!st.config.token.empty()) st.authenticated = true;
+      AdoptSession(self, reply);
       Register(self);
     });
     return;

@@ -209,10 +209,7 @@ void ExpireCalls(AgentPointer self) {
 
 void WithLeader(AgentPointer self, std::function<void(const absl::Status&)> then) {
   auto& st = self->state;
-  if (!st.leader && st.config.local_leader) {
-    st.leader = st.config.local_leader;
-    self->monitor(st.leader);
-  }
+  UseLocalLeader(self);
   if (st.leader && !NeedsToken(self)) return then(absl::OkStatus());
   st.awaiting_leader.push_back(std::move(then));
   if (st.awaiting_leader.size() > 1) return;  // a connection is under way
@@ -224,13 +221,7 @@ void WithLeader(AgentPointer self, std::function<void(const absl::Status&)> then
   options.connect.timeout = st.config.rpc_timeout;
   OpenLeaderSession(self, std::move(options), [self](LeaderSessionReply reply) {
     auto& st = self->state;
-    if (reply.status.ok()) {
-      if (!st.leader) {  // Connect() may have found it meanwhile
-        st.leader = std::move(reply.leader);
-        self->monitor(st.leader);
-      }
-      if (!st.config.token.empty()) st.authenticated = true;
-    }
+    if (reply.status.ok()) AdoptSession(self, reply);  // Connect() may have found a leader
     auto waiting = std::move(st.awaiting_leader);
     st.awaiting_leader.clear();
     for (auto& run : waiting) run(reply.status);

@@ -154,6 +154,26 @@ inline bool NeedsToken(AgentPointer self) {
   return !st.config.token.empty() && !st.authenticated && st.leader != st.config.local_leader;
 }
 
+// Takes the in-process leader (AgentConfig::local_leader) when the agent has no leader yet.
+inline void UseLocalLeader(AgentPointer self) {
+  auto& st = self->state;
+  if (!st.leader && st.config.local_leader) {
+    st.leader = st.config.local_leader;
+    self->monitor(st.leader);
+  }
+}
+
+// Takes what a leader session that opened reached: its leader, unless the agent found one
+// meanwhile, and, with a job token, the admission the session presented.
+inline void AdoptSession(AgentPointer self, LeaderSessionReply& reply) {
+  auto& st = self->state;
+  if (!st.leader) {
+    st.leader = std::move(reply.leader);
+    self->monitor(st.leader);
+  }
+  if (!st.config.token.empty()) st.authenticated = true;
+}
+
 // Call deadlines (agent_calls.cc): (re)starts the deadline of call `id` for an attempt sent
 // now (nothing for an infinite timeout), and fails the calls whose deadline passed (the timer:
 // (deadline_atom)); while reconnecting an expired call waits for its re-send instead.

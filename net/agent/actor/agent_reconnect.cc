@@ -43,14 +43,7 @@ caf::timespan TimeLeft(AgentPointer self) {
 
 // Whether an answer of try `attempt` still counts.
 bool Current(AgentPointer self, uint64_t attempt) {
-  return self->state.reconnecting && attempt == self->state.reconnect_try;
-}
-
-void DropLeader(AgentPointer self) {
-  auto& st = self->state;
-  if (st.leader) self->demonitor(st.leader.address());
-  st.leader = nullptr;
-  st.authenticated = false;
+  return Reconnecting(self) && attempt == self->state.reconnect_try;
 }
 
 // The reconnect failed for good: every call fails with `status`, and so does the agent.
@@ -144,10 +137,7 @@ void Register(AgentPointer self, uint64_t attempt) {
 
 // `authenticated`: the leader accepted the job token on this connection already.
 void Adopt(AgentPointer self, CoordinatorActor leader, uint64_t attempt, bool authenticated) {
-  auto& st = self->state;
-  st.leader = std::move(leader);
-  st.authenticated = authenticated;
-  self->monitor(st.leader);
+  AdoptLeader(self, std::move(leader), authenticated);
   Register(self, attempt);
 }
 
@@ -188,13 +178,13 @@ void Try(AgentPointer self) {
 bool CanReconnect(AgentPointer self) {
   const auto& st = self->state;
   return st.config.leader_reconnect_timeout > caf::timespan{0} &&
-         st.state == AgentState::kRunning && !st.connecting.pending() &&
+         st.phase == AgentPhase::kRunning && !st.connecting.pending() &&
          (!st.config.local_leader || st.config.reconnect_local_leader);
 }
 
 void StartReconnect(AgentPointer self, const std::string& reason) {
   auto& st = self->state;
-  st.reconnecting = true;
+  EnterPhase(self, AgentPhase::kReconnecting);
   uint64_t episode = ++st.reconnect_episode;
   st.reconnect_deadline = self->clock().now() + st.config.leader_reconnect_timeout;
   st.reconnect_backoff = Backoff(st.config.leader.initial_backoff, st.config.leader.max_backoff);
@@ -211,8 +201,8 @@ void OnReconnectLeaderDown(AgentPointer self) {
 
 void StopReconnecting(AgentPointer self) {
   auto& st = self->state;
-  if (!st.reconnecting) return;
-  st.reconnecting = false;
+  if (!Reconnecting(self)) return;
+  EnterPhase(self, AgentPhase::kRunning);
   ++st.reconnect_episode;
   ++st.reconnect_try;
   if (st.reconnect_session) {
@@ -227,7 +217,7 @@ void OnReconnectRetry(AgentPointer self, uint64_t attempt) {
 
 void OnReconnectDeadline(AgentPointer self, uint64_t episode) {
   auto& st = self->state;
-  if (!st.reconnecting || episode != st.reconnect_episode) return;
+  if (!Reconnecting(self) || episode != st.reconnect_episode) return;
   Fail(self,
        absl::UnavailableError(absl::StrCat(
            LeaderName(self), " did not come back within ", TimeoutText(self),

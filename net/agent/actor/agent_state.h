@@ -25,20 +25,50 @@
 
 namespace muster {
 
+// The agent actor's lifecycle. Each phase is one behaviour of the actor (agent_phases.cc), which
+// answers Connect, Shutdown and Reset and takes the phase's timers; `phase` names the behaviour
+// in use, for the handlers every phase shares. CONNECTING and RECONNECTING are DISCONNECTED and
+// RUNNING to the agent's users (AgentStatus).
+//
+//   DISCONNECTED --Connect--> CONNECTING --registered--> RUNNING --leader lost--> RECONNECTING
+//        ^   ^                    |                       |  ^                     |    |
+//        |   |                    | failed                |  +---registered again--+    |
+//        |   |                    v                       v                             |
+//        |   +----- Reset ----- ERROR <--pushed error, lost leader, heartbeat-----------+
+//        +-------------- Shutdown (from every phase but CONNECTING) ---------------------
+enum class AgentPhase { kDisconnected, kConnecting, kRunning, kReconnecting, kError };
+
+// The state the agent's users see in a phase.
+inline AgentState PublicState(AgentPhase phase) {
+  switch (phase) {
+    case AgentPhase::kDisconnected:
+    case AgentPhase::kConnecting:
+      return AgentState::kDisconnected;
+    case AgentPhase::kRunning:
+    case AgentPhase::kReconnecting:
+      return AgentState::kRunning;
+    case AgentPhase::kError:
+      return AgentState::kError;
+  }
+  return AgentState::kError;
+}
+
 struct AgentActorState {
   static inline const char* name = "muster.agent";
   AgentConfig config;
-  // RUNNING: the leader accepted this agent's registration, and it has not left since. Only then
-  // does Shutdown() tell the leader (an agent whose Connect failed must not disconnect the task,
-  // which may belong to a newer incarnation by now).
-  AgentState state = AgentState::kDisconnected;
-  absl::Status error;
+  // RUNNING (or RECONNECTING): the leader accepted this agent's registration, and it has not
+  // left since. Only then does Shutdown() tell the leader (an agent whose Connect failed must
+  // not disconnect the task, which may belong to a newer incarnation by now).
+  AgentPhase phase = AgentPhase::kDisconnected;
+  absl::Status error;  // what put the agent in ERROR
+  // The leader of the current connection, and whether it accepted the job token on it (a leader
+  // session of this agent presented it, net/agent/session/leader_session_actor.h, and keeps the
+  // node admitted while it lives). Set by AdoptLeader and DropLeader only.
   CoordinatorActor leader;
-  uint64_t leader_incarnation = 0;
-  // The leader accepted the job token on the current connection, presented by a leader session
-  // of this agent (net/agent/session/leader_session_actor.h), which keeps the node admitted
-  // while it lives.
   bool authenticated = false;
+  uint64_t leader_incarnation = 0;
+  // The Connect() under way (CONNECTING; it may outlive the phase: a pushed error puts the agent
+  // in ERROR while its registration still runs, and a Shutdown leaves it running).
   caf::typed_response_promise<proto::RegisterTaskResponse> connecting;
   caf::actor_clock::time_point connect_deadline;
   Backoff connect_backoff{caf::timespan{0}, caf::timespan{0}};
@@ -84,10 +114,9 @@ struct AgentActorState {
   absl::flat_hash_map<std::string, Watch> watches;
   uint64_t next_watch = 0;
   std::vector<std::string> dropped_watches;  // resumes the leader refused (AgentStatus)
-  // Reconnecting to a lost leader (agent_reconnect.cc): the episode (its deadline timer
+  // RECONNECTING to a lost leader (agent_reconnect.cc): the episode (its deadline timer
   // carries it), the current try (retries, connector and register answers carry it), when it
   // ends, the backoff, why the leader was lost and the last error of a try.
-  bool reconnecting = false;
   uint64_t reconnect_episode = 0;
   uint64_t reconnect_try = 0;
   caf::actor_clock::time_point reconnect_deadline;
@@ -143,9 +172,23 @@ absl::Status WrongState(AgentPointer self, absl::string_view call);
 // The FailedPrecondition of a call made while the agent has no connection to the leader.
 absl::Status NoLeader(AgentPointer self);
 
+// The behaviour of `phase`, and entering it: its behaviour replaces the current one
+// (agent_phases.cc).
+AgentControlActor::behavior_type PhaseBehavior(AgentPointer self, AgentPhase phase);
+void EnterPhase(AgentPointer self, AgentPhase phase);
+
+inline bool Reconnecting(AgentPointer self) {
+  return self->state.phase == AgentPhase::kReconnecting;
+}
+
+// The task is registered at the leader: RUNNING, or RECONNECTING (its calls are kept then).
+inline bool Registered(AgentPointer self) {
+  return PublicState(self->state.phase) == AgentState::kRunning;
+}
+
 // Whether the agent can make calls to a leader: it has one, or is waiting for a lost one to
 // come back (calls are then kept and sent once it is back).
-inline bool HasLeader(AgentPointer self) { return self->state.leader || self->state.reconnecting; }
+inline bool HasLeader(AgentPointer self) { return self->state.leader || Reconnecting(self); }
 
 // Whether the leader in hand still needs the job token: the agent has one, and the leader is in
 // another process and did not accept it on this connection yet.
@@ -154,12 +197,28 @@ inline bool NeedsToken(AgentPointer self) {
   return !st.config.token.empty() && !st.authenticated && st.leader != st.config.local_leader;
 }
 
+// Talks to `leader` from now on (watching it); `authenticated`: it accepted the job token on
+// this connection already.
+inline void AdoptLeader(AgentPointer self, CoordinatorActor leader, bool authenticated) {
+  auto& st = self->state;
+  st.leader = std::move(leader);
+  st.authenticated = authenticated;
+  self->monitor(st.leader);
+}
+
+// Forgets the leader (lost, or to connect anew): a new connection proves the token again.
+inline void DropLeader(AgentPointer self) {
+  auto& st = self->state;
+  if (st.leader) self->demonitor(st.leader.address());
+  st.leader = nullptr;
+  st.authenticated = false;
+}
+
 // Takes the in-process leader (AgentConfig::local_leader) when the agent has no leader yet.
 inline void UseLocalLeader(AgentPointer self) {
   auto& st = self->state;
   if (!st.leader && st.config.local_leader) {
-    st.leader = st.config.local_leader;
-    self->monitor(st.leader);
+    AdoptLeader(self, st.config.local_leader, st.authenticated);
   }
 }
 
@@ -167,11 +226,12 @@ inline void UseLocalLeader(AgentPointer self) {
 // meanwhile, and, with a job token, the admission the session presented.
 inline void AdoptSession(AgentPointer self, LeaderSessionReply& reply) {
   auto& st = self->state;
+  bool authenticated = st.authenticated || !st.config.token.empty();
   if (!st.leader) {
-    st.leader = std::move(reply.leader);
-    self->monitor(st.leader);
+    AdoptLeader(self, std::move(reply.leader), authenticated);
+  } else {
+    st.authenticated = authenticated;
   }
-  if (!st.config.token.empty()) st.authenticated = true;
 }
 
 // Call deadlines (agent_calls.cc): (re)starts the deadline of call `id` for an attempt sent
@@ -212,7 +272,7 @@ void CallThrough(AgentPointer self, AgentActorState::Pending info,
         },
         [self, id, current](caf::error& error) {
           AgentActorState::Pending* call = current();
-          if (call == nullptr || self->state.reconnecting) return;
+          if (call == nullptr || Reconnecting(self)) return;
           auto fail = std::move(call->fail);
           self->state.call_deadlines.Remove(id);
           self->state.pending.erase(id);
@@ -220,7 +280,7 @@ void CallThrough(AgentPointer self, AgentActorState::Pending info,
         });
   };
   auto& call = st.pending.emplace(id, std::move(info)).first->second;
-  if (!st.reconnecting) call.send();  // else sent once the leader is back
+  if (!Reconnecting(self)) call.send();  // else sent once the leader is back
 }
 
 // CallThrough with `request` sent straight to the leader. A finite `timeout` is the agent's
@@ -275,7 +335,7 @@ void WithLeader(AgentPointer self, std::function<void(const absl::Status&)> then
 // a call made just before the loss may reach the agent just after it.
 template <class Response, class... Request>
 caf::result<Response> AfterLeader(AgentPointer self, const Request&... request) {
-  if (self->state.state == AgentState::kError) return ToError(self->state.error);
+  if (self->state.phase == AgentPhase::kError) return ToError(self->state.error);
   auto promise = self->make_response_promise<Response>();
   WithLeader(self, [self, promise, request...](const absl::Status& status) mutable {
     if (!status.ok()) {
@@ -289,10 +349,20 @@ caf::result<Response> AfterLeader(AgentPointer self, const Request&... request) 
   return promise;
 }
 
-// Lifecycle handlers (agent_actor.cc).
+// Lifecycle (agent_actor.cc): what the phases' behaviours answer (agent_phases.cc).
+// Connect() in DISCONNECTED; in another phase, NotDisconnected's FailedPrecondition.
 caf::result<proto::RegisterTaskResponse> Connect(AgentPointer self);
+absl::Status NotDisconnected(AgentPointer self);
+// Reset() in ERROR; in another phase, NotInError's FailedPrecondition.
 caf::result<proto::ResetTaskResponse> Reset(AgentPointer self);
-caf::result<proto::ShutdownTaskResponse> Shutdown(AgentPointer self);
+absl::Status NotInError(AgentPointer self);
+// Shutdown() of a RUNNING agent, which tells the leader; of an agent whose task is not
+// registered (DISCONNECTED, CONNECTING, ERROR), which leaves without asking it; and of a
+// RECONNECTING agent, which fails the calls it kept.
+caf::result<proto::ShutdownTaskResponse> ShutdownRunning(AgentPointer self);
+caf::result<proto::ShutdownTaskResponse> LeaveLocally(AgentPointer self);
+caf::result<proto::ShutdownTaskResponse> ShutdownReconnecting(AgentPointer self);
+// The Connect() retry timer: registers again while a Connect() is under way.
 void OnRetry(AgentPointer self);
 void HandlePushedError(AgentPointer self, const proto::ReportErrorToTaskRequest& report);
 // "HOST:PORT" of the configured leader.

@@ -30,7 +30,7 @@ void Resume(AgentPointer self, const std::string& key, uint64_t id, int64_t revi
             [self, key, id, leader](caf::error&) {
               auto& st = self->state;
               // Lost again: the next reconnect resumes it.
-              if (st.reconnecting || st.leader != leader || !Find(self, key, id)) return;
+              if (Reconnecting(self) || st.leader != leader || !Find(self, key, id)) return;
               // Typically OutOfRange: the leader's change history no longer reaches back to
               // the revision. Not a failure of the job: the watch ends (AgentStatus).
               st.watches.erase(key);

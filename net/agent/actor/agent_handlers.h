@@ -1,0 +1,151 @@
+// The handlers every phase of the agent actor shares (internal to net/agent/actor): pushes from
+// the leader, the calls it forwards, key-value calls (one per MUSTER_KV_CALLS entry), watches,
+// barriers, preemption, its status and the call deadline timer. Each phase's behaviour
+// (agent_phases.cc) is its own lifecycle handlers followed by these.
+#pragma once
+
+#include <string>
+#include <tuple>
+#include <type_traits>
+
+#include "muster/messages/vocabulary/kv_calls.h"
+#include "muster/net/agent/actor/agent_state.h"
+
+namespace muster {
+
+// The forwarded calls with some work of their own (agent_calls.cc).
+caf::result<proto::ReportErrorToServiceResponse> ReportError(
+    AgentPointer self, proto::ReportErrorToServiceRequest request);
+caf::result<proto::GetKeyValueResponse> GetKeyValue(AgentPointer self,
+                                                    const proto::GetKeyValueRequest& request);
+caf::result<proto::BarrierResponse> Barrier(AgentPointer self, proto::BarrierRequest request);
+caf::result<proto::CancelBarrierResponse> CancelBarrier(AgentPointer self,
+                                                        proto::CancelBarrierRequest request);
+// Withdraws the blocked gets of `key`: at the leader, or here while it is away (they are not
+// re-sent then).
+void CancelGets(AgentPointer self, const std::string& key);
+
+// A blocking call's deadline at the agent: the call's own timeout and a margin for the leader's
+// answer (none for a timeout of 0 or less: the call waits as long as the leader does).
+inline caf::duration BlockingTimeout(int64_t timeout_ms) {
+  constexpr caf::timespan kBlockingMargin = std::chrono::seconds(5);
+  if (timeout_ms <= 0) return caf::duration{caf::infinite};
+  return caf::duration{std::chrono::milliseconds(timeout_ms) + kBlockingMargin};
+}
+
+// Forwards a call that only a registered task makes (WrongState otherwise).
+template <class Response, class Request>
+caf::result<Response> RunningOnly(AgentPointer self, const Request& request,
+                                  absl::string_view call) {
+  if (!Registered(self)) return ToError(WrongState(self, call));
+  return Forward<Response>(self, request, caf::duration{self->state.config.rpc_timeout});
+}
+
+// An ephemeral write names this task as its writer (the leader checks that it is).
+template <class Request>
+void NameWriter(AgentPointer self, Request& request) {
+  if (request.ephemeral()) *request.mutable_source_task() = self->state.config.task;
+}
+
+// With leader_reconnect_timeout, a write carries a request id: a write re-sent after a
+// reconnect keeps it, and the leader answers it from its record instead of applying it twice.
+template <class Request>
+void IdentifyWrite(AgentPointer self, Request& request) {
+  auto& st = self->state;
+  if (st.config.leader_reconnect_timeout <= caf::timespan{0}) return;
+  request.mutable_request_id()->set_client(st.request_client);
+  request.mutable_request_id()->set_seq(++st.request_seq);
+}
+
+// The agent actor's handler of a key-value call of MUSTER_KV_CALLS. Before the leader is known
+// a call waits for it. A write (its request has a request id) gets a copy of its request to fill
+// in: a request id, and its writer when the request has a source task. GetKeyValue and
+// WaitForKeys wait at the leader, with timeouts and cancels of their own; every other read is
+// forwarded as it is.
+template <class Request>
+auto KvCall(AgentPointer self) {
+  using Response = KvCallResponse<Request>;
+  if constexpr (requires(Request request) { request.mutable_request_id(); }) {
+    return [self](Request request) -> caf::result<Response> {
+      if (!HasLeader(self)) return AfterLeader<Response>(self, request);
+      if constexpr (requires { request.mutable_source_task(); }) NameWriter(self, request);
+      IdentifyWrite(self, request);
+      return Forward<Response>(self, request, caf::duration{self->state.config.rpc_timeout});
+    };
+  } else {
+    return [self](const Request& request) -> caf::result<Response> {
+      if (!HasLeader(self)) return AfterLeader<Response>(self, request);
+      if constexpr (std::is_same_v<Request, proto::GetKeyValueRequest>) {
+        return GetKeyValue(self, request);
+      } else if constexpr (std::is_same_v<Request, proto::WaitForKeysRequest>) {
+        return Forward<Response>(self, request, BlockingTimeout(request.timeout_in_ms()),
+                                 {.cancel_on_shutdown = true});
+      } else {
+        return Forward<Response>(self, request, caf::duration{self->state.config.rpc_timeout});
+      }
+    };
+  }
+}
+
+// The handlers of every call of MUSTER_KV_CALLS, as a tuple.
+inline auto KvCalls(AgentPointer self) {
+#define MUSTER_AGENT_KV_CALL(Verb) std::make_tuple(KvCall<proto::Verb##Request>(self)),
+  return std::tuple_cat(MUSTER_KV_CALLS(MUSTER_AGENT_KV_CALL) std::tuple<>());
+#undef MUSTER_AGENT_KV_CALL
+}
+
+// The handlers every phase shares, as a tuple.
+inline auto SharedHandlers(AgentPointer self) {
+  auto rpc = [self] { return caf::duration{self->state.config.rpc_timeout}; };
+  auto handlers = std::make_tuple(
+      [=](const proto::ReportErrorToTaskRequest& report) { HandlePushedError(self, report); },
+      [=](const proto::KeyValueChangeEvent& event) { OnChange(self, event); },
+      [=](const proto::PreemptionNotice& notice) { return OnPreemptionNotice(self, notice); },
+      [=](const proto::SyncPointNotice& notice) { OnSyncPoint(self, notice); },
+      [=](proto::ReportErrorToServiceRequest request) { return ReportError(self, request); },
+      [=](proto::WaitForAllTasksRequest request) {
+        *request.mutable_source_task() = self->state.config.task;
+        return RunningOnly<proto::WaitForAllTasksResponse>(self, request, "WaitForAllTasks()");
+      },
+      [=](const proto::GetTaskStateRequest& r) {
+        return Forward<proto::GetTaskStateResponse>(self, r, rpc());
+      },
+      [=](const proto::WatchJobStateRequest& r) {
+        return Forward<proto::WatchJobStateResponse>(self, r, caf::duration{caf::infinite},
+                                                     {.cancel_on_shutdown = true});
+      },
+      [=](proto::GetAliveTasksRequest request) {
+        *request.mutable_requesting_task() = self->state.config.task;
+        return Forward<proto::GetAliveTasksResponse>(self, request, caf::duration{caf::infinite},
+                                                     {.cancel_on_shutdown = true});
+      },
+      [=](const proto::WatchKeyRequest& r,
+          const WatchCallback& callback) -> caf::result<proto::WatchKeyResponse> {
+        if (!HasLeader(self)) return AfterLeader<proto::WatchKeyResponse>(self, r, callback);
+        return WatchKey(self, r, callback);
+      },
+      [=](const proto::StopWatchKeyRequest& r) { return StopWatchKey(self, r); },
+      [=](cancel_atom, const std::string& key) { CancelGets(self, key); },
+      [=](proto::BarrierRequest request) { return Barrier(self, std::move(request)); },
+      [=](proto::CancelBarrierRequest request) { return CancelBarrier(self, std::move(request)); },
+      [=](const proto::GetBarrierProgressRequest& r) {
+        return Forward<proto::GetBarrierProgressResponse>(self, r, rpc());
+      },
+      [=](proto::NotifyPreemptionRequest r) { return NotifyPreemption(self, std::move(r)); },
+      [=](sync_point_atom, int64_t step) { return ReachedSyncPoint(self, step); },
+      [=](cancel_atom) {
+        CancelGetsOf(self, caf::actor_cast<caf::actor_addr>(self->current_sender()));
+      },
+      [=](agent_state_atom) {
+        const auto& st = self->state;
+        return AgentStatus{.state = PublicState(st.phase),
+                           .error = st.phase == AgentPhase::kError ? st.error : absl::OkStatus(),
+                           .reconnecting = st.phase == AgentPhase::kReconnecting,
+                           .dropped_watches = st.dropped_watches};
+      },
+      // Connect()'s retry timer: its promise may outlive CONNECTING (see AgentActorState).
+      [=](retry_atom) { OnRetry(self); }, [=](deadline_atom) { ExpireCalls(self); });
+  return std::tuple_cat(std::move(handlers), KvCalls(self));
+}
+
+}  // namespace muster

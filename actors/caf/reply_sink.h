@@ -13,11 +13,18 @@
 //   WAITING --the last reference dropped, never answered--> DONE (on_reply gets `unanswered`)
 // on_reply runs exactly once. It runs on an actor's thread, inside that actor's turn: it must
 // return quickly and never wait for an actor.
+//
+// AwaitExit is the same for the end of actors: a thread that stopped them waits for their exits
+// without a scoped_actor (CAF's only way: a monitor and a receive).
 #pragma once
 
 #include <functional>
+#include <vector>
+
+#include <absl/time/time.h>
 
 #include <caf/actor.hpp>
+#include <caf/actor_addr.hpp>
 #include <caf/error.hpp>
 #include <caf/message.hpp>
 
@@ -26,8 +33,14 @@ namespace muster {
 using ReplyCallback = std::function<void(caf::message& reply)>;
 
 // Sends `request` to `receiver` as a request whose sender is a new reply sink. `unanswered` is
-// what on_reply gets when the receiver drops the request without an answer.
-void RequestWithSink(const caf::strong_actor_ptr& receiver, caf::message request,
-                     ReplyCallback on_reply, caf::error unanswered);
+// what on_reply gets when the receiver drops the request without an answer. Returns the sink's
+// address: the request's sender, by which a later message of the same thread can name this
+// call (it arrives after the request: one thread's messages to an actor keep their order).
+caf::actor_addr RequestWithSink(const caf::strong_actor_ptr& receiver, caf::message request,
+                                ReplyCallback on_reply, caf::error unanswered);
+
+// Waits until every actor of `actors` has exited (at once for one gone already), at most
+// `timeout`; false when the timeout passed first. Never call it inside an actor.
+bool AwaitExit(const std::vector<caf::actor_addr>& actors, absl::Duration timeout);
 
 }  // namespace muster

@@ -6,7 +6,6 @@
 #include <absl/strings/str_cat.h>
 #include <caf/defaults.hpp>
 #include <caf/event_based_actor.hpp>
-#include <caf/scoped_actor.hpp>
 
 #include "muster/messages/incarnation.h"
 #include "muster/messages/requests/barrier_requests.h"
@@ -144,17 +143,8 @@ Agent::~Agent() {
   // Without a shutdown, the actor's exit is what the leader sees: its task actor monitors it.
   // The callback runner stops after the callbacks the agent actor sent before it stopped: no
   // callback runs once the destructor has returned.
-  caf::scoped_actor self{system_};
-  self->monitor(actor_);
-  self->monitor(callbacks_);
   caf::anon_send_exit(actor_, caf::exit_reason::user_shutdown);
-  int running = 2;
-  bool timed_out = false;
-  self->receive_while([&] { return running > 0 && !timed_out; })(
-      [&](caf::down_msg& msg) {
-        if (msg.source == actor_.address() || msg.source == callbacks_.address()) --running;
-      },
-      caf::after(std::chrono::seconds(10)) >> [&] { timed_out = true; });
+  AwaitExit({actor_.address(), callbacks_.address()}, absl::Seconds(10));
 }
 
 absl::Status Agent::Connect() {
@@ -206,35 +196,22 @@ absl::StatusOr<std::string> Agent::GetKeyValue(const std::string& key, absl::Dur
 }
 
 void GetKeyValueHandle::Cancel() const {
-  if (caller_) caf::anon_send(caller_, cancel_atom::value);
+  if (auto agent = caf::actor_cast<AgentControlActor>(agent_)) {
+    caf::anon_send(agent, cancel_atom::value, call_);
+  }
 }
 
 GetKeyValueHandle Agent::GetKeyValueAsync(const std::string& key, StatusOrValueCallback done,
                                           absl::Duration timeout) {
   ThreadLoggerGuard logger_guard;
-  proto::GetKeyValueRequest request = requests::GetKeyValue(key, timeout);
-  AgentControlActor agent = actor_;
-  // The helper makes the call, so that its cancel reaches the agent actor after the call (one
-  // sender's messages arrive in order) and names exactly this call. The helper runs when a
-  // scheduler thread gets to it: when this Agent is destroyed first, the call finds its agent
-  // actor gone, and is answered as the agent actor answers the calls waiting when it stops.
-  const std::string destroyed = absl::StrCat("cancelled: the agent of ", TaskName(task_),
-                                             " was destroyed while the call waited");
-  caf::actor caller = system_.spawn([=](caf::event_based_actor* self) -> caf::behavior {
-    self->request(agent, caf::infinite, request)
-        .then(
-            [=](proto::GetKeyValueResponse& response) {
-              done(response.kv().value());
-              self->quit();
-            },
-            [=](caf::error& error) {
-              done(error == caf::sec::request_receiver_down ? absl::CancelledError(destroyed)
-                                                            : ToStatus(error));
-              self->quit();
-            });
-    return {[=](cancel_atom) { self->send(agent, cancel_atom::value); }};
-  });
-  return GetKeyValueHandle(std::move(caller));
+  // The call's sender names it in a cancel, which this thread's later message cannot overtake.
+  caf::actor_addr call = Send<proto::GetKeyValueResponse>(
+      [done = std::move(done)](absl::StatusOr<proto::GetKeyValueResponse> response) {
+        if (!response.ok()) return done(response.status());
+        done(std::move(*response->mutable_kv()->mutable_value()));
+      },
+      requests::GetKeyValue(key, timeout));
+  return GetKeyValueHandle(caf::actor_cast<caf::actor_addr>(actor_), std::move(call));
 }
 
 void Agent::CancelGetKeyValue(const std::string& key) {

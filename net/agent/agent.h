@@ -157,8 +157,10 @@ class GetKeyValueHandle {
 
  private:
   friend class Agent;
-  explicit GetKeyValueHandle(caf::actor caller) : caller_(std::move(caller)) {}
-  caf::actor caller_;
+  GetKeyValueHandle(caf::actor_addr agent, caf::actor_addr call)
+      : agent_(std::move(agent)), call_(std::move(call)) {}
+  caf::actor_addr agent_;  // the agent actor
+  caf::actor_addr call_;   // the call's sender (its reply sink)
 };
 
 class Agent {
@@ -324,8 +326,10 @@ class Agent {
         proto::CoordinatedTask task, uint64_t incarnation, bool shutdown_on_destruction,
         std::shared_ptr<AgentProgress> progress);
   // Sends one request to the agent actor; `done` gets its answer (see CallAsync).
+  // Returns the call's sender (its reply sink), by which a cancel names the call.
   template <class Response, class... Request>
-  void Send(std::function<void(absl::StatusOr<Response>)> done, Request&&... request) const;
+  caf::actor_addr Send(std::function<void(absl::StatusOr<Response>)> done,
+                       Request&&... request) const;
   template <class Response, class... Args>
   absl::StatusOr<Response> Ask(Args&&... args) const;
 
@@ -344,12 +348,13 @@ class Agent {
 };
 
 template <class Response, class... Request>
-void Agent::Send(std::function<void(absl::StatusOr<Response>)> done, Request&&... request) const {
+caf::actor_addr Agent::Send(std::function<void(absl::StatusOr<Response>)> done,
+                            Request&&... request) const {
   using Answer = typename caf::response_type<typename AgentControlActor::signatures,
                                              std::decay_t<Request>...>::type;
   static_assert(std::is_same_v<Answer, caf::detail::type_list<Response>>,
                 "the agent actor answers this request with another response type");
-  RequestWithSink(
+  return RequestWithSink(
       caf::actor_cast<caf::strong_actor_ptr>(actor_),
       caf::make_message(std::forward<Request>(request)...),
       [done = std::move(done)](caf::message& reply) {

@@ -141,8 +141,8 @@ using AgentControlActor = caf::typed_actor<
         caf::replies_to<proto::WatchKeyRequest, WatchCallback>::with<proto::WatchKeyResponse>,
     caf::replies_to<proto::StopWatchKeyRequest>::with<proto::StopWatchKeyResponse>,
     caf::reacts_to<cancel_atom, std::string>,
-    // Withdraws the blocked gets made by the sender (a GetKeyValueAsync's helper actor).
-    caf::reacts_to<cancel_atom>,
+    // Withdraws the blocked gets made by a caller (a GetKeyValueAsync's reply sink).
+    caf::reacts_to<cancel_atom, caf::actor_addr>,
     // Barriers (the agent keeps the counter of every barrier id).
     caf::replies_to<proto::BarrierRequest>::with<proto::BarrierResponse>,
     caf::replies_to<proto::CancelBarrierRequest>::with<proto::CancelBarrierResponse>,

@@ -133,9 +133,7 @@ inline auto SharedHandlers(AgentPointer self) {
       },
       [=](proto::NotifyPreemptionRequest r) { return NotifyPreemption(self, std::move(r)); },
       [=](sync_point_atom, int64_t step) { return ReachedSyncPoint(self, step); },
-      [=](cancel_atom) {
-        CancelGetsOf(self, caf::actor_cast<caf::actor_addr>(self->current_sender()));
-      },
+      [=](cancel_atom, const caf::actor_addr& caller) { CancelGetsOf(self, caller); },
       [=](agent_state_atom) {
         const auto& st = self->state;
         return AgentStatus{.state = PublicState(st.phase),

@@ -1,6 +1,7 @@
 // The reply sink: the reply (a response or an error) reaches the callback once, at once on the
 // thread that delivers it; a receiver that is gone bounces the request to it; a request dropped
-// unanswered completes with the error the caller gave.
+// unanswered completes with the error the caller gave. The request's sender is the address
+// RequestWithSink returns; AwaitExit waits for actors to end.
 #include "muster/actors/caf/reply_sink.h"
 
 #include <string>
@@ -104,6 +105,42 @@ TEST_F(ReplySinkTest, DroppedUnanswered_CompletesWithTheGivenError) {
   ASSERT_EQ(seen.errors.size(), 1u);
   EXPECT_EQ(seen.errors[0], absl::UnavailableError("agent stopped"));
   EXPECT_TRUE(seen.values.empty());
+}
+
+TEST_F(ReplySinkTest, ReturnedAddress_IsTheRequestsSender) {
+  caf::actor_addr sender;
+  auto recorder = Keep(system_.spawn([&sender](caf::event_based_actor* self) -> caf::behavior {
+    return {[self, &sender](const std::string& text) {
+      sender = caf::actor_cast<caf::actor_addr>(self->current_sender());
+      return text;
+    }};
+  }));
+  Seen seen;
+  caf::actor_addr call = RequestWithSink(caf::actor_cast<caf::strong_actor_ptr>(recorder),
+                                         caf::make_message("hi"), Record(seen), Unanswered());
+  Drain();
+  ASSERT_TRUE(call);
+  EXPECT_EQ(sender, call);
+  EXPECT_THAT(seen.values, ElementsAre("hi"));
+}
+
+TEST_F(ReplySinkTest, AwaitExit_FalseWhileAnActorLivesTrueOnceAllExited) {
+  auto first = system_.spawn([](caf::event_based_actor*) -> caf::behavior {
+    return {[](const std::string&) {}};
+  });
+  auto second = system_.spawn([](caf::event_based_actor*) -> caf::behavior {
+    return {[](const std::string&) {}};
+  });
+  Drain();
+  EXPECT_FALSE(AwaitExit({first.address(), second.address()}, absl::ZeroDuration()));
+  caf::anon_send_exit(first, caf::exit_reason::user_shutdown);
+  Drain();
+  EXPECT_FALSE(AwaitExit({first.address(), second.address()}, absl::ZeroDuration()));
+  caf::anon_send_exit(second, caf::exit_reason::user_shutdown);
+  Drain();
+  // Both gone: no wait at all, whatever the timeout.
+  EXPECT_TRUE(AwaitExit({first.address(), second.address()}, absl::ZeroDuration()));
+  EXPECT_TRUE(AwaitExit({}, absl::ZeroDuration()));
 }
 
 }  // namespace

@@ -242,7 +242,7 @@ caf::result<KvResponse<Request>> RouteKv(CoordinatorPointer self, Request reques
 
 // The handlers of every call of MUSTER_KV_CALLS (kv_calls.h), as a tuple.
 auto KvCalls(CoordinatorPointer self) {
-#define MUSTER_COORDINATOR_KV_CALL(Verb) \
+#define MUSTER_COORDINATOR_KV_CALL(Verb, label) \
   std::make_tuple([self](const proto::Verb##Request& r) { return RouteKv(self, r); }),
   return std::tuple_cat(MUSTER_KV_CALLS(MUSTER_COORDINATOR_KV_CALL) std::tuple<>());
 #undef MUSTER_COORDINATOR_KV_CALL

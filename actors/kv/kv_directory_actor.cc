@@ -1,6 +1,9 @@
 #include "muster/actors/kv/kv_directory_actor.h"
 
 #include <chrono>
+#include <optional>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -19,6 +22,7 @@
 #include "muster/messages/status/caf_text.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
+#include "muster/messages/vocabulary/kv_calls.h"
 
 namespace muster {
 namespace {
@@ -53,8 +57,8 @@ proto::KeyValueEntry Entry(const std::string& key, const std::string& value) {
 // Counts a parked call answered now, with `code`, after its wait.
 void CountWaiter(KvDirectoryPointer self, const KvWaiter& waiter, absl::StatusCode code) {
   if (!self->state.metrics) return;
-  self->state.metrics->KvDone(waiter.waits_for_keys() ? KvVerb::kWaitForKeys : KvVerb::kGet, code,
-                              self->clock().now() - waiter.parked_at);
+  self->state.metrics->KvDone(waiter.waits_for_keys() ? KvVerb::kWaitForKeys : KvVerb::kGetKeyValue,
+                              code, self->clock().now() - waiter.parked_at);
 }
 
 // Drops the monitor of a peer that has no waiter and no watch left.
@@ -161,8 +165,12 @@ caf::result<Response> Write(KvDirectoryPointer self, KvVerb verb, const Request&
 // The owner an ephemeral write names (stamped by the coordinator); nullopt for a persistent one.
 template <class Request>
 std::optional<KvOwner> OwnerOf(const Request& request) {
-  if (!request.ephemeral() || request.owner_incarnation() == 0) return std::nullopt;
-  return KvOwner{TaskName(request.source_task()), request.owner_incarnation()};
+  if constexpr (requires { request.ephemeral(); }) {
+    if (!request.ephemeral() || request.owner_incarnation() == 0) return std::nullopt;
+    return KvOwner{TaskName(request.source_task()), request.owner_incarnation()};
+  } else {
+    return std::nullopt;  // a write that cannot be ephemeral
+  }
 }
 
 const KvOwner* Ptr(const std::optional<KvOwner>& owner) { return owner ? &*owner : nullptr; }
@@ -175,31 +183,6 @@ void FailWaiter(KvDirectoryPointer self, KvWaiter& waiter, const absl::Status& s
   } else {
     waiter.promise.deliver(ToKvError(status));
   }
-}
-
-caf::result<proto::InsertKeyValueResponse> InsertKeyValue(
-    KvDirectoryPointer self, const proto::InsertKeyValueRequest& request) {
-  return Write<proto::InsertKeyValueResponse>(
-      self, KvVerb::kInsert, request,
-      [&](KvStore::Changes& changes) -> absl::StatusOr<proto::InsertKeyValueResponse> {
-        std::optional<KvOwner> owner = OwnerOf(request);
-        absl::Status status =
-            self->state.store.Insert(request.kv(), request.allow_overwrite(), changes, Ptr(owner));
-        if (!status.ok()) return status;
-        return proto::InsertKeyValueResponse();
-      });
-}
-
-caf::result<proto::UpdateKeyValueResponse> UpdateKeyValue(
-    KvDirectoryPointer self, const proto::UpdateKeyValueRequest& request) {
-  return Write<proto::UpdateKeyValueResponse>(
-      self, KvVerb::kUpdate, request,
-      [&](KvStore::Changes& changes) -> absl::StatusOr<proto::UpdateKeyValueResponse> {
-        std::optional<KvOwner> owner = OwnerOf(request);
-        absl::Status status = self->state.store.Update(request.kv(), changes, Ptr(owner));
-        if (!status.ok()) return status;
-        return proto::UpdateKeyValueResponse();
-      });
 }
 
 // Arms the deadline of parked call `id`, unless it waits without one.
@@ -237,76 +220,6 @@ caf::result<proto::GetKeyValueResponse> GetKeyValue(KvDirectoryPointer self,
   if (value == nullptr) return ParkGetter(self, request);
   proto::GetKeyValueResponse response;
   *response.mutable_kv() = Entry(request.key(), *value);
-  return response;
-}
-
-caf::result<proto::TryGetKeyValueResponse> TryGetKeyValue(
-    KvDirectoryPointer self, const proto::TryGetKeyValueRequest& request) {
-  const KvStore& store = self->state.store;
-  if (absl::Status status = store.CheckKey(request.key()); !status.ok()) return ToKvError(status);
-  const std::string* value = store.Find(request.key());
-  if (value == nullptr) {
-    return ToKvError(absl::NotFoundError(
-        absl::StrCat("Config key ", KeyForMessage(request.key()), " not found.")));
-  }
-  proto::TryGetKeyValueResponse response;
-  *response.mutable_kv() = Entry(request.key(), *value);
-  return response;
-}
-
-caf::result<proto::IncrementKeyValueResponse> IncrementKeyValue(
-    KvDirectoryPointer self, const proto::IncrementKeyValueRequest& request) {
-  return Write<proto::IncrementKeyValueResponse>(
-      self, KvVerb::kIncrement, request,
-      [&](KvStore::Changes& changes) -> absl::StatusOr<proto::IncrementKeyValueResponse> {
-        absl::StatusOr<int64_t> sum =
-            self->state.store.Increment(request.key(), request.increment(), changes);
-        if (!sum.ok()) return sum.status();
-        proto::IncrementKeyValueResponse response;
-        *response.mutable_kv() = Entry(request.key(), absl::StrCat(*sum));
-        return response;
-      });
-}
-
-caf::result<proto::GetKeyValueDirResponse> GetKeyValueDir(
-    KvDirectoryPointer self, const proto::GetKeyValueDirRequest& request) {
-  auto entries = self->state.store.List(request.directory_key());
-  if (!entries.ok()) return ToKvError(entries.status());
-  proto::GetKeyValueDirResponse response;
-  response.set_directory_key(request.directory_key());
-  for (proto::KeyValueEntry& entry : *entries) *response.add_kv() = std::move(entry);
-  return response;
-}
-
-caf::result<proto::DeleteKeyValueResponse> DeleteKeyValue(
-    KvDirectoryPointer self, const proto::DeleteKeyValueRequest& request) {
-  return Write<proto::DeleteKeyValueResponse>(
-      self, KvVerb::kDelete, request,
-      [&](KvStore::Changes& changes) -> absl::StatusOr<proto::DeleteKeyValueResponse> {
-        absl::Status status =
-            self->state.store.Delete(request.key(), request.is_directory(), changes);
-        if (!status.ok()) return status;
-        return proto::DeleteKeyValueResponse();
-      });
-}
-
-caf::result<proto::CompareAndSwapResponse> CompareAndSwap(
-    KvDirectoryPointer self, const proto::CompareAndSwapRequest& request) {
-  return Write<proto::CompareAndSwapResponse>(
-      self, KvVerb::kCompareAndSwap, request,
-      [&](KvStore::Changes& changes) -> absl::StatusOr<proto::CompareAndSwapResponse> {
-        std::optional<KvOwner> owner = OwnerOf(request);
-        return self->state.store.CompareAndSwap(request, changes, Ptr(owner));
-      });
-}
-
-caf::result<proto::ReduceKeyValueDirResponse> ReduceKeyValueDir(
-    KvDirectoryPointer self, const proto::ReduceKeyValueDirRequest& request) {
-  auto reduced = self->state.store.Reduce(request.directory_key(), request.op());
-  if (!reduced.ok()) return ToKvError(reduced.status());
-  proto::ReduceKeyValueDirResponse response;
-  response.set_value(reduced->value);
-  response.set_count(reduced->count);
   return response;
 }
 
@@ -498,6 +411,36 @@ caf::result<int64_t, int64_t, int64_t, int64_t> Stats(KvDirectoryPointer self) {
                           subscribers.num_watches(), subscribers.num_peers());
 }
 
+// The directory's handler of a key-value call of MUSTER_KV_CALLS, counted under its verb.
+// GetKeyValue and WaitForKeys may wait for keys to come; every other call is the store's: a
+// write (its request has a request id) through Write, a read at once.
+template <class Request>
+auto KvCall(KvDirectoryPointer self) {
+  using Response = KvCallResponse<Request>;
+  constexpr KvVerb verb = KvVerbOf<Request>();
+  return [self](const Request& request) -> caf::result<Response> {
+    if constexpr (std::is_same_v<Request, proto::GetKeyValueRequest>) {
+      return Counted(self, verb, [&] { return GetKeyValue(self, request); });
+    } else if constexpr (std::is_same_v<Request, proto::WaitForKeysRequest>) {
+      return Counted(self, verb, [&] { return WaitForKeys(self, request); });
+    } else if constexpr (requires { request.request_id(); }) {
+      return Write<Response>(self, verb, request, [&](KvStore::Changes& changes) {
+        std::optional<KvOwner> owner = OwnerOf(request);
+        return self->state.store.Apply(request, changes, Ptr(owner));
+      });
+    } else {
+      return Counted(self, verb, [&] { return Answer(self->state.store.Read(request)); });
+    }
+  };
+}
+
+// The handlers of every call of MUSTER_KV_CALLS, as a tuple.
+auto KvCalls(KvDirectoryPointer self) {
+#define MUSTER_KV_DIRECTORY_CALL(Verb, label) std::make_tuple(KvCall<proto::Verb##Request>(self)),
+  return std::tuple_cat(MUSTER_KV_CALLS(MUSTER_KV_DIRECTORY_CALL) std::tuple<>());
+#undef MUSTER_KV_DIRECTORY_CALL
+}
+
 proto::KvDirectoryStats DirectoryStats(KvDirectoryPointer self) {
   const KvSubscribers& subscribers = self->state.subscribers;
   proto::KvDirectoryStats stats;
@@ -528,45 +471,30 @@ KvDirectoryActor::behavior_type KvDirectoryBehavior(KvDirectoryPointer self, std
     if (!IsLeaderPause(exit.reason)) CancelAllGets(self, exit.reason);
     self->quit(exit.reason);
   });
-  return {
-      [=](const proto::InsertKeyValueRequest& request) { return InsertKeyValue(self, request); },
-      [=](const proto::UpdateKeyValueRequest& request) { return UpdateKeyValue(self, request); },
-      [=](const proto::GetKeyValueRequest& request) {
-        return Counted(self, KvVerb::kGet, [&] { return GetKeyValue(self, request); });
+  // The calls of MUSTER_KV_CALLS come from KvCalls: kv_calls.h lists them.
+  return std::apply(
+      [=](auto... kv_calls) -> KvDirectoryActor::behavior_type {
+        return {
+            kv_calls...,
+            [=](const proto::WatchKeyRequest& request, const KvWatcherActor& watcher) {
+              return Counted(self, KvVerb::kWatchKey,
+                             [&] { return WatchKey(self, request, watcher); });
+            },
+            [=](const proto::StopWatchKeyRequest& request, const KvWatcherActor& watcher) {
+              return CountedNow(self, KvVerb::kStopWatchKey,
+                                [&] { return StopWatchKey(self, request, watcher); });
+            },
+            [=](drop_owner_atom, const std::string& task, uint64_t incarnation) {
+              DropOwner(self, task, incarnation);
+            },
+            [=](cancel_atom, const std::string& key) { CancelGets(self, key); },
+            [=](deadline_atom, uint64_t waiter_id) { ExpireGet(self, waiter_id); },
+            [=](resume_watch_atom, uint64_t id) { ResumeWatch(self, id); },
+            [=](kv_stats_atom) { return Stats(self); },
+            [=](const proto::GetKvStatsRequest&) { return DirectoryStats(self); },
+        };
       },
-      [=](const proto::TryGetKeyValueRequest& request) {
-        return Counted(self, KvVerb::kTryGet, [&] { return TryGetKeyValue(self, request); });
-      },
-      [=](const proto::IncrementKeyValueRequest& request) {
-        return IncrementKeyValue(self, request);
-      },
-      [=](const proto::GetKeyValueDirRequest& request) {
-        return Counted(self, KvVerb::kGetDir, [&] { return GetKeyValueDir(self, request); });
-      },
-      [=](const proto::DeleteKeyValueRequest& request) { return DeleteKeyValue(self, request); },
-      [=](const proto::CompareAndSwapRequest& request) { return CompareAndSwap(self, request); },
-      [=](const proto::WatchKeyRequest& request, const KvWatcherActor& watcher) {
-        return Counted(self, KvVerb::kWatch, [&] { return WatchKey(self, request, watcher); });
-      },
-      [=](const proto::StopWatchKeyRequest& request, const KvWatcherActor& watcher) {
-        return CountedNow(self, KvVerb::kStopWatch,
-                          [&] { return StopWatchKey(self, request, watcher); });
-      },
-      [=](const proto::ReduceKeyValueDirRequest& request) {
-        return Counted(self, KvVerb::kReduceDir, [&] { return ReduceKeyValueDir(self, request); });
-      },
-      [=](const proto::WaitForKeysRequest& request) {
-        return Counted(self, KvVerb::kWaitForKeys, [&] { return WaitForKeys(self, request); });
-      },
-      [=](drop_owner_atom, const std::string& task, uint64_t incarnation) {
-        DropOwner(self, task, incarnation);
-      },
-      [=](cancel_atom, const std::string& key) { CancelGets(self, key); },
-      [=](deadline_atom, uint64_t waiter_id) { ExpireGet(self, waiter_id); },
-      [=](resume_watch_atom, uint64_t id) { ResumeWatch(self, id); },
-      [=](kv_stats_atom) { return Stats(self); },
-      [=](const proto::GetKvStatsRequest&) { return DirectoryStats(self); },
-  };
+      KvCalls(self));
 }
 
 }  // namespace

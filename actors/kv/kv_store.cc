@@ -321,4 +321,76 @@ std::pair<KvStore::Map::const_iterator, KvStore::Map::const_iterator> KvStore::S
           data_.lower_bound(SubtreeEnd(directory))};
 }
 
+// The calls of MUSTER_KV_CALLS.
+
+absl::StatusOr<proto::InsertKeyValueResponse> KvStore::Apply(
+    const proto::InsertKeyValueRequest& request, Changes& changes, const KvOwner* owner) {
+  absl::Status status = Insert(request.kv(), request.allow_overwrite(), changes, owner);
+  if (!status.ok()) return status;
+  return proto::InsertKeyValueResponse();
+}
+
+absl::StatusOr<proto::UpdateKeyValueResponse> KvStore::Apply(
+    const proto::UpdateKeyValueRequest& request, Changes& changes, const KvOwner* owner) {
+  absl::Status status = Update(request.kv(), changes, owner);
+  if (!status.ok()) return status;
+  return proto::UpdateKeyValueResponse();
+}
+
+absl::StatusOr<proto::IncrementKeyValueResponse> KvStore::Apply(
+    const proto::IncrementKeyValueRequest& request, Changes& changes, const KvOwner*) {
+  absl::StatusOr<int64_t> sum = Increment(request.key(), request.increment(), changes);
+  if (!sum.ok()) return sum.status();
+  proto::IncrementKeyValueResponse response;
+  response.mutable_kv()->set_key(request.key());
+  response.mutable_kv()->set_value(absl::StrCat(*sum));
+  return response;
+}
+
+absl::StatusOr<proto::DeleteKeyValueResponse> KvStore::Apply(
+    const proto::DeleteKeyValueRequest& request, Changes& changes, const KvOwner*) {
+  absl::Status status = Delete(request.key(), request.is_directory(), changes);
+  if (!status.ok()) return status;
+  return proto::DeleteKeyValueResponse();
+}
+
+absl::StatusOr<proto::CompareAndSwapResponse> KvStore::Apply(
+    const proto::CompareAndSwapRequest& request, Changes& changes, const KvOwner* owner) {
+  return CompareAndSwap(request, changes, owner);
+}
+
+absl::StatusOr<proto::TryGetKeyValueResponse> KvStore::Read(
+    const proto::TryGetKeyValueRequest& request) const {
+  if (absl::Status status = CheckKey(request.key()); !status.ok()) return status;
+  const std::string* value = Find(request.key());
+  if (value == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("Config key ", KeyForMessage(request.key()), " not found."));
+  }
+  proto::TryGetKeyValueResponse response;
+  response.mutable_kv()->set_key(request.key());
+  response.mutable_kv()->set_value(*value);
+  return response;
+}
+
+absl::StatusOr<proto::GetKeyValueDirResponse> KvStore::Read(
+    const proto::GetKeyValueDirRequest& request) const {
+  auto entries = List(request.directory_key());
+  if (!entries.ok()) return entries.status();
+  proto::GetKeyValueDirResponse response;
+  response.set_directory_key(request.directory_key());
+  for (proto::KeyValueEntry& entry : *entries) *response.add_kv() = std::move(entry);
+  return response;
+}
+
+absl::StatusOr<proto::ReduceKeyValueDirResponse> KvStore::Read(
+    const proto::ReduceKeyValueDirRequest& request) const {
+  auto reduced = Reduce(request.directory_key(), request.op());
+  if (!reduced.ok()) return reduced.status();
+  proto::ReduceKeyValueDirResponse response;
+  response.set_value(reduced->value);
+  response.set_count(reduced->count);
+  return response;
+}
+
 }  // namespace muster

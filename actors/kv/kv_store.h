@@ -101,6 +101,27 @@ class KvStore {
   // How many keys are under "<directory>/".
   int64_t CountUnder(absl::string_view directory) const;
 
+  // The calls of MUSTER_KV_CALLS (kv_calls.h) that the store answers by itself, request in,
+  // response out: the directory actor hands it every such call but GetKeyValue and WaitForKeys,
+  // which may wait. A write (its request has a request_id) fills `changes`; `owner` as in
+  // Insert (null for a request that is not ephemeral). The errors are the methods' above.
+  absl::StatusOr<proto::InsertKeyValueResponse> Apply(const proto::InsertKeyValueRequest& request,
+                                                      Changes& changes, const KvOwner* owner);
+  absl::StatusOr<proto::UpdateKeyValueResponse> Apply(const proto::UpdateKeyValueRequest& request,
+                                                      Changes& changes, const KvOwner* owner);
+  absl::StatusOr<proto::IncrementKeyValueResponse> Apply(
+      const proto::IncrementKeyValueRequest& request, Changes& changes, const KvOwner* owner);
+  absl::StatusOr<proto::DeleteKeyValueResponse> Apply(const proto::DeleteKeyValueRequest& request,
+                                                      Changes& changes, const KvOwner* owner);
+  absl::StatusOr<proto::CompareAndSwapResponse> Apply(const proto::CompareAndSwapRequest& request,
+                                                      Changes& changes, const KvOwner* owner);
+  absl::StatusOr<proto::TryGetKeyValueResponse> Read(
+      const proto::TryGetKeyValueRequest& request) const;
+  absl::StatusOr<proto::GetKeyValueDirResponse> Read(
+      const proto::GetKeyValueDirRequest& request) const;
+  absl::StatusOr<proto::ReduceKeyValueDirResponse> Read(
+      const proto::ReduceKeyValueDirRequest& request) const;
+
   // Loads a key a restarted leader recovered (no change is recorded), then the revision.
   // Possible errors: as Insert (a recovered state over today's limits).
   absl::Status Restore(const proto::KeyValueEntry& kv, const KvOwner* owner);

@@ -38,8 +38,8 @@ MetricHistogram::Reading MetricHistogram::Read() const {
 
 absl::string_view KvVerbName(KvVerb verb) {
   switch (verb) {
-#define MUSTER_KV_VERB_CASE(verb, label) \
-  case KvVerb::verb:                     \
+#define MUSTER_KV_VERB_CASE(Verb, label) \
+  case KvVerb::k##Verb:                  \
     return label;
     MUSTER_KV_VERBS(MUSTER_KV_VERB_CASE)
 #undef MUSTER_KV_VERB_CASE

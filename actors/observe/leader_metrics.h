@@ -20,6 +20,7 @@
 #include <absl/strings/string_view.h>
 #include <absl/types/span.h>
 
+#include "muster/messages/vocabulary/kv_calls.h"
 #include "muster/proto/observe.pb.h"
 
 namespace muster {
@@ -62,31 +63,36 @@ class MetricHistogram {
   std::atomic<int64_t> sum_micro_{0};  // the sum in millionths, so that it adds atomically
 };
 
-// The key-value verbs, listed once: X(enumerator, the `verb` label that names it), in the
-// order the metrics show them.
-#define MUSTER_KV_VERBS(X)               \
-  X(kInsert, "insert")                   \
-  X(kUpdate, "update")                   \
-  X(kGet, "get")                         \
-  X(kTryGet, "try_get")                  \
-  X(kIncrement, "increment")             \
-  X(kGetDir, "get_dir")                  \
-  X(kDelete, "delete")                   \
-  X(kCompareAndSwap, "compare_and_swap") \
-  X(kWatch, "watch")                     \
-  X(kStopWatch, "stop_watch")            \
-  X(kReduceDir, "reduce_dir")            \
-  X(kWaitForKeys, "wait_for_keys")
+// The key-value verbs: X(Verb, the `verb` label that names it), in the order the metrics show
+// them. The calls of MUSTER_KV_CALLS (kv_calls.h), and the watches.
+#define MUSTER_KV_VERBS(X) \
+  MUSTER_KV_CALLS(X)       \
+  X(WatchKey, "watch")     \
+  X(StopWatchKey, "stop_watch")
 
+// KvVerb::k<Verb>, e.g. KvVerb::kInsertKeyValue.
 // clang-format off
 enum class KvVerb : int {
-#define MUSTER_KV_VERB_ENUMERATOR(verb, label) verb,
+#define MUSTER_KV_VERB_ENUMERATOR(Verb, label) k##Verb,
   MUSTER_KV_VERBS(MUSTER_KV_VERB_ENUMERATOR)
 #undef MUSTER_KV_VERB_ENUMERATOR
   kCount,
 };
 // clang-format on
 absl::string_view KvVerbName(KvVerb verb);
+
+namespace kv_verbs_internal {
+#define MUSTER_KV_VERB_OF(Verb, label) \
+  constexpr KvVerb VerbOf(const proto::Verb##Request*) { return KvVerb::k##Verb; }
+MUSTER_KV_VERBS(MUSTER_KV_VERB_OF)
+#undef MUSTER_KV_VERB_OF
+}  // namespace kv_verbs_internal
+
+// The verb of a key-value request type, e.g. KvVerbOf<proto::InsertKeyValueRequest>().
+template <class Request>
+constexpr KvVerb KvVerbOf() {
+  return kv_verbs_internal::VerbOf(static_cast<const Request*>(nullptr));
+}
 
 // Why a request was refused before it reached the coordinator (the token gate), or a
 // connection was closed by the wire guard.

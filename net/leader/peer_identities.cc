@@ -38,7 +38,7 @@ bool AddWriterOf(const caf::type_erased_tuple& request, RequestRole* role) {
 
 // The task a key-value call of MUSTER_KV_CALLS (kv_calls.h) names, if it names one.
 void AddKvWriter(const caf::type_erased_tuple& request, RequestRole* role) {
-#define MUSTER_KV_WRITER(Verb) \
+#define MUSTER_KV_WRITER(Verb, label) \
   if (AddWriterOf<proto::Verb##Request>(request, role)) return;
   MUSTER_KV_CALLS(MUSTER_KV_WRITER)
 #undef MUSTER_KV_WRITER

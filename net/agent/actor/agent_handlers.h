@@ -89,7 +89,7 @@ auto KvCall(AgentPointer self) {
 
 // The handlers of every call of MUSTER_KV_CALLS, as a tuple.
 inline auto KvCalls(AgentPointer self) {
-#define MUSTER_AGENT_KV_CALL(Verb) std::make_tuple(KvCall<proto::Verb##Request>(self)),
+#define MUSTER_AGENT_KV_CALL(Verb, label) std::make_tuple(KvCall<proto::Verb##Request>(self)),
   return std::tuple_cat(MUSTER_KV_CALLS(MUSTER_AGENT_KV_CALL) std::tuple<>());
 #undef MUSTER_AGENT_KV_CALL
 }

@@ -27,14 +27,29 @@ TEST(MetricHistogramTest, NanIsIgnored) {
 
 TEST(LeaderMetricsTest, KvDone_CountsByVerbAndResult) {
   LeaderMetrics metrics;
-  metrics.KvDone(KvVerb::kTryGet, absl::StatusCode::kOk, std::chrono::microseconds(40));
-  metrics.KvDone(KvVerb::kTryGet, absl::StatusCode::kNotFound, std::chrono::microseconds(40));
-  metrics.KvDone(KvVerb::kTryGet, absl::StatusCode::kNotFound, std::chrono::microseconds(40));
-  EXPECT_EQ(metrics.kv_operations(KvVerb::kTryGet, true), 1u);
-  EXPECT_EQ(metrics.kv_operations(KvVerb::kTryGet, false), 2u);
-  EXPECT_EQ(metrics.kv_operations(KvVerb::kInsert, true), 0u);
-  EXPECT_EQ(metrics.kv_latency(KvVerb::kTryGet).Read().count, 3u);
+  metrics.KvDone(KvVerb::kTryGetKeyValue, absl::StatusCode::kOk, std::chrono::microseconds(40));
+  metrics.KvDone(KvVerb::kTryGetKeyValue, absl::StatusCode::kNotFound, std::chrono::microseconds(40));
+  metrics.KvDone(KvVerb::kTryGetKeyValue, absl::StatusCode::kNotFound, std::chrono::microseconds(40));
+  EXPECT_EQ(metrics.kv_operations(KvVerb::kTryGetKeyValue, true), 1u);
+  EXPECT_EQ(metrics.kv_operations(KvVerb::kTryGetKeyValue, false), 2u);
+  EXPECT_EQ(metrics.kv_operations(KvVerb::kInsertKeyValue, true), 0u);
+  EXPECT_EQ(metrics.kv_latency(KvVerb::kTryGetKeyValue).Read().count, 3u);
   EXPECT_EQ(KvVerbName(KvVerb::kCompareAndSwap), "compare_and_swap");
+}
+
+TEST(LeaderMetricsTest, KvVerbs_EveryCallOfTheListAndTheWatchesWithTheirLabels) {
+  // The list of key-value calls (kv_calls.h) names each verb and its label once.
+  static_assert(KvVerbOf<proto::InsertKeyValueRequest>() == KvVerb::kInsertKeyValue);
+  static_assert(KvVerbOf<proto::WaitForKeysRequest>() == KvVerb::kWaitForKeys);
+  static_assert(KvVerbOf<proto::StopWatchKeyRequest>() == KvVerb::kStopWatchKey);
+  EXPECT_EQ(static_cast<int>(KvVerb::kCount), 12);
+  EXPECT_EQ(KvVerbName(KvVerb::kInsertKeyValue), "insert");
+  EXPECT_EQ(KvVerbName(KvVerb::kGetKeyValueDir), "get_dir");
+  EXPECT_EQ(KvVerbName(KvVerb::kReduceKeyValueDir), "reduce_dir");
+  EXPECT_EQ(KvVerbName(KvVerb::kWaitForKeys), "wait_for_keys");
+  EXPECT_EQ(KvVerbName(KvVerb::kWatchKey), "watch");
+  EXPECT_EQ(KvVerbName(KvVerb::kStopWatchKey), "stop_watch");
+  EXPECT_EQ(KvVerbName(KvVerb::kCount), "unknown");
 }
 
 TEST(LeaderMetricsTest, CountEvent_FailuresByCauseAndEventsByKind) {

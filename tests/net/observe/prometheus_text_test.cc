@@ -180,9 +180,9 @@ TEST(PrometheusTextTest, Tasks_ByJobAndState_WithHeartbeatAges) {
 
 TEST(PrometheusTextTest, Counters_KvOperationsFailuresAndRefusals) {
   LeaderMetrics metrics;
-  metrics.KvDone(KvVerb::kInsert, absl::StatusCode::kOk, std::chrono::microseconds(30));
-  metrics.KvDone(KvVerb::kInsert, absl::StatusCode::kAlreadyExists, std::chrono::microseconds(20));
-  metrics.KvDone(KvVerb::kGet, absl::StatusCode::kOk, std::chrono::seconds(2));
+  metrics.KvDone(KvVerb::kInsertKeyValue, absl::StatusCode::kOk, std::chrono::microseconds(30));
+  metrics.KvDone(KvVerb::kInsertKeyValue, absl::StatusCode::kAlreadyExists, std::chrono::microseconds(20));
+  metrics.KvDone(KvVerb::kGetKeyValue, absl::StatusCode::kOk, std::chrono::seconds(2));
   proto::JobEvent failed;
   failed.set_kind(proto::TASK_FAILED);
   failed.set_error_code(static_cast<int>(absl::StatusCode::kUnavailable));

@@ -22,9 +22,11 @@
 #include <google/protobuf/message.h>
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
 
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/vocabulary/interfaces.h"
+#include "muster/net/process/shutdown_signals.h"
 #include "muster/net/transport/node_config.h"
 #include "muster/tools/common/command_line.h"
 #include "muster/tools/common/leader_call_actor.h"
@@ -132,6 +134,27 @@ class LeaderSession {
   // leader Unavailable, both naming the leader.
   template <class Response, class... Args>
   absl::StatusOr<Response> Ask(absl::Duration timeout, Args... args) {
+    return *Call<Response>(/*until_signal=*/false, timeout, std::move(args)...);
+  }
+
+  // Ask, unless a shutdown signal forwarded to self() (ShutdownSignalForwarder) comes first:
+  // then the call is dropped and the answer is nullopt.
+  template <class Response, class... Args>
+  std::optional<absl::StatusOr<Response>> AskUntilSignal(absl::Duration timeout, Args... args) {
+    return Call<Response>(/*until_signal=*/true, timeout, std::move(args)...);
+  }
+
+  caf::actor_system& system() { return system_; }
+  caf::scoped_actor& self() { return self_; }
+  const CoordinatorActor& leader() const { return leader_; }
+  const LeaderAddress& address() const { return address_; }
+
+ private:
+  // Every call of the CLI to the leader: a LeaderCallActor makes it, and this thread waits for
+  // its answer on self(); with `until_signal`, a shutdown signal drops it (nullopt).
+  template <class Response, class... Args>
+  std::optional<absl::StatusOr<Response>> Call(bool until_signal, absl::Duration timeout,
+                                               Args... args) {
     const google::protobuf::Message* request = nullptr;
     size_t bytes = 0;
     (
@@ -145,24 +168,25 @@ class LeaderSession {
     if (request != nullptr) {
       if (absl::Status size = CheckRequestSize(*request, bytes); !size.ok()) return size;
     }
-    SpawnLeaderCall<Response>(system_, leader_, ToTimespan(timeout),
-                              caf::actor_cast<LeaderCallListener<Response>>(self_),
-                              std::move(args)...);
+    LeaderCallActor call =
+        SpawnLeaderCall<Response>(system_, leader_, ToTimespan(timeout),
+                                  caf::actor_cast<LeaderCallListener<Response>>(self_),
+                                  std::move(args)...);
     // The call always answers: its request has a timeout and it watches the leader.
-    absl::StatusOr<Response> result = absl::InternalError("no reply");
-    self_->receive([&](Response& response) { result = std::move(response); },
-                   [&](call_failed_atom, const caf::error& error) {
-                     result = Explain(ToStatus(error), timeout, bytes);
-                   });
+    std::optional<absl::StatusOr<Response>> result;
+    auto answered = [&](Response& response) { result = std::move(response); };
+    auto failed = [&](call_failed_atom, const caf::error& error) {
+      result = Explain(ToStatus(error), timeout, bytes);
+    };
+    if (until_signal) {
+      self_->receive(answered, failed,
+                     [&](shutdown_atom, int) { caf::anon_send(call, cancel_atom::value); });
+    } else {
+      self_->receive(answered, failed);
+    }
     return result;
   }
 
-  caf::actor_system& system() { return system_; }
-  caf::scoped_actor& self() { return self_; }
-  const CoordinatorActor& leader() const { return leader_; }
-  const LeaderAddress& address() const { return address_; }
-
- private:
   LeaderSession(LeaderAddress address, const NodeOptions& node, size_t max_request_bytes);
   // Adds the leader's address to transport errors (those without a coordination payload), and
   // to the loss of the leader during a request of over 64 KiB (the least --max-frame-size)

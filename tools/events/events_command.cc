@@ -10,14 +10,11 @@
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_format.h>
 #include <absl/strings/str_join.h>
-#include <caf/send.hpp>
 
 #include "muster/actors/observe/event_log.h"
-#include "muster/messages/status/caf_text.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/process/shutdown_signals.h"
 #include "muster/tools/common/cli_common.h"
-#include "muster/tools/common/leader_call_actor.h"
 #include "muster/tools/common/task_events.h"
 
 ABSL_FLAG(bool, follow, false,
@@ -65,44 +62,6 @@ std::string Subject(const proto::JobEvent& event) {
   return subject;
 }
 
-// Reads WatchEvents replies for a blocking caller; a shutdown signal interrupts the wait.
-struct Poll {
-  std::optional<proto::WatchEventsResponse> response;
-  absl::Status error;
-  bool interrupted = false;
-};
-
-absl::Status CallError(const LeaderSession& session, const caf::error& error,
-                       absl::Duration bound) {
-  if (error.category() == kStatusCategory) return ToStatus(error);
-  const std::string leader = session.address().ToString();
-  if (error == caf::sec::request_timeout) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "the leader at ", leader, " did not answer within ", absl::FormatDuration(bound)));
-  }
-  return absl::UnavailableError(
-      absl::StrCat("lost the leader at ", leader, " (", DescribeCafError(error), ")"));
-}
-
-Poll Watch(LeaderSession& session, const proto::WatchEventsRequest& request,
-           absl::Duration timeout) {
-  const absl::Duration bound = timeout + absl::Milliseconds(request.wait_ms());
-  caf::scoped_actor& self = session.self();
-  auto call = SpawnLeaderCall<proto::WatchEventsResponse>(
-      session.system(), session.leader(), ToTimespan(bound),
-      caf::actor_cast<LeaderCallListener<proto::WatchEventsResponse>>(self), request);
-  Poll poll;
-  self->receive([&](proto::WatchEventsResponse& response) { poll.response = std::move(response); },
-                [&](call_failed_atom, const caf::error& error) {
-                  poll.error = CallError(session, error, bound);
-                },
-                [&](shutdown_atom, int) {
-                  poll.interrupted = true;
-                  caf::anon_send(call, cancel_atom::value);
-                });
-  return poll;
-}
-
 // Says on stderr which events the reader will not see: those the leader dropped before it
 // read them (it keeps its last 4096).
 void ReportLost(const proto::WatchEventsResponse& response, int64_t after) {
@@ -144,10 +103,12 @@ int Show(LeaderSession& session, absl::Duration timeout, bool follow, bool json)
     request.set_after_seq(after);
     request.set_max_events(kMaxWatchEvents);
     if (follow && caught_up) request.set_wait_ms(kFollowWaitMs);
-    Poll poll = Watch(session, request, timeout);
-    if (poll.interrupted) return kExitOk;
-    if (!poll.response) return ReportFailure(kCommand, poll.error);
-    const proto::WatchEventsResponse& response = *poll.response;
+    // A call of --follow waits at the leader too; a shutdown signal ends it.
+    auto reply = session.AskUntilSignal<proto::WatchEventsResponse>(
+        timeout + absl::Milliseconds(request.wait_ms()), request);
+    if (!reply) return kExitOk;
+    if (!reply->ok()) return ReportFailure(kCommand, reply->status());
+    const proto::WatchEventsResponse& response = **reply;
     ReportLost(response, after);
     Print(response, json);
     if (!response.events().empty()) after = response.events().rbegin()->seq();

@@ -204,13 +204,22 @@ void GetKeyValueHandle::Cancel() const {
 GetKeyValueHandle Agent::GetKeyValueAsync(const std::string& key, StatusOrValueCallback done,
                                           absl::Duration timeout) {
   ThreadLoggerGuard logger_guard;
-  // The call's sender names it in a cancel, which this thread's later message cannot overtake.
-  caf::actor_addr call = Send<proto::GetKeyValueResponse>(
-      [done = std::move(done)](absl::StatusOr<proto::GetKeyValueResponse> response) {
-        if (!response.ok()) return done(response.status());
-        done(std::move(*response->mutable_kv()->mutable_value()));
+  // The user's callback runs in an actor of its own, outside the agent actor's turn: it may
+  // call the agent's blocking methods. The call's sender names it in a cancel, which this
+  // thread's later message cannot overtake. An agent actor that is gone answers as it answers
+  // the calls waiting when it stops.
+  caf::actor_system& system = system_;
+  caf::actor_addr call = SendMessage<proto::GetKeyValueResponse>(
+      [&system, done = std::move(done)](absl::StatusOr<proto::GetKeyValueResponse> response) {
+        absl::StatusOr<std::string> value =
+            response.ok()
+                ? absl::StatusOr<std::string>(std::move(*response->mutable_kv()->mutable_value()))
+                : absl::StatusOr<std::string>(response.status());
+        system.spawn([done, value = std::move(value)] { done(value); });
       },
-      requests::GetKeyValue(key, timeout));
+      caf::make_message(requests::GetKeyValue(key, timeout)),
+      absl::CancelledError(absl::StrCat("cancelled: the agent of ", TaskName(task_),
+                                        " was destroyed while the call waited")));
   return GetKeyValueHandle(caf::actor_cast<caf::actor_addr>(actor_), std::move(call));
 }
 

@@ -330,6 +330,11 @@ class Agent {
   template <class Response, class... Request>
   caf::actor_addr Send(std::function<void(absl::StatusOr<Response>)> done,
                        Request&&... request) const;
+  // Send with `request` made already; `receiver_gone` (when not OK) is what `done` gets when the
+  // agent actor is gone, instead of the transport error.
+  template <class Response>
+  caf::actor_addr SendMessage(std::function<void(absl::StatusOr<Response>)> done,
+                              caf::message request, absl::Status receiver_gone = {}) const;
   template <class Response, class... Args>
   absl::StatusOr<Response> Ask(Args&&... args) const;
 
@@ -354,14 +359,25 @@ caf::actor_addr Agent::Send(std::function<void(absl::StatusOr<Response>)> done,
                                              std::decay_t<Request>...>::type;
   static_assert(std::is_same_v<Answer, caf::detail::type_list<Response>>,
                 "the agent actor answers this request with another response type");
+  return SendMessage<Response>(std::move(done),
+                               caf::make_message(std::forward<Request>(request)...));
+}
+
+template <class Response>
+caf::actor_addr Agent::SendMessage(std::function<void(absl::StatusOr<Response>)> done,
+                                   caf::message request, absl::Status receiver_gone) const {
   return RequestWithSink(
-      caf::actor_cast<caf::strong_actor_ptr>(actor_),
-      caf::make_message(std::forward<Request>(request)...),
-      [done = std::move(done)](caf::message& reply) {
+      caf::actor_cast<caf::strong_actor_ptr>(actor_), std::move(request),
+      [done = std::move(done), receiver_gone = std::move(receiver_gone)](caf::message& reply) {
         if (reply.match_elements<Response>()) {
           done(std::move(reply.get_mutable_as<Response>(0)));
         } else if (reply.match_elements<caf::error>()) {
-          done(ToStatus(reply.get_as<caf::error>(0)));
+          const caf::error& error = reply.get_as<caf::error>(0);
+          if (!receiver_gone.ok() && error == caf::sec::request_receiver_down) {
+            done(receiver_gone);
+          } else {
+            done(ToStatus(error));
+          }
         } else {
           done(absl::InternalError(
               absl::StrCat("unexpected answer from the agent actor: ", caf::to_string(reply))));

@@ -214,6 +214,25 @@ TEST_F(AgentApiTest, GetKeyValueAsyncCancel_OnlyThatCallCancelledOthersComplete)
   EXPECT_EQ(agent->state(), AgentState::kRunning);
 }
 
+// The callback of GetKeyValueAsync runs outside the agent actor's turn: it may call the agent's
+// blocking methods (inside the turn, the call would wait for the actor running it).
+TEST_F(AgentApiTest, GetKeyValueAsyncCallback_MayCallTheAgentsBlockingMethods) {
+  StartLeader(Jobs(1));
+  auto agent = NewAgent(0);
+  ASSERT_THAT(agent->Connect(), IsOk());
+  std::promise<absl::StatusOr<std::string>> read_back;
+  agent->GetKeyValueAsync("cfg/b", [&](const absl::StatusOr<std::string>& v) {
+    ASSERT_THAT(v.status(), IsOk());
+    read_back.set_value(agent->TryGetKeyValue("cfg/b"));
+  });
+  ASSERT_THAT(agent->InsertKeyValue("cfg/b", "2"), IsOk());
+  auto result = read_back.get_future();
+  ASSERT_EQ(result.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  auto value = result.get();
+  ASSERT_THAT(value.status(), IsOk());
+  EXPECT_EQ(*value, "2");
+}
+
 // CallAsync completes from the agent actor's turn (no actor of its own per call); the user's
 // WaitAtBarrierAsync callback still runs outside that turn, so it may call the agent.
 TEST_F(AgentApiTest, AsyncCalls_CompleteAndABarrierCallbackMayCallTheAgent) {

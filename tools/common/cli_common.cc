@@ -11,6 +11,7 @@
 #include <absl/strings/strip.h>
 #include <caf/send.hpp>
 
+#include "muster/messages/status/caf_text.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/session/leader_session_actor.h"
 #include "muster/net/leader/job_token.h"
@@ -237,6 +238,13 @@ absl::Status LeaderSession::CheckRequestSize(const google::protobuf::Message& re
       max_request_bytes_ + kFrameEnvelopeBytes,
       " less 4 KiB): nothing was sent. Store a smaller value, or, if the leader runs with a "
       "larger --max-frame-size, give this command the same --max-frame-size"));
+}
+
+absl::Status LeaderSession::CallStatus(const caf::error& error) {
+  if (error.category() == kStatusCategory) return ToStatus(error);
+  if (error == caf::sec::request_timeout)
+    return absl::DeadlineExceededError(DescribeCafError(error));
+  return absl::UnavailableError(DescribeCafError(error));
 }
 
 absl::Status LeaderSession::Explain(absl::Status status, absl::Duration timeout,

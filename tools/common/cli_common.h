@@ -168,15 +168,14 @@ class LeaderSession {
     if (request != nullptr) {
       if (absl::Status size = CheckRequestSize(*request, bytes); !size.ok()) return size;
     }
-    LeaderCallActor call =
-        SpawnLeaderCall<Response>(system_, leader_, ToTimespan(timeout),
-                                  caf::actor_cast<LeaderCallListener<Response>>(self_),
-                                  std::move(args)...);
+    LeaderCallActor call = SpawnLeaderCall<Response>(
+        system_, leader_, ToTimespan(timeout), caf::actor_cast<LeaderCallListener<Response>>(self_),
+        std::move(args)...);
     // The call always answers: its request has a timeout and it watches the leader.
     std::optional<absl::StatusOr<Response>> result;
     auto answered = [&](Response& response) { result = std::move(response); };
     auto failed = [&](call_failed_atom, const caf::error& error) {
-      result = Explain(ToStatus(error), timeout, bytes);
+      result = Explain(CallStatus(error), timeout, bytes);
     };
     if (until_signal) {
       self_->receive(answered, failed,
@@ -188,6 +187,10 @@ class LeaderSession {
   }
 
   LeaderSession(LeaderAddress address, const NodeOptions& node, size_t max_request_bytes);
+  // The status of a failed call: the service's error as it is; no answer in time
+  // DeadlineExceeded; any other transport error or exit (the leader's actor stopped or its node
+  // went away) Unavailable.
+  static absl::Status CallStatus(const caf::error& error);
   // Adds the leader's address to transport errors (those without a coordination payload), and
   // to the loss of the leader during a request of over 64 KiB (the least --max-frame-size)
   // that the request may have been over the leader's limit.

@@ -60,7 +60,7 @@ WORK="$CACHE/build-caf-$SANITIZER"
 rm -rf "$WORK"
 mkdir -p "$WORK"
 tar xzf "$TARBALL" -C "$WORK"
-echo "build-caf: building CAF $VERSION with $FLAGS into $PREFIX (about 10 minutes on 2 cores)" >&2
+echo "build-caf: building CAF $VERSION with $FLAGS into $PREFIX (2-3 minutes on 2 cores)" >&2
 cmake -S "$WORK/actor-framework-$VERSION" -B "$WORK/build" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX="$PREFIX" \
   -DCMAKE_CXX_FLAGS="$FLAGS -fno-omit-frame-pointer -include limits" \

@@ -6,7 +6,7 @@
 //   RUNNING --notice--> ANSWERED(step) --sync step--> DECIDED: ReachedSyncPoint(s) == (s == sync)
 #include <absl/strings/str_cat.h>
 
-#include "muster/net/agent/actor/agent_state.h"
+#include "muster/net/agent/actor/agent_forward.h"
 
 namespace muster {
 namespace {
@@ -64,12 +64,12 @@ caf::result<bool> ReachedSyncPoint(AgentPointer self, int64_t step) {
   if (st.sync_step && st.notice_delivered) return step == *st.sync_step;
   if (!st.preemption || (st.answered_step && step <= *st.answered_step)) return false;
   if (!Registered(self)) {
-    return ToError(absl::FailedPreconditionError(absl::StrCat(
-        "ReachedSyncPoint(", step, ") of ", TaskName(st.config.task),
-        " would wait for the leader's sync step, but the agent is ",
-        AgentStateName(PublicState(st.phase)),
-        st.phase == AgentPhase::kError ? absl::StrCat(": ", StatusText(st.error)) : "",
-        "; connect (or reset) it first")));
+    return ToError(absl::FailedPreconditionError(
+        absl::StrCat("ReachedSyncPoint(", step, ") of ", TaskName(st.config.task),
+                     " would wait for the leader's sync step, but the agent is ",
+                     AgentStateName(PublicState(st.phase)),
+                     st.phase == AgentPhase::kError ? absl::StrCat(": ", StatusText(st.error)) : "",
+                     "; connect (or reset) it first")));
   }
   auto promise = self->make_response_promise<bool>();
   st.sync_waiters.emplace_back(step, promise);

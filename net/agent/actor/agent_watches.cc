@@ -9,7 +9,7 @@
 #include "muster/actors/kv/kv_key.h"
 #include "muster/messages/requests/kv_requests.h"
 #include "muster/messages/status/status_codec.h"
-#include "muster/net/agent/actor/agent_state.h"
+#include "muster/net/agent/actor/agent_forward.h"
 
 namespace muster {
 namespace {

@@ -227,13 +227,16 @@ void BindAgent(py::module_& m) {
   Both(cls, "get_key_value",
        [](PyAgent& self, bool async, const std::string& key, std::optional<double> timeout) {
          proto::GetKeyValueRequest request = requests::GetKeyValue(key, WaitTimeout(timeout));
-         std::shared_ptr<Agent> agent = self.Get();
+         std::weak_ptr<Agent> weak = self.Get();  // a waiting get keeps no agent alive
          return self.Call<proto::GetKeyValueResponse>(
              async,
              [](const proto::GetKeyValueResponse& r) -> py::object {
                return py::bytes(r.kv().value());
              },
-             [agent, key] { agent->CancelGetKeyValue(key); }, request);
+             [weak, key] {
+               if (auto agent = weak.lock()) agent->CancelGetKeyValue(key);
+             },
+             request);
        });
   Both(cls, "try_get_key_value", [](PyAgent& self, bool async, const std::string& key) {
     return self.Call<proto::TryGetKeyValueResponse>(

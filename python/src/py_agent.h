@@ -68,11 +68,12 @@ class PyAgent : public Closable {
 
   std::shared_ptr<Agent> Get() {
     absl::MutexLock lock(&mutex_);
-    if (!agent_) {
-      throw StatusError(absl::FailedPreconditionError(
-          "this muster.Agent is closed (close() was called, or the interpreter is exiting)"));
-    }
+    if (!agent_) throw StatusError(ClosedError());
     return agent_;
+  }
+  static absl::Status ClosedError() {
+    return absl::FailedPreconditionError(
+        "this muster.Agent is closed (close() was called, or the interpreter is exiting)");
   }
 
   // The actor system the agent runs in (valid while Get() succeeds).
@@ -85,8 +86,16 @@ class PyAgent : public Closable {
   template <class Response, class Convert, class... Request>
   py::object CallThen(bool async, Convert convert, std::function<void()> on_interrupt,
                       std::function<void()> on_done, Request... request) {
-    std::shared_ptr<Agent> agent = Get();
-    auto start = [agent, on_done, request...](std::function<void(absl::StatusOr<Response>)> done) {
+    // The call holds the agent only while it starts: a call that waits must not keep the agent
+    // alive, or close() from another thread would neither end the agent nor this call.
+    std::weak_ptr<Agent> weak = Get();
+    auto start = [weak, on_done, request...](std::function<void(absl::StatusOr<Response>)> done) {
+      std::shared_ptr<Agent> agent = weak.lock();
+      if (!agent) {
+        if (on_done) on_done();
+        done(ClosedError());
+        return;
+      }
       agent->CallAsync<Response>(
           [on_done, done = std::move(done)](absl::StatusOr<Response> result) {
             if (on_done) on_done();

@@ -45,11 +45,15 @@ void Runtime::Register(Closable* object) {
 }
 
 void Runtime::Unregister(Closable* object) {
+  // Waits while Shutdown closes the registered objects: it may be closing this one, which its
+  // owner is about to destroy.
+  absl::MutexLock closing(&closing_);
   absl::MutexLock lock(&mutex_);
   objects_.erase(object);
 }
 
 void Runtime::Shutdown() {
+  absl::MutexLock closing(&closing_);
   std::vector<Closable*> objects;
   {
     absl::MutexLock lock(&mutex_);

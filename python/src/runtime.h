@@ -52,6 +52,9 @@ class Runtime {
     caf::actor_system system;
   };
 
+  // Held by Shutdown while it closes the objects it took from objects_, and by Unregister: an
+  // object's owner cannot free it while Shutdown still uses it. Taken before mutex_.
+  absl::Mutex closing_ ABSL_ACQUIRED_BEFORE(mutex_);
   absl::Mutex mutex_;
   std::unique_ptr<Node> workers_ ABSL_GUARDED_BY(mutex_);
   std::unique_ptr<Node> leaders_ ABSL_GUARDED_BY(mutex_);

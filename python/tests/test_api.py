@@ -163,6 +163,38 @@ def test_closed_agent_and_garbage_collection_with_pending_calls(leader):
         waiting.result(timeout=10)
 
 
+def test_close_ends_blocking_calls_waiting_in_other_threads(leader):
+    agent = muster.Agent(leader.address, "worker", 0, shutdown_on_destruction=False)
+    agent.connect()
+    errors = {}
+    started = threading.Barrier(3)
+
+    def wait(name, call):
+        started.wait()
+        try:
+            call()
+        except muster.Error as error:
+            errors[name] = error
+
+    threads = [
+        threading.Thread(target=wait, daemon=True,
+                         args=("get", lambda: agent.get_key_value("never"))),
+        threading.Thread(target=wait, daemon=True, args=("barrier", lambda: agent.wait_at_barrier(
+            "never", 600, tasks=[("worker", 0), ("worker", 1)]))),
+    ]
+    for thread in threads:
+        thread.start()
+    started.wait()
+    time.sleep(0.2)  # both calls are now waiting at the leader
+    agent.close()
+    for thread in threads:
+        thread.join(timeout=10)
+        assert not thread.is_alive(), "close() left a blocking call waiting"
+    for name in ("get", "barrier"):
+        assert isinstance(errors[name], muster.CancelledError), errors[name]
+        assert "task:0 was destroyed while the call waited" in str(errors[name])
+
+
 def test_every_status_code_has_its_class():
     assert len(_errors.CODES) == 16
     for name, number in _errors.CODES.items():

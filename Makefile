@@ -28,15 +28,15 @@ test: build
 test-unit: build
 	@cd $(BUILD_DIR) && ctest -j $(JOBS) --output-on-failure -L unit
 
-asan:
-	@$(MAKE) test BUILD_DIR=build-asan CMAKE_FLAGS=-DMUSTER_SANITIZER=address
+# The whole suite with AddressSanitizer+UBSan, or with ThreadSanitizer, each over a CAF
+# instrumented the same way (built once into ~/.cache/muster by tools/sanitizers/build-caf.sh:
+# against Debian's uninstrumented libcaf every message handed between threads would look like a
+# race). Fails on a failed test or on any sanitizer report from any process.
+asan: deps
+	@tools/sanitizers/run.sh address
 
-# ThreadSanitizer over a CAF instrumented the same way (built once into a cached prefix by
-# tools/sanitizers/build-caf.sh): against Debian's uninstrumented libcaf every message handed
-# between threads would be reported as a race.
 tsan: deps
-	@$(MAKE) test BUILD_DIR=build-tsan \
-	  CMAKE_FLAGS="-DMUSTER_SANITIZER=thread -DCMAKE_PREFIX_PATH=$$(tools/sanitizers/build-caf.sh thread)"
+	@tools/sanitizers/run.sh thread
 
 # libFuzzer targets (clang) for every decoder of wire bytes, FUZZ_SECONDS each (default 30).
 fuzz:

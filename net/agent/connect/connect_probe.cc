@@ -16,14 +16,41 @@ namespace muster {
 
 // One getaddrinfo_a request: glibc resolves it on a thread of its own; gai_error says when it is
 // done. The strings and hints must outlive the request.
+//
+// A ThreadSanitizer build (make tsan) resolves with getaddrinfo instead, at once: glibc starts
+// getaddrinfo_a's thread without the pthread_create that ThreadSanitizer intercepts, so the
+// thread has no sanitizer state and its first malloc crashes.
 struct ConnectProbe::Lookup {
   std::string name;
   std::string service;
   addrinfo hints{};
   gaicb request{};
+  int resolved = EAI_INPROGRESS;  // the outcome of a synchronous lookup
 };
 
 namespace {
+
+#ifdef MUSTER_THREAD_SANITIZER
+constexpr bool kSynchronousLookup = true;
+#else
+constexpr bool kSynchronousLookup = false;
+#endif
+
+// Starts the lookup; 0 or a getaddrinfo error.
+int StartLookup(gaicb* request, int* resolved) {
+  if (kSynchronousLookup) {
+    *resolved = getaddrinfo(request->ar_name, request->ar_service, request->ar_request,
+                            &request->ar_result);
+    return 0;
+  }
+  gaicb* list[] = {request};
+  return getaddrinfo_a(GAI_NOWAIT, list, 1, nullptr);
+}
+
+// EAI_INPROGRESS, 0 once resolved, or the lookup's error.
+int LookupState(gaicb* request, int resolved) {
+  return kSynchronousLookup ? resolved : gai_error(request);
+}
 
 std::string ErrnoText(const char* what, int error) {
   return absl::StrCat(what, ": ", std::strerror(error));
@@ -71,8 +98,7 @@ ConnectProbe::ConnectProbe(std::string host, uint16_t port) : port_(port) {
   lookup_->request.ar_name = lookup_->name.c_str();
   lookup_->request.ar_service = lookup_->service.c_str();
   lookup_->request.ar_request = &lookup_->hints;
-  gaicb* list[] = {&lookup_->request};
-  if (int error = getaddrinfo_a(GAI_NOWAIT, list, 1, nullptr); error != 0) {
+  if (int error = StartLookup(&lookup_->request, &lookup_->resolved); error != 0) {
     lookup_.reset();
     Finish(Outcome::kFailed, absl::StrCat("cannot resolve ", host_, ": ", gai_strerror(error)));
   }
@@ -81,7 +107,7 @@ ConnectProbe::ConnectProbe(std::string host, uint16_t port) : port_(port) {
 ConnectProbe::~ConnectProbe() {
   CloseSocket();
   if (lookup_ == nullptr) return;
-  int state = gai_error(&lookup_->request);
+  int state = LookupState(&lookup_->request, lookup_->resolved);
   if (state == EAI_INPROGRESS && gai_cancel(&lookup_->request) == EAI_NOTCANCELED) {
     // glibc's thread still writes into the request: it keeps it, a few bytes, for good.
     (void)lookup_.release();
@@ -93,7 +119,7 @@ ConnectProbe::~ConnectProbe() {
 ConnectProbe::Outcome ConnectProbe::Check() {
   if (outcome_ != Outcome::kPending) return outcome_;
   if (lookup_ != nullptr) {
-    int state = gai_error(&lookup_->request);
+    int state = LookupState(&lookup_->request, lookup_->resolved);
     if (state == EAI_INPROGRESS) return Outcome::kPending;
     return Resolved();
   }
@@ -111,7 +137,7 @@ ConnectProbe::Outcome ConnectProbe::Check() {
 
 ConnectProbe::Outcome ConnectProbe::Resolved() {
   std::unique_ptr<Lookup> lookup = std::move(lookup_);
-  int state = gai_error(&lookup->request);
+  int state = LookupState(&lookup->request, lookup->resolved);
   addrinfo* result = lookup->request.ar_result;
   if (state != 0) {
     if (result != nullptr) freeaddrinfo(result);

@@ -227,13 +227,14 @@ void BindAgent(py::module_& m) {
   Both(cls, "get_key_value",
        [](PyAgent& self, bool async, const std::string& key, std::optional<double> timeout) {
          proto::GetKeyValueRequest request = requests::GetKeyValue(key, WaitTimeout(timeout));
-         std::weak_ptr<Agent> weak = self.Get();  // a waiting get keeps no agent alive
+         std::weak_ptr<Agent> weak = self.GetWeak();
          return self.Call<proto::GetKeyValueResponse>(
              async,
              [](const proto::GetKeyValueResponse& r) -> py::object {
                return py::bytes(r.kv().value());
              },
              [weak, key] {
+               py::gil_scoped_release release;  // the last reference may be dropped here
                if (auto agent = weak.lock()) agent->CancelGetKeyValue(key);
              },
              request);

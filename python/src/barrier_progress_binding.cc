@@ -142,9 +142,10 @@ void BindBarrierWait(AgentClass& cls) {
            stop = [report] { ProgressReport::Stop(report); };
          }
          std::weak_ptr<Agent> weak = agent;
-         agent.reset();  // pending calls never keep the agent alive (close() must end it)
+         DropWithoutGil(std::move(agent));  // pending calls never keep the agent alive
          auto on_interrupt = [weak, id, stop] {
            if (stop) stop();
+           py::gil_scoped_release release;  // the last reference may be dropped here
            if (auto agent = weak.lock()) agent->CancelBarrier(id).IgnoreError();
          };
          return self.CallThen<proto::BarrierResponse>(async, &None, on_interrupt, stop, request);

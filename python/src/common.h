@@ -109,11 +109,18 @@ class Waiter {
     result_ = std::move(result);
   }
   // Waits with the GIL released; every 50 ms takes it to let Python handle signals, so Ctrl-C
-  // raises KeyboardInterrupt within ~50 ms (after `on_interrupt` ran).
-  absl::StatusOr<T> Wait(const std::function<void()>& on_interrupt = nullptr) {
+  // raises KeyboardInterrupt within ~50 ms (after `on_interrupt` ran). `first`, when set, runs
+  // once before the wait, also without the GIL.
+  absl::StatusOr<T> Wait(const std::function<void()>& on_interrupt = nullptr,
+                         const std::function<void()>& first = nullptr) {
+    bool started = false;
     while (true) {
       {
         py::gil_scoped_release release;
+        if (first && !started) {
+          started = true;
+          first();
+        }
         absl::MutexLock lock(&mutex_);
         auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { return result_.has_value(); };
         if (mutex_.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(50))) {
@@ -132,22 +139,24 @@ class Waiter {
   std::optional<absl::StatusOr<T>> result_ ABSL_GUARDED_BY(mutex_);
 };
 
-// Starts an asynchronous call with `start(done)` and waits for it (see Waiter::Wait).
+// Starts an asynchronous call with `start(done)` and waits for it (see Waiter::Wait). `start`
+// runs without the GIL, in the wait's first slice.
 template <class T, class Start>
 absl::StatusOr<T> WaitFor(Start start, const std::function<void()>& on_interrupt = nullptr) {
   auto waiter = std::make_shared<Waiter<T>>();
-  start([waiter](absl::StatusOr<T> result) { waiter->Set(std::move(result)); });
-  return waiter->Wait(on_interrupt);
+  return waiter->Wait(on_interrupt, [&] {
+    start([waiter](absl::StatusOr<T> result) { waiter->Set(std::move(result)); });
+  });
 }
 
 // A concurrent.futures.Future completed through the dispatcher with `convert(result)` (under the
-// GIL), or with the muster exception of a failed result.
+// GIL), or with the muster exception of a failed result. `start` runs without the GIL.
 template <class T, class Start, class Convert>
 py::object StartFuture(Start start, Convert convert) {
   py::object future = py::module_::import("concurrent.futures").attr("Future")();
   future.attr("set_running_or_notify_cancel")();
   PyHandle handle(future);
-  start([handle, convert](absl::StatusOr<T> result) {
+  auto done = [handle, convert](absl::StatusOr<T> result) {
     Dispatcher::Get().Post([handle, convert, result = std::move(result)] {
       py::object f = handle.get();
       try {
@@ -161,7 +170,11 @@ py::object StartFuture(Start start, Convert convert) {
       }
       handle.Release();
     });
-  });
+  };
+  {
+    py::gil_scoped_release release;
+    start(std::move(done));
+  }
   return future;
 }
 

@@ -58,6 +58,7 @@ class PyAgent : public Closable {
   }
 
   void Close() override {
+    absl::MutexLock closing(&closing_);  // a second close() returns once the agent has ended
     std::shared_ptr<Agent> agent;
     {
       absl::MutexLock lock(&mutex_);
@@ -67,6 +68,13 @@ class PyAgent : public Closable {
   }
 
   std::shared_ptr<Agent> Get() {
+    absl::MutexLock lock(&mutex_);
+    if (!agent_) throw StatusError(ClosedError());
+    return agent_;
+  }
+  // The agent for a call that may outlive it: a waiting call must not keep the agent alive, or
+  // close() from another thread would neither end the agent nor the call.
+  std::weak_ptr<Agent> GetWeak() {
     absl::MutexLock lock(&mutex_);
     if (!agent_) throw StatusError(ClosedError());
     return agent_;
@@ -86,9 +94,9 @@ class PyAgent : public Closable {
   template <class Response, class Convert, class... Request>
   py::object CallThen(bool async, Convert convert, std::function<void()> on_interrupt,
                       std::function<void()> on_done, Request... request) {
-    // The call holds the agent only while it starts: a call that waits must not keep the agent
-    // alive, or close() from another thread would neither end the agent nor this call.
-    std::weak_ptr<Agent> weak = Get();
+    // The call holds the agent only while it starts, without the GIL (WaitFor, StartFuture):
+    // when close() ran meanwhile, the last reference, whose ~Agent blocks, is dropped here.
+    std::weak_ptr<Agent> weak = GetWeak();
     auto start = [weak, on_done, request...](std::function<void(absl::StatusOr<Response>)> done) {
       std::shared_ptr<Agent> agent = weak.lock();
       if (!agent) {
@@ -115,11 +123,19 @@ class PyAgent : public Closable {
  private:
   caf::actor_system* const system_;
   const std::shared_ptr<PreemptionSink> preemption_;
+  absl::Mutex closing_ ABSL_ACQUIRED_BEFORE(mutex_);
   absl::Mutex mutex_;
   std::shared_ptr<Agent> agent_ ABSL_GUARDED_BY(mutex_);
 };
 
 using AgentClass = py::class_<PyAgent>;
+
+// Drops a reference to an agent on a thread that holds the GIL: when close() ran meanwhile it is
+// the last one, and ~Agent, which blocks, must not hold up every other Python thread.
+inline void DropWithoutGil(std::shared_ptr<Agent> agent) {
+  py::gil_scoped_release release;
+  agent.reset();
+}
 
 inline py::object None(const google::protobuf::Message&) { return py::none(); }
 

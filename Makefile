@@ -28,9 +28,9 @@ test: build
 test-unit: build
 	@cd $(BUILD_DIR) && ctest -j $(JOBS) --output-on-failure -L unit
 
-# The whole suite with AddressSanitizer+UBSan, or with ThreadSanitizer, each over a CAF
-# instrumented the same way (built once into ~/.cache/muster by tools/sanitizers/build-caf.sh:
-# against Debian's uninstrumented libcaf every message handed between threads would look like a
+# The whole suite with AddressSanitizer+UBSan, or with ThreadSanitizer over CAF and abseil
+# instrumented the same way (built once into ~/.cache/muster by tools/sanitizers/build-deps.sh:
+# against Debian's uninstrumented libraries every hand-off between threads would look like a
 # race). Fails on a failed test or on any sanitizer report from any process.
 asan: deps
 	@tools/sanitizers/run.sh address

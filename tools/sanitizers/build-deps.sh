@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# Builds the libraries whose code hands data between threads, in the versions Debian 12 installs,
-# instrumented with a sanitizer, into cached prefixes outside the tree, and prints them as one
-# CMAKE_PREFIX_PATH. A second run with the prefixes in place does nothing.
+# Builds the libraries whose code hands data between threads, in the versions this machine has
+# installed, instrumented with ThreadSanitizer, into cached prefixes outside the tree, and prints
+# them as one CMAKE_PREFIX_PATH. A second run with the prefixes in place does nothing.
 #
 #   tools/sanitizers/build-deps.sh thread|address
 #
 # ThreadSanitizer cannot see synchronisation inside code it did not instrument: against Debian's
 # libcaf every message handed between threads through a mailbox, and against Debian's abseil
-# every absl::Mutex, absl::Notification and absl::Status shared by two threads, would be
-# reported as a race. `thread` therefore builds CAF 0.17.6 and abseil 20220623.1. AddressSanitizer
-# needs neither (it checks the memory our code touches wherever it was allocated): `address`
-# builds nothing and prints nothing.
+# every absl::Mutex and absl::Notification shared by two threads, would be reported as a race.
+# `thread` therefore builds CAF (libcaf-dev) and abseil (libabsl-dev). AddressSanitizer needs
+# neither (it checks the memory our code touches wherever it was allocated): `address` builds
+# nothing and prints nothing.
 #
-# The sources are Debian's own: `apt-get source` of the installed versions (a deb-src type is
-# added to the Debian source entry when it is missing). Nothing is downloaded from elsewhere.
+# The sources are Debian's own: `apt-get source` of the installed versions (a deb-src line is
+# added to the Debian sources when there is none). Nothing is downloaded from elsewhere.
 set -euo pipefail
 
 SANITIZER=${1:-}
@@ -25,27 +25,58 @@ esac
 CACHE=${MUSTER_SANITIZER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/muster}
 SRC="$CACHE/src"
 mkdir -p "$SRC"
-SUDO=""
-if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 
-# Downloads the source package PACKAGE=VERSION into $SRC (enabling deb-src once).
-fetch() {
-  local package=$1 version=$2
-  if [ -f "$SRC/${package}_$version.dsc" ]; then return; fi
-  local sources=/etc/apt/sources.list.d/debian.sources
-  if [ -f "$sources" ] && ! grep -q '^Types:.*deb-src' "$sources"; then
-    echo "build-deps: adding the deb-src type to $sources" >&2
-    $SUDO sed -i 's/^Types: deb$/Types: deb deb-src/' "$sources"
-    $SUDO apt-get update -qq >&2
-  fi
-  (cd "$SRC" && apt-get source --download-only "$package=$version" >&2) || true
-  if [ ! -f "$SRC/${package}_$version.dsc" ]; then
-    echo "build-deps: apt-get source did not fetch $package $version (is deb-src enabled?)" >&2
-    exit 1
+fail() { echo "build-deps: $*" >&2; exit 1; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"
+  elif command -v sudo >/dev/null; then sudo "$@"
+  else fail "needs root (or sudo) to run: $*"
   fi
 }
 
-# Configures, builds and installs the CMake project in $1 into $2 with the sanitizer.
+# The source version of the installed binary package $1 (e.g. 0.17.6-2.1).
+installed() {
+  dpkg-query -W -f='${source:Version}' "$1" 2>/dev/null ||
+    fail "$1 is not installed (run tools/install-deps.sh)"
+}
+
+# Lets apt-get fetch sources: a deb-src type for Debian's deb822 entry, or deb-src lines for a
+# one-line sources.list.
+enable_sources() {
+  if apt-get indextargets --format '$(CREATED_BY)' 2>/dev/null | grep -q '^Sources$'; then
+    return
+  fi
+  local deb822=/etc/apt/sources.list.d/debian.sources list=/etc/apt/sources.list
+  echo "build-deps: enabling Debian's source packages (deb-src) for apt-get source" >&2
+  if [ -f "$deb822" ]; then
+    as_root sed -i 's/^Types: deb$/Types: deb deb-src/' "$deb822"
+  elif [ -f "$list" ]; then
+    as_root sed -i -e '/^deb /{p;s/^deb /deb-src /}' "$list"
+  fi
+  as_root apt-get update -qq >&2
+}
+
+# Downloads source package $1 at version $2 into $SRC; its .dsc path on stdout.
+fetch() {
+  local package=$1 version=$2
+  local dsc="$SRC/${package}_${version}.dsc"
+  local upstream=${version%-*}
+  if [ ! -f "$dsc" ] || ! ls "$SRC/${package}_${upstream}".orig.tar.* >/dev/null 2>&1; then
+    enable_sources
+    # Some versions' .debian.tar.xz are missing from the mirror: apt-get then fails after the
+    # .dsc and the upstream tarball arrived, which is checked below.
+    (cd "$SRC" && apt-get source --download-only "$package=$version" >&2) || true
+  fi
+  if [ ! -f "$dsc" ] || ! ls "$SRC/${package}_${upstream}".orig.tar.* >/dev/null 2>&1; then
+    rm -f "$dsc"
+    fail "apt-get source did not fetch $package $version (are Debian's deb-src entries enabled?)"
+  fi
+  echo "$dsc"
+}
+
+# Configures, builds and installs the CMake project in $1 into $2 (build dir $3) with the
+# sanitizer; the remaining arguments go to cmake.
 build() {
   local source=$1 prefix=$2 build=$3
   shift 3
@@ -57,40 +88,42 @@ build() {
   touch "$prefix/.complete"
 }
 
-# CAF 0.17.6 (libcaf-dev). The mirror lacks this version's .debian.tar.xz: the upstream tarball
-# is enough, checked against the .dsc's SHA-256. Debian's patches add the #include <limits>
-# that g++ 12 needs in libcaf_io; `-include limits` does the same without editing the source.
-CAF="$CACHE/caf-0.17.6-$SANITIZER"
+# CAF (libcaf-dev). The mirror lacks 0.17.6-2.1's .debian.tar.xz: the upstream tarball is
+# enough, checked against the .dsc's SHA-256. Debian's patches add the #include <limits> that
+# g++ 12 needs in libcaf_io; `-include limits` does the same without editing the source.
+version=$(installed libcaf-dev)
+CAF="$CACHE/caf-$version-$SANITIZER"
 if [ ! -f "$CAF/.complete" ]; then
-  fetch actor-framework 0.17.6-2.1
-  tarball="$SRC/actor-framework_0.17.6.orig.tar.gz"
+  dsc=$(fetch actor-framework "$version")
+  upstream=${version%-*}
+  tarball="$SRC/actor-framework_$upstream.orig.tar.gz"
   want=$(awk '/^Checksums-Sha256:/{on=1;next} /^[^ ]/{on=0} on && $3 ~ /orig.tar.gz$/ {print $1}' \
-    "$SRC/actor-framework_0.17.6-2.1.dsc")
+    "$dsc")
   got=$(sha256sum "$tarball" | cut -d' ' -f1)
   if [ -z "$want" ] || [ "$want" != "$got" ]; then
-    rm -f "$tarball" "$SRC/actor-framework_0.17.6-2.1.dsc"
-    echo "build-deps: $tarball does not match its .dsc (sha256 $got, want $want)" >&2
-    exit 1
+    rm -f "$tarball" "$dsc"
+    fail "$tarball does not match its .dsc (sha256 $got, want $want)"
   fi
   work="$CACHE/build-caf-$SANITIZER"
   rm -rf "$work" && mkdir -p "$work" && tar xzf "$tarball" -C "$work"
-  echo "build-deps: building CAF 0.17.6 with $FLAGS into $CAF (about 3 minutes on 2 cores)" >&2
-  build "$work/actor-framework-0.17.6" "$CAF" "$work/build" \
+  echo "build-deps: building CAF $version with $FLAGS into $CAF (about 3 minutes on 2 cores)" >&2
+  build "$work/actor-framework-$upstream" "$CAF" "$work/build" \
     -DCMAKE_CXX_FLAGS="$FLAGS -fno-omit-frame-pointer -include limits" \
     -DCAF_LOG_LEVEL=QUIET -DCAF_NO_EXAMPLES=yes -DCAF_NO_UNIT_TESTS=yes -DCAF_NO_TOOLS=yes \
     -DCAF_NO_PYTHON=yes -DCAF_NO_OPENCL=yes -DCAF_NO_BENCHMARKS=yes -DCAF_NO_SUMMARY=yes
   rm -rf "$work"
 fi
 
-# abseil 20220623.1 (libabsl-dev), with Debian's patches (dpkg-source checks the .dsc's
-# checksums and applies them): the same options, inline namespace and sonames as Debian's.
-ABSL="$CACHE/abseil-20220623.1-$SANITIZER"
+# abseil (libabsl-dev), with Debian's patches: dpkg-source checks the files against the .dsc and
+# applies them, so options, inline namespace and sonames are Debian's.
+version=$(installed libabsl-dev)
+ABSL="$CACHE/abseil-$version-$SANITIZER"
 if [ ! -f "$ABSL/.complete" ]; then
-  fetch abseil 20220623.1-1+deb12u2
+  dsc=$(fetch abseil "$version")
   work="$CACHE/build-abseil-$SANITIZER"
   rm -rf "$work" && mkdir -p "$work"
-  dpkg-source --no-check -x "$SRC/abseil_20220623.1-1+deb12u2.dsc" "$work/abseil" >&2
-  echo "build-deps: building abseil 20220623.1 with $FLAGS into $ABSL (about 6 minutes on 2 cores)" >&2
+  dpkg-source -x "$dsc" "$work/abseil" >&2
+  echo "build-deps: building abseil $version with $FLAGS into $ABSL (about 1 minute)" >&2
   build "$work/abseil" "$ABSL" "$work/build" \
     -DCMAKE_CXX_FLAGS="$FLAGS -fno-omit-frame-pointer" -DCMAKE_CXX_STANDARD=17 \
     -DBUILD_SHARED_LIBS=ON -DBUILD_TESTING=OFF -DABSL_PROPAGATE_CXX_STD=ON

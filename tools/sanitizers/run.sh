@@ -1,24 +1,28 @@
 #!/usr/bin/env bash
-# Builds Muster and its tests with a sanitizer, against a CAF instrumented the same way, runs the
-# whole ctest suite, and fails when a test failed or any process wrote a sanitizer report.
+# Builds Muster and its tests with a sanitizer (for ThreadSanitizer against CAF and abseil
+# instrumented the same way: build-deps.sh), runs the whole ctest suite, and fails when a test
+# failed or any process wrote a sanitizer report.
 #
 #   tools/sanitizers/run.sh thread|address      (make tsan, make asan)
 #
 # Every process the tests start (leaders, workers, the muster command) inherits the options
-# below and writes its reports to BUILD_DIR/sanitizer-reports/<tool>.<pid> rather than to a
+# below and writes its reports to <build dir>/sanitizer-reports/report.<pid> rather than to a
 # stderr a test may swallow; a report also makes that process exit with 66. The suppression
-# files next to this script give one written reason per entry.
+# files next to this script give one written reason per entry. The build dir is build-tsan or
+# build-asan (SANITIZER_BUILD_DIR to change it).
 set -euo pipefail
 
 SANITIZER=${1:-}
 case "$SANITIZER" in
-  thread) BUILD_DIR=${BUILD_DIR:-build-tsan} ;;
-  address) BUILD_DIR=${BUILD_DIR:-build-asan} ;;
+  thread) BUILD_DIR=${SANITIZER_BUILD_DIR:-build-tsan} ;;
+  address) BUILD_DIR=${SANITIZER_BUILD_DIR:-build-asan} ;;
   *) echo "usage: $0 thread|address" >&2; exit 2 ;;
 esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 cd "$ROOT"
+mkdir -p "$BUILD_DIR"
+BUILD_DIR=$(cd "$BUILD_DIR" && pwd)
 JOBS=${JOBS:-2}
 START=$SECONDS
 
@@ -33,7 +37,7 @@ echo "$PREFIXES" >"$BUILD_DIR/sanitizer-prefixes"
 cmake --build "$BUILD_DIR" -j "$JOBS"
 BUILT=$SECONDS
 
-REPORTS="$ROOT/$BUILD_DIR/sanitizer-reports"
+REPORTS="$BUILD_DIR/sanitizer-reports"
 rm -rf "$REPORTS"
 mkdir -p "$REPORTS"
 COMMON="log_path=$REPORTS/report exitcode=66"

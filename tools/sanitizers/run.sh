@@ -44,7 +44,9 @@ COMMON="log_path=$REPORTS/report exitcode=66"
 export TSAN_OPTIONS="$COMMON suppressions=$HERE/tsan.supp second_deadlock_stack=1"
 export ASAN_OPTIONS="$COMMON detect_leaks=1"
 export LSAN_OPTIONS="suppressions=$HERE/lsan.supp"
-export UBSAN_OPTIONS="$COMMON print_stacktrace=1"
+# UBSan's diagnostics ignore log_path next to AddressSanitizer: they go to stderr, so the first
+# one ends its process (exit 66), which its test sees.
+export UBSAN_OPTIONS="$COMMON print_stacktrace=1 halt_on_error=1 suppressions=$HERE/ubsan.supp"
 
 STATUS=0
 # One test at a time: instrumented processes run several times slower, and the multi-process

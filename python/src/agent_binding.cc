@@ -233,10 +233,7 @@ void BindAgent(py::module_& m) {
              [](const proto::GetKeyValueResponse& r) -> py::object {
                return py::bytes(r.kv().value());
              },
-             [weak, key] {
-               py::gil_scoped_release release;  // the last reference may be dropped here
-               if (auto agent = weak.lock()) agent->CancelGetKeyValue(key);
-             },
+             [weak, key] { IfAlive(weak, [&](Agent& agent) { agent.CancelGetKeyValue(key); }); },
              request);
        });
   Both(cls, "try_get_key_value", [](PyAgent& self, bool async, const std::string& key) {

@@ -145,8 +145,7 @@ void BindBarrierWait(AgentClass& cls) {
          DropWithoutGil(std::move(agent));  // pending calls never keep the agent alive
          auto on_interrupt = [weak, id, stop] {
            if (stop) stop();
-           py::gil_scoped_release release;  // the last reference may be dropped here
-           if (auto agent = weak.lock()) agent->CancelBarrier(id).IgnoreError();
+           IfAlive(weak, [&](Agent& agent) { agent.CancelBarrier(id).IgnoreError(); });
          };
          return self.CallThen<proto::BarrierResponse>(async, &None, on_interrupt, stop, request);
        });

@@ -112,15 +112,11 @@ class Waiter {
   // raises KeyboardInterrupt within ~50 ms (after `on_interrupt` ran). `first`, when set, runs
   // once before the wait, also without the GIL.
   absl::StatusOr<T> Wait(const std::function<void()>& on_interrupt = nullptr,
-                         const std::function<void()>& first = nullptr) {
-    bool started = false;
+                         std::function<void()> first = nullptr) {
     while (true) {
       {
         py::gil_scoped_release release;
-        if (first && !started) {
-          started = true;
-          first();
-        }
+        if (first) std::exchange(first, nullptr)();
         absl::MutexLock lock(&mutex_);
         auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { return result_.has_value(); };
         if (mutex_.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(50))) {

@@ -69,15 +69,13 @@ class PyAgent : public Closable {
 
   std::shared_ptr<Agent> Get() {
     absl::MutexLock lock(&mutex_);
-    if (!agent_) throw StatusError(ClosedError());
-    return agent_;
+    return Open();
   }
   // The agent for a call that may outlive it: a waiting call must not keep the agent alive, or
   // close() from another thread would neither end the agent nor the call.
   std::weak_ptr<Agent> GetWeak() {
     absl::MutexLock lock(&mutex_);
-    if (!agent_) throw StatusError(ClosedError());
-    return agent_;
+    return Open();
   }
   static absl::Status ClosedError() {
     return absl::FailedPreconditionError(
@@ -121,6 +119,11 @@ class PyAgent : public Closable {
   }
 
  private:
+  const std::shared_ptr<Agent>& Open() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    if (!agent_) throw StatusError(ClosedError());
+    return agent_;
+  }
+
   caf::actor_system* const system_;
   const std::shared_ptr<PreemptionSink> preemption_;
   absl::Mutex closing_ ABSL_ACQUIRED_BEFORE(mutex_);
@@ -135,6 +138,14 @@ using AgentClass = py::class_<PyAgent>;
 inline void DropWithoutGil(std::shared_ptr<Agent> agent) {
   py::gil_scoped_release release;
   agent.reset();
+}
+
+// Calls `fn(agent)` if the agent is still alive, without the GIL: the reference taken for the
+// call may be the last one (close() ran meanwhile).
+template <class Fn>
+void IfAlive(const std::weak_ptr<Agent>& weak, Fn fn) {
+  py::gil_scoped_release release;
+  if (std::shared_ptr<Agent> agent = weak.lock()) fn(*agent);
 }
 
 inline py::object None(const google::protobuf::Message&) { return py::none(); }

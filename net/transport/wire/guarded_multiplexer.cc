@@ -77,6 +77,16 @@ class SheddingTcp {
   int spare_;
 };
 
+// Called after a servant's handler was passivated. CAF 0.17 squashes an add and a del of one
+// socket queued in the same turn into nothing, and then never calls removed_from_loop, so the
+// handler keeps its manager, the servant that owns the handler, alive forever: a servant
+// launched and closed before the loop's next turn (a doorman opened as the node stops) leaked
+// with its socket. When the socket never reached the poll set for reading, the handler lets go
+// here, as the loop would have.
+void ReleaseIfNeverPolled(net::event_handler& handler) {
+  if ((handler.eventbf() & net::input_mask) == 0) handler.removed_from_loop(net::operation::read);
+}
+
 }  // namespace
 
 // A connection whose frames pass a FrameGuard before CAF reads them. A refused frame never
@@ -197,7 +207,10 @@ class GuardedScribe : public caf::io::scribe {
     return x ? *x : 0;
   }
   void add_to_loop() override { stream_.activate(this); }
-  void remove_from_loop() override { stream_.passivate(); }
+  void remove_from_loop() override {
+    stream_.passivate();
+    ReleaseIfNeverPolled(stream_);
+  }
 
   void Close(absl::string_view why, Refusal kind = Refusal::kFrameRejected) {
     if (closed_) return;
@@ -431,7 +444,10 @@ class GuardedDoorman : public caf::io::doorman {
     return x ? *x : 0;
   }
   void add_to_loop() override { acceptor_.activate(this); }
-  void remove_from_loop() override { acceptor_.passivate(); }
+  void remove_from_loop() override {
+    acceptor_.passivate();
+    ReleaseIfNeverPolled(acceptor_);
+  }
 
  private:
   GuardedMultiplexer& mpx_;

@@ -8,14 +8,15 @@ processes of their own and are not counted.
     PYTHONPATH=build/python /usr/bin/python3 bench/footprint_bench.py \\
         --muster build/tools/muster [--idle 10] [--heartbeat 10]
 
-Prints a Markdown table. Not a test: no pass/fail.
+Prints Markdown tables: the rows, then the connected agent against the targets of the
+cost-of-a-rank work (threads, RSS over the interpreter, idle CPU) with a verdict each. Not a
+test: no pass/fail.
 """
 
 import argparse
 import os
 import socket
 import subprocess
-import sys
 import time
 
 PYTHON = "/usr/bin/python3"
@@ -128,7 +129,21 @@ def main():
     for name, took, threads, rss, cpu in rows:
         print(f"| {name} | {took * 1000:.0f} ms | {threads} | {rss / 1024:.1f} MiB | "
               f"{cpu * 100:.2f}% of a core |")
-
+    # The connected agent against the bare interpreter, with the targets of the cost-of-a-rank
+    # work.
+    by_name = {row[0]: row for row in rows}
+    bare, agent = by_name["python3 (bare interpreter)"], by_name["muster.Agent (connected)"]
+    checks = [
+        ("threads of Muster's own", f"{agent[2] - bare[2]}", agent[2] - bare[2] <= 4, "<= 4"),
+        ("RSS over the interpreter", f"{(agent[3] - bare[3]) / 1024:.1f} MiB",
+         (agent[3] - bare[3]) / 1024 <= 15, "<= 15 MiB"),
+        ("CPU while heartbeating", f"{agent[4] * 100:.2f}% of a core", agent[4] <= 0.002,
+         "<= 0.2%"),
+    ]
+    print("\n| an idle connected muster.Agent | measured | target | verdict |")
+    print("|---|---|---|---|")
+    for what, measured, met, target in checks:
+        print(f"| {what} | {measured} | {target} | {'met' if met else 'missed'} |")
 
 if __name__ == "__main__":
     main()

@@ -105,7 +105,7 @@ class GuardedScribe : public caf::io::scribe {
         host_(std::move(host)),
         guard_(limits, inbound, inbound ? &mpx.published() : nullptr,
                inbound ? mpx.own_node() : std::string{}),
-        stream_(mpx, fd, inbound, std::move(tls)) {}
+        stream_(mpx, this, fd, inbound, std::move(tls)) {}
   ~GuardedScribe() override {
     if (watch_id_ != 0) mpx_.Unwatch(watch_id_);
     if (identity_) mpx_.ReleasePeerIdentity(peer_, *identity_);

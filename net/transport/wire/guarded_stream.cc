@@ -77,9 +77,9 @@ bool WirePolicy::must_read_more(net::native_socket, size_t threshold) const {
   return pending > 0 && pending >= threshold;
 }
 
-GuardedStream::GuardedStream(GuardedMultiplexer& mpx, net::native_socket fd, bool inbound,
-                             std::unique_ptr<TlsSession> tls)
-    : stream(mpx, fd), mpx_(mpx), inbound_(inbound), policy_(std::move(tls)) {
+GuardedStream::GuardedStream(GuardedMultiplexer& mpx, net::stream_manager* owner,
+                             net::native_socket fd, bool inbound, std::unique_ptr<TlsSession> tls)
+    : stream(mpx, fd), mpx_(mpx), owner_(owner), inbound_(inbound), policy_(std::move(tls)) {
   if (policy_.tls() != nullptr) {  // now: a refused peer has often closed by the time it is
     auto host = net::remote_addr_of_fd(fd);
     auto port = net::remote_port_of_fd(fd);
@@ -100,7 +100,13 @@ void GuardedStream::handle_event(net::operation op) {
     write_paused_ = true;
   } else if (op == net::operation::read && write_paused_ && !tls->waiting_for_peer()) {
     write_paused_ = false;
-    if (state_.writing) backend().add(net::operation::write, fd(), this);
+    if (state_.writing) {
+      // Once the pause took the socket out of the poll set for writing, CAF dropped the write's
+      // manager: resumed without it, a failed write (or an acknowledged one) would call a null
+      // manager. The write starts again where it stopped, with its owner as the manager.
+      state_.writing = false;
+      force_empty_write(manager_ptr{owner_});
+    }
   }
 }
 

@@ -68,10 +68,12 @@ class WirePolicy {
 
 // CAF's stream over a WirePolicy. While a TLS handshake waits for the peer, writing is paused
 // (CAF 0.17 would poll a writable socket in a loop); a failed handshake is reported once.
+// `owner` is the connection (scribe) that owns this stream: a resumed write takes it again as
+// its manager.
 class GuardedStream : public caf::io::network::stream {
  public:
-  GuardedStream(GuardedMultiplexer& mpx, caf::io::network::native_socket fd, bool inbound,
-                std::unique_ptr<TlsSession> tls);
+  GuardedStream(GuardedMultiplexer& mpx, caf::io::network::stream_manager* owner,
+                caf::io::network::native_socket fd, bool inbound, std::unique_ptr<TlsSession> tls);
 
   void handle_event(caf::io::network::operation op) override;
 
@@ -86,6 +88,7 @@ class GuardedStream : public caf::io::network::stream {
   void ReportHandshakeFailure(const std::string& why);
 
   GuardedMultiplexer& mpx_;
+  caf::io::network::stream_manager* owner_;  // owns this stream: outlives it
   bool inbound_;
   std::string peer_;  // HOST:PORT of the peer, read when the connection was made (TLS only)
   WirePolicy policy_;

@@ -57,18 +57,22 @@ enable_sources() {
   as_root apt-get update -qq >&2
 }
 
+# Whether $SRC holds the .dsc of source package $1 at version $2 and its upstream tarball.
+fetched() {
+  [ -f "$SRC/${1}_$2.dsc" ] && ls "$SRC/${1}_${2%-*}".orig.tar.* >/dev/null 2>&1
+}
+
 # Downloads source package $1 at version $2 into $SRC; its .dsc path on stdout.
 fetch() {
   local package=$1 version=$2
   local dsc="$SRC/${package}_${version}.dsc"
-  local upstream=${version%-*}
-  if [ ! -f "$dsc" ] || ! ls "$SRC/${package}_${upstream}".orig.tar.* >/dev/null 2>&1; then
+  if ! fetched "$package" "$version"; then
     enable_sources
     # Some versions' .debian.tar.xz are missing from the mirror: apt-get then fails after the
     # .dsc and the upstream tarball arrived, which is checked below.
     (cd "$SRC" && apt-get source --download-only "$package=$version" >&2) || true
   fi
-  if [ ! -f "$dsc" ] || ! ls "$SRC/${package}_${upstream}".orig.tar.* >/dev/null 2>&1; then
+  if ! fetched "$package" "$version"; then
     rm -f "$dsc"
     fail "apt-get source did not fetch $package $version (are Debian's deb-src entries enabled?)"
   fi

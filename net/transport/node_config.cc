@@ -1,5 +1,7 @@
 #include "muster/net/transport/node_config.h"
 
+#include <algorithm>
+
 #include <caf/atom.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/settings.hpp>
@@ -29,7 +31,7 @@ void ConfigureNode(caf::actor_system_config& cfg, const NodeOptions& options) {
   cfg.set("middleman.connection-timeout", options.connection_timeout);
   if (options.low_latency_scheduler) {
     cfg.set("scheduler.policy", caf::atom("sharing"));
-    cfg.set("scheduler.max-threads", 2);
+    cfg.set("scheduler.max-threads", std::max(options.scheduler_threads, 1));
     cfg.set("middleman.workers", 0);
   }
   cfg.set("logger.console", caf::atom("none"));

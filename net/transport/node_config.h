@@ -24,6 +24,11 @@ struct NodeOptions {
   // Condition-variable scheduling and no separate deserialization workers: the lowest
   // round-trip latency for a control plane (see docs/performance.md).
   bool low_latency_scheduler = true;
+  // Scheduler threads of the low-latency scheduler. The network thread runs the hosted actors
+  // (the leader's services, an agent's actor); these run the rest. A node whose scheduled actors
+  // never block may take 1: the Python binding's agents do (their callbacks only queue work for
+  // Python's own thread). A C++ agent's callbacks run on them and may block: 2.
+  int scheduler_threads = 2;
   // What a peer may send before and after its handshake (see
   // net/transport/wire/guarded_multiplexer.h).
   WireLimits wire_limits;

@@ -23,7 +23,13 @@ Runtime& Runtime::Get() {
 absl::StatusOr<caf::actor_system*> Runtime::WorkerSystem(absl::Duration heartbeat_timeout) {
   absl::MutexLock lock(&mutex_);
   if (shut_down_) return AfterShutdown();
-  if (!workers_) workers_ = std::make_unique<Node>(WorkerNodeOptions(heartbeat_timeout));
+  if (!workers_) {
+    NodeOptions options = WorkerNodeOptions(heartbeat_timeout);
+    // Nothing of the binding blocks a scheduler thread: callbacks only queue work for the
+    // dispatcher, and calls wait on the caller's thread.
+    options.scheduler_threads = 1;
+    workers_ = std::make_unique<Node>(options);
+  }
   return &workers_->system;
 }
 

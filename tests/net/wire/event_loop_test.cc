@@ -18,6 +18,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/scheduled_actor.hpp>
+#include <caf/scheduler/abstract_coordinator.hpp>
 #include <caf/scoped_actor.hpp>
 
 #include "muster/actors/caf/placement.h"
@@ -300,6 +301,22 @@ TEST_F(WirePolicyTest, PeerClosed_IsAFailure) {
   char buf[8];
   size_t got = 0;
   EXPECT_EQ(policy_.read_some(got, fds_[0], buf, sizeof(buf)), net::rw_state::failure);
+}
+
+// The low-latency scheduler's size comes from NodeOptions: two threads by default, one for a
+// node whose scheduled actors never block (the Python binding's agents), never fewer.
+TEST(NodeSchedulerTest, ThreadsFromNodeOptions) {
+  auto workers = [](int threads) {
+    NodeOptions options;
+    options.scheduler_threads = threads;
+    NodeConfig config{options};
+    caf::actor_system system{config};
+    return system.scheduler().num_workers();
+  };
+  EXPECT_EQ(workers(NodeOptions{}.scheduler_threads), 2u);
+  EXPECT_EQ(workers(1), 1u);
+  EXPECT_EQ(workers(0), 1u);
+  EXPECT_EQ(workers(-3), 1u);
 }
 
 }  // namespace

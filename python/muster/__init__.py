@@ -11,7 +11,6 @@ the guide.
 """
 
 import atexit as _atexit
-import threading as _threading
 
 from . import _muster
 from ._agent import Agent, launch_identity
@@ -34,15 +33,10 @@ __all__ = [
     "UnauthenticatedError", "UnavailableError", "UnimplementedError", "UnknownError",
 ]
 
-# Callbacks and futures run here, never on Muster's own threads.
-_dispatcher = _threading.Thread(target=_muster._run_dispatcher, name="muster-dispatcher",
-                                daemon=True)
-_dispatcher.start()
-
 
 def _shutdown() -> None:
-    _muster._shutdown()  # closes every agent (shutdown) and leader, stops the actor systems
-    _dispatcher.join(timeout=1.0)
+    # Closes every agent (shutdown) and leader, stops the callback thread and the actor systems.
+    _muster._shutdown()
 
 
 _atexit.register(_shutdown)

@@ -1,6 +1,9 @@
 #include "common.h"
 
+#include <pthread.h>
+
 #include <cmath>
+#include <thread>
 
 #include <absl/strings/str_cat.h>
 
@@ -85,35 +88,51 @@ void Dispatcher::Post(std::function<void()> work) {
   absl::MutexLock lock(&mutex_);
   if (stopped_) return;
   queue_.push_back(std::move(work));
+  if (started_) return;
+  started_ = true;
+  running_batch_ = true;                    // until the thread has its Python state and waits
+  std::thread([this] { Run(); }).detach();  // Get()'s dispatcher is never destroyed
 }
 
 void Dispatcher::Run() {
+  pthread_setname_np(pthread_self(), "muster-dispatch");
+  PyGILState_Ensure();                          // this thread's Python state, kept for its life
+  PyThreadState* python = PyEval_SaveThread();  // and no GIL while it waits
   while (true) {
     std::deque<std::function<void()>> batch;
     {
-      py::gil_scoped_release release;
       absl::MutexLock lock(&mutex_);
+      running_batch_ = false;
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
         return stopped_ || !queue_.empty();
       };
       mutex_.Await(absl::Condition(&ready));
       if (stopped_) return;
       batch.swap(queue_);
+      running_batch_ = true;  // Stop() waits for it: the interpreter must not end under it
     }
+    PyEval_RestoreThread(python);
     for (auto& work : batch) {
       try {
         work();
       } catch (py::error_already_set& error) {
         error.discard_as_unraisable("a muster callback");
+      } catch (const std::exception& error) {
+        PyErr_SetString(PyExc_RuntimeError, error.what());
+        PyErr_WriteUnraisable(nullptr);
       }
     }
+    batch.clear();  // the work's captures, under the GIL too
+    python = PyEval_SaveThread();
   }
 }
 
-void Dispatcher::Stop() {
+void Dispatcher::Stop(absl::Duration grace) {
   absl::MutexLock lock(&mutex_);
   stopped_ = true;
   queue_.clear();
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { return !running_batch_; };
+  mutex_.AwaitWithTimeout(absl::Condition(&idle), grace);
 }
 
 }  // namespace muster::python

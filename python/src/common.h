@@ -57,21 +57,26 @@ std::string TaskString(const proto::CoordinatedTask& task);
 // Seconds (None: forever) as an absl::Duration. Raises ValueError for negative or NaN.
 absl::Duration ToDuration(const std::optional<double>& seconds);
 
-// Runs queued Python work on the thread that called Run() (a daemon thread of the muster
-// module). Post() is thread-safe and never touches Python; work posted after Stop() (interpreter
-// exit) is dropped, and so are the Python objects it holds (leaked, never released without the
-// GIL).
+// Runs queued Python work (callbacks, future completions) on a thread of its own, started by
+// the first Post(): a process whose agents never call back has no such thread. The thread
+// ("muster-dispatch") waits without the GIL and takes it for each batch. Post() is thread-safe
+// and never touches Python; work posted after Stop() (interpreter exit) is dropped, and so are
+// the Python objects it holds (leaked, never released without the GIL).
 class Dispatcher {
  public:
   static Dispatcher& Get();
   void Post(std::function<void()> work);
-  // Runs work until Stop(); releases the GIL while waiting.
-  void Run();
-  void Stop();
+  // Drops queued work and ends the thread, waiting (at most `grace`) for the batch it may be
+  // running. Called without the GIL; the batch needs it.
+  void Stop(absl::Duration grace = absl::Seconds(1));
 
  private:
+  void Run();
+
   absl::Mutex mutex_;
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mutex_);
+  bool started_ ABSL_GUARDED_BY(mutex_) = false;
+  bool running_batch_ ABSL_GUARDED_BY(mutex_) = false;
   bool stopped_ ABSL_GUARDED_BY(mutex_) = false;
 };
 

@@ -1,6 +1,6 @@
 // muster._muster: the C++ library for Python. The public API is the pure-Python package around
-// it (python/muster/); this module holds the agent and leader classes, the dispatcher thread's
-// loop and the process-wide shutdown that muster registers with atexit.
+// it (python/muster/); this module holds the agent and leader classes and the process-wide
+// shutdown that muster registers with atexit.
 #include <pybind11/pybind11.h>
 
 #include "bindings.h"
@@ -15,9 +15,6 @@ PYBIND11_MODULE(_muster, m) {
   muster::python::BindAgent(m);
   muster::python::BindLeader(m);
   muster::python::BindBarrierProgressText(m);
-  m.def(
-      "_run_dispatcher", [] { muster::python::Dispatcher::Get().Run(); },
-      "Runs callbacks and completes futures until shutdown (the muster-dispatcher thread).");
   m.def(
       "_shutdown",
       [] {

@@ -1,6 +1,7 @@
 """Python processes using muster: Ctrl-C in a blocking call, interpreter exit with agents,
 leaders and calls still pending, and a barrier whose participant is killed."""
 
+import ast
 import os
 import signal
 import subprocess
@@ -70,6 +71,29 @@ except muster.InternalError as e:  # the clause written before PeerFailedError s
     print(f"message {e.message}", flush=True)
 """
 
+THREADS = r"""
+import collections, os, sys, threading, muster
+
+def native_threads():
+    names = collections.Counter()
+    for tid in os.listdir("/proc/self/task"):
+        if int(tid) != os.getpid():
+            with open(f"/proc/self/task/{tid}/comm") as comm:
+                names[comm.read().strip()] += 1
+    return dict(names)
+
+agent = muster.Agent(sys.argv[1], "worker", 0)
+agent.connect()
+agent.insert_key_value("k", "v")
+print("blocking calls", native_threads(), flush=True)
+ran = threading.Event()
+future = agent.try_get_key_value_async("k")
+future.add_done_callback(lambda f: ran.set())
+print("future", future.result(timeout=10), ran.wait(10), flush=True)
+print("after a future", native_threads(), flush=True)
+agent.close()
+"""
+
 
 def run(code: str, *args: str) -> subprocess.Popen:
     return subprocess.Popen([PYTHON, "-c", code, *args], stdout=subprocess.PIPE,
@@ -125,3 +149,23 @@ def test_killed_barrier_participant_raises_peer_failed_error_naming_it():
             for child in (victim, blocking, waiting):
                 child.kill()
                 child.wait()
+
+
+def test_an_agent_process_runs_five_threads_of_muster_and_one_more_once_it_calls_back(leader):
+    """A connected agent that only makes blocking calls: one scheduler thread (which CAF names
+    caf.multiplexer too), the network thread, the actor clock, and CAF's two detached actors
+    (its printer, and its middleman actor, which blocks in connect). The thread that completes
+    futures and runs callbacks starts with the first of them."""
+    child = run(THREADS, leader.address)
+    try:
+        out, _ = child.communicate(timeout=30)
+    finally:
+        child.kill()
+    assert child.returncode == 0, out
+    lines = out.splitlines()
+    own = {"caf.multiplexer": 2, "caf.clock": 1, "caf.actor": 2}
+    assert lines[0].startswith("blocking calls "), out
+    assert ast.literal_eval(lines[0][len("blocking calls "):]) == own, out
+    assert lines[1] == "future b'v' True", out
+    assert lines[2].startswith("after a future "), out
+    assert ast.literal_eval(lines[2][len("after a future "):]) == {**own, "muster-dispatch": 1}, out

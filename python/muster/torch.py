@@ -143,6 +143,12 @@ class Store(dist.Store):
 
     def check(self, keys: List[str]) -> bool:
         """True when every key exists (no waiting)."""
+        if len(keys) == 1:
+            try:
+                self._agent.try_get_key_value(self._key(keys[0]))
+            except _errors.NotFoundError:
+                return False
+            return True
         futures = [self._agent.try_get_key_value_async(self._key(k)) for k in keys]
         ok = True
         for f in futures:
@@ -156,6 +162,12 @@ class Store(dist.Store):
              timeout: Optional[Union[datetime.timedelta, float]] = None) -> None:
         """Waits until every key exists, up to `timeout` (default: the store timeout)."""
         seconds_left = self._timeout_seconds(None if timeout is None else _timedelta(timeout))
+        if len(keys) == 1:  # waited for on this thread: no future, no hand-off to another thread
+            try:
+                self._agent.get_key_value(self._key(keys[0]), seconds_left)
+            except _errors.DeadlineExceededError:
+                raise self._timed_out(keys, seconds_left) from None
+            return
         futures = [self._agent.get_key_value_async(self._key(k), seconds_left) for k in keys]
         missing = []
         for key, f in zip(keys, futures):

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <cmath>
+#include <system_error>
 #include <thread>
 
 #include <absl/strings/str_cat.h>
@@ -89,9 +90,13 @@ void Dispatcher::Post(std::function<void()> work) {
   if (stopped_) return;
   queue_.push_back(std::move(work));
   if (started_) return;
-  started_ = true;
-  running_batch_ = true;                    // until the thread has its Python state and waits
-  std::thread([this] { Run(); }).detach();  // Get()'s dispatcher is never destroyed
+  running_batch_ = true;  // until the thread has its Python state and waits
+  try {
+    std::thread([this] { Run(); }).detach();  // Get()'s dispatcher is never destroyed
+    started_ = true;
+  } catch (const std::system_error&) {
+    running_batch_ = false;  // no thread: the next Post tries again
+  }
 }
 
 void Dispatcher::Run() {
@@ -113,10 +118,15 @@ void Dispatcher::Run() {
     }
     PyEval_RestoreThread(python);
     for (auto& work : batch) {
+      if (stopping_.load(std::memory_order_acquire)) break;  // the interpreter is exiting
       try {
         work();
       } catch (py::error_already_set& error) {
         error.discard_as_unraisable("a muster callback");
+      } catch (const StatusError& error) {
+        py::object exception = MakeException(error.status());
+        PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exception.ptr())), exception.ptr());
+        PyErr_WriteUnraisable(nullptr);
       } catch (const std::exception& error) {
         PyErr_SetString(PyExc_RuntimeError, error.what());
         PyErr_WriteUnraisable(nullptr);
@@ -130,6 +140,7 @@ void Dispatcher::Run() {
 void Dispatcher::Stop(absl::Duration grace) {
   absl::MutexLock lock(&mutex_);
   stopped_ = true;
+  stopping_.store(true, std::memory_order_release);
   queue_.clear();
   auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { return !running_batch_; };
   mutex_.AwaitWithTimeout(absl::Condition(&idle), grace);

@@ -5,6 +5,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -78,6 +79,8 @@ class Dispatcher {
   bool started_ ABSL_GUARDED_BY(mutex_) = false;
   bool running_batch_ ABSL_GUARDED_BY(mutex_) = false;
   bool stopped_ ABSL_GUARDED_BY(mutex_) = false;
+  // stopped_, for the thread between the items of a batch: the rest of it is dropped.
+  std::atomic<bool> stopping_{false};
 };
 
 // A Python object held from C++ code that may run without the GIL: copies share one reference,
@@ -168,6 +171,10 @@ py::object StartFuture(Start start, Convert convert) {
         }
       } catch (py::error_already_set& error) {
         f.attr("set_exception")(error.value());
+      } catch (const StatusError& error) {  // convert refused the answer ("not a counter")
+        f.attr("set_exception")(MakeException(error.status()));
+      } catch (const std::exception& error) {
+        f.attr("set_exception")(py::module_::import("builtins").attr("RuntimeError")(error.what()));
       }
       handle.Release();
     });

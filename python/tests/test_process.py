@@ -156,12 +156,13 @@ def test_an_agent_process_runs_five_threads_of_muster_and_one_more_once_it_calls
     caf.multiplexer too), the network thread, the actor clock, and CAF's two detached actors
     (its printer, and its middleman actor, which blocks in connect). The thread that completes
     futures and runs callbacks starts with the first of them."""
-    child = run(THREADS, leader.address)
+    child = subprocess.Popen([PYTHON, "-c", THREADS, leader.address], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=dict(os.environ))
     try:
-        out, _ = child.communicate(timeout=30)
+        out, err = child.communicate(timeout=30)
     finally:
         child.kill()
-    assert child.returncode == 0, out
+    assert child.returncode == 0, out + err
     lines = out.splitlines()
     own = {"caf.multiplexer": 2, "caf.clock": 1, "caf.actor": 2}
     assert lines[0].startswith("blocking calls "), out

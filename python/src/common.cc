@@ -118,15 +118,11 @@ void Dispatcher::Run() {
     }
     PyEval_RestoreThread(python);
     for (auto& work : batch) {
-      if (stopping_.load(std::memory_order_acquire)) break;  // the interpreter is exiting
+      if (stopped_) break;  // the interpreter is exiting
       try {
         work();
       } catch (py::error_already_set& error) {
         error.discard_as_unraisable("a muster callback");
-      } catch (const StatusError& error) {
-        py::object exception = MakeException(error.status());
-        PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exception.ptr())), exception.ptr());
-        PyErr_WriteUnraisable(nullptr);
       } catch (const std::exception& error) {
         PyErr_SetString(PyExc_RuntimeError, error.what());
         PyErr_WriteUnraisable(nullptr);
@@ -140,7 +136,6 @@ void Dispatcher::Run() {
 void Dispatcher::Stop(absl::Duration grace) {
   absl::MutexLock lock(&mutex_);
   stopped_ = true;
-  stopping_.store(true, std::memory_order_release);
   queue_.clear();
   auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { return !running_batch_; };
   mutex_.AwaitWithTimeout(absl::Condition(&idle), grace);

@@ -78,9 +78,9 @@ class Dispatcher {
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mutex_);
   bool started_ ABSL_GUARDED_BY(mutex_) = false;
   bool running_batch_ ABSL_GUARDED_BY(mutex_) = false;
-  bool stopped_ ABSL_GUARDED_BY(mutex_) = false;
-  // stopped_, for the thread between the items of a batch: the rest of it is dropped.
-  std::atomic<bool> stopping_{false};
+  // Set under mutex_ (Await sees it); the thread also reads it between the items of a batch,
+  // without the lock, and drops the rest of the batch.
+  std::atomic<bool> stopped_{false};
 };
 
 // A Python object held from C++ code that may run without the GIL: copies share one reference,
@@ -174,7 +174,7 @@ py::object StartFuture(Start start, Convert convert) {
       } catch (const StatusError& error) {  // convert refused the answer ("not a counter")
         f.attr("set_exception")(MakeException(error.status()));
       } catch (const std::exception& error) {
-        f.attr("set_exception")(py::module_::import("builtins").attr("RuntimeError")(error.what()));
+        f.attr("set_exception")(py::handle(PyExc_RuntimeError)(error.what()));
       }
       handle.Release();
     });

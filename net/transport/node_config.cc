@@ -1,6 +1,7 @@
 #include "muster/net/transport/node_config.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include <caf/atom.hpp>
 #include <caf/io/middleman.hpp>
@@ -27,6 +28,11 @@ void ConfigureNode(caf::actor_system_config& cfg, const NodeOptions& options) {
   caf::put(cfg.content, "muster.max-connections-per-host",
            int64_t{options.wire_limits.max_connections_per_host});
   SetTlsFiles(cfg, options.tls.enabled() ? options.tls : TlsFilesFromEnvironment());
+  caf::put(
+      cfg.content, "muster.connect-timeout-ms",
+      static_cast<int64_t>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(options.connect_timeout).count()));
+  cfg.set("middleman.attach-utility-actors", options.attach_utility_actors);
   cfg.set("middleman.heartbeat-interval", options.connection_heartbeat_interval);
   cfg.set("middleman.connection-timeout", options.connection_timeout);
   if (options.low_latency_scheduler) {

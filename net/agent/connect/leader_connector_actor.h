@@ -1,9 +1,9 @@
 // Connects a worker process to its leader without blocking the caller or an actor's thread: one
 // handshake at a time, each bounded by a timeout, retried with jittered exponential backoff
 // until the overall deadline. A frozen leader costs one attempt timeout per try, never a hang.
-// (The TCP connect itself is CAF's middleman actor's, whose own thread blocks in connect(2); it
-// connects once per address for all the agents of a process, which CAF 0.17's BASP needs: it
-// races between simultaneous handshakes of one node.)
+// (The TCP connect itself is CAF's middleman actor's, which waits in it for at most
+// NodeOptions::connect_timeout (DialTcp); it connects once per address for all the agents of a
+// process, which CAF 0.17's BASP needs: it races between simultaneous handshakes of one node.)
 //
 // What failed decides what happens next:
 //  - nothing listens at the address (the connection was refused, ECONNREFUSED; CAF does not say

@@ -25,6 +25,7 @@
 #include "muster/messages/status/caf_text.h"
 #include "muster/net/transport/wire/frame_assembler.h"
 #include "muster/net/transport/wire/guarded_stream.h"
+#include "muster/net/transport/wire/tcp_dial.h"
 
 namespace muster {
 namespace {
@@ -538,6 +539,8 @@ GuardedMultiplexer::GuardedMultiplexer(caf::actor_system* system) : default_mult
       caf::get_or(cfg, "muster.frame-progress-timeout-ms", defaults.frame_progress_timeout_ms);
   limits_.max_connections_per_host = static_cast<uint32_t>(caf::get_or(
       cfg, "muster.max-connections-per-host", int64_t{defaults.max_connections_per_host}));
+  connect_timeout_ = std::chrono::milliseconds(
+      std::max<int64_t>(caf::get_or(cfg, "muster.connect-timeout-ms", int64_t{2000}), 1));
   TlsFiles tls = TlsFilesOf(cfg);
   if (tls.enabled()) {
     tls_ = std::make_unique<TlsContext>(tls, [this](const std::string& what) { Report(what); });
@@ -561,7 +564,7 @@ caf::io::scribe_ptr GuardedMultiplexer::new_scribe(net::native_socket fd) {
 
 caf::expected<caf::io::scribe_ptr> GuardedMultiplexer::new_tcp_scribe(const std::string& host,
                                                                       uint16_t port) {
-  auto fd = net::new_tcp_connection(host, port);
+  auto fd = DialTcp(host, port, connect_timeout_);
   if (!fd) return std::move(fd.error());
   return new_scribe(*fd);
 }

@@ -72,6 +72,8 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
 
   // Outgoing connections (this node dialed): frames are checked, without a size limit.
   caf::io::scribe_ptr new_scribe(caf::io::network::native_socket fd) override;
+  // Dials with DialTcp, waiting at most NodeOptions::connect_timeout (CAF's own connect blocks
+  // its caller for as long as the kernel retries a SYN).
   caf::expected<caf::io::scribe_ptr> new_tcp_scribe(const std::string& host,
                                                     uint16_t port) override;
   // Listening sockets: connections they accept get the full guard.
@@ -169,6 +171,7 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   void DropDeferredWrites();
 
   WireLimits limits_;
+  std::chrono::milliseconds connect_timeout_{2000};
   PublishedActors published_;
   std::string own_node_;
   std::unique_ptr<TlsContext> tls_;

@@ -1,0 +1,97 @@
+// DialTcp on loopback: a listening port, a closed one, and one whose accept queue is full (the
+// kernel drops the SYN, as for a host cut off by a partition): the dial gives up at its timeout.
+#include "muster/net/transport/wire/tcp_dial.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <caf/sec.hpp>
+
+namespace muster {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+// A listening socket on 127.0.0.1 with an ephemeral port; `backlog` connections wait unaccepted.
+class Listener {
+ public:
+  explicit Listener(int backlog) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+    EXPECT_EQ(::listen(fd_, backlog), 0);
+    socklen_t length = sizeof(sa);
+    EXPECT_EQ(::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &length), 0);
+    port_ = ntohs(sa.sin_port);
+  }
+  ~Listener() { ::close(fd_); }
+  int fd() const { return fd_; }
+  uint16_t port() const { return port_; }
+
+ private:
+  int fd_;
+  uint16_t port_ = 0;
+};
+
+TEST(TcpDialTest, Listening_ConnectsANonBlockingCloseOnExecSocket) {
+  Listener listener(4);
+  auto fd = DialTcp("127.0.0.1", listener.port(), 2000ms);
+  ASSERT_TRUE(fd) << caf::to_string(fd.error());
+  EXPECT_NE(::fcntl(*fd, F_GETFL) & O_NONBLOCK, 0);
+  EXPECT_NE(::fcntl(*fd, F_GETFD) & FD_CLOEXEC, 0);
+  int accepted = ::accept(listener.fd(), nullptr, nullptr);
+  EXPECT_GE(accepted, 0);
+  ASSERT_EQ(::write(*fd, "x", 1), 1);
+  char byte = 0;
+  EXPECT_EQ(::read(accepted, &byte, 1), 1);
+  EXPECT_EQ(byte, 'x');
+  ::close(accepted);
+  ::close(*fd);
+}
+
+TEST(TcpDialTest, ByName_ResolvesLocalhost) {
+  Listener listener(4);
+  auto fd = DialTcp("localhost", listener.port(), 2000ms);
+  ASSERT_TRUE(fd) << caf::to_string(fd.error());
+  ::close(*fd);
+}
+
+TEST(TcpDialTest, NothingListening_RefusedAtOnce) {
+  uint16_t port = 0;
+  {
+    Listener closed(1);
+    port = closed.port();
+  }
+  auto fd = DialTcp("127.0.0.1", port, 2000ms);
+  ASSERT_FALSE(fd);
+  EXPECT_EQ(fd.error(), caf::sec::cannot_connect_to_node);
+  EXPECT_THAT(caf::to_string(fd.error()), HasSubstr("Connection refused"));
+}
+
+TEST(TcpDialTest, SynDropped_GivesUpAtTheTimeout) {
+  Listener listener(0);  // its accept queue fills at once; then the kernel drops new SYNs
+  std::vector<int> queued;
+  caf::expected<caf::io::network::native_socket> fd = caf::sec::none;
+  for (int i = 0; i < 8; ++i) {
+    fd = DialTcp("127.0.0.1", listener.port(), 300ms);
+    if (!fd) break;
+    queued.push_back(*fd);
+  }
+  ASSERT_FALSE(fd) << "every dial connected: the accept queue never filled";
+  EXPECT_EQ(fd.error(), caf::sec::cannot_connect_to_node);
+  EXPECT_THAT(caf::to_string(fd.error()), HasSubstr("connect timed out after 300 ms"));
+  EXPECT_GE(queued.size(), 1u);
+  for (int queued_fd : queued) ::close(queued_fd);
+}
+
+}  // namespace
+}  // namespace muster

@@ -32,7 +32,6 @@ void ConfigureNode(caf::actor_system_config& cfg, const NodeOptions& options) {
       cfg.content, "muster.connect-timeout-ms",
       static_cast<int64_t>(
           std::chrono::duration_cast<std::chrono::milliseconds>(options.connect_timeout).count()));
-  cfg.set("middleman.attach-utility-actors", options.attach_utility_actors);
   cfg.set("middleman.heartbeat-interval", options.connection_heartbeat_interval);
   cfg.set("middleman.connection-timeout", options.connection_timeout);
   if (options.low_latency_scheduler) {

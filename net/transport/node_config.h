@@ -29,15 +29,10 @@ struct NodeOptions {
   // never block may take 1: the Python binding's agents do (their callbacks only queue work for
   // Python's own thread). A C++ agent's callbacks run on them and may block: 2.
   int scheduler_threads = 2;
-  // CAF's middleman actor (it connects to peers and publishes ports for every remote_actor and
-  // publish of the node) runs on the scheduler instead of a thread of its own, as do CAF's other
-  // network utility actors: one thread fewer. Its connects then occupy a scheduler thread for up
-  // to `connect_timeout`, so only for nodes whose scheduler threads never block otherwise (the
-  // Python binding's).
-  bool attach_utility_actors = false;
-  // An outbound TCP connect gives up after this long (DialTcp): a SYN lost once is retried by the
-  // kernel after 1 s, so 2 s lets it through, while a peer cut off costs 2 s instead of the
-  // kernel's two minutes. Whoever connects retries (LeaderConnector).
+  // An outbound TCP connect gives up after this long (DialTcp, which CAF's middleman actor calls
+  // for every new address): a SYN lost once is retried by the kernel after 1 s, so 2 s lets it
+  // through, while a peer cut off holds the middleman actor, and every connect of the node
+  // queued behind it, for 2 s instead of the kernel's two minutes. The leader connector retries.
   caf::timespan connect_timeout = std::chrono::seconds(2);
   // What a peer may send before and after its handshake (see
   // net/transport/wire/guarded_multiplexer.h).

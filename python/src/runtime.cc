@@ -26,10 +26,8 @@ absl::StatusOr<caf::actor_system*> Runtime::WorkerSystem(absl::Duration heartbea
   if (!workers_) {
     NodeOptions options = WorkerNodeOptions(heartbeat_timeout);
     // Nothing of the binding blocks a scheduler thread: callbacks only queue work for the
-    // dispatcher, and calls wait on the caller's thread. So one is enough, and CAF's middleman
-    // actor shares it (its connects are bounded by NodeOptions::connect_timeout).
+    // dispatcher, and calls wait on the caller's thread.
     options.scheduler_threads = 1;
-    options.attach_utility_actors = true;
     workers_ = std::make_unique<Node>(options);
   }
   return &workers_->system;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 #include <absl/strings/str_cat.h>
 #include <caf/io/network/interfaces.hpp>
@@ -22,12 +23,11 @@ namespace {
 namespace net = caf::io::network;
 using Clock = std::chrono::steady_clock;
 
-caf::error Failed(const std::string& what, const std::string& host, uint16_t port) {
-  return caf::make_error(caf::sec::cannot_connect_to_node, what, host, port);
-}
+// What Connect returns when `deadline` passed first (connect(2)'s own errors are positive).
+constexpr int kDeadlinePassed = -1;
 
-// Connects `fd` to `address` (numeric) of `family`, waiting until `deadline` at most. Returns 0
-// or the errno that ended it (ETIMEDOUT when the deadline passed first).
+// Connects `fd` to `address` (numeric) of `family`, waiting until `deadline` at most. Returns 0,
+// the errno that ended it, or kDeadlinePassed.
 int Connect(int fd, int family, const std::string& address, uint16_t port,
             Clock::time_point deadline) {
   sockaddr_storage storage{};
@@ -49,7 +49,7 @@ int Connect(int fd, int family, const std::string& address, uint16_t port,
   if (errno != EINPROGRESS) return errno;
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return ETIMEDOUT;
+    if (left.count() <= 0) return kDeadlinePassed;
     pollfd waiting{.fd = fd, .events = POLLOUT, .revents = 0};
     int ready = ::poll(&waiting, 1, static_cast<int>(std::min<int64_t>(left.count(), 60'000)));
     if (ready < 0 && errno == EINTR) continue;
@@ -62,32 +62,43 @@ int Connect(int fd, int family, const std::string& address, uint16_t port,
   }
 }
 
-caf::expected<net::native_socket> Dial(const std::string& host, uint16_t port,
-                                       caf::optional<net::protocol::network> preferred,
-                                       std::chrono::milliseconds timeout,
-                                       Clock::time_point deadline) {
+// One address family's try: a socket, or what failed; `resolved` false when `host` has no
+// address of that family.
+struct Attempt {
+  net::native_socket fd = net::invalid_native_socket;
+  bool resolved = true;
+  std::string error;
+};
+
+Attempt Dial(const std::string& host, uint16_t port,
+             caf::optional<net::protocol::network> preferred, std::chrono::milliseconds timeout) {
   auto address = net::interfaces::native_address(host, preferred);
-  if (!address) return Failed("no such host", host, port);
+  if (!address) return Attempt{.resolved = false, .error = "no such host"};
+  const Clock::time_point deadline = Clock::now() + timeout;
   const bool ipv6 = address->second == net::protocol::ipv6;
   int fd = ::socket(ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Failed(absl::StrCat("socket: ", std::strerror(errno)), host, port);
+  if (fd < 0) return Attempt{.error = absl::StrCat("socket: ", std::strerror(errno))};
   int error = Connect(fd, ipv6 ? AF_INET6 : AF_INET, address->first, port, deadline);
-  if (error == 0) return fd;
+  if (error == 0) return Attempt{.fd = fd};
   ::close(fd);
-  if (ipv6 && error != ETIMEDOUT) {
-    return Dial(host, port, net::protocol::ipv4, timeout, deadline);  // as CAF does
-  }
-  if (error == ETIMEDOUT) {
-    return Failed(absl::StrCat("connect timed out after ", timeout.count(), " ms"), host, port);
-  }
-  return Failed(absl::StrCat("connect: ", std::strerror(error)), host, port);
+  Attempt failed{.error =
+                     error == kDeadlinePassed
+                         ? absl::StrCat("no answer to the connect within ", timeout.count(), " ms")
+                         : absl::StrCat("connect: ", std::strerror(error))};
+  if (!ipv6) return failed;
+  // As CAF does: an IPv6 address that fails is tried over IPv4, with a time of its own (a host
+  // whose IPv6 path drops packets is still reached). A host without one keeps the IPv6 error.
+  Attempt fallback = Dial(host, port, net::protocol::ipv4, timeout);
+  return fallback.resolved ? fallback : failed;
 }
 
 }  // namespace
 
 caf::expected<net::native_socket> DialTcp(const std::string& host, uint16_t port,
                                           std::chrono::milliseconds timeout) {
-  return Dial(host, port, caf::none, timeout, Clock::now() + timeout);
+  Attempt attempt = Dial(host, port, caf::none, timeout);
+  if (attempt.fd != net::invalid_native_socket) return attempt.fd;
+  return caf::make_error(caf::sec::cannot_connect_to_node, attempt.error, host, port);
 }
 
 }  // namespace muster

@@ -319,34 +319,5 @@ TEST(NodeSchedulerTest, ThreadsFromNodeOptions) {
   EXPECT_EQ(workers(-3), 1u);
 }
 
-// CAF runs its printer and its middleman actor on threads of their own; with
-// attach_utility_actors (the Python binding's nodes) the middleman actor runs on the scheduler,
-// and connects through it still work.
-TEST(NodeSchedulerTest, UtilityActorsAttached_OneDetachedThreadFewer) {
-  NodeConfig server_config;
-  caf::actor_system server{server_config};
-  auto published = server.spawn([]() -> caf::behavior { return {[](int x) { return x + 1; }}; });
-  auto port = server.middleman().publish(published, 0, "127.0.0.1");
-  ASSERT_TRUE(port) << caf::to_string(port.error());
-  auto detached_threads = [&](bool attach) {
-    NodeOptions options;
-    options.attach_utility_actors = attach;
-    NodeConfig config{options};
-    caf::actor_system system{config};
-    auto remote = system.middleman().remote_actor("127.0.0.1", *port);
-    EXPECT_TRUE(remote) << caf::to_string(remote.error());
-    if (remote) {
-      caf::scoped_actor self{system};
-      self->request(*remote, std::chrono::seconds(10), 41)
-          .receive([](int answer) { EXPECT_EQ(answer, 42); },
-                   [](caf::error& error) { ADD_FAILURE() << caf::to_string(error); });
-    }
-    return system.detached_actors();
-  };
-  EXPECT_EQ(detached_threads(false), 2u);  // the printer and the middleman actor
-  EXPECT_EQ(detached_threads(true), 1u);   // the printer
-  caf::anon_send_exit(published, caf::exit_reason::user_shutdown);
-}
-
 }  // namespace
 }  // namespace muster

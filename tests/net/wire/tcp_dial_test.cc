@@ -43,6 +43,9 @@ class Listener {
   uint16_t port_ = 0;
 };
 
+// A port that was just listened on and is closed again: nothing listens there.
+uint16_t ClosedPort() { return Listener(1).port(); }
+
 TEST(TcpDialTest, Listening_ConnectsANonBlockingCloseOnExecSocket) {
   Listener listener(4);
   auto fd = DialTcp("127.0.0.1", listener.port(), 2000ms);
@@ -67,12 +70,7 @@ TEST(TcpDialTest, ByName_ResolvesLocalhost) {
 }
 
 TEST(TcpDialTest, NothingListening_RefusedAtOnce) {
-  uint16_t port = 0;
-  {
-    Listener closed(1);
-    port = closed.port();
-  }
-  auto fd = DialTcp("127.0.0.1", port, 2000ms);
+  auto fd = DialTcp("127.0.0.1", ClosedPort(), 2000ms);
   ASSERT_FALSE(fd);
   EXPECT_EQ(fd.error(), caf::sec::cannot_connect_to_node);
   EXPECT_THAT(caf::to_string(fd.error()), HasSubstr("Connection refused"));
@@ -81,12 +79,7 @@ TEST(TcpDialTest, NothingListening_RefusedAtOnce) {
 // An IPv6 address that fails is tried over IPv4, as CAF does; "::1" has none, so the error
 // is the IPv6 connect's, not the IPv4 lookup's "no such host".
 TEST(TcpDialTest, Ipv6LiteralFails_KeepsItsOwnError) {
-  uint16_t port = 0;
-  {
-    Listener closed(1);
-    port = closed.port();
-  }
-  auto fd = DialTcp("::1", port, 2000ms);
+  auto fd = DialTcp("::1", ClosedPort(), 2000ms);
   ASSERT_FALSE(fd);
   EXPECT_EQ(fd.error(), caf::sec::cannot_connect_to_node);
   EXPECT_THAT(caf::to_string(fd.error()), HasSubstr("connect: "));

@@ -31,8 +31,9 @@ struct NodeOptions {
   int scheduler_threads = 2;
   // An outbound TCP connect gives up after this long (DialTcp, which CAF's middleman actor calls
   // for every new address): a SYN lost once is retried by the kernel after 1 s, so 2 s lets it
-  // through, while a peer cut off holds the middleman actor, and every connect of the node
-  // queued behind it, for 2 s instead of the kernel's two minutes. The leader connector retries.
+  // through, while a dial to a peer cut off holds the middleman actor for 2 s (4 s for an IPv6
+  // address and its IPv4 fallback; a name lookup not included) instead of the kernel's two
+  // minutes. Each connect request queued behind it gets a dial of its own.
   caf::timespan connect_timeout = std::chrono::seconds(2);
   // What a peer may send before and after its handshake (see
   // net/transport/wire/guarded_multiplexer.h).

@@ -1,9 +1,9 @@
 // Why a TCP connection to HOST:PORT fails, for the leader connector after the middleman's
-// connect failed (which tries one address of the host, DialTcp). A probe makes a connection of
-// its own to every address and looks at the outcome without ever blocking: names are resolved with
-// getaddrinfo_a, the socket is non-blocking, and Check() polls with a zero timeout. Each resolved
-// address is tried in turn; when every one refuses the connection (ECONNREFUSED), nothing listens
-// at HOST:PORT.
+// connect failed (which tries the host's first address, and IPv4 after IPv6: DialTcp). A probe
+// makes a connection of its own to every address and looks at the outcome without ever blocking:
+// names are resolved with getaddrinfo_a, the socket is non-blocking, and Check() polls with a zero
+// timeout. Each resolved address is tried in turn; when every one refuses the connection
+// (ECONNREFUSED), nothing listens at HOST:PORT.
 //
 //   RESOLVING --addresses--> CONNECTING(address i) --refused--> CONNECTING(i + 1) ...
 //       |                        |         \--refused by the last--> kRefused

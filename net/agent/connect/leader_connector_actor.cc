@@ -166,8 +166,9 @@ void OnAttemptFailed(ConnectorPointer self, const caf::error& error) {
     return ScheduleRetry(self, std::move(text));
   }
   if (error != caf::sec::cannot_connect_to_node) return ScheduleRetry(self, std::move(text));
-  // The middleman's connect tried one address of the host (DialTcp): a probe of every address
-  // tells whether nothing listens at all.
+  // The middleman's connect tried the host's first address (and IPv4 after IPv6, DialTcp), and
+  // its text does not reach us (DescribeCafError keeps the code): a probe of every address tells
+  // whether nothing listens at all.
   st.probe = std::make_unique<ConnectProbe>(st.options.host, st.options.port);
   st.probe_error = std::move(text);
   st.probe_deadline = self->clock().now() + std::min(st.options.attempt_timeout,

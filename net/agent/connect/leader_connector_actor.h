@@ -6,10 +6,10 @@
 // process, which CAF 0.17's BASP needs: it races between simultaneous handshakes of one node.)
 //
 // What failed decides what happens next:
-//  - nothing listens at the address (the connection was refused, ECONNREFUSED; CAF does not say
-//    so, a ConnectProbe finds out): with wait_for_leader (a leader that is not up yet is normal
-//    at job start) the connector retries until the deadline, else it fails at once with
-//    Unavailable "nothing listening at HOST:PORT";
+//  - nothing listens at the address (the connection was refused, ECONNREFUSED; the middleman's
+//    error does not say so, a ConnectProbe finds out): with wait_for_leader (a leader that is not
+//    up yet is normal at job start) the connector retries until the deadline, else it fails at once
+//    with Unavailable "nothing listening at HOST:PORT";
 //  - the leader closed the connection before CAF's handshake: when this node's own TLS
 //    handshake was rejected (another CA, a plain leader) that never heals, and it fails at once
 //    with Unavailable; otherwise (TLS on the leader's side only, or the leader's limits, which

@@ -98,6 +98,7 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   void run() override;
 
   const WireLimits& limits() const { return limits_; }
+  std::chrono::milliseconds connect_timeout() const { return connect_timeout_; }
   // The actors this node published (PublishCoordinator adds them): what a peer that connected to
   // this node may send messages to (FrameGuard).
   PublishedActors& published() { return published_; }

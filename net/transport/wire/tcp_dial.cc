@@ -48,13 +48,16 @@ int Connect(int fd, int family, const std::string& address, uint16_t port,
   if (::connect(fd, reinterpret_cast<const sockaddr*>(&storage), length) == 0) return 0;
   if (errno != EINPROGRESS) return errno;
   for (;;) {
+    // Past the deadline the socket is still looked at once (a thread descheduled until then
+    // may find it connected).
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return kDeadlinePassed;
+    int wait_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, 60'000));
     pollfd waiting{.fd = fd, .events = POLLOUT, .revents = 0};
-    int ready = ::poll(&waiting, 1, static_cast<int>(std::min<int64_t>(left.count(), 60'000)));
+    int ready = ::poll(&waiting, 1, wait_ms);
     if (ready < 0 && errno == EINTR) continue;
     if (ready < 0) return errno;
-    if (ready == 0) continue;  // the loop checks the deadline
+    if (ready == 0 && wait_ms == 0) return kDeadlinePassed;
+    if (ready == 0) continue;
     int error = 0;
     socklen_t size = sizeof(error);
     if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0) return errno;
@@ -76,15 +79,18 @@ Attempt Dial(const std::string& host, uint16_t port,
   if (!address) return Attempt{.resolved = false, .error = "no such host"};
   const Clock::time_point deadline = Clock::now() + timeout;
   const bool ipv6 = address->second == net::protocol::ipv6;
+  Attempt failed;
   int fd = ::socket(ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Attempt{.error = absl::StrCat("socket: ", std::strerror(errno))};
-  int error = Connect(fd, ipv6 ? AF_INET6 : AF_INET, address->first, port, deadline);
-  if (error == 0) return Attempt{.fd = fd};
-  ::close(fd);
-  Attempt failed{.error =
-                     error == kDeadlinePassed
-                         ? absl::StrCat("no answer to the connect within ", timeout.count(), " ms")
-                         : absl::StrCat("connect: ", std::strerror(error))};
+  if (fd < 0) {
+    failed.error = absl::StrCat("socket: ", std::strerror(errno));
+  } else {
+    int error = Connect(fd, ipv6 ? AF_INET6 : AF_INET, address->first, port, deadline);
+    if (error == 0) return Attempt{.fd = fd};
+    ::close(fd);
+    failed.error = error == kDeadlinePassed
+                       ? absl::StrCat("no answer to the connect within ", timeout.count(), " ms")
+                       : absl::StrCat("connect: ", std::strerror(error));
+  }
   if (!ipv6) return failed;
   // As CAF does: an IPv6 address that fails is tried over IPv4, with a time of its own (a host
   // whose IPv6 path drops packets is still reached). A host without one keeps the IPv6 error.

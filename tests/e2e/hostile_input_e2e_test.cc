@@ -114,6 +114,15 @@ class Connection {
   bool connected_ = false;
 };
 
+// The leader's memory bounds are checked on its RSS, except in an AddressSanitizer build
+// (make asan), whose allocator pads every block and holds freed ones in its quarantine (up to
+// 256 MB): there RSS measures the sanitizer, and the bounds are left to the normal build.
+#ifdef __SANITIZE_ADDRESS__
+constexpr bool kRssMeasuresTheLeader = false;
+#else
+constexpr bool kRssMeasuresTheLeader = true;
+#endif
+
 int64_t RssKib(pid_t pid) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string line;
@@ -200,7 +209,9 @@ TEST_F(HostileInputE2eTest, HeaderAnnouncingFourGiB_ClosedAtOnceNothingAllocated
     EXPECT_TRUE(probe.ClosedWithin(absl::Seconds(2)));
   }
   int64_t rss_after = RssKib(leader_->pid());
-  EXPECT_LT(rss_after - rss_before, 64 * 1024) << rss_before << " KiB -> " << rss_after << " KiB";
+  if (kRssMeasuresTheLeader) {
+    EXPECT_LT(rss_after - rss_before, 64 * 1024) << rss_before << " KiB -> " << rss_after << " KiB";
+  }
   std::printf("leader RSS %lld KiB -> %lld KiB\n", static_cast<long long>(rss_before),
               static_cast<long long>(rss_after));
   ExpectNormalJob();
@@ -236,8 +247,10 @@ TEST_F(HostileInputE2eTest, ThousandPeersTrickleEightMiBFrames_MemoryBoundedJobL
     EXPECT_THAT(worker->output(), HasSubstr("EVENT shutdown code=OK"));
   }
   EXPECT_THAT(workers[1]->output(), HasSubstr("EVENT nccl bytes=4194304 intact"));
-  EXPECT_LT(rss_held - rss_before, 128 * 1024)
-      << rss_before << " KiB -> " << rss_held << " KiB with " << kPeers << " peers";
+  if (kRssMeasuresTheLeader) {
+    EXPECT_LT(rss_held - rss_before, 128 * 1024)
+        << rss_before << " KiB -> " << rss_held << " KiB with " << kPeers << " peers";
+  }
   std::printf("leader RSS %lld KiB -> %lld KiB with %d peers holding 8 MiB frames\n",
               static_cast<long long>(rss_before), static_cast<long long>(rss_held), kPeers);
   int closed = 0;

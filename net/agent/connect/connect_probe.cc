@@ -12,6 +12,8 @@
 #include <absl/strings/str_cat.h>
 #include <absl/strings/strip.h>
 
+#include "muster/net/transport/wire/tcp_dial.h"
+
 namespace muster {
 
 // One getaddrinfo_a request: glibc resolves it on a thread of its own; gai_error says when it is
@@ -54,28 +56,6 @@ int LookupState(gaicb* request, int resolved) {
 
 std::string ErrnoText(const char* what, int error) {
   return absl::StrCat(what, ": ", std::strerror(error));
-}
-
-// The address of a numeric host; false for a name.
-bool NumericAddress(const std::string& host, uint16_t port, sockaddr_storage* out) {
-  *out = {};
-  auto* v4 = reinterpret_cast<sockaddr_in*>(out);
-  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(port);
-    return true;
-  }
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(out);
-  if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(port);
-    return true;
-  }
-  return false;
-}
-
-socklen_t LengthOf(const sockaddr_storage& address) {
-  return address.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include <caf/node_id.hpp>
 
 #include "muster/messages/status/caf_text.h"
+#include "muster/net/transport/node_config.h"
 #include "muster/net/transport/wire/frame_assembler.h"
 #include "muster/net/transport/wire/guarded_stream.h"
 #include "muster/net/transport/wire/tcp_dial.h"
@@ -539,8 +540,10 @@ GuardedMultiplexer::GuardedMultiplexer(caf::actor_system* system) : default_mult
       caf::get_or(cfg, "muster.frame-progress-timeout-ms", defaults.frame_progress_timeout_ms);
   limits_.max_connections_per_host = static_cast<uint32_t>(caf::get_or(
       cfg, "muster.max-connections-per-host", int64_t{defaults.max_connections_per_host}));
+  const int64_t default_connect_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(NodeOptions{}.connect_timeout).count();
   connect_timeout_ = std::chrono::milliseconds(
-      std::max<int64_t>(caf::get_or(cfg, "muster.connect-timeout-ms", int64_t{2000}), 1));
+      std::max<int64_t>(caf::get_or(cfg, "muster.connect-timeout-ms", default_connect_ms), 1));
   TlsFiles tls = TlsFilesOf(cfg);
   if (tls.enabled()) {
     tls_ = std::make_unique<TlsContext>(tls, [this](const std::string& what) { Report(what); });

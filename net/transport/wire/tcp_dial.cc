@@ -26,26 +26,14 @@ using Clock = std::chrono::steady_clock;
 // What Connect returns when `deadline` passed first (connect(2)'s own errors are positive).
 constexpr int kDeadlinePassed = -1;
 
-// Connects `fd` to `address` (numeric) of `family`, waiting until `deadline` at most. Returns 0,
-// the errno that ended it, or kDeadlinePassed.
-int Connect(int fd, int family, const std::string& address, uint16_t port,
-            Clock::time_point deadline) {
-  sockaddr_storage storage{};
-  socklen_t length = 0;
-  if (family == AF_INET6) {
-    auto* sa = reinterpret_cast<sockaddr_in6*>(&storage);
-    sa->sin6_family = AF_INET6;
-    sa->sin6_port = htons(port);
-    if (::inet_pton(AF_INET6, address.c_str(), &sa->sin6_addr) != 1) return EINVAL;
-    length = sizeof(sockaddr_in6);
-  } else {
-    auto* sa = reinterpret_cast<sockaddr_in*>(&storage);
-    sa->sin_family = AF_INET;
-    sa->sin_port = htons(port);
-    if (::inet_pton(AF_INET, address.c_str(), &sa->sin_addr) != 1) return EINVAL;
-    length = sizeof(sockaddr_in);
+// Connects `fd` to `address` (numeric), waiting until `deadline` at most. Returns 0, the errno
+// that ended it, or kDeadlinePassed.
+int Connect(int fd, const std::string& address, uint16_t port, Clock::time_point deadline) {
+  sockaddr_storage storage;
+  if (!NumericAddress(address, port, &storage)) return EINVAL;
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&storage), LengthOf(storage)) == 0) {
+    return 0;
   }
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&storage), length) == 0) return 0;
   if (errno != EINPROGRESS) return errno;
   for (;;) {
     // Past the deadline the socket is still looked at once (a thread descheduled until then
@@ -84,7 +72,7 @@ Attempt Dial(const std::string& host, uint16_t port,
   if (fd < 0) {
     failed.error = absl::StrCat("socket: ", std::strerror(errno));
   } else {
-    int error = Connect(fd, ipv6 ? AF_INET6 : AF_INET, address->first, port, deadline);
+    int error = Connect(fd, address->first, port, deadline);
     if (error == 0) return Attempt{.fd = fd};
     ::close(fd);
     failed.error = error == kDeadlinePassed
@@ -99,6 +87,27 @@ Attempt Dial(const std::string& host, uint16_t port,
 }
 
 }  // namespace
+
+bool NumericAddress(const std::string& host, uint16_t port, sockaddr_storage* out) {
+  *out = {};
+  auto* v4 = reinterpret_cast<sockaddr_in*>(out);
+  if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    return true;
+  }
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(out);
+  if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    return true;
+  }
+  return false;
+}
+
+socklen_t LengthOf(const sockaddr_storage& address) {
+  return address.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+}
 
 caf::expected<net::native_socket> DialTcp(const std::string& host, uint16_t port,
                                           std::chrono::milliseconds timeout) {

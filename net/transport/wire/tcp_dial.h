@@ -17,10 +17,17 @@
 #include <cstdint>
 #include <string>
 
+#include <sys/socket.h>
+
 #include <caf/expected.hpp>
 #include <caf/io/network/native_socket.hpp>
 
 namespace muster {
+
+// The socket address of a numeric host (IPv4 or IPv6) and `port`; false for a name.
+bool NumericAddress(const std::string& host, uint16_t port, sockaddr_storage* out);
+// The length connect(2) takes for `address`.
+socklen_t LengthOf(const sockaddr_storage& address);
 
 // A connected, non-blocking, close-on-exec socket to HOST:PORT, or caf::sec::cannot_connect_to_node
 // with what failed: "no such host", "connect: <connect(2)'s error>", or "no answer to the

@@ -49,7 +49,7 @@ class PyAgent : public Closable {
   }
   ~PyAgent() override {
     Runtime::Get().Unregister(this);
-    if (PyGILState_Check()) {
+    if (MayReleaseGilToClose()) {
       py::gil_scoped_release release;
       Close();
     } else {

@@ -162,10 +162,28 @@ absl::Status MayReconnect(TaskPointer self, const proto::RegisterTaskRequest& re
                 "one), or the task failed while it was away; restart the task.")));
 }
 
+// A claim (RegisterTaskRequest.claim) takes the task only while no other incarnation holds it.
+absl::Status MayClaim(TaskPointer self, const proto::RegisterTaskRequest& request) {
+  const auto& st = self->state;
+  if (!request.claim()) return absl::OkStatus();
+  uint64_t holder = 0;
+  if (st.info.state() == proto::TASKSTATE_CONNECTED) {
+    holder = st.info.incarnation();
+  } else if (st.joining) {
+    holder = st.joining->incarnation;
+  }
+  if (holder == 0 || holder == request.incarnation()) return absl::OkStatus();
+  return ServiceError(self, absl::AlreadyExistsError(absl::StrCat(
+                                Name(self), " is held by incarnation ", holder,
+                                " (a live process); a claim takes only a free task. Claim "
+                                "another task of the job, or wait until this one fails.")));
+}
+
 caf::result<proto::RegisterTaskResponse> Register(TaskPointer self,
                                                   const proto::RegisterTaskRequest& request,
                                                   const AgentActor& agent) {
   auto& st = self->state;
+  if (absl::Status taken = MayClaim(self, request); !taken.ok()) return ToError(taken);
   if (request.reconnect()) {
     if (absl::Status refused = MayReconnect(self, request); !refused.ok()) return ToError(refused);
   }
@@ -205,6 +223,7 @@ caf::result<proto::RegisterTaskResponse> JoinRegistration(TaskPointer self,
                                                           const proto::RegisterTaskRequest& request,
                                                           const AgentActor& agent) {
   auto& st = self->state;
+  if (absl::Status taken = MayClaim(self, request); !taken.ok()) return ToError(taken);
   if (st.info.state() == proto::TASKSTATE_CONNECTED || request.reconnect() ||
       (st.info.state() == proto::TASKSTATE_ERROR && !MayRejoinFromError(self))) {
     return Register(self, request, agent);

@@ -80,6 +80,7 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(caf::actor_system& system,
   config.task = MakeTask(options.job_name, options.task_id);
   config.task.set_recoverable(options.recoverable);
   config.incarnation = options.incarnation != 0 ? options.incarnation : NewIncarnation();
+  config.claim = options.claim;
   config.leader = *leader;
   config.local_leader = options.local_leader;
   config.heartbeat_batcher = options.heartbeat_batcher;

@@ -74,6 +74,10 @@ struct AgentOptions {
   // The task may fail and rejoin (its job must be recoverable at the leader too).
   bool recoverable = false;
   uint64_t incarnation = 0;  // 0: a fresh random one
+  // Take the task only if no live incarnation holds it: Connect() then fails with
+  // AlreadyExists (naming the holder) instead of failing the holder, and the caller may claim
+  // another task of the job. How processes without fixed task ids (torchrun nodes) share a job.
+  bool claim = false;
   // Heartbeats go out every heartbeat_timeout / 2. Zero (the default): the leader's, which it
   // sends with its answer to Connect() (10 s from a leader that sends none). A value longer
   // than the leader's (which would let the leader judge the task stale) makes Connect() fail

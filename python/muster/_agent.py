@@ -84,6 +84,10 @@ class Agent(HealthCalls):
             limit). See docs/agent.md, "Surviving a leader restart".
         recoverable: the task may fail and rejoin (its job must be recoverable at the leader).
         incarnation: this process's incarnation id (0: a random one).
+        claim: take the task only if no live incarnation holds it: connect() then raises
+            AlreadyExistsError naming the holder (and on_error is not called) instead of
+            failing the holder; claim another task of the job with a new Agent. How processes
+            without fixed task ids (torchrun nodes) share a recoverable job.
         token: the job token (default: the file named by $MUSTER_TOKEN_FILE, if set).
         shutdown_on_destruction: close() (and garbage collection) leaves the job with
             shutdown(); False: only drop the connection, as a crashed process would.
@@ -106,7 +110,7 @@ class Agent(HealthCalls):
                  on_error: Optional[Callable[[_errors.Error], None]] = None,
                  on_preemption: Optional[Callable[[PreemptionNotice], None]] = None,
                  leader_reconnect_timeout: Duration = 0.0,
-                 wait_for_leader: Optional[bool] = None,
+                 wait_for_leader: Optional[bool] = None, claim: bool = False,
                  _exit_code_on_error: int = 0, _exit_prefix: str = "muster"):
         if on_error is not None and not callable(on_error):
             raise TypeError("on_error must be callable")
@@ -128,7 +132,8 @@ class Agent(HealthCalls):
             on_preemption=notice_callback,
             leader_reconnect_timeout=seconds(leader_reconnect_timeout),
             wait_for_leader=(launch_identity() is not None if wait_for_leader is None
-                             else bool(wait_for_leader)))
+                             else bool(wait_for_leader)),
+            claim=bool(claim))
 
     @classmethod
     def from_environment(cls, **kwargs) -> "Agent":
@@ -292,7 +297,8 @@ class Agent(HealthCalls):
         return self._core.watch_job_state_async(job, version)
 
     # Key-value store -----------------------------------------------------------------------
-    # These work before connect() too (the agent then reaches the leader without registering).
+    # These work before connect() too (the agent then reaches the leader without registering),
+    # as get_task_state and watch_job_state do.
 
     def get_key_value(self, key: str, timeout: Duration = None) -> bytes:
         """The value of `key`, waiting until it exists (timeout: None waits forever).

@@ -98,14 +98,15 @@ std::unique_ptr<PyAgent> MakeAgent(
     std::optional<double> rpc_timeout, std::optional<double> shutdown_barrier_timeout,
     bool recoverable, uint64_t incarnation, const std::string& token, bool shutdown_on_destruction,
     py::object on_error, int exit_code_on_error, const std::string& exit_prefix,
-    py::object on_preemption, std::optional<double> leader_reconnect_timeout,
-    bool wait_for_leader) {
+    py::object on_preemption, std::optional<double> leader_reconnect_timeout, bool wait_for_leader,
+    bool claim) {
   AgentOptions options;
   options.leader = leader;
   options.job_name = job;
   options.task_id = task;
   options.recoverable = recoverable;
   options.incarnation = incarnation;
+  options.claim = claim;
   options.token = token;
   options.shutdown_on_destruction = shutdown_on_destruction;
   // None: the leader's (it sends it when the agent connects).
@@ -149,7 +150,7 @@ void BindAgent(py::module_& m) {
           py::arg("shutdown_barrier_timeout"), py::arg("recoverable"), py::arg("incarnation"),
           py::arg("token"), py::arg("shutdown_on_destruction"), py::arg("on_error"),
           py::arg("exit_code_on_error"), py::arg("exit_prefix"), py::arg("on_preemption"),
-          py::arg("leader_reconnect_timeout"), py::arg("wait_for_leader"));
+          py::arg("leader_reconnect_timeout"), py::arg("wait_for_leader"), py::arg("claim"));
   cls.def("close", &PyAgent::Close, py::call_guard<py::gil_scoped_release>());
   cls.def("state", [](PyAgent& self) {
     auto agent = self.Get();

@@ -287,3 +287,34 @@ def test_leader_reconnect_timeout_option():
         waits.close()
         quick.close()
         leader.stop()
+
+
+def test_claim_takes_a_free_task_and_leaves_a_held_one_to_its_holder():
+    with muster.Leader({"worker": 2}, recoverable_jobs=["worker"]) as leader:
+        with muster.Agent(leader.address, "worker", 0, recoverable=True) as holder:
+            holder.connect()
+            errors = []
+            claimer = muster.Agent(leader.address, "worker", 0, recoverable=True, claim=True,
+                                   on_error=errors.append)
+            with pytest.raises(muster.AlreadyExistsError, match="worker/task:0 is held by"):
+                claimer.connect()
+            claimer.close()
+            assert errors == []
+            assert holder.state == "RUNNING"
+            assert holder.get_task_state([0])[0]["incarnation"] == holder.incarnation
+            with muster.Agent(leader.address, "worker", 1, recoverable=True, claim=True) as free:
+                free.connect()
+                assert free.state == "RUNNING"
+
+
+def test_job_state_reads_work_before_connect():
+    with muster.Leader({"worker": 2}) as leader:
+        with muster.Agent(leader.address, "worker", 1) as running:
+            running.connect()
+            reader = muster.Agent(leader.address, "worker", 0)
+            version, states = reader.watch_job_state("worker")
+            assert [s["state"] for s in states] == ["TASKSTATE_DISCONNECTED",
+                                                    "TASKSTATE_CONNECTED"]
+            assert reader.get_task_state([1])[0]["incarnation"] == running.incarnation
+            assert reader.state == "DISCONNECTED"
+            reader.close()

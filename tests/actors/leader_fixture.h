@@ -77,10 +77,12 @@ class LeaderTest : public DeterministicTest {
 
   absl::StatusOr<proto::RegisterTaskResponse> Register(const std::string& job, int id,
                                                        uint64_t incarnation,
-                                                       const AgentActor& agent) {
+                                                       const AgentActor& agent,
+                                                       bool claim = false) {
     proto::RegisterTaskRequest request;
     *request.mutable_source_task() = MakeTask(job, id);
     request.set_incarnation(incarnation);
+    request.set_claim(claim);
     return Call<proto::RegisterTaskResponse>(leader_, request, agent);
   }
 

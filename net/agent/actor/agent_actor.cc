@@ -43,7 +43,10 @@ void FinishConnect(AgentPointer self, const absl::StatusOr<proto::RegisterTaskRe
   auto promise = std::move(st.connecting);
   st.connecting = {};
   if (!result.ok()) {
-    SetError(self, result.status());
+    // A refused claim (the task is held) is an answer for the caller, not news for on_error.
+    bool refused_claim =
+        st.config.claim && result.status().code() == absl::StatusCode::kAlreadyExists;
+    SetError(self, result.status(), /*call_on_error=*/!refused_claim);
     promise.deliver(ToError(result.status()));
     return;
   }
@@ -108,6 +111,7 @@ void Register(AgentPointer self) {
   proto::RegisterTaskRequest request;
   *request.mutable_source_task() = st.config.task;
   request.set_incarnation(st.config.incarnation);
+  request.set_claim(st.config.claim);
   self->request(st.leader, std::max(TimeLeft(self), caf::timespan{1}), request,
                 caf::actor_cast<AgentActor>(self))
       .then([self](proto::RegisterTaskResponse& response) { FinishConnect(self, response); },
@@ -156,7 +160,7 @@ bool Retryable(const absl::Status& status) {
   return !GetCoordinationError(status).has_value() || status.code() == absl::StatusCode::kInternal;
 }
 
-void SetError(AgentPointer self, const absl::Status& status) {
+void SetError(AgentPointer self, const absl::Status& status, bool call_on_error) {
   auto& st = self->state;
   if (st.phase == AgentPhase::kError) return;
   if (Reconnecting(self)) {  // e.g. ReportError while the leader is away: no call can reach it now
@@ -171,7 +175,7 @@ void SetError(AgentPointer self, const absl::Status& status) {
   EnterPhase(self, AgentPhase::kError);
   StopHeartbeats(self);
   FailSyncWaiters(self, status);
-  if (st.config.on_error) {
+  if (st.config.on_error && call_on_error) {
     RunUserCallback(self, [on_error = st.config.on_error, status] { on_error(status); });
   }
 }

@@ -73,6 +73,7 @@ struct AgentStatus {
 struct AgentConfig {
   proto::CoordinatedTask task;  // job name, task id, recoverable flag
   uint64_t incarnation = 0;     // 0: a fresh random one
+  bool claim = false;           // register only if the task is free (AgentOptions::claim)
   ConnectOptions leader;        // address, connect deadline, backoff
   // A leader in the same process (address and connector unused when set).
   CoordinatorActor local_leader;

@@ -107,10 +107,14 @@ inline auto SharedHandlers(AgentPointer self) {
         *request.mutable_source_task() = self->state.config.task;
         return RunningOnly<proto::WaitForAllTasksResponse>(self, request, "WaitForAllTasks()");
       },
-      [=](const proto::GetTaskStateRequest& r) {
+      // Reads of the job's state, like the key-value calls, need no registration: before the
+      // leader is known they wait for it.
+      [=](const proto::GetTaskStateRequest& r) -> caf::result<proto::GetTaskStateResponse> {
+        if (!HasLeader(self)) return AfterLeader<proto::GetTaskStateResponse>(self, r);
         return Forward<proto::GetTaskStateResponse>(self, r, rpc());
       },
-      [=](const proto::WatchJobStateRequest& r) {
+      [=](const proto::WatchJobStateRequest& r) -> caf::result<proto::WatchJobStateResponse> {
+        if (!HasLeader(self)) return AfterLeader<proto::WatchJobStateResponse>(self, r);
         return Forward<proto::WatchJobStateResponse>(self, r, caf::duration{caf::infinite},
                                                      {.cancel_on_shutdown = true});
       },

@@ -15,10 +15,12 @@ using Code = absl::StatusCode;
 
 class ServiceBarrierTest : public LeaderTest {
  protected:
-  Reply<proto::RegisterTaskResponse> SendRegister(const std::string& job, int id, uint64_t inc) {
+  Reply<proto::RegisterTaskResponse> SendRegister(const std::string& job, int id, uint64_t inc,
+                                                  bool claim = false) {
     proto::RegisterTaskRequest request;
     *request.mutable_source_task() = MakeTask(job, id);
     request.set_incarnation(inc);
+    request.set_claim(claim);
     return Send<proto::RegisterTaskResponse>(leader_, request, Agent(&r_));
   }
   Reply<proto::ShutdownTaskResponse> SendShutdown(const std::string& job, int id) {
@@ -41,6 +43,24 @@ TEST_F(ServiceBarrierTest, RegisterBarrier_RepliesOnlyWhenEveryTaskRegistered) {
   ASSERT_TRUE(w0->has_value() && w1->has_value() && ps->has_value());
   EXPECT_THAT(**w0, IsOk());
   EXPECT_EQ((*w1)->value().leader_incarnation(), 77u);
+}
+
+// A claim of a task whose registration waits in the register barrier is refused; the waiting
+// one keeps its place (a plain registration would replace it).
+TEST_F(ServiceBarrierTest, RegisterBarrier_ClaimOfAWaitingTask_AlreadyExistsAndItStillPasses) {
+  auto config = Config(1);
+  config.set_cluster_register_with_barrier(true);
+  config.set_cluster_register_timeout_in_ms(60'000);
+  Spawn(config);
+  auto w0 = SendRegister("worker", 0, 1);
+  auto claim = SendRegister("worker", 0, 2, /*claim=*/true);
+  ASSERT_TRUE(claim->has_value());
+  EXPECT_THAT(**claim, StatusIs(Code::kAlreadyExists, HasSubstr("held by incarnation 1")));
+  EXPECT_FALSE(w0->has_value());
+  auto ps = SendRegister("ps", 0, 3);
+  ASSERT_TRUE(w0->has_value() && ps->has_value());
+  EXPECT_THAT(**w0, IsOk());
+  EXPECT_EQ(State("worker", 0).incarnation(), 1u);
 }
 
 TEST_F(ServiceBarrierTest, RegisterBarrierTimeout_NamesEveryMissingTaskAndFailsAll) {

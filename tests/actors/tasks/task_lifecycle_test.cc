@@ -78,6 +78,49 @@ TEST_F(LeaderTest, Register_WhileInError_AbortedUntilReset) {
   EXPECT_EQ(State("worker", 0).incarnation(), 8u);
 }
 
+// A claim (RegisterTaskRequest.claim) takes a free task, and only a free one.
+TEST_F(LeaderTest, Claim_FreeTask_Connects) {
+  Spawn(Config(2));
+  Reports reports;
+  EXPECT_THAT(Register("worker", 1, 5, Agent(&reports), /*claim=*/true), IsOk());
+  EXPECT_EQ(State("worker", 1).state(), proto::TASKSTATE_CONNECTED);
+  EXPECT_EQ(State("worker", 1).incarnation(), 5u);
+}
+
+TEST_F(LeaderTest, Claim_HeldTask_AlreadyExistsAndTheHolderKeepsIt) {
+  Spawn(Config(2));
+  Reports holder, other, claimer;
+  auto agent = Agent(&holder);
+  ASSERT_THAT(Register("worker", 0, 5, agent), IsOk());
+  ASSERT_THAT(Register("worker", 1, 6, Agent(&other)), IsOk());
+  EXPECT_THAT(Register("worker", 0, 8, Agent(&claimer), /*claim=*/true),
+              StatusIs(Code::kAlreadyExists, HasSubstr("/job:worker/task:0 is held by "
+                                                       "incarnation 5")));
+  auto state = State("worker", 0);
+  EXPECT_EQ(state.state(), proto::TASKSTATE_CONNECTED);
+  EXPECT_EQ(state.incarnation(), 5u);
+  EXPECT_TRUE(holder->empty());
+  EXPECT_TRUE(other->empty());
+  EXPECT_THAT(Heartbeat("worker", 0, 5), IsOk());
+  // The holder's own incarnation claims again without harm.
+  EXPECT_THAT(Register("worker", 0, 5, agent, /*claim=*/true), IsOk());
+}
+
+TEST_F(LeaderTest, Claim_TaskOfALostHolderInARecoverableJob_TakesIt) {
+  auto config = Config(2);
+  config.add_recoverable_jobs("worker");
+  Spawn(config);
+  Reports lost, claimer;
+  auto agent = Agent(&lost);
+  ASSERT_THAT(Register("worker", 0, 5, agent), IsOk());
+  caf::anon_send_exit(agent, caf::exit_reason::kill);
+  Drain();
+  ASSERT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
+  EXPECT_THAT(Register("worker", 0, 9, Agent(&claimer), /*claim=*/true), IsOk());
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
+  EXPECT_EQ(State("worker", 0).incarnation(), 9u);
+}
+
 TEST_F(LeaderTest, Reset_AlreadyDisconnected_FailedPrecondition) {
   Spawn(Config(1));
   EXPECT_THAT((TaskCall<proto::ResetTaskResponse, proto::ResetTaskRequest>("worker", 0)),

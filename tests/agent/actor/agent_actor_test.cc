@@ -35,13 +35,15 @@ class AgentActorTest : public DeterministicTest {
   }
 
   AgentControlActor Spawn(int task, HeartbeatBatcherActor batcher = {},
-                          BarrierCombinerActor combiner = {}, bool one_way_heartbeats = false) {
+                          BarrierCombinerActor combiner = {}, bool one_way_heartbeats = false,
+                          uint64_t incarnation = 0, bool claim = false) {
     AgentConfig config;
+    config.claim = claim;
     config.one_way_heartbeats = one_way_heartbeats;
     config.heartbeat_batcher = std::move(batcher);
     config.barrier_combiner = std::move(combiner);
     config.task = MakeTask("worker", task);
-    config.incarnation = 100 + task;
+    config.incarnation = incarnation != 0 ? incarnation : 100 + task;
     config.local_leader = leader_;
     config.heartbeat_timeout = 10s;
     config.on_error = [errors = errors_](const absl::Status& s) { errors->push_back(s); };
@@ -113,6 +115,38 @@ TEST_F(AgentActorTest, KeyValueCallsBeforeConnect_ReachTheLeaderWithoutRegisteri
   EXPECT_EQ(value->kv().value(), "0.01");
   EXPECT_EQ(StateOf(agent), AgentState::kDisconnected);
   EXPECT_EQ(LeaderState(0), proto::TASKSTATE_DISCONNECTED);
+}
+
+TEST_F(AgentActorTest, JobStateReadsBeforeConnect_ReachTheLeaderWithoutRegistering) {
+  auto holder = Spawn(1);
+  ASSERT_THAT(Connect(holder), IsOk());
+  auto reader = Spawn(0);
+  proto::GetTaskStateRequest states;
+  *states.add_source_task() = MakeTask("worker", 1);
+  auto answer = Call<proto::GetTaskStateResponse>(reader, states);
+  ASSERT_THAT(answer.status(), IsOk());
+  EXPECT_EQ(answer->task_state(0).state(), proto::TASKSTATE_CONNECTED);
+  proto::WatchJobStateRequest watch;
+  watch.set_job_name("worker");
+  watch.set_version_number(-1);
+  auto job = Call<proto::WatchJobStateResponse>(reader, watch);
+  ASSERT_THAT(job.status(), IsOk());
+  EXPECT_EQ(job->task_state_size(), 2);
+  EXPECT_EQ(StateOf(reader), AgentState::kDisconnected);
+  EXPECT_EQ(LeaderState(0), proto::TASKSTATE_DISCONNECTED);
+}
+
+// A claim of a held task is refused for the caller, and not news for on_error.
+TEST_F(AgentActorTest, ClaimOfAHeldTask_AlreadyExistsWithoutTheErrorCallback) {
+  auto holder = Spawn(0);
+  ASSERT_THAT(Connect(holder), IsOk());
+  auto claimer = Spawn(0, {}, {}, false, /*incarnation=*/555, /*claim=*/true);
+  EXPECT_THAT(Connect(claimer), StatusIs(Code::kAlreadyExists, HasSubstr("held by incarnation")));
+  EXPECT_TRUE(errors_->empty());
+  EXPECT_EQ(StateOf(holder), AgentState::kRunning);
+  auto free = Spawn(1, {}, {}, false, /*incarnation=*/556, /*claim=*/true);
+  EXPECT_THAT(Connect(free), IsOk());
+  EXPECT_EQ(LeaderState(1), proto::TASKSTATE_CONNECTED);
 }
 
 TEST_F(AgentActorTest, Heartbeats_KeepTheTaskConnectedPastManyTimeouts) {

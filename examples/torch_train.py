@@ -9,6 +9,13 @@ or one process per rank, on any machines (rank 0 hosts the Muster leader at HOST
     MASTER_ADDR=HOST MASTER_PORT=29500 RANK=r WORLD_SIZE=n \\
         /usr/bin/python3 examples/torch_train.py --rank-from-env
 
+or under torchrun with Muster's rendezvous (one command per node; the first hosts the leader at
+HOST:PORT; torchrun sets RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT):
+
+    PYTHONPATH=build/python /usr/bin/python3 -m muster.torchrun --nnodes=1:2 \\
+        --nproc_per_node=2 --rdzv_backend=muster --rdzv_endpoint=HOST:PORT --rdzv_id=job1 \\
+        examples/torch_train.py
+
 or under `muster run`, which hosts the leader, starts the ranks and restarts what fails (each
 rank finds its identity and the leader in the environment the launcher sets):
 
@@ -70,6 +77,9 @@ def main() -> None:
     parser.add_argument("--rank-from-env", action="store_true",
                         help="one rank per process: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT")
     args = parser.parse_args()
+    if "TORCHELASTIC_RUN_ID" in os.environ:  # started by torchrun: its env:// store
+        train(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), "env://", args.steps)
+        return
     if args.rank_from_env or muster.launch_identity() is not None:
         train(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), "muster://", args.steps)
         return

@@ -24,6 +24,10 @@ joins it.
 On a peer's failure (killed, hung past the heartbeat timeout, reported error), by default every
 other rank prints one line naming the failed rank and why, and ends with exit code 1 at once,
 even while blocked inside a collective. set_peer_failure_handler() changes that.
+
+Importing this module also registers the torch elastic rendezvous backend `muster`:
+`python -m muster.torchrun --rdzv_backend=muster --rdzv_endpoint=HOST:PORT ...` (torchrun with
+it, docs/python.md "torchrun"); MusterRendezvousBackend is the backend itself.
 """
 
 import datetime
@@ -43,7 +47,7 @@ from . import _errors
 from ._agent import Agent, Duration, launch_identity, seconds, to_bytes
 from ._leader import Leader
 
-__all__ = ["Store", "StoreTimeoutError", "set_peer_failure_handler"]
+__all__ = ["MusterRendezvousBackend", "Store", "StoreTimeoutError", "set_peer_failure_handler"]
 
 _DEFAULT_TIMEOUT = datetime.timedelta(minutes=5)
 
@@ -376,3 +380,12 @@ import atexit as _atexit  # noqa: E402
 
 _atexit.register(_leave)
 dist.register_rendezvous_handler("muster", _rendezvous_handler)
+
+# torch elastic's rendezvous backend (torchrun --rdzv_backend=muster).
+from torch.distributed.elastic.rendezvous import rendezvous_handler_registry  # noqa: E402
+
+from . import _rendezvous  # noqa: E402
+from ._rendezvous import MusterRendezvousBackend  # noqa: E402,F401
+
+rendezvous_handler_registry.register("muster", _rendezvous.create_handler)
+_atexit.register(_rendezvous.close_all)

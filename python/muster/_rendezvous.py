@@ -248,8 +248,13 @@ class NodeMembership:
         return alive, dead - alive
 
     def close(self) -> None:
+        """Leaves the job, and waits for the watcher thread to end: a daemon thread still
+        returning from a call into the extension while the interpreter finalizes would be
+        ended inside it (std::terminate)."""
         self._closed = True
         self.agent.close()
+        if self._watcher is not threading.current_thread():
+            self._watcher.join(timeout=10)
 
 
 # Backend -------------------------------------------------------------------------------------

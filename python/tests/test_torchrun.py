@@ -25,14 +25,16 @@ def _free_port() -> int:
 
 class Job:
     def __init__(self, tmp_path, nnodes: str, min_world: int, steps: int, pause: float,
-                 max_restarts: int = 0):
+                 max_restarts: int = 0, rdzv_conf: str = ""):
         self.out = str(tmp_path)
         self.port = _free_port()
         self.args = [PYTHON, "-m", "muster.torchrun", f"--nnodes={nnodes}",
                      "--nproc_per_node=2", "--rdzv_backend=muster",
                      f"--rdzv_endpoint=127.0.0.1:{self.port}", "--rdzv_id=test",
-                     f"--max_restarts={max_restarts}", "--monitor_interval=5",
-                     WORKER, self.out, str(min_world), str(steps), str(pause)]
+                     f"--max_restarts={max_restarts}", "--monitor_interval=5"]
+        if rdzv_conf:
+            self.args.append(f"--rdzv_conf={rdzv_conf}")
+        self.args += [WORKER, self.out, str(min_world), str(steps), str(pause)]
         self.nodes = []
 
     def start_node(self) -> subprocess.Popen:
@@ -156,7 +158,10 @@ def test_a_killed_node_leaves_the_survivor_running_again_alone(job_factory):
 
 
 def test_a_node_that_joins_later_enters_the_next_round(job_factory):
-    job = job_factory("1:3", min_world=6, steps=5, pause=0.05, max_restarts=0)
+    # The first round keeps torch's last call (here 2 s instead of 30) for nodes still
+    # starting: the second node joins within it.
+    job = job_factory("1:3", min_world=6, steps=5, pause=0.05, max_restarts=0,
+                      rdzv_conf="last_call_timeout=2")
     first, second = job.start_node(), job.start_node()
     job.wait_for(lambda: job.running(4, first, second))
     job.start_node()  # the first two keep stepping in a world of 4 until it joins

@@ -26,20 +26,6 @@ namespace muster::python {
 
 namespace py = pybind11;
 
-// Whether a destructor running in this thread may let go of the GIL while it closes what it owns.
-// Not while the interpreter finalizes: taking the GIL back there ends a thread that is not the
-// main one (pthread_exit through a destructor: std::terminate). That happens when a daemon
-// thread drops the last reference to an agent at exit; by then Runtime::Shutdown (atexit) has
-// closed it, so the close that follows does not wait.
-inline bool MayReleaseGilToClose() {
-#if PY_VERSION_HEX >= 0x030D0000
-  const bool finalizing = Py_IsFinalizing();
-#else
-  const bool finalizing = _Py_IsFinalizing();
-#endif
-  return PyGILState_Check() && !finalizing;
-}
-
 // A failed status on its way to Python: translated to muster.Error's subclass for its code.
 class StatusError : public std::exception {
  public:

@@ -32,7 +32,7 @@ class PyLeader : public Closable {
   }
   ~PyLeader() override {
     Runtime::Get().Unregister(this);
-    if (MayReleaseGilToClose()) {
+    if (PyGILState_Check()) {
       py::gil_scoped_release release;
       Close();
     } else {

@@ -49,7 +49,7 @@ class PyAgent : public Closable {
   }
   ~PyAgent() override {
     Runtime::Get().Unregister(this);
-    if (MayReleaseGilToClose()) {
+    if (PyGILState_Check()) {
       py::gil_scoped_release release;
       Close();
     } else {

@@ -176,7 +176,8 @@ absl::Status MayClaim(TaskPointer self, const proto::RegisterTaskRequest& reques
   return ServiceError(self, absl::AlreadyExistsError(absl::StrCat(
                                 Name(self), " is held by incarnation ", holder,
                                 " (a live process); a claim takes only a free task. Claim "
-                                "another task of the job, or wait until this one fails.")));
+                                "another task of the job, or claim this one again once its "
+                                "holder is gone.")));
 }
 
 caf::result<proto::RegisterTaskResponse> Register(TaskPointer self,

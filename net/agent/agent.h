@@ -75,8 +75,9 @@ struct AgentOptions {
   bool recoverable = false;
   uint64_t incarnation = 0;  // 0: a fresh random one
   // Take the task only if no live incarnation holds it: Connect() then fails with
-  // AlreadyExists (naming the holder) instead of failing the holder, and the caller may claim
-  // another task of the job. How processes without fixed task ids (torchrun nodes) share a job.
+  // AlreadyExists (naming the holder) instead of failing the holder, the agent stays
+  // DISCONNECTED (no error callback), and the caller may claim another task of the job. How
+  // processes without fixed task ids (torchrun nodes) share a job.
   bool claim = false;
   // Heartbeats go out every heartbeat_timeout / 2. Zero (the default): the leader's, which it
   // sends with its answer to Connect() (10 s from a leader that sends none). A value longer

@@ -85,8 +85,9 @@ class Agent(HealthCalls):
         recoverable: the task may fail and rejoin (its job must be recoverable at the leader).
         incarnation: this process's incarnation id (0: a random one).
         claim: take the task only if no live incarnation holds it: connect() then raises
-            AlreadyExistsError naming the holder (and on_error is not called) instead of
-            failing the holder; claim another task of the job with a new Agent. How processes
+            AlreadyExistsError naming the holder instead of failing the holder; the agent stays
+            DISCONNECTED (on_error is not called, connect() may be called again); claim another
+            task of the job with a new Agent. How processes
             without fixed task ids (torchrun nodes) share a recoverable job.
         token: the job token (default: the file named by $MUSTER_TOKEN_FILE, if set).
         shutdown_on_destruction: close() (and garbage collection) leaves the job with

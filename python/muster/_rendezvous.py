@@ -229,23 +229,31 @@ class NodeMembership:
                 continue
             _tell_news()
 
-    def liveness(self) -> Tuple[Set[Tuple[str, int]], Set[Tuple[str, int]]]:
+    def liveness(self) -> Tuple[Set[Tuple[str, int]], Dict[Tuple[str, int], List[str]]]:
         """(alive, dead): the (host name, pid) of the published nodes whose task holds their
-        incarnation, and of the others."""
+        incarnation, and the others', each with the keys that published it."""
         entries = self.agent.get_key_value_dir(self._directory)
         states = self._job_states(self.agent)
-        alive, dead = set(), set()
-        for _, value in entries:
+        alive: Set[Tuple[str, int]] = set()
+        dead: Dict[Tuple[str, int], List[str]] = {}
+        for key, value in entries:
             try:
                 entry = json.loads(value)
                 task, incarnation = int(entry["task"]), int(entry["incarnation"])
                 name = (str(entry["addr"]), int(entry["pid"]))
             except (ValueError, KeyError, TypeError):
                 continue  # not an entry of this module: ignored
-            live = (0 <= task < len(states) and states[task]["state"] == _CONNECTED and
-                    states[task]["incarnation"] == incarnation)
-            (alive if live else dead).add(name)
-        return alive, dead - alive
+            if (0 <= task < len(states) and states[task]["state"] == _CONNECTED and
+                    states[task]["incarnation"] == incarnation):
+                alive.add(name)
+            else:
+                dead.setdefault(name, []).append(key)
+        return alive, {name: keys for name, keys in dead.items() if name not in alive}
+
+    def forget(self, keys: List[str]) -> None:
+        """Deletes the entries of dead nodes that the state no longer names (best effort)."""
+        for key in keys:
+            self.agent.delete_key_value_async(key)
 
     def close(self) -> None:
         """Leaves the job, and waits for the watcher thread to end: a daemon thread still
@@ -338,9 +346,15 @@ class MusterRendezvousBackend(RendezvousBackend):
             if (node.fqdn, node.pid) in dead and heartbeats[node] > _LONG_AGO:
                 heartbeats[node] = _LONG_AGO
                 changed = True
+        # A dead node that the state no longer names cannot come back into it (only a node adds
+        # itself): its entries are not needed any more.
+        named = {(n.fqdn, n.pid) for n in (*heartbeats, *participants, *decoded.wait_list)}
+        stale = [key for name, keys in dead.items() if name not in named for key in keys]
+        if stale:
+            self._membership.forget(stale)
         # After the first round (the job is recovering or growing), a last call waits only
         # for the nodes alive; the first round keeps torch's, for nodes still starting up.
-        joined = {(n.fqdn, n.pid) for n in participants} - dead
+        joined = {(n.fqdn, n.pid) for n in participants} - dead.keys()
         if (decoded.round > 0 and not decoded.complete and decoded.deadline is not None and
                 alive and alive <= joined and decoded.deadline > _LONG_AGO):
             decoded.deadline = _LONG_AGO

@@ -298,6 +298,7 @@ def test_claim_takes_a_free_task_and_leaves_a_held_one_to_its_holder():
                                    on_error=errors.append)
             with pytest.raises(muster.AlreadyExistsError, match="worker/task:0 is held by"):
                 claimer.connect()
+            assert claimer.state == "DISCONNECTED"  # not ERROR: no reset() to reach the holder
             claimer.close()
             assert errors == []
             assert holder.state == "RUNNING"

@@ -118,12 +118,15 @@ def _start_node(leader, claim_timeout=20.0):
                             env=dict(os.environ))
 
 
-def _state_with(nodes, deadline=None, round_=1):
+def _state_with(nodes, deadline=None, round_=1, waiting=()):
     state = _RendezvousState()
     state.round = round_
     now = datetime.datetime.utcnow()
     for node in nodes:
         state.participants[node] = 0
+        state.last_heartbeats[node] = now
+    for node in waiting:
+        state.wait_list.add(node)
         state.last_heartbeats[node] = now
     state.deadline = deadline
     return pickle.dumps(state)
@@ -215,8 +218,9 @@ def test_a_dead_nodes_entries_expire_at_once_and_a_later_last_call_ends_when_all
             assert seen.deadline < datetime.datetime(2001, 1, 1)
             assert all(t > datetime.datetime(2001, 1, 1) for t in seen.last_heartbeats.values())
 
-            # Only one joined while the other lives: the last call runs on.
-            backend.set_state(_state_with([mine], later), token)
+            # Only one joined while the other lives (it waits for the next round): the last
+            # call runs on.
+            backend.set_state(_state_with([mine], later, waiting=[theirs]), token)
             assert pickle.loads(backend.get_state()[0]).deadline == later
 
             other.send_signal(signal.SIGKILL)
@@ -232,6 +236,17 @@ def test_a_dead_nodes_entries_expire_at_once_and_a_later_last_call_ends_when_all
                 time.sleep(0.05)
             assert seen.last_heartbeats[mine] > datetime.datetime(2001, 1, 1)
             assert seen.deadline < datetime.datetime(2001, 1, 1)  # every live node joined
+
+            # Once the state no longer names the dead node, its entry goes; the live one stays.
+            nodes = "torch/rendezvous/r/nodes"
+            assert len(me.agent.get_key_value_dir(nodes)) == 2
+            _, token = backend.get_state()
+            backend.set_state(_state_with([mine], later), token)
+            deadline = time.monotonic() + 5
+            while len(me.agent.get_key_value_dir(nodes)) != 1:
+                assert time.monotonic() < deadline, "the dead node's entry stayed"
+                time.sleep(0.02)
+            assert f'"pid": {me.name[1]}' in me.agent.get_key_value_dir(nodes)[0][1].decode()
         finally:
             other.kill()
             other.wait()

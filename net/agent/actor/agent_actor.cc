@@ -43,10 +43,14 @@ void FinishConnect(AgentPointer self, const absl::StatusOr<proto::RegisterTaskRe
   auto promise = std::move(st.connecting);
   st.connecting = {};
   if (!result.ok()) {
-    // A refused claim (the task is held) is an answer for the caller, not news for on_error.
-    bool refused_claim =
-        st.config.claim && result.status().code() == absl::StatusCode::kAlreadyExists;
-    SetError(self, result.status(), /*call_on_error=*/!refused_claim);
+    // A refused claim (the task is held) is an answer for the caller, not an error of this
+    // agent: it stays DISCONNECTED (no Reset(), which would reach the holder's task, and no
+    // on_error) and may Connect() again.
+    if (st.config.claim && result.status().code() == absl::StatusCode::kAlreadyExists) {
+      EnterPhase(self, AgentPhase::kDisconnected);
+    } else {
+      SetError(self, result.status());
+    }
     promise.deliver(ToError(result.status()));
     return;
   }
@@ -160,7 +164,7 @@ bool Retryable(const absl::Status& status) {
   return !GetCoordinationError(status).has_value() || status.code() == absl::StatusCode::kInternal;
 }
 
-void SetError(AgentPointer self, const absl::Status& status, bool call_on_error) {
+void SetError(AgentPointer self, const absl::Status& status) {
   auto& st = self->state;
   if (st.phase == AgentPhase::kError) return;
   if (Reconnecting(self)) {  // e.g. ReportError while the leader is away: no call can reach it now
@@ -175,7 +179,7 @@ void SetError(AgentPointer self, const absl::Status& status, bool call_on_error)
   EnterPhase(self, AgentPhase::kError);
   StopHeartbeats(self);
   FailSyncWaiters(self, status);
-  if (st.config.on_error && call_on_error) {
+  if (st.config.on_error) {
     RunUserCallback(self, [on_error = st.config.on_error, status] { on_error(status); });
   }
 }

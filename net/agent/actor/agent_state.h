@@ -152,9 +152,8 @@ void RunUserCallback(AgentPointer self, std::function<void()> callback);
 // Runs `then` once the user callbacks sent so far have run (or the runner has stopped).
 void AfterUserCallbacks(AgentPointer self, std::function<void()> then);
 
-// Puts the agent in ERROR with `status` and, with call_on_error, calls the error callback (once
-// per episode).
-void SetError(AgentPointer self, const absl::Status& status, bool call_on_error = true);
+// Puts the agent in ERROR with `status` and calls the error callback (once per episode).
+void SetError(AgentPointer self, const absl::Status& status);
 
 // Fails every forwarded call with `status` (all of them, or only the blocking ones).
 void FailPending(AgentPointer self, const absl::Status& status, bool blocking_only);

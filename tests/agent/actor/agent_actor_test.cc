@@ -136,14 +136,19 @@ TEST_F(AgentActorTest, JobStateReadsBeforeConnect_ReachTheLeaderWithoutRegisteri
   EXPECT_EQ(LeaderState(0), proto::TASKSTATE_DISCONNECTED);
 }
 
-// A claim of a held task is refused for the caller, and not news for on_error.
-TEST_F(AgentActorTest, ClaimOfAHeldTask_AlreadyExistsWithoutTheErrorCallback) {
+// A claim of a held task is refused for the caller: its agent stays DISCONNECTED (a Reset()
+// would reach the holder's task), and on_error is not called.
+TEST_F(AgentActorTest, ClaimOfAHeldTask_AlreadyExistsAndTheClaimerStaysDisconnected) {
   auto holder = Spawn(0);
   ASSERT_THAT(Connect(holder), IsOk());
   auto claimer = Spawn(0, {}, {}, false, /*incarnation=*/555, /*claim=*/true);
   EXPECT_THAT(Connect(claimer), StatusIs(Code::kAlreadyExists, HasSubstr("held by incarnation")));
   EXPECT_TRUE(errors_->empty());
+  EXPECT_EQ(StateOf(claimer), AgentState::kDisconnected);
+  EXPECT_THAT(Call<proto::ResetTaskResponse>(claimer, proto::ResetTaskRequest{}),
+              StatusIs(Code::kFailedPrecondition, HasSubstr("not in ERROR state")));
   EXPECT_EQ(StateOf(holder), AgentState::kRunning);
+  EXPECT_EQ(LeaderState(0), proto::TASKSTATE_CONNECTED);
   auto free = Spawn(1, {}, {}, false, /*incarnation=*/556, /*claim=*/true);
   EXPECT_THAT(Connect(free), IsOk());
   EXPECT_EQ(LeaderState(1), proto::TASKSTATE_CONNECTED);

@@ -25,7 +25,7 @@ def _free_port() -> int:
 
 class Job:
     def __init__(self, tmp_path, nnodes: str, min_world: int, steps: int, pause: float,
-                 max_restarts: int = 0, rdzv_conf: str = ""):
+                 max_restarts: int = 0, rdzv_conf: str = "", quiet: bool = False):
         self.out = str(tmp_path)
         self.port = _free_port()
         self.args = [PYTHON, "-m", "muster.torchrun", f"--nnodes={nnodes}",
@@ -35,6 +35,8 @@ class Job:
         if rdzv_conf:
             self.args.append(f"--rdzv_conf={rdzv_conf}")
         self.args += [WORKER, self.out, str(min_world), str(steps), str(pause)]
+        if quiet:
+            self.args.append("quiet")
         self.nodes = []
 
     def start_node(self) -> subprocess.Popen:
@@ -151,6 +153,22 @@ def test_a_killed_node_leaves_the_survivor_running_again_alone(job_factory):
     # for the dead node's keep-alive to expire (15 s) and then for its last call (30 s): 45 s
     # at least. Muster's liveness takes about 2 s here (bench/torchrun_failover_bench.py);
     # 12 s leaves room for a loaded machine and still fails without it.
+    job.wait_for(lambda: len(set(job.worker_pids(first, 2)) - old) == 2, timeout=12)
+    first.wait(120)
+    assert first.returncode == 0
+    assert sorted(job.done().values()) == [2, 2]
+
+
+def test_a_killed_node_restarts_the_survivor_whose_workers_did_not_notice(job_factory):
+    # The workers make no collective call after they joined: nothing fails on the survivor, so
+    # torch alone would let them run on in a world that lost half its ranks. Muster's news of
+    # the dead node makes the survivor's agent start a new round (a change of membership).
+    job = job_factory("1:2", min_world=2, steps=100, pause=0.05, max_restarts=0, quiet=True)
+    first, second = job.start_node(), job.start_node()
+    job.wait_for(lambda: job.running(4, first, second))
+    old = set(job.worker_pids(first))
+    os.killpg(second.pid, signal.SIGKILL)
+    second.wait()
     job.wait_for(lambda: len(set(job.worker_pids(first, 2)) - old) == 2, timeout=12)
     first.wait(120)
     assert first.returncode == 0

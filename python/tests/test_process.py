@@ -72,15 +72,21 @@ except muster.InternalError as e:  # the clause written before PeerFailedError s
 """
 
 THREADS = r"""
-import collections, os, sys, threading, muster
+import collections, os, sys, threading, time, muster
 
 def native_threads():
-    names = collections.Counter()
-    for tid in os.listdir("/proc/self/task"):
-        if int(tid) != os.getpid():
-            with open(f"/proc/self/task/{tid}/comm") as comm:
-                names[comm.read().strip()] += 1
-    return dict(names)
+    # A thread goes by the interpreter's name until it has named itself (CAF's clock does so
+    # once it first runs, which on a loaded machine may be after connect() returned).
+    deadline = time.monotonic() + 5
+    while True:
+        names = collections.Counter()
+        for tid in os.listdir("/proc/self/task"):
+            if int(tid) != os.getpid():
+                with open(f"/proc/self/task/{tid}/comm") as comm:
+                    names[comm.read().strip()] += 1
+        if "python3" not in names or time.monotonic() > deadline:
+            return dict(names)
+        time.sleep(0.01)
 
 agent = muster.Agent(sys.argv[1], "worker", 0)
 agent.connect()

@@ -142,28 +142,12 @@ def test_a_killed_worker_restarts_both_nodes_and_the_job_completes(job_factory):
     assert all(os.path.getmtime(os.path.join(job.out, name)) > killed for name in done)
 
 
-def test_a_killed_node_leaves_the_survivor_running_again_alone(job_factory):
-    job = job_factory("1:2", min_world=2, steps=60, pause=0.05, max_restarts=2)
-    first, second = job.start_node(), job.start_node()
-    job.wait_for(lambda: job.running(4, first, second))
-    old = set(job.worker_pids(first))
-    os.killpg(second.pid, signal.SIGKILL)  # the node's agent and its workers
-    second.wait()
-    # The survivor's workers run again, in a world of 2 (its own). torch alone would first wait
-    # for the dead node's keep-alive to expire (15 s) and then for its last call (30 s): 45 s
-    # at least. Muster's liveness takes about 2 s here (bench/torchrun_failover_bench.py);
-    # 12 s leaves room for a loaded machine and still fails without it.
-    job.wait_for(lambda: len(set(job.worker_pids(first, 2)) - old) == 2, timeout=12)
-    first.wait(120)
-    assert first.returncode == 0
-    assert sorted(job.done().values()) == [2, 2]
-
-
-def test_a_killed_node_restarts_the_survivor_whose_workers_did_not_notice(job_factory):
-    # The workers make no collective call after they joined: nothing fails on the survivor, so
-    # torch alone would let them run on in a world that lost half its ranks. Muster's news of
-    # the dead node makes the survivor's agent start a new round (a change of membership).
-    job = job_factory("1:2", min_world=2, steps=100, pause=0.05, max_restarts=0, quiet=True)
+def _kill_the_second_node_and_see_the_first_run_alone(job):
+    """Two nodes run 4 workers; kill -9 of the second (its agent and workers). The survivor's
+    workers run again, in a world of 2 (its own), and finish. torch alone would first wait for
+    the dead node's keep-alive to expire (15 s) and then for its last call (30 s): 45 s at
+    least. Muster takes about 2 s here (bench/torchrun_failover_bench.py); 12 s leaves room
+    for a loaded machine and still fails without it."""
     first, second = job.start_node(), job.start_node()
     job.wait_for(lambda: job.running(4, first, second))
     old = set(job.worker_pids(first))
@@ -173,6 +157,21 @@ def test_a_killed_node_restarts_the_survivor_whose_workers_did_not_notice(job_fa
     first.wait(120)
     assert first.returncode == 0
     assert sorted(job.done().values()) == [2, 2]
+
+
+def test_a_killed_node_leaves_the_survivor_running_again_alone(job_factory):
+    # The survivor's workers fail in their all_reduce with the dead node's: a restart.
+    _kill_the_second_node_and_see_the_first_run_alone(
+        job_factory("1:2", min_world=2, steps=60, pause=0.05, max_restarts=2))
+
+
+def test_a_killed_node_restarts_the_survivor_whose_workers_did_not_notice(job_factory):
+    # The workers make no collective call after they joined: nothing fails on the survivor, so
+    # torch alone would let them run on in a world that lost half its ranks. Muster's news of
+    # the dead node makes the survivor's agent start a new round (a change of membership, no
+    # restart counted: --max_restarts=0).
+    _kill_the_second_node_and_see_the_first_run_alone(
+        job_factory("1:2", min_world=2, steps=100, pause=0.05, max_restarts=0, quiet=True))
 
 
 def test_a_node_that_joins_later_enters_the_next_round(job_factory):

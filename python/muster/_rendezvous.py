@@ -116,6 +116,11 @@ def _decode(value: bytes, key: str) -> Tuple[int, bytes]:
     return int(generation), state
 
 
+def _run_key(run_id: str, name: str) -> str:
+    """The Muster key (or directory) `name` of rendezvous `run_id`."""
+    return f"torch/rendezvous/{quote(run_id, safe='')}/{name}"
+
+
 def _connection_error(error: Exception, what: str) -> RendezvousConnectionError:
     return RendezvousConnectionError(f"The Muster rendezvous could not {what}: {error}")
 
@@ -170,9 +175,13 @@ class NodeMembership:
     def _claim(self, leader: str, job: str, heartbeat_timeout: float, claim_timeout: float,
                token: Optional[str]) -> Agent:
         deadline = time.monotonic() + claim_timeout
-        # Reads before registering: an agent that never connects reaches the leader anyway.
-        reader = Agent(leader, job, 0, token=token, wait_for_leader=True,
-                       register_timeout=claim_timeout)
+
+        def new_reader() -> Agent:
+            # Reads before registering: an agent that never connects reaches the leader anyway.
+            return Agent(leader, job, 0, token=token, wait_for_leader=True,
+                         register_timeout=claim_timeout)
+
+        reader = new_reader()
         try:
             while True:
                 try:
@@ -183,8 +192,7 @@ class NodeMembership:
                         raise
                     reader.close()
                     wait_for_news(0.5)
-                    reader = Agent(leader, job, 0, token=token, wait_for_leader=True,
-                                   register_timeout=claim_timeout)
+                    reader = new_reader()
                     continue
                 for i, state in enumerate(states):
                     if state["state"] == _CONNECTED:
@@ -281,7 +289,7 @@ class MusterRendezvousBackend(RendezvousBackend):
         if not run_id:
             raise ValueError("The run id must be a non-empty string.")
         self._agent = agent
-        self._key = f"torch/rendezvous/{quote(run_id, safe='')}/state"
+        self._key = _run_key(run_id, "state")
         self._membership = membership
 
     @property
@@ -409,8 +417,8 @@ class MusterRendezvousHandler(DynamicRendezvousHandler):
     def num_nodes_waiting(self) -> int:
         waiting = super().num_nodes_waiting()
         state = self._state_holder.state
-        if waiting == 0 and self._round >= 0 and (state.round != self._round or
-                             len(state.participants) < self._round_size):
+        lost = state.round != self._round or len(state.participants) < self._round_size
+        if waiting == 0 and self._round >= 0 and lost:
             return 1  # a participant of this round is gone: start the next one
         return waiting
 
@@ -418,7 +426,7 @@ class MusterRendezvousHandler(DynamicRendezvousHandler):
 # Construction from torchrun's parameters -----------------------------------------------------
 
 _lock = threading.Lock()
-_made: List[Tuple[Optional[NodeMembership], Optional[Leader]]] = []
+_made: List[Tuple[NodeMembership, Optional[Leader]]] = []
 
 
 def _host_leader(params: RendezvousParameters, host: str, port: int, job: str,
@@ -457,9 +465,8 @@ def create_backend(params: RendezvousParameters):
         raise ValueError("read_timeout and heartbeat_timeout must be positive (seconds)")
     token = _read_token(None)
     leader = _host_leader(params, host, port, job, heartbeat_timeout, token)
-    directory = f"torch/rendezvous/{quote(params.run_id, safe='')}/nodes"
     try:
-        membership = NodeMembership(f"{host}:{port}", job, directory,
+        membership = NodeMembership(f"{host}:{port}", job, _run_key(params.run_id, "nodes"),
                                     heartbeat_timeout=heartbeat_timeout,
                                     claim_timeout=float(params.get_as_int("join_timeout", 600)),
                                     token=token)
@@ -474,8 +481,8 @@ def create_backend(params: RendezvousParameters):
         membership.agent.start_watch_key(backend.key, lambda *change: _tell_news())
     except _errors.Error as e:
         raise _connection_error(e, f"watch {backend.key!r}") from None
-    prefix = f"torch/rendezvous/{quote(params.run_id, safe='')}/store"
-    return backend, Store(membership.agent, datetime.timedelta(seconds=read_timeout), prefix)
+    return backend, Store(membership.agent, datetime.timedelta(seconds=read_timeout),
+                          _run_key(params.run_id, "store"))
 
 
 def create_handler(params: RendezvousParameters) -> MusterRendezvousHandler:
@@ -483,9 +490,8 @@ def create_handler(params: RendezvousParameters) -> MusterRendezvousHandler:
     backend, store = create_backend(params)
     timeout = RendezvousTimeout(_get_timeout(params, "join"), _get_timeout(params, "last_call"),
                                 _get_timeout(params, "close"))
-    handler = MusterRendezvousHandler.from_backend(params.run_id, store, backend,
-                                                   params.min_nodes, params.max_nodes, timeout)
-    return handler
+    return MusterRendezvousHandler.from_backend(params.run_id, store, backend, params.min_nodes,
+                                                params.max_nodes, timeout)
 
 
 def close_all() -> None:
@@ -495,8 +501,7 @@ def close_all() -> None:
         _made.clear()
     for membership, leader in made:
         try:
-            if membership is not None:
-                membership.close()
+            membership.close()
         except _errors.Error:
             pass
         if leader is not None:

@@ -141,6 +141,7 @@ absl::StatusOr<ParsedCommand> ParseCommandLine(const CommandSpec& spec,
     auto [flag, negated] = *resolved;
     absl::StatusOr<std::string> value = FlagValue(*flag, negated, *token, argv, &i);
     if (!value.ok()) return value.status();
+    parsed.given.insert(std::string(flag->Name()));
     if (Contains(spec.repeated, flag->Name())) {
       auto& entry = repeated[std::string(flag->Name())];
       entry.first = flag;

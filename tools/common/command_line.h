@@ -12,6 +12,7 @@
 // keep the last value, as in Abseil. "--" ends the flags; a lone "-" is an argument.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,7 @@ struct CommandSpec {
 struct ParsedCommand {
   std::vector<std::string> args;  // positional arguments
   bool help = false;              // --help or -h was given: print HelpText and exit 0
+  std::set<std::string> given;    // the flags set on the command line (their names)
 };
 
 // Sets the flags of `spec` from `argv` (the arguments after the subcommand's name) and returns

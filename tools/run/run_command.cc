@@ -7,11 +7,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <set>
 
 #include <absl/flags/declare.h>
 #include <absl/flags/flag.h>
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
 #include <absl/strings/str_split.h>
 #include <absl/strings/strip.h>
 #include <caf/scoped_actor.hpp>
@@ -20,6 +22,7 @@
 #include "muster/messages/task_name.h"
 #include "muster/net/launcher/launcher_actor.h"
 #include "muster/net/leader/leader.h"
+#include "muster/net/process/cluster_environment.h"
 #include "muster/net/process/shutdown_signals.h"
 #include "muster/net/transport/tls/certificate_identity.h"
 #include "muster/net/transport/tls/job_certificates.h"
@@ -206,12 +209,14 @@ int Host(LauncherConfig config, const std::string& tasks) {
   return code;
 }
 
-int Join(LauncherConfig config, const std::string& tasks) {
+int Join(LauncherConfig config, const std::string& tasks, bool in_step = false) {
   if (tasks.empty()) {
     return ReportUsageError(
         kCommand, absl::InvalidArgumentError("--leader needs --tasks: the tasks this host runs"));
   }
-  if (absl::GetFlag(FLAGS_restart) != "none") {
+  // In a Slurm step every launcher has the same command line; the hosting one's --restart
+  // decides.
+  if (!in_step && absl::GetFlag(FLAGS_restart) != "none") {
     return ReportUsageError(
         kCommand, absl::InvalidArgumentError("--restart is for the leader that muster run hosts; "
                                              "with --leader, that leader's policy decides"));
@@ -235,7 +240,68 @@ int Join(LauncherConfig config, const std::string& tasks) {
   return Launch((*session)->system(), (*session)->self(), std::move(config));
 }
 
+// One launcher per node of a Slurm step (srun muster run ...): the step's first node hosts the
+// leader (on that node's name unless --host says otherwise) and each launcher runs its share.
+int RunInStep(LauncherConfig config, const SlurmStep& step, const std::set<std::string>& given) {
+  if (given.count("job") == 0) {
+    return ReportUsageError(
+        kCommand,
+        absl::InvalidArgumentError("under srun every launcher needs the job's --job (the same "
+                                   "command line on every node): it splits the tasks among them"));
+  }
+  auto options = ServeOptionsFromFlags();
+  if (!options.ok()) return ReportUsageError(kCommand, options.status());
+  const int32_t port = absl::GetFlag(FLAGS_port);
+  if (port <= 0) {
+    return ReportUsageError(
+        kCommand, absl::InvalidArgumentError("under srun the other launchers must know the "
+                                             "leader's port: give --port a fixed port, not 0"));
+  }
+  auto share = StepShare(options->config, step.launcher, step.num_launchers);
+  if (!share.ok()) return ReportUsageError(kCommand, share.status());
+  const std::string leader = absl::StrCat(step.first_node, ":", port);
+  std::fprintf(stderr, "muster run: Slurm (%s): launcher %d of %d, tasks %s, leader %s\n",
+               step.evidence.c_str(), step.launcher, step.num_launchers, share->c_str(),
+               leader.c_str());
+  if (step.launcher == 0) {
+    if (given.count("host") == 0) absl::SetFlag(&FLAGS_host, step.first_node);
+    return Host(std::move(config), *share);
+  }
+  absl::SetFlag(&FLAGS_leader, leader);
+  return Join(std::move(config), *share, /*in_step=*/true);
+}
+
 }  // namespace
+
+absl::StatusOr<std::string> StepShare(const proto::CoordinationServiceConfig& config, int launcher,
+                                      int launchers) {
+  const std::vector<proto::CoordinatedTask> all = AllTasks(config);
+  const int64_t n = static_cast<int64_t>(all.size());
+  if (launchers < 1 || launcher < 0 || launcher >= launchers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("launcher ", launcher, " of ", launchers, " does not exist"));
+  }
+  if (n < launchers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the job has ", n, " task(s) for ", launchers,
+        " launchers: run one launcher per node (srun --ntasks-per-node=1) and at least as "
+        "many tasks as nodes"));
+  }
+  const int64_t begin = n * launcher / launchers, end = n * (launcher + 1) / launchers;
+  std::vector<std::string> parts;
+  for (int64_t i = begin; i < end;) {
+    int64_t last = i;
+    while (last + 1 < end && all[last + 1].job_name() == all[i].job_name() &&
+           all[last + 1].task_id() == all[last].task_id() + 1) {
+      ++last;
+    }
+    parts.push_back(last == i ? absl::StrCat(all[i].job_name(), ":", all[i].task_id())
+                              : absl::StrCat(all[i].job_name(), ":", all[i].task_id(), "-",
+                                             all[last].task_id()));
+    i = last + 1;
+  }
+  return absl::StrJoin(parts, ",");
+}
 
 const CommandSpec& RunSpec() {
   static const CommandSpec spec{
@@ -335,6 +401,13 @@ int RunRun(const std::vector<std::string>& argv) {
   config.environment = FileEnvironment();
   config.stop_timeout = ToTimespan(stop);
   const std::string tasks = absl::GetFlag(FLAGS_tasks);
+  if (absl::GetFlag(FLAGS_leader).empty() && tasks.empty()) {
+    auto step = DetectSlurmStep(ProcessEnvironment());
+    if (!step.ok()) return ReportUsageError(kCommand, step.status());
+    if (*step && (*step)->num_launchers > 1) {
+      return RunInStep(std::move(config), **step, parsed.given);
+    }
+  }
   if (absl::GetFlag(FLAGS_leader).empty()) return Host(std::move(config), tasks);
   return Join(std::move(config), tasks);
 }

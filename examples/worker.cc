@@ -13,7 +13,7 @@
 // Or all of it, restarting what fails:
 //        ./build/tools/muster run --job worker=4 --restart one-for-all -- ./build/examples/worker
 // (flags that are not given come from the launcher's environment: MUSTER_LEADER, MUSTER_JOB,
-// MUSTER_TASK)
+// MUSTER_TASK; or srun's, mpirun's, torchrun's, a Kubernetes indexed Job's: docs/agent.md)
 //
 // --hold=true keeps a worker in the job after the barrier until an error arrives, until Ctrl-C,
 // or for --hold_timeout if one is given (then it leaves the job cleanly).
@@ -36,13 +36,17 @@
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/agent.h"
+#include "muster/net/process/cluster_environment.h"
 #include "muster/net/process/launch_environment.h"
 
 ABSL_FLAG(std::string, leader, "",
-          "Leader address HOST:PORT (default: $MUSTER_LEADER under muster run, else "
-          "127.0.0.1:7400)");
-ABSL_FLAG(std::string, job, "", "Job name of this task (default: $MUSTER_JOB, else worker)");
-ABSL_FLAG(int, task, -1, "Task id of this task (default: $MUSTER_TASK, else 0)");
+          "Leader address HOST:PORT (default: the launcher's or cluster's, e.g. $MUSTER_LEADER "
+          "under muster run, the step's first node under srun; else 127.0.0.1:7400)");
+ABSL_FLAG(std::string, job, "",
+          "Job name of this task (default: the launcher's, e.g. $MUSTER_JOB; else worker)");
+ABSL_FLAG(int, task, -1,
+          "Task id of this task (default: the launcher's, e.g. $MUSTER_TASK or $SLURM_PROCID; "
+          "else 0)");
 ABSL_FLAG(int, devices, 2, "Local devices this task reports");
 ABSL_FLAG(absl::Duration, heartbeat_timeout, absl::ZeroDuration(),
           "The agent's heartbeat timeout (0: the leader's; at most the leader's)");
@@ -153,15 +157,29 @@ int Hold(muster::Agent& agent, absl::Notification& failed) {
   return 2;
 }
 
-// --leader, --job and --task; what is not given comes from a launcher's environment, if any.
+// --leader, --job and --task; what is not given comes from the launcher or cluster this process
+// runs under (muster run, torchrun, srun, mpirun, a Kubernetes indexed Job), if any.
 absl::StatusOr<muster::LaunchIdentity> Identity() {
-  auto launched = muster::LaunchIdentityFromEnvironment();
-  if (!launched.ok()) return launched.status();
-  muster::LaunchIdentity identity = launched->value_or(
-      muster::LaunchIdentity{.leader = "127.0.0.1:7400", .job = "worker", .task_id = 0});
-  if (!absl::GetFlag(FLAGS_leader).empty()) identity.leader = absl::GetFlag(FLAGS_leader);
-  if (!absl::GetFlag(FLAGS_job).empty()) identity.job = absl::GetFlag(FLAGS_job);
-  if (absl::GetFlag(FLAGS_task) >= 0) identity.task_id = absl::GetFlag(FLAGS_task);
+  muster::LaunchIdentity identity{.leader = absl::GetFlag(FLAGS_leader),
+                                  .job = absl::GetFlag(FLAGS_job),
+                                  .task_id = absl::GetFlag(FLAGS_task)};
+  if (identity.leader.empty() || identity.job.empty() || identity.task_id < 0) {
+    auto placement = muster::DetectClusterFromEnvironment();
+    if (!placement.ok()) return placement.status();
+    if (*placement) {
+      const muster::ClusterPlacement& p = **placement;
+      // muster run says who each task is itself; other launchers are named once here.
+      if (p.source != "muster run") {
+        std::fprintf(stderr, "worker: %s\n", muster::PlacementText(p).c_str());
+      }
+      if (identity.leader.empty()) identity.leader = p.leader;
+      if (identity.job.empty()) identity.job = p.job;
+      if (identity.task_id < 0) identity.task_id = p.task_id;
+    }
+  }
+  if (identity.leader.empty()) identity.leader = "127.0.0.1:7400";
+  if (identity.job.empty()) identity.job = "worker";
+  if (identity.task_id < 0) identity.task_id = 0;
   return identity;
 }
 

@@ -1,6 +1,7 @@
 #include "muster/net/agent/agent.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
@@ -14,6 +15,7 @@
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/leader/job_token.h"
+#include "muster/net/process/cluster_environment.h"
 #include "muster/net/process/thread_logger_guard.h"
 #include "muster/net/transport/wire/guarded_multiplexer.h"
 
@@ -63,6 +65,24 @@ NodeOptions WorkerNodeOptions(absl::Duration heartbeat_timeout) {
   // detected within 1.25 timeouts.
   options.connection_heartbeat_interval = ToSpan(timeout / 4);
   return options;
+}
+
+absl::StatusOr<std::unique_ptr<Agent>> Agent::FromEnvironment(caf::actor_system& system,
+                                                              AgentOptions options,
+                                                              ErrorCallback on_error) {
+  auto placement = DetectClusterFromEnvironment();
+  if (!placement.ok()) return placement.status();
+  if (!*placement) {
+    return absl::InvalidArgumentError(
+        "no launcher found in the environment (muster run, torchrun, mpirun, srun, a "
+        "Kubernetes indexed Job): start this process with one, or set MUSTER_LEADER, "
+        "MUSTER_JOB and MUSTER_TASK");
+  }
+  std::fprintf(stderr, "muster: %s\n", PlacementText(**placement).c_str());
+  options.leader = (*placement)->leader;
+  options.job_name = (*placement)->job;
+  options.task_id = (*placement)->task_id;
+  return Create(system, std::move(options), std::move(on_error));
 }
 
 absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(caf::actor_system& system,

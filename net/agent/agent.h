@@ -186,6 +186,15 @@ class Agent {
   static absl::StatusOr<std::unique_ptr<Agent>> Create(caf::actor_system& system,
                                                        AgentOptions options,
                                                        ErrorCallback on_error);
+  // The agent of the task this process's launcher or cluster names
+  // (DetectClusterFromEnvironment: muster run, torchrun, Open MPI, PMIx, MPICH, Slurm, a
+  // Kubernetes indexed Job or JobSet): its leader, job and task replace those of `options`.
+  // Prints one line on standard error saying what it found and from which variables.
+  // Possible errors: InvalidArgument (no launcher found; sources of one launch that disagree,
+  // naming both; a leader that cannot be derived, naming what to set), and those of Create.
+  static absl::StatusOr<std::unique_ptr<Agent>> FromEnvironment(caf::actor_system& system,
+                                                                AgentOptions options,
+                                                                ErrorCallback on_error);
   // Shuts down if still connected (unless options.shutdown_on_destruction is false: then it
   // only drops the connection), stops the agent actor and waits until it has stopped: the
   // error and watch callbacks never run after the destructor returns. Every call still pending

@@ -192,18 +192,14 @@ Detected FromPmix(const EnvironmentLookup& env) {
   return found;
 }
 
+// A task of an srun step. A batch script itself (SLURM_PROCID 0 of the allocation's
+// SLURM_NTASKS, no SLURM_STEP_NUM_TASKS) is not one: it runs once, on the first node.
 Detected FromSlurm(const EnvironmentLookup& env) {
-  if (!env("SLURM_PROCID")) return std::nullopt;
+  if (!env("SLURM_PROCID") || !env("SLURM_STEP_NUM_TASKS")) return std::nullopt;
   Reader reader(env);
   MUSTER_ASSIGN_OR_RETURN_NUMBER(rank, reader.Number("SLURM_PROCID"));
-  std::string size_name;
-  MUSTER_ASSIGN_OR_RETURN_NUMBER(
-      size, reader.FirstNumber({"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS"}, true,
-                               &size_name));
-  if (!*size) {
-    return absl::InvalidArgumentError(
-        "Slurm: SLURM_PROCID is set but none of SLURM_STEP_NUM_TASKS, SLURM_NTASKS");
-  }
+  const std::string size_name = "SLURM_STEP_NUM_TASKS";
+  MUSTER_ASSIGN_OR_RETURN_NUMBER(size, reader.Number(size_name, true));
   auto found = Make("Slurm", "SLURM_PROCID", *rank, size_name, *size);
   if (!found.ok()) return found;
   ClusterPlacement& p = (*found)->placement;

@@ -7,8 +7,9 @@
 //   Open MPI       OMPI_COMM_WORLD_RANK/_SIZE/_LOCAL_RANK/_LOCAL_SIZE (mpirun's host from
 //                  OMPI_MCA_orte_hnp_uri); PMIx (PMIX_RANK) and MPICH/Intel MPI (PMI_RANK,
 //                  PMI_SIZE) likewise
-//   Slurm          SLURM_PROCID, SLURM_STEP_NUM_TASKS (or SLURM_NTASKS), SLURM_LOCALID,
-//                  SLURM_NODEID, the step's node list (its first node hosts the leader)
+//   Slurm          a task of an srun step: SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_LOCALID,
+//                  SLURM_NODEID, the step's node list (its first node hosts the leader); not a
+//                  batch script itself
 //   Kubernetes     JOB_COMPLETION_INDEX of an indexed Job (or a JobSet's), the size from
 //                  MUSTER_WORLD_SIZE or WORLD_SIZE, the leader at the host name of index 0
 //
@@ -69,7 +70,7 @@ absl::StatusOr<std::optional<ClusterPlacement>> DetectCluster(const EnvironmentL
 absl::StatusOr<std::optional<ClusterPlacement>> DetectClusterFromEnvironment();
 
 // The launchers of a Slurm step (`srun muster run ...`): this one's index, how many, and the
-// step's first node, which hosts the leader; nullopt outside a Slurm step. Possible errors:
+// step's first node, which hosts the leader; nullopt outside an srun step. Possible errors:
 // InvalidArgument (malformed Slurm variables).
 struct SlurmStep {
   int launcher = 0;

@@ -57,6 +57,16 @@ TEST(ClusterEnvironmentTest, NothingSet_Nothing) {
   EXPECT_FALSE(placement->has_value());
 }
 
+// sbatch runs its script once, on the first node, as SLURM_PROCID 0 of the allocation's tasks:
+// that process is not one of them.
+TEST(ClusterEnvironmentTest, SlurmBatchScriptOutsideAStep_Nothing) {
+  auto placement = DetectCluster(
+      Lookup({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "8"}, {"SLURM_JOB_NODELIST", "n[1-2]"}}),
+      "n1");
+  ASSERT_TRUE(placement.ok()) << placement.status();
+  EXPECT_FALSE(placement->has_value());
+}
+
 TEST(ClusterEnvironmentTest, MusterRun_ItsVariablesAsTheyAre) {
   ClusterPlacement p = Detect(With(kSlurm, {{"MUSTER_LEADER", "gpu07:7400"},
                                             {"MUSTER_JOB", "ps"},
@@ -220,16 +230,15 @@ TEST(ClusterEnvironmentTest, PlainRankAndWorldSize_MasterAddrLeads) {
 }
 
 TEST(ClusterEnvironmentTest, MalformedValues_InvalidArgumentNamingTheVariable) {
-  EXPECT_THAT(DetectError({{"SLURM_PROCID", "x"}, {"SLURM_NTASKS", "2"}}).message(),
+  EXPECT_THAT(DetectError({{"SLURM_PROCID", "x"}, {"SLURM_STEP_NUM_TASKS", "2"}}).message(),
               HasSubstr("SLURM_PROCID=\"x\" is not a non-negative number"));
-  EXPECT_THAT(DetectError({{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "2"}}).message(),
-              HasSubstr("SLURM_PROCID=2 is not below SLURM_NTASKS=2"));
-  EXPECT_THAT(DetectError({{"SLURM_PROCID", "0"}}).message(),
-              HasSubstr("none of SLURM_STEP_NUM_TASKS, SLURM_NTASKS"));
+  EXPECT_THAT(DetectError({{"SLURM_PROCID", "2"}, {"SLURM_STEP_NUM_TASKS", "2"}}).message(),
+              HasSubstr("SLURM_PROCID=2 is not below SLURM_STEP_NUM_TASKS=2"));
   EXPECT_THAT(DetectError({{"RANK", "0"}, {"WORLD_SIZE", "0"}}).message(),
               HasSubstr("WORLD_SIZE=\"0\" is not a positive number"));
   EXPECT_THAT(
-      DetectError({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"SLURM_STEP_NODELIST", "a[1-"}})
+      DetectError(
+          {{"SLURM_PROCID", "0"}, {"SLURM_STEP_NUM_TASKS", "1"}, {"SLURM_STEP_NODELIST", "a[1-"}})
           .message(),
       HasSubstr("a '[' without ']'"));
 }
@@ -260,9 +269,10 @@ TEST(SlurmStepTest, LaunchersOfAStep) {
   EXPECT_EQ((*step)->num_launchers, 8);
   EXPECT_EQ((*step)->first_node, "gpu07");
   EXPECT_FALSE(DetectSlurmStep(Lookup({}))->has_value());
-  EXPECT_THAT(
-      DetectSlurmStep(Lookup({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}})).status().message(),
-      HasSubstr("names no node list"));
+  EXPECT_THAT(DetectSlurmStep(Lookup({{"SLURM_PROCID", "0"}, {"SLURM_STEP_NUM_TASKS", "2"}}))
+                  .status()
+                  .message(),
+              HasSubstr("names no node list"));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 """muster.Agent: one task's connection to the leader (the C++ muster::Agent)."""
 
 import os
+import sys
 from concurrent.futures import Future
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -9,6 +10,7 @@ from ._agent_health import HealthCalls
 from ._convert import Duration, seconds
 from ._health import PreemptionNotice, log_barrier_progress
 from ._muster import Agent as _CoreAgent
+from ._muster import detect_cluster as _detect_cluster
 
 Value = Union[str, bytes, bytearray, memoryview]
 Task = Union[int, Tuple[str, int]]
@@ -51,6 +53,17 @@ def launch_identity() -> Optional[Tuple[str, str, int]]:
         return leader, job, int(task)
     except ValueError:
         raise _errors.InvalidArgumentError(f"MUSTER_TASK={task!r} is not a task id") from None
+
+
+def cluster_placement() -> Optional[Dict[str, Any]]:
+    """Where this process runs, as its launcher or cluster says: a dict with source (muster
+    run, torchrun, Open MPI, PMIx, MPICH, Slurm, Kubernetes, RANK and WORLD_SIZE), evidence
+    (the variables read), leader ("HOST:PORT"), job, task, num_tasks, local_task,
+    num_local_tasks, node, num_nodes, generation, round and text (one line saying all of it);
+    None when no launcher is found. Raises InvalidArgumentError naming the variables at fault:
+    sources of one launch that disagree, a leader that cannot be derived (docs/python.md,
+    "Where a process runs")."""
+    return _detect_cluster()
 
 
 class Agent(HealthCalls):
@@ -138,16 +151,24 @@ class Agent(HealthCalls):
 
     @classmethod
     def from_environment(cls, **kwargs) -> "Agent":
-        """The agent of the task a launcher (`muster run`) started this process as: leader, job
-        and task come from MUSTER_LEADER, MUSTER_JOB and MUSTER_TASK; keyword arguments are
-        those of Agent(). Raises InvalidArgumentError when they are not set."""
-        identity = launch_identity()
-        if identity is None:
+        """The agent of the task this process's launcher or cluster names (cluster_placement():
+        muster run, torchrun, Open MPI, PMIx, MPICH, Slurm, a Kubernetes indexed Job or
+        JobSet, RANK and WORLD_SIZE), the way jax.distributed.initialize() finds its process.
+        Prints one line on standard error saying what it found. Keyword arguments are those of
+        Agent() (leader, job or task given there win). Raises InvalidArgumentError when no
+        launcher is found, or naming the variables at fault."""
+        placement = cluster_placement()
+        if placement is None:
             raise _errors.InvalidArgumentError(
-                "MUSTER_LEADER, MUSTER_JOB and MUSTER_TASK are not set: this process was not "
-                "started by muster run")
-        leader, job, task = identity
-        return cls(leader, job, task, **kwargs)
+                "no launcher found in the environment (muster run, torchrun, mpirun, srun, a "
+                "Kubernetes indexed Job): start this process with one, or set MUSTER_LEADER, "
+                "MUSTER_JOB and MUSTER_TASK")
+        print(f"muster: {placement['text']}", file=sys.stderr, flush=True)
+        args = {"leader": placement["leader"], "job": placement["job"],
+                "task": placement["task"]}
+        args["wait_for_leader"] = True  # the tasks of a cluster start in any order
+        args.update(kwargs)
+        return cls(**args)
 
     # Lifecycle ---------------------------------------------------------------------------
 

@@ -19,7 +19,9 @@ URL parameters (MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE fill what the URL 
 
 Under `muster run` (docs/operations.md) the launcher's environment names the leader, which
 already runs, and this rank's task (MUSTER_LEADER, MUSTER_JOB, MUSTER_TASK): "muster://" alone
-joins it.
+joins it. Under Slurm (srun), Open MPI, PMIx, MPICH or a Kubernetes indexed Job, what the URL
+and those variables leave out comes from the launcher's (muster.cluster_placement(); rank 0
+hosts the leader at the step's first node, or index 0's pod, on MUSTER_PORT or 7400).
 
 On a peer's failure (killed, hung past the heartbeat timeout, reported error), by default every
 other rank prints one line naming the failed rank and why, and ends with exit code 1 at once,
@@ -44,7 +46,7 @@ from urllib.parse import parse_qs, quote, unquote, urlparse
 import torch.distributed as dist
 
 from . import _errors
-from ._agent import Agent, Duration, launch_identity, seconds, to_bytes
+from ._agent import Agent, Duration, cluster_placement, launch_identity, seconds, to_bytes
 from ._leader import Leader
 
 __all__ = ["MusterRendezvousBackend", "Store", "StoreTimeoutError", "set_peer_failure_handler"]
@@ -271,6 +273,27 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
         port = int(port_text)
     rank_text = _param(query, "rank", "RANK")
     world_text = _param(query, "world_size", "WORLD_SIZE")
+    placement = None
+    if not launched and (not host or port is None or rank_text is None or world_text is None):
+        # What the URL and MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE leave out comes from
+        # the launcher or cluster this process runs under (Slurm, MPI, Kubernetes).
+        try:
+            placement = cluster_placement()
+        except _errors.InvalidArgumentError as e:
+            raise error(str(e)) from None
+    if placement is not None:
+        print(f"muster: {placement['text']}", file=sys.stderr, flush=True)
+        if not host:
+            host, _, port_text = placement["leader"].rpartition(":")
+            host, port = host.strip("[]"), int(port_text)
+        elif port is None:
+            port = int(placement["leader"].rpartition(":")[2])
+        if rank_text is None and world_text is None:
+            rank_text, world_text = str(placement["task"]), str(placement["num_tasks"])
+        elif (rank_text is not None and int(rank_text) != placement["task"]) or (
+                world_text is not None and int(world_text) != placement["num_tasks"]):
+            raise error(f"rank {rank_text} and world_size {world_text} disagree with "
+                        f"{placement['text']}")
     if not host or port is None:
         raise error("no leader address: give muster://HOST:PORT or MASTER_ADDR and MASTER_PORT")
     if rank_text is None or world_text is None:
@@ -278,7 +301,8 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
     rank, world_size = int(rank_text), int(world_text)
     if world_size < 1 or not 0 <= rank < world_size:
         raise error(f"rank {rank} is not within world_size {world_size}")
-    job = _param(query, "job") or (launched[1] if launched else "worker")
+    job = _param(query, "job") or (launched[1] if launched else
+                                   placement["job"] if placement else "worker")
     task = launched[2] if launched and job == launched[1] else rank
     heartbeat_timeout = float(_param(query, "heartbeat_timeout") or 10.0)
     reconnect_timeout = float(_param(query, "leader_reconnect_timeout") or 0.0)

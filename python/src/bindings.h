@@ -9,5 +9,7 @@ void BindAgent(pybind11::module_& m);   // agent_binding.cc
 void BindLeader(pybind11::module_& m);  // leader_binding.cc
 // muster._muster.barrier_progress_text (barrier_progress_binding.cc).
 void BindBarrierProgressText(pybind11::module_& m);
+// muster._muster.detect_cluster (cluster_binding.cc).
+void BindDetectCluster(pybind11::module_& m);
 
 }  // namespace muster::python

@@ -15,6 +15,7 @@ PYBIND11_MODULE(_muster, m) {
   muster::python::BindAgent(m);
   muster::python::BindLeader(m);
   muster::python::BindBarrierProgressText(m);
+  muster::python::BindDetectCluster(m);
   m.def(
       "_shutdown",
       [] {

@@ -244,7 +244,7 @@ def test_identity_from_a_launchers_environment(monkeypatch):
     for name in ("MUSTER_LEADER", "MUSTER_JOB", "MUSTER_TASK"):
         monkeypatch.delenv(name, raising=False)
     assert muster.launch_identity() is None
-    with pytest.raises(muster.InvalidArgumentError, match="not started by muster run"):
+    with pytest.raises(muster.InvalidArgumentError, match="no launcher found"):
         muster.Agent.from_environment()
     with muster.Leader({"worker": 2}, port=0) as leader:
         monkeypatch.setenv("MUSTER_LEADER", leader.address)

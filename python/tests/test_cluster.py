@@ -1,0 +1,105 @@
+"""Where a process runs: muster.cluster_placement(), Agent.from_environment() and muster://
+under launchers other than muster run (Slurm's srun, MPI, Kubernetes), from fake environments
+and, for srun, from a fake srun starting real ranks."""
+
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+import muster
+
+FAKE_SRUN = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "cli", "programs",
+                         "fake_srun.py")
+# Every variable a source reads: each test starts from none of them.
+DETECTED = ("MUSTER_LEADER", "MUSTER_JOB", "MUSTER_TASK", "MUSTER_PORT", "MUSTER_WORLD_SIZE",
+            "TORCHELASTIC_RUN_ID", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+            "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+            "OMPI_MCA_orte_hnp_uri", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID",
+            "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST",
+            "SLURM_LOCALID", "SLURM_NODEID", "JOB_COMPLETION_INDEX", "JOBSET_NAME")
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    for name in DETECTED:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_no_launcher_none_and_from_environment_says_what_to_do(clean_env):
+    assert muster.cluster_placement() is None
+    with pytest.raises(muster.InvalidArgumentError, match="no launcher found"):
+        muster.Agent.from_environment()
+
+
+def test_slurm_task_from_environment_joins_the_leader_on_the_steps_first_node(clean_env, capfd):
+    with muster.Leader({"worker": 2}, port=0) as leader:
+        clean_env.setenv("SLURM_PROCID", "1")
+        clean_env.setenv("SLURM_STEP_NUM_TASKS", "2")
+        clean_env.setenv("SLURM_STEP_NODELIST", "127.0.0.1")
+        clean_env.setenv("MUSTER_PORT", str(leader.port))
+        placement = muster.cluster_placement()
+        assert (placement["source"], placement["task"], placement["num_tasks"]) == ("Slurm", 1, 2)
+        assert placement["leader"] == f"127.0.0.1:{leader.port}"
+        agent = muster.Agent.from_environment(heartbeat_timeout=5)
+        try:
+            agent.connect()
+            assert agent.get_task_state([("worker", 1)])[0]["state"] == "TASKSTATE_CONNECTED"
+        finally:
+            agent.close()
+    err = capfd.readouterr().err
+    assert (f"muster: Slurm (SLURM_PROCID=1 SLURM_STEP_NUM_TASKS=2 SLURM_STEP_NODELIST=127.0.0.1 "
+            f"MUSTER_PORT={leader.port}): /job:worker/task:1 of 2, leader 127.0.0.1:"
+            f"{leader.port}\n") in err
+
+
+def test_sources_of_one_launch_that_disagree_an_error_naming_both(clean_env):
+    clean_env.setenv("OMPI_COMM_WORLD_RANK", "1")
+    clean_env.setenv("OMPI_COMM_WORLD_SIZE", "2")
+    clean_env.setenv("PMIX_RANK", "0")
+    clean_env.setenv("MASTER_ADDR", "127.0.0.1")
+    with pytest.raises(muster.InvalidArgumentError) as caught:
+        muster.Agent.from_environment()
+    message = str(caught.value)
+    assert "Open MPI and PMIx disagree on this process's rank" in message
+    assert "OMPI_COMM_WORLD_RANK=1" in message and "PMIX_RANK=0" in message
+
+
+def test_kubernetes_without_a_size_says_what_to_set(clean_env):
+    clean_env.setenv("JOB_COMPLETION_INDEX", "0")
+    with pytest.raises(muster.InvalidArgumentError, match="set MUSTER_WORLD_SIZE"):
+        muster.cluster_placement()
+
+
+RANK_PROGRAM = """
+import torch, torch.distributed as dist
+import muster.torch
+dist.init_process_group("gloo", init_method="muster://")
+rank, world = dist.get_rank(), dist.get_world_size()
+t = torch.tensor([rank + 1])
+dist.all_reduce(t)
+print(f"RANK {rank} WORLD {world} SUM {int(t.item())}", flush=True)
+dist.destroy_process_group()
+"""
+
+
+def test_muster_url_without_parameters_under_srun_forms_the_group():
+    env = {k: v for k, v in os.environ.items() if k not in DETECTED}
+    env["MUSTER_PORT"] = str(free_port())
+    done = subprocess.run(
+        [sys.executable, FAKE_SRUN, "2", "127.0.0.1", "--", sys.executable, "-c", RANK_PROGRAM],
+        env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "RANK 0 WORLD 2 SUM 3" in done.stdout and "RANK 1 WORLD 2 SUM 3" in done.stdout
+    for rank in (0, 1):
+        assert (f"): /job:worker/task:{rank} of 2, local 0 of 1, node {rank} of 2, leader "
+                f"127.0.0.1:{env['MUSTER_PORT']}") in done.stderr, done.stderr

@@ -317,7 +317,8 @@ const CommandSpec& RunSpec() {
           "LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT for PyTorch. Output lines are prefixed\n"
           "with the task's name. Exits 0 when every process exited 0 and the job did not fail;\n"
           "1 naming the task and error that ended it; 128+N after signal N (forwarded to the\n"
-          "tasks, SIGKILL after --stop-timeout).",
+          "tasks, SIGKILL after --stop-timeout). Under srun (one launcher per node), the\n"
+          "launchers share the tasks and the step's first node hosts the leader.",
       .flags = {"job",
                 "host",
                 "port",

@@ -34,6 +34,9 @@ absl::StatusOr<ConnectOptions> LeaderOptions(const AgentOptions& options) {
                                                    "\"; expected HOST:PORT, e.g. 127.0.0.1:7400"));
   }
   leader.host = options.leader.substr(0, colon);
+  if (leader.host.size() > 2 && leader.host.front() == '[' && leader.host.back() == ']') {
+    leader.host = leader.host.substr(1, leader.host.size() - 2);  // [IPv6]:PORT
+  }
   leader.port = static_cast<uint16_t>(port);
   leader.timeout = ToSpan(options.register_timeout);
   leader.wait_for_leader = options.wait_for_leader;
@@ -78,7 +81,10 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::FromEnvironment(caf::actor_system&
         "Kubernetes indexed Job): start this process with one, or set MUSTER_LEADER, "
         "MUSTER_JOB and MUSTER_TASK");
   }
-  std::fprintf(stderr, "muster: %s\n", PlacementText(**placement).c_str());
+  // muster run names each task it starts itself.
+  if ((*placement)->source != "muster run") {
+    std::fprintf(stderr, "muster: %s\n", PlacementText(**placement).c_str());
+  }
   options.leader = (*placement)->leader;
   options.job_name = (*placement)->job;
   options.task_id = (*placement)->task_id;

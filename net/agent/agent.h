@@ -189,7 +189,8 @@ class Agent {
   // The agent of the task this process's launcher or cluster names
   // (DetectClusterFromEnvironment: muster run, torchrun, Open MPI, PMIx, MPICH, Slurm, a
   // Kubernetes indexed Job or JobSet): its leader, job and task replace those of `options`.
-  // Prints one line on standard error saying what it found and from which variables.
+  // Prints one line on standard error saying what it found and from which variables (not under
+  // muster run, which names every task it starts).
   // Possible errors: InvalidArgument (no launcher found; sources of one launch that disagree,
   // naming both; a leader that cannot be derived, naming what to set), and those of Create.
   static absl::StatusOr<std::unique_ptr<Agent>> FromEnvironment(caf::actor_system& system,

@@ -35,19 +35,102 @@ absl::Status Disagree(const Found& a, const Found& b, absl::string_view what) {
                    "; unset the variables of the launcher that did not start it"));
 }
 
-// Sources of one launch must agree; returns the one that decides.
-absl::StatusOr<std::optional<Found>> SettleMpi(std::vector<Found> mpi) {
-  if (mpi.empty()) return std::nullopt;
-  for (size_t i = 1; i < mpi.size(); ++i) {
-    if (mpi[i].placement.task_id != mpi[0].placement.task_id) {
-      return Disagree(mpi[0], mpi[i], "rank");
-    }
-    if (mpi[i].placement.num_tasks != 0 && mpi[0].placement.num_tasks != 0 &&
-        mpi[i].placement.num_tasks != mpi[0].placement.num_tasks) {
-      return Disagree(mpi[0], mpi[i], "world size");
-    }
+// MPI's sources, innermost first: Open MPI (which sets PMIX_RANK too, for the same process, so
+// the two must agree), MPICH's Hydra (inside it an outer srun --mpi=pmix's PMIX_RANK is stale),
+// then PMIx alone (srun --mpi=pmix, prterun).
+absl::StatusOr<std::optional<Found>> Mpi(const EnvironmentLookup& env) {
+  Detected open_mpi = FromOpenMpi(env);
+  if (!open_mpi.ok() || !*open_mpi) {
+    if (!open_mpi.ok()) return open_mpi.status();
+    Detected mpich = FromMpich(env);
+    if (!mpich.ok() || *mpich) return mpich;
+    return FromPmix(env);
   }
-  return mpi[0];
+  Detected pmix = FromPmix(env);
+  if (!pmix.ok()) return pmix.status();
+  if (*pmix && (*pmix)->placement.task_id != (*open_mpi)->placement.task_id) {
+    return Disagree(**open_mpi, **pmix, "rank");
+  }
+  return open_mpi;
+}
+
+// `mpi` inside a Slurm step: the same launch when srun started the ranks itself (no mpirun's
+// variables, as many tasks, the same place on the node); then the two must agree, and Slurm says
+// what MPI leaves out. Otherwise mpirun runs inside the allocation, and decides alone.
+absl::Status MergeSlurm(const EnvironmentLookup& env, const Found& slurm, Found& mpi) {
+  ClusterPlacement& m = mpi.placement;
+  const ClusterPlacement& s = slurm.placement;
+  const bool mpirun = env("OMPI_MCA_orte_hnp_uri") || env("PMI_PORT");
+  if (mpirun || (m.num_tasks != 0 && m.num_tasks != s.num_tasks) ||
+      (m.num_local_tasks != 0 && m.local_task != s.local_task)) {
+    return absl::OkStatus();
+  }
+  if (m.task_id != s.task_id) return Disagree(slurm, mpi, "rank");
+  if (m.num_tasks == 0) {
+    m.num_tasks = s.num_tasks;
+    mpi.size_variable = slurm.size_variable;
+  }
+  if (mpi.leader_host.empty()) mpi.leader_host = slurm.leader_host;
+  if (m.num_local_tasks == 0) {
+    m.local_task = s.local_task;
+    m.num_local_tasks = s.num_local_tasks;
+  }
+  m.node = s.node;
+  m.num_nodes = s.num_nodes;
+  absl::StrAppend(&m.evidence, " ", s.evidence);
+  return absl::OkStatus();
+}
+
+// The innermost launcher's view; nullopt when there is none. RANK and WORLD_SIZE beside a Slurm
+// task or a pod that they contradict were set by something inside it: an error naming both.
+absl::StatusOr<std::optional<Found>> Innermost(const EnvironmentLookup& env,
+                                               absl::string_view host_name) {
+  for (auto detect : {FromMusterRun, FromTorchrun}) {
+    Detected found = detect(env);
+    if (!found.ok() || *found) return found;
+  }
+  Detected slurm = FromSlurm(env);
+  if (!slurm.ok()) return slurm.status();
+  absl::StatusOr<std::optional<Found>> mpi = Mpi(env);
+  if (!mpi.ok()) return mpi.status();
+  if (*mpi) {
+    if (*slurm) {
+      if (absl::Status s = MergeSlurm(env, **slurm, **mpi); !s.ok()) return s;
+    }
+    return mpi;
+  }
+  std::optional<Found> outer = *std::move(slurm);
+  if (!outer) {
+    Detected pod = FromKubernetes(env, host_name);
+    if (!pod.ok()) return pod.status();
+    outer = *std::move(pod);
+  }
+  Detected torch = FromTorchEnv(env);
+  if (!torch.ok()) return torch.status();
+  if (outer && *torch &&
+      ((*torch)->placement.task_id != outer->placement.task_id ||
+       (*torch)->placement.num_tasks != outer->placement.num_tasks)) {
+    return Disagree(
+        *outer, **torch,
+        (*torch)->placement.task_id != outer->placement.task_id ? "rank" : "world size");
+  }
+  if (outer) return outer;
+  return torch;
+}
+
+// "HOST:PORT", with an IPv6 host in brackets.
+std::string HostPort(const std::string& host, int port) {
+  const bool bare_ipv6 = host.find(':') != std::string::npos && host.front() != '[';
+  return bare_ipv6 ? absl::StrCat("[", host, "]:", port) : absl::StrCat(host, ":", port);
+}
+
+absl::StatusOr<int> SizeVariable(absl::string_view text) {
+  int size = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &size) || size < 1 || size > 1'000'000) {
+    return absl::InvalidArgumentError(absl::StrCat("MUSTER_WORLD_SIZE=\"", text.substr(0, 40),
+                                                   "\" is not a positive number up to 1000000"));
+  }
+  return size;
 }
 
 }  // namespace
@@ -66,89 +149,46 @@ std::string PlacementText(const ClusterPlacement& p) {
 
 absl::StatusOr<std::optional<ClusterPlacement>> DetectCluster(const EnvironmentLookup& env,
                                                               absl::string_view host_name) {
-  std::vector<Found> mpi;
-  for (auto detect : {FromOpenMpi, FromMpich, FromPmix}) {
-    Detected found = detect(env);
-    if (!found.ok()) return found.status();
-    if (*found) mpi.push_back(**std::move(found));
-  }
-  Detected slurm = FromSlurm(env);
-  if (!slurm.ok()) return slurm.status();
-  auto settled = SettleMpi(std::move(mpi));
-  if (!settled.ok()) return settled.status();
-  std::optional<Found> chosen;
-  for (auto detect : {FromMusterRun, FromTorchrun}) {
-    Detected found = detect(env);
-    if (!found.ok()) return found.status();
-    if (*found) {
-      chosen = **std::move(found);
-      break;
-    }
-  }
-  if (!chosen && *settled) {
-    chosen = **settled;
-    Found& m = *chosen;
-    // srun started the MPI ranks (the same number of tasks): the same launch, so Slurm agrees,
-    // and says what MPI leaves out. Otherwise mpirun runs inside a Slurm allocation.
-    const bool srun_started = *slurm && (m.placement.num_tasks == 0 ||
-                                         m.placement.num_tasks == (*slurm)->placement.num_tasks);
-    if (srun_started) {
-      if (m.placement.task_id != (*slurm)->placement.task_id) {
-        return Disagree(**slurm, m, "rank");
+  absl::StatusOr<std::optional<Found>> innermost = Innermost(env, host_name);
+  if (!innermost.ok()) return innermost.status();
+  if (!*innermost) return std::nullopt;
+  Found& chosen = **innermost;
+  ClusterPlacement& p = chosen.placement;
+  if (p.source == "muster run") return p;  // its launcher's leader knows the job's size
+  if (std::optional<std::string> text = env("MUSTER_WORLD_SIZE")) {
+    absl::StatusOr<int> size = SizeVariable(*text);
+    if (!size.ok()) return size.status();
+    if (p.num_tasks == 0) {
+      p.num_tasks = *size;
+      chosen.size_variable = absl::StrCat("MUSTER_WORLD_SIZE=", *size);
+      absl::StrAppend(&p.evidence, " ", chosen.size_variable);
+      if (p.task_id >= p.num_tasks) {
+        return absl::InvalidArgumentError(absl::StrCat(p.source, ": ", chosen.rank_variable,
+                                                       " is not below ", chosen.size_variable));
       }
-      if (m.placement.num_tasks == 0) {
-        m.placement.num_tasks = (*slurm)->placement.num_tasks;
-        m.size_variable = (*slurm)->size_variable;
-      }
-      if (m.leader_host.empty()) m.leader_host = (*slurm)->leader_host;
-      if (m.placement.num_local_tasks == 0) {
-        m.placement.local_task = (*slurm)->placement.local_task;
-        m.placement.num_local_tasks = (*slurm)->placement.num_local_tasks;
-      }
-      m.placement.node = (*slurm)->placement.node;
-      m.placement.num_nodes = (*slurm)->placement.num_nodes;
-      absl::StrAppend(&m.placement.evidence, " ", (*slurm)->placement.evidence);
-    }
-  }
-  if (!chosen && *slurm) chosen = **std::move(slurm);
-  if (!chosen) {
-    Detected found = FromKubernetes(env, host_name);
-    if (!found.ok()) return found.status();
-    if (*found) chosen = **std::move(found);
-  }
-  if (!chosen) {
-    Detected found = FromTorchEnv(env);
-    if (!found.ok()) return found.status();
-    if (*found) chosen = **std::move(found);
-  }
-  if (!chosen) return std::nullopt;
-  ClusterPlacement& p = chosen->placement;
-  if (p.num_tasks == 0 && p.source != "muster run") {
-    return absl::InvalidArgumentError(absl::StrCat(p.source, " (", p.evidence,
-                                                   ") does not say how many tasks the job has: set "
-                                                   "MUSTER_WORLD_SIZE"));
-  }
-  if (std::optional<std::string> size = env("MUSTER_WORLD_SIZE");
-      size && p.num_tasks != 0 && p.source != "Kubernetes") {
-    if (*size != absl::StrCat(p.num_tasks)) {
+    } else if (*size != p.num_tasks) {
       return absl::InvalidArgumentError(
-          absl::StrCat("MUSTER_WORLD_SIZE=", size->substr(0, 40), " and ", p.source,
-                       " disagree on the job's size: ", chosen->size_variable));
+          absl::StrCat("MUSTER_WORLD_SIZE=", *size, " and ", p.source,
+                       " disagree on the job's size: ", chosen.size_variable));
     }
   }
-  if (p.source == "muster run") return p;
+  if (p.num_tasks == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(p.source, " (", p.evidence,
+                     ") does not say how many tasks the job has: set MUSTER_WORLD_SIZE"));
+  }
   if (std::optional<std::string> job = env("MUSTER_JOB"); job && !job->empty()) p.job = *job;
   if (std::optional<std::string> leader = env("MUSTER_LEADER"); leader && !leader->empty()) {
     p.leader = *leader;
-    absl::StrAppend(&p.evidence, " MUSTER_LEADER=", *leader);
+    absl::StrAppend(&p.evidence, " MUSTER_LEADER=", leader->substr(0, 120));
     return p;
   }
   if (std::optional<std::string> master = env("MASTER_ADDR");
-      chosen->leader_host.empty() && master && !master->empty()) {
-    chosen->leader_host = *master;
+      chosen.leader_host.empty() && master && !master->empty()) {
+    chosen.leader_host = *master;
     absl::StrAppend(&p.evidence, " MASTER_ADDR=", master->substr(0, 120));
   }
-  if (chosen->leader_host.empty()) {
+  if (chosen.leader_host.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(p.source, " (", p.evidence,
                      ") does not say which host runs the leader: set MUSTER_LEADER=HOST:PORT (or "
@@ -162,9 +202,7 @@ absl::StatusOr<std::optional<ClusterPlacement>> DetectCluster(const EnvironmentL
     }
     absl::StrAppend(&p.evidence, " MUSTER_PORT=", port);
   }
-  const bool ipv6 = chosen->leader_host.find(':') != std::string::npos;
-  p.leader = ipv6 ? absl::StrCat("[", chosen->leader_host, "]:", port)
-                  : absl::StrCat(chosen->leader_host, ":", port);
+  p.leader = HostPort(chosen.leader_host, port);
   return p;
 }
 
@@ -201,10 +239,17 @@ absl::StatusOr<std::optional<SlurmStep>> DetectSlurmStep(const EnvironmentLookup
         "Slurm (", (*slurm)->placement.evidence,
         ") names no node list (SLURM_STEP_NODELIST or SLURM_JOB_NODELIST) for the leader"));
   }
-  return SlurmStep{.launcher = (*slurm)->placement.task_id,
-                   .num_launchers = (*slurm)->placement.num_tasks,
+  const ClusterPlacement& p = (*slurm)->placement;
+  if (p.num_nodes != p.num_tasks || p.num_local_tasks > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Slurm (", p.evidence, ") runs ", p.num_tasks, " launchers on ", p.num_nodes,
+        " node(s): run one muster run per node (srun --ntasks-per-node=1); it starts the node's "
+        "tasks itself"));
+  }
+  return SlurmStep{.launcher = p.node,
+                   .num_launchers = p.num_tasks,
                    .first_node = (*slurm)->leader_host,
-                   .evidence = (*slurm)->placement.evidence};
+                   .evidence = p.evidence};
 }
 
 }  // namespace muster

@@ -69,11 +69,11 @@ absl::StatusOr<std::optional<ClusterPlacement>> DetectCluster(const EnvironmentL
 // DetectCluster over this process's environment and host name.
 absl::StatusOr<std::optional<ClusterPlacement>> DetectClusterFromEnvironment();
 
-// The launchers of a Slurm step (`srun muster run ...`): this one's index, how many, and the
-// step's first node, which hosts the leader; nullopt outside an srun step. Possible errors:
-// InvalidArgument (malformed Slurm variables).
+// The launchers of a Slurm step (`srun muster run ...`), one per node: this one's index, how
+// many, and the step's first node, which hosts the leader; nullopt outside an srun step.
+// Possible errors: InvalidArgument (malformed Slurm variables; several tasks on a node).
 struct SlurmStep {
-  int launcher = 0;
+  int launcher = 0;  // SLURM_NODEID: launcher 0 runs on the step's first node
   int num_launchers = 1;
   std::string first_node;
   std::string evidence;
@@ -86,6 +86,9 @@ EnvironmentLookup ProcessEnvironment();
 // `limit` hosts).
 absl::StatusOr<std::vector<std::string>> ExpandSlurmHostList(absl::string_view list,
                                                              size_t limit = 100'000);
+
+// The first host of such a list, without expanding the rest. Possible errors: InvalidArgument.
+absl::StatusOr<std::string> FirstSlurmHost(absl::string_view list);
 
 // Slurm's tasks per node, "2(x3),1" -> 2 2 2 1. Possible errors: InvalidArgument.
 absl::StatusOr<std::vector<int>> ExpandSlurmTasksPerNode(absl::string_view list,

@@ -154,9 +154,9 @@ Detected FromTorchrun(const EnvironmentLookup& env) {
 
 // mpirun's own host, from "4006936576.0;tcp://10.0.0.1,172.17.0.1:40573".
 static std::string HostOfHnpUri(absl::string_view uri) {
-  size_t at = uri.find("://");
+  size_t at = uri.find("tcp://");  // IPv4; "tcp6://[...]" addresses are skipped
   if (at == absl::string_view::npos) return "";
-  absl::string_view rest = uri.substr(at + 3);
+  absl::string_view rest = uri.substr(at + 6);
   return std::string(rest.substr(0, rest.find_first_of(",:;")));
 }
 
@@ -230,9 +230,9 @@ Detected FromSlurm(const EnvironmentLookup& env) {
   for (absl::string_view name : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
     std::optional<std::string> text = reader.Text(name);
     if (!text) continue;
-    auto hosts = ExpandSlurmHostList(*text);
-    if (!hosts.ok()) return hosts.status();
-    (*found)->leader_host = hosts->front();
+    auto first = FirstSlurmHost(*text);
+    if (!first.ok()) return first.status();
+    (*found)->leader_host = *std::move(first);
     break;
   }
   p.evidence = reader.Evidence();
@@ -269,24 +269,22 @@ Detected FromKubernetes(const EnvironmentLookup& env, absl::string_view host_nam
   MUSTER_ASSIGN_OR_RETURN_NUMBER(rank, reader.Number("JOB_COMPLETION_INDEX"));
   const bool jobset = reader.Text("JOBSET_NAME").has_value();
   MUSTER_ASSIGN_OR_RETURN_NUMBER(job_index_variable, reader.Number("JOB_INDEX"));
-  std::string size_name;
-  MUSTER_ASSIGN_OR_RETURN_NUMBER(
-      size, reader.FirstNumber({"MUSTER_WORLD_SIZE", "WORLD_SIZE"}, true, &size_name));
+  // The Job's completions are in no variable: WORLD_SIZE if the pod template sets it, else
+  // MUSTER_WORLD_SIZE (DetectCluster).
+  MUSTER_ASSIGN_OR_RETURN_NUMBER(size, reader.Number("WORLD_SIZE", true));
   const absl::string_view kind = jobset ? "a JobSet" : "an indexed Job";
-  if (!*size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Kubernetes (", kind, ", JOB_COMPLETION_INDEX=", **rank,
-        ") does not say how many tasks the job has: set MUSTER_WORLD_SIZE to the Job's "
-        "completions"));
-  }
-  auto found = Make("Kubernetes", "JOB_COMPLETION_INDEX", *rank, size_name, *size);
+  auto found = Make("Kubernetes", "JOB_COMPLETION_INDEX", *rank, "WORLD_SIZE", *size);
   if (!found.ok()) return found;
+  (*found)->placement.evidence = reader.Evidence();
+  // With MUSTER_LEADER the leader needs no name derived from this pod's.
+  const bool leader_given = !env("MUSTER_LEADER").value_or("").empty();
   absl::string_view label = host_name.substr(0, host_name.find('.'));
   absl::string_view domain =
       label.size() < host_name.size() ? host_name.substr(label.size()) : absl::string_view();
   int index = 0, job_index = 0;
   std::string first;
   if (!SplitIndexedLabel(label, jobset, &index, &job_index, &first)) {
+    if (leader_given && !jobset) return found;
     return absl::InvalidArgumentError(
         absl::StrCat("Kubernetes: the pod's host name \"", host_name, "\" is not that of ", kind,
                      "'s pod (", jobset ? "JOBSET-JOB-J-I" : "JOB-I",
@@ -309,13 +307,13 @@ Detected FromKubernetes(const EnvironmentLookup& env, absl::string_view host_nam
         "set MUSTER_LEADER, MUSTER_JOB and MUSTER_TASK in the pod template"));
   }
   if (domain.empty()) {
+    if (leader_given) return found;
     return absl::InvalidArgumentError(
         absl::StrCat("Kubernetes: the pod's host name \"", host_name,
                      "\" has no subdomain, so index 0's pod cannot be reached by name: set the pod "
                      "template's subdomain to a headless service (or MUSTER_LEADER=HOST:PORT)"));
   }
   (*found)->leader_host = absl::StrCat(first, domain);
-  (*found)->placement.evidence = reader.Evidence();
   return found;
 }
 

@@ -57,13 +57,14 @@ absl::Status ExpandPart(absl::string_view list, absl::string_view part, size_t l
       return BadList(list, absl::StrCat("\"", range, "\" is not a number or range"));
     }
     const size_t width = ends[0].size();  // "01-10" keeps its zero padding
-    for (uint64_t n = first; n <= last; ++n) {
-      if (hosts->size() >= limit) {
-        return BadList(list, absl::StrCat("more than ", limit, " hosts"));
-      }
+    if (last - first >= limit || hosts->size() + (last - first) >= limit) {
+      return BadList(list, absl::StrCat("more than ", limit, " hosts"));
+    }
+    for (uint64_t n = first;; ++n) {
       std::string digits = absl::StrCat(n);
       if (digits.size() < width) digits.insert(0, width - digits.size(), '0');
       hosts->push_back(absl::StrCat(prefix, digits, suffix));
+      if (n == last) break;
     }
   }
   return absl::OkStatus();
@@ -82,6 +83,27 @@ absl::StatusOr<std::vector<std::string>> ExpandSlurmHostList(absl::string_view l
   return hosts;
 }
 
+absl::StatusOr<std::string> FirstSlurmHost(absl::string_view list) {
+  auto parts = TopLevelParts(list);
+  if (!parts.ok()) return parts.status();
+  if (parts->empty()) return BadList(list, "no host");
+  std::vector<std::string> hosts;
+  // The first part alone, expanded only up to its first host.
+  absl::string_view part = parts->front();
+  if (size_t open = part.find('['); open != absl::string_view::npos) {
+    size_t close = part.find(']', open);
+    absl::string_view ranges = part.substr(open + 1, close - open - 1);
+    absl::string_view range = ranges.substr(0, ranges.find(','));
+    absl::string_view first = range.substr(0, range.find('-'));
+    std::string shortened =
+        absl::StrCat(part.substr(0, open), "[", first, "]", part.substr(close + 1));
+    if (absl::Status s = ExpandPart(list, shortened, 1, &hosts); !s.ok()) return s;
+  } else if (absl::Status s = ExpandPart(list, part, 1, &hosts); !s.ok()) {
+    return s;
+  }
+  return hosts.front();
+}
+
 absl::StatusOr<std::vector<int>> ExpandSlurmTasksPerNode(absl::string_view list, size_t limit) {
   std::vector<int> tasks;
   for (absl::string_view part : absl::StrSplit(list, ',', absl::SkipEmpty())) {
@@ -92,7 +114,7 @@ absl::StatusOr<std::vector<int>> ExpandSlurmTasksPerNode(absl::string_view list,
       number = part.substr(0, paren);
       absl::string_view times = part.substr(paren + 1);
       if (times.size() < 3 || times[0] != 'x' || times.back() != ')' ||
-          !absl::SimpleAtoi(times.substr(1, times.size() - 2), &repeat)) {
+          !absl::SimpleAtoi(times.substr(1, times.size() - 2), &repeat) || repeat == 0) {
         return BadList(list, absl::StrCat("\"", part, "\" is not N or N(xM)"));
       }
     }

@@ -154,16 +154,19 @@ class Agent(HealthCalls):
         """The agent of the task this process's launcher or cluster names (cluster_placement():
         muster run, torchrun, Open MPI, PMIx, MPICH, Slurm, a Kubernetes indexed Job or
         JobSet, RANK and WORLD_SIZE), the way jax.distributed.initialize() finds its process.
-        Prints one line on standard error saying what it found. Keyword arguments are those of
-        Agent() (leader, job or task given there win). Raises InvalidArgumentError when no
-        launcher is found, or naming the variables at fault."""
+        Prints one line on standard error saying what it found (not under muster run, which
+        names every task it starts). Keyword arguments are those of Agent() (leader, job or
+        task given there win); wait_for_leader defaults to True, since a job's processes start
+        in any order: a leader that never comes fails connect() after register_timeout. Raises
+        InvalidArgumentError when no launcher is found, or naming the variables at fault."""
         placement = cluster_placement()
         if placement is None:
             raise _errors.InvalidArgumentError(
                 "no launcher found in the environment (muster run, torchrun, mpirun, srun, a "
                 "Kubernetes indexed Job): start this process with one, or set MUSTER_LEADER, "
                 "MUSTER_JOB and MUSTER_TASK")
-        print(f"muster: {placement['text']}", file=sys.stderr, flush=True)
+        if placement["source"] != "muster run":
+            print(f"muster: {placement['text']}", file=sys.stderr, flush=True)
         args = {"leader": placement["leader"], "job": placement["job"],
                 "task": placement["task"]}
         args["wait_for_leader"] = True  # the tasks of a cluster start in any order

@@ -33,6 +33,7 @@ it, docs/python.md "torchrun"); MusterRendezvousBackend is the backend itself.
 """
 
 import datetime
+import ipaddress
 import os
 import signal
 import sys
@@ -256,6 +257,14 @@ def _param(query: dict, name: str, env: Optional[str] = None) -> Optional[str]:
     return os.environ.get(env) if env else None
 
 
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return False
+
+
 def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT, **kwargs):
     parsed = urlparse(url)
     query = parse_qs(parsed.query)
@@ -265,35 +274,46 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
 
     # Started by `muster run`: its leader is already up, and MUSTER_* name this task.
     launched = launch_identity()
-    host = parsed.hostname or os.environ.get("MASTER_ADDR")
-    port = parsed.port or (int(os.environ["MASTER_PORT"]) if os.environ.get("MASTER_PORT")
-                           else None)
-    if launched and not parsed.hostname:
-        host, _, port_text = launched[0].rpartition(":")
-        port = int(port_text)
+    # The leader: the URL's, muster run's, MUSTER_LEADER, MASTER_ADDR and MASTER_PORT, then the
+    # detected launcher's.
+    host, port = parsed.hostname, parsed.port
+    for leader_env in ([launched[0]] if launched else []) + [os.environ.get("MUSTER_LEADER")]:
+        if host or not leader_env:
+            continue
+        host, _, port_text = leader_env.rpartition(":")
+        if not host or not port_text.isdigit():
+            raise error(f"MUSTER_LEADER={leader_env!r} is not HOST:PORT")
+        host, port = host.strip("[]"), int(port_text)
+    host = host or os.environ.get("MASTER_ADDR")
+    if port is None and os.environ.get("MASTER_PORT", "").isdigit():
+        port = int(os.environ["MASTER_PORT"])
     rank_text = _param(query, "rank", "RANK")
     world_text = _param(query, "world_size", "WORLD_SIZE")
     placement = None
     if not launched and (not host or port is None or rank_text is None or world_text is None):
-        # What the URL and MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE leave out comes from
-        # the launcher or cluster this process runs under (Slurm, MPI, Kubernetes).
+        # What the URL and those variables leave out comes from the launcher or cluster this
+        # process runs under (Slurm, MPI, Kubernetes).
         try:
             placement = cluster_placement()
         except _errors.InvalidArgumentError as e:
             raise error(str(e)) from None
+    bind = host
     if placement is not None:
         print(f"muster: {placement['text']}", file=sys.stderr, flush=True)
+        detected_host, _, detected_port = placement["leader"].rpartition(":")
         if not host:
-            host, _, port_text = placement["leader"].rpartition(":")
-            host, port = host.strip("[]"), int(port_text)
-        elif port is None:
-            port = int(placement["leader"].rpartition(":")[2])
-        if rank_text is None and world_text is None:
-            rank_text, world_text = str(placement["task"]), str(placement["num_tasks"])
-        elif (rank_text is not None and int(rank_text) != placement["task"]) or (
-                world_text is not None and int(world_text) != placement["num_tasks"]):
-            raise error(f"rank {rank_text} and world_size {world_text} disagree with "
-                        f"{placement['text']}")
+            host = bind = detected_host.strip("[]")
+            # A node's name may resolve to a loopback address in its own /etc/hosts: rank 0
+            # listens on every interface unless the name is an address.
+            if not _is_address(host):
+                bind = "0.0.0.0"
+        if port is None:
+            port = int(detected_port)
+        for name, given, detected in (("rank", rank_text, placement["task"]),
+                                      ("world_size", world_text, placement["num_tasks"])):
+            if given is not None and given.strip() != str(detected):
+                raise error(f"{name} {given} disagrees with {placement['text']}")
+        rank_text, world_text = str(placement["task"]), str(placement["num_tasks"])
     if not host or port is None:
         raise error("no leader address: give muster://HOST:PORT or MASTER_ADDR and MASTER_PORT")
     if rank_text is None or world_text is None:
@@ -314,7 +334,7 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
 
     made = {}
     if rank == 0 and not external:
-        made["leader"] = Leader({job: world_size}, host=host, port=port,
+        made["leader"] = Leader({job: world_size}, host=bind, port=port,
                                 heartbeat_timeout=heartbeat_timeout,
                                 shutdown_barrier_timeout=timeout)
     on_error = None
@@ -329,7 +349,7 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
     else:
         on_error = policy
     # Ranks start in any order: like TCPStore's clients, they wait for the leader (rank 0's).
-    agent = Agent(f"{host}:{port}", job, task, heartbeat_timeout=heartbeat_timeout,
+    agent = Agent(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", job, task, heartbeat_timeout=heartbeat_timeout,
                   register_timeout=timeout, shutdown_barrier_timeout=timeout, on_error=on_error,
                   leader_reconnect_timeout=reconnect_timeout, wait_for_leader=True,
                   _exit_code_on_error=exit_code,

@@ -13,19 +13,21 @@ import muster
 
 FAKE_SRUN = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "cli", "programs",
                          "fake_srun.py")
-# Every variable a source reads: each test starts from none of them.
-DETECTED = ("MUSTER_LEADER", "MUSTER_JOB", "MUSTER_TASK", "MUSTER_PORT", "MUSTER_WORLD_SIZE",
-            "TORCHELASTIC_RUN_ID", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-            "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-            "OMPI_MCA_orte_hnp_uri", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID",
-            "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST",
-            "SLURM_LOCALID", "SLURM_NODEID", "JOB_COMPLETION_INDEX", "JOBSET_NAME")
+# Every variable a source reads, by prefix or name: each test starts from none of them.
+DETECTED_PREFIXES = ("MUSTER_", "SLURM_", "OMPI_", "PMIX_", "PMI_", "MPI_LOCAL", "JOB_",
+                     "JOBSET_", "TORCHELASTIC_", "GROUP_")
+DETECTED_NAMES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+                  "MASTER_PORT", "REPLICATED_JOB_NAME")
+
+
+def detected(name: str) -> bool:
+    return name.startswith(DETECTED_PREFIXES) or name in DETECTED_NAMES
 
 
 @pytest.fixture
 def clean_env(monkeypatch):
-    for name in DETECTED:
-        monkeypatch.delenv(name, raising=False)
+    for name in [n for n in os.environ if detected(n)]:
+        monkeypatch.delenv(name)
     return monkeypatch
 
 
@@ -74,10 +76,16 @@ def test_sources_of_one_launch_that_disagree_an_error_naming_both(clean_env):
     assert "OMPI_COMM_WORLD_RANK=1" in message and "PMIX_RANK=0" in message
 
 
-def test_kubernetes_without_a_size_says_what_to_set(clean_env):
+def test_kubernetes_with_muster_leader_needs_only_the_size(clean_env):
     clean_env.setenv("JOB_COMPLETION_INDEX", "0")
+    clean_env.setenv("MUSTER_LEADER", "trainer-0.trainer:7400")  # any host name will do then
     with pytest.raises(muster.InvalidArgumentError, match="set MUSTER_WORLD_SIZE"):
         muster.cluster_placement()
+    clean_env.setenv("MUSTER_WORLD_SIZE", "2")
+    placement = muster.cluster_placement()
+    assert (placement["source"], placement["task"], placement["num_tasks"]) == (
+        "Kubernetes", 0, 2)
+    assert placement["leader"] == "trainer-0.trainer:7400"
 
 
 RANK_PROGRAM = """
@@ -93,7 +101,7 @@ dist.destroy_process_group()
 
 
 def test_muster_url_without_parameters_under_srun_forms_the_group():
-    env = {k: v for k, v in os.environ.items() if k not in DETECTED}
+    env = {k: v for k, v in os.environ.items() if not detected(k)}
     env["MUSTER_PORT"] = str(free_port())
     done = subprocess.run(
         [sys.executable, FAKE_SRUN, "2", "127.0.0.1", "--", sys.executable, "-c", RANK_PROGRAM],
@@ -103,3 +111,27 @@ def test_muster_url_without_parameters_under_srun_forms_the_group():
     for rank in (0, 1):
         assert (f"): /job:worker/task:{rank} of 2, local 0 of 1, node {rank} of 2, leader "
                 f"127.0.0.1:{env['MUSTER_PORT']}") in done.stderr, done.stderr
+
+
+def test_muster_url_under_srun_with_only_world_size_exported_fills_the_rank():
+    env = {k: v for k, v in os.environ.items() if not detected(k)}
+    env.update(MUSTER_PORT=str(free_port()), WORLD_SIZE="1")
+    done = subprocess.run(
+        [sys.executable, FAKE_SRUN, "1", "127.0.0.1", "--", sys.executable, "-c", RANK_PROGRAM],
+        env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "RANK 0 WORLD 1 SUM 1" in done.stdout
+
+
+def test_muster_url_rank_contradicting_slurm_an_error_naming_both(clean_env):
+    import muster.torch
+    clean_env.setenv("SLURM_PROCID", "1")
+    clean_env.setenv("SLURM_STEP_NUM_TASKS", "2")
+    clean_env.setenv("SLURM_STEP_NODELIST", "127.0.0.1")
+    clean_env.setenv("RANK", "0")
+    with pytest.raises(ValueError, match=r"rank 0 disagrees with Slurm \(SLURM_PROCID=1 "):
+        next(muster.torch._rendezvous_handler("muster://"))
+    clean_env.setenv("WORLD_SIZE", "2")
+    with pytest.raises(ValueError, match="Slurm and RANK and WORLD_SIZE disagree on this "
+                                         "process's rank: SLURM_PROCID=1 but RANK=0"):
+        next(muster.torch._rendezvous_handler("muster://"))

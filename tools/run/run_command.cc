@@ -1,5 +1,6 @@
 #include "muster/tools/run/run_command.h"
 
+#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -159,7 +160,8 @@ int Launch(caf::actor_system& system, caf::scoped_actor& self, LauncherConfig co
   return code;
 }
 
-int Host(LauncherConfig config, const std::string& tasks) {
+// `published`: the leader's address as the tasks reach it (default: the one it listens on).
+int Host(LauncherConfig config, const std::string& tasks, const std::string& published = "") {
   auto options = ServeOptionsFromFlags();
   if (!options.ok()) return ReportUsageError(kCommand, options.status());
   auto policy = RestartPolicyFromFlags();
@@ -198,7 +200,7 @@ int Host(LauncherConfig config, const std::string& tasks) {
     return ReportUsageError(kCommand, own);
   }
   config.leader = (*leader)->coordinator();
-  config.leader_address = (*leader)->address();
+  config.leader_address = published.empty() ? (*leader)->address() : published;
   config.hosting = true;
   int code = kExitFailed;
   {
@@ -240,8 +242,18 @@ int Join(LauncherConfig config, const std::string& tasks, bool in_step = false) 
   return Launch((*session)->system(), (*session)->self(), std::move(config));
 }
 
+// True for an IPv4 or IPv6 address literal (not a name).
+bool IsAddressLiteral(const std::string& host) {
+  in6_addr v6;
+  in_addr v4;
+  return inet_pton(AF_INET, host.c_str(), &v4) == 1 || inet_pton(AF_INET6, host.c_str(), &v6) == 1;
+}
+
 // One launcher per node of a Slurm step (srun muster run ...): the step's first node hosts the
-// leader (on that node's name unless --host says otherwise) and each launcher runs its share.
+// leader and each launcher runs its share. The leader listens on every interface (a node's name
+// may resolve to a loopback address in its own /etc/hosts), or on an address literal the node
+// list names, or on --host; the others reach it at --host if that names one address, else at
+// the first node's name.
 int RunInStep(LauncherConfig config, const SlurmStep& step, const std::set<std::string>& given) {
   if (given.count("job") == 0) {
     return ReportUsageError(
@@ -259,13 +271,25 @@ int RunInStep(LauncherConfig config, const SlurmStep& step, const std::set<std::
   }
   auto share = StepShare(options->config, step.launcher, step.num_launchers);
   if (!share.ok()) return ReportUsageError(kCommand, share.status());
-  const std::string leader = absl::StrCat(step.first_node, ":", port);
+  std::string listen = IsAddressLiteral(step.first_node) ? step.first_node : "0.0.0.0";
+  std::string dial = step.first_node;
+  if (given.count("host") != 0) {
+    listen = absl::GetFlag(FLAGS_host);
+    if (listen != "0.0.0.0" && listen != "::") dial = listen;
+  }
+  const bool ipv6 = dial.find(':') != std::string::npos;
+  const std::string leader =
+      ipv6 ? absl::StrCat("[", dial, "]:", port) : absl::StrCat(dial, ":", port);
   std::fprintf(stderr, "muster run: Slurm (%s): launcher %d of %d, tasks %s, leader %s\n",
                step.evidence.c_str(), step.launcher, step.num_launchers, share->c_str(),
                leader.c_str());
+  // Launcher 0's node may come up later (an image to import, a slow prolog): the others wait.
+  if (given.count("timeout") == 0) {
+    absl::SetFlag(&FLAGS_timeout, std::optional<absl::Duration>(absl::Minutes(5)));
+  }
   if (step.launcher == 0) {
-    if (given.count("host") == 0) absl::SetFlag(&FLAGS_host, step.first_node);
-    return Host(std::move(config), *share);
+    absl::SetFlag(&FLAGS_host, listen);
+    return Host(std::move(config), *share, /*published=*/leader);
   }
   absl::SetFlag(&FLAGS_leader, leader);
   return Join(std::move(config), *share, /*in_step=*/true);

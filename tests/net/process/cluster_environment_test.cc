@@ -243,6 +243,75 @@ TEST(ClusterEnvironmentTest, MalformedValues_InvalidArgumentNamingTheVariable) {
       HasSubstr("a '[' without ']'"));
 }
 
+TEST(ClusterEnvironmentTest, Ipv6Leader_InBracketsOnce) {
+  EXPECT_EQ(Detect({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_ADDR", "fd00::1"}}).leader,
+            "[fd00::1]:7400");
+  EXPECT_EQ(Detect({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_ADDR", "[fd00::1]"}}).leader,
+            "[fd00::1]:7400");
+}
+
+TEST(ClusterEnvironmentTest, MusterWorldSize_GivesTheSizeASourceLacksAndComparesAsANumber) {
+  ClusterPlacement p =
+      Detect({{"PMIX_RANK", "3"}, {"MUSTER_WORLD_SIZE", "4"}, {"MASTER_ADDR", "head"}});
+  EXPECT_EQ(p.source, "PMIx");
+  EXPECT_EQ(p.num_tasks, 4);
+  EXPECT_EQ(Detect(With(kSlurm, {{"MUSTER_WORLD_SIZE", "08"}})).num_tasks, 8);
+  EXPECT_THAT(
+      DetectError({{"PMIX_RANK", "4"}, {"MUSTER_WORLD_SIZE", "4"}, {"MASTER_ADDR", "h"}}).message(),
+      HasSubstr("PMIX_RANK=4 is not below MUSTER_WORLD_SIZE=4"));
+  EXPECT_THAT(DetectError({{"PMIX_RANK", "1"}, {"MASTER_ADDR", "h"}}).message(),
+              HasSubstr("does not say how many tasks the job has: set MUSTER_WORLD_SIZE"));
+}
+
+// mpirun's daemons are started by srun, so its ranks inherit a Slurm step's variables; its own
+// (OMPI_MCA_orte_hnp_uri, Hydra's PMI_PORT) say it was not srun that started them.
+TEST(ClusterEnvironmentTest, MpirunsRanksWithSlurmVariablesOfItsDaemons_NoConflict) {
+  ClusterPlacement p = Detect(With(kSlurm, {{"OMPI_COMM_WORLD_RANK", "2"},
+                                            {"OMPI_COMM_WORLD_SIZE", "8"},
+                                            {"OMPI_MCA_orte_hnp_uri", "1.0;tcp://10.0.0.9:4000"}}));
+  EXPECT_EQ(p.task_id, 2);
+  EXPECT_EQ(p.leader, "10.0.0.9:7400");
+  EXPECT_EQ(
+      Detect(
+          With(kSlurm,
+               {{"PMI_RANK", "2"}, {"PMI_SIZE", "8"}, {"PMI_PORT", "h:1"}, {"MASTER_ADDR", "h"}}))
+          .task_id,
+      2);
+  // Hydra inside an srun --mpi=pmix step: the step's PMIX_RANK is not this process's.
+  EXPECT_EQ(Detect({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, {"PMIX_RANK", "0"}, {"MASTER_ADDR", "h"}})
+                .task_id,
+            1);
+}
+
+TEST(ClusterEnvironmentTest, RankAndWorldSizeContradictingSlurm_AnErrorNamingBoth) {
+  absl::Status s = DetectError(With(kSlurm, {{"RANK", "11"}, {"WORLD_SIZE", "16"}}));
+  EXPECT_THAT(s.message(), AllOf(HasSubstr("Slurm and RANK and WORLD_SIZE disagree"),
+                                 HasSubstr("SLURM_PROCID=5"), HasSubstr("RANK=11")));
+  EXPECT_EQ(Detect(With(kSlurm, {{"RANK", "5"}, {"WORLD_SIZE", "8"}})).source, "Slurm");
+}
+
+TEST(ClusterEnvironmentTest, KubernetesWithMusterLeader_NoHostNameNeeded) {
+  ClusterPlacement p = Detect(
+      {{"JOB_COMPLETION_INDEX", "2"}, {"MUSTER_WORLD_SIZE", "4"}, {"MUSTER_LEADER", "svc:7400"}},
+      "laptop");
+  EXPECT_EQ(p.task_id, 2);
+  EXPECT_EQ(p.leader, "svc:7400");
+  EXPECT_EQ(Detect({{"JOB_COMPLETION_INDEX", "2"},
+                    {"MUSTER_WORLD_SIZE", "4"},
+                    {"MUSTER_LEADER", "svc:7400"}},
+                   "train-2")
+                .leader,
+            "svc:7400");
+}
+
+TEST(SlurmListsTest, FirstHost_WithoutExpandingTheRest) {
+  EXPECT_EQ(*FirstSlurmHost("node[007-999999999],x"), "node007");
+  EXPECT_EQ(*FirstSlurmHost("gpu-a[8-9]x,login"), "gpu-a8x");
+  EXPECT_EQ(*FirstSlurmHost("login,gpu[1-2]"), "login");
+  EXPECT_FALSE(FirstSlurmHost("n[1-").ok());
+  EXPECT_FALSE(FirstSlurmHost("").ok());
+}
+
 TEST(SlurmListsTest, HostLists_RangesPaddingAndSeveralParts) {
   EXPECT_THAT(*ExpandSlurmHostList("node[01-03,10],gpu-a[8-9]x,login"),
               ElementsAre("node01", "node02", "node03", "node10", "gpu-a8x", "gpu-a9x", "login"));
@@ -253,6 +322,9 @@ TEST(SlurmListsTest, HostLists_RangesPaddingAndSeveralParts) {
   EXPECT_FALSE(ExpandSlurmHostList("").ok());
   EXPECT_THAT(ExpandSlurmHostList("n[0-999999999]").status().message(),
               HasSubstr("more than 100000 hosts"));
+  EXPECT_THAT(*ExpandSlurmHostList("n[18446744073709551615]"),
+              ElementsAre("n18446744073709551615"));
+  EXPECT_FALSE(ExpandSlurmHostList("n[0-18446744073709551615]").ok());
 }
 
 TEST(SlurmListsTest, TasksPerNode_Repeats) {
@@ -260,14 +332,21 @@ TEST(SlurmListsTest, TasksPerNode_Repeats) {
   EXPECT_FALSE(ExpandSlurmTasksPerNode("2(3)").ok());
   EXPECT_FALSE(ExpandSlurmTasksPerNode("x").ok());
   EXPECT_FALSE(ExpandSlurmTasksPerNode("1(x99999999999)").ok());
+  EXPECT_FALSE(ExpandSlurmTasksPerNode("1(x0)").ok());
 }
 
-TEST(SlurmStepTest, LaunchersOfAStep) {
-  auto step = DetectSlurmStep(Lookup(kSlurm));
+TEST(SlurmStepTest, LaunchersOfAStep_OnePerNodeNumberedByNode) {
+  auto step = DetectSlurmStep(Lookup(With(kSlurm, {{"SLURM_PROCID", "0"},
+                                                   {"SLURM_STEP_NUM_TASKS", "2"},
+                                                   {"SLURM_LOCALID", "0"},
+                                                   {"SLURM_STEP_TASKS_PER_NODE", "1(x2)"}})));
   ASSERT_TRUE(step.ok() && *step) << step.status();
-  EXPECT_EQ((*step)->launcher, 5);
-  EXPECT_EQ((*step)->num_launchers, 8);
+  EXPECT_EQ((*step)->launcher, 1);  // SLURM_NODEID: srun's arbitrary distribution may differ
+  EXPECT_EQ((*step)->num_launchers, 2);
   EXPECT_EQ((*step)->first_node, "gpu07");
+  EXPECT_THAT(DetectSlurmStep(Lookup(kSlurm)).status().message(),
+              HasSubstr("runs 8 launchers on 2 node(s): run one muster run per node "
+                        "(srun --ntasks-per-node=1)"));
   EXPECT_FALSE(DetectSlurmStep(Lookup({}))->has_value());
   EXPECT_THAT(DetectSlurmStep(Lookup({{"SLURM_PROCID", "0"}, {"SLURM_STEP_NUM_TASKS", "2"}}))
                   .status()

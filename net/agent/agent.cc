@@ -73,6 +73,9 @@ NodeOptions WorkerNodeOptions(absl::Duration heartbeat_timeout) {
 absl::StatusOr<std::unique_ptr<Agent>> Agent::FromEnvironment(caf::actor_system& system,
                                                               AgentOptions options,
                                                               ErrorCallback on_error) {
+  if (absl::StatusOr<bool> spare = TakeSpareAssignment(system); !spare.ok()) {
+    return spare.status();
+  }
   auto placement = DetectClusterFromEnvironment();
   if (!placement.ok()) return placement.status();
   if (!*placement) {

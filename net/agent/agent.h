@@ -196,6 +196,14 @@ class Agent {
   static absl::StatusOr<std::unique_ptr<Agent>> FromEnvironment(caf::actor_system& system,
                                                                 AgentOptions options,
                                                                 ErrorCallback on_error);
+  // In a spare process of `muster run --spares N` (MUSTER_SPARE set): waits until its launcher
+  // gives it a task (a failed task's next generation), then sets that task's variables
+  // (MUSTER_TASK, MUSTER_GENERATION, RANK, ...) in this process's environment, as if the
+  // launcher had started it as that task, and returns true. In any other process: false at
+  // once. FromEnvironment calls it first. Possible errors: InvalidArgument (MUSTER_LEADER not
+  // set; an assignment naming a variable a launcher does not give), Unavailable (the leader is
+  // gone), and those of GetKeyValue.
+  static absl::StatusOr<bool> TakeSpareAssignment(caf::actor_system& system);
   // Shuts down if still connected (unless options.shutdown_on_destruction is false: then it
   // only drops the connection), stops the agent actor and waits until it has stopped: the
   // error and watch callbacks never run after the destructor returns. Every call still pending

@@ -1,6 +1,7 @@
 #include "muster/net/launcher/launcher_actor.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <memory>
@@ -11,8 +12,10 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "muster/messages/requests/kv_requests.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
+#include "muster/net/launcher/spare_pool.h"
 #include "muster/net/process/launch_environment.h"
 
 namespace muster::cli {
@@ -53,6 +56,7 @@ struct LauncherState {
   int pending_reports = 0;
   bool asking_cluster = false;
   bool done = false;
+  std::unique_ptr<SparePool> spares;  // with --spares
 };
 
 using LauncherPointer = LauncherControlActor::stateful_pointer<LauncherState>;
@@ -103,6 +107,33 @@ void Finish(LauncherPointer self, int code, const std::string& message) {
   self->quit();
 }
 
+// The spare becomes `entry`'s process: the task's own variables go to the spare's key, where it
+// waits for them. A spare that cannot be told is killed: its exit is the task's, and the policy
+// decides as for any other.
+void TakeSpare(LauncherPointer self, TaskEntry& entry, SparePool::Spare spare) {
+  TaskProcess::Environment env = EnvironmentOf(self, entry);
+  env.erase(env.begin(), env.begin() + self->state.config.environment.size());
+  const pid_t pid = spare.process->pid();
+  entry.process = std::move(spare.process);
+  entry.phase = Phase::kRunning;
+  Say(absl::StrCat("started ", TaskName(entry.task), " (pid ", pid, ", generation ",
+                   entry.generation, ") from ", spare.label));
+  proto::CoordinatedTask task = entry.task;
+  const int64_t generation = entry.generation;
+  self->request(self->state.config.leader, std::chrono::seconds(10),
+                requests::InsertKeyValue(spare.key, FormatSpareAssignment(env),
+                                         /*allow_overwrite=*/true))
+      .then([](const proto::InsertKeyValueResponse&) {},
+            [self, task, generation, pid](const caf::error& error) {
+              Say(absl::StrCat("could not give ", TaskName(task), " to its spare (pid ", pid,
+                               "): ", StatusText(ToStatus(error)), "; stopping it"));
+              TaskEntry* e = Find(self, task);
+              if (e && e->process && e->process->pid() == pid && e->generation == generation) {
+                e->process->Signal(SIGKILL);
+              }
+            });
+}
+
 void Start(LauncherPointer self, TaskEntry& entry, int64_t generation) {
   entry.generation = generation;
   entry.restart_to.reset();
@@ -111,6 +142,13 @@ void Start(LauncherPointer self, TaskEntry& entry, int64_t generation) {
   if (self->state.stopping) {
     entry.phase = Phase::kFinished;
     return;
+  }
+  if (auto& spares = self->state.spares; spares && generation > 0) {
+    if (std::optional<SparePool::Spare> spare = spares->Take()) {
+      TakeSpare(self, entry, *std::move(spare));
+      spares->Refill(Say);
+      return;
+    }
   }
   auto process = TaskProcess::Start(self->state.config.command, EnvironmentOf(self, entry));
   if (!process.ok()) {
@@ -135,6 +173,7 @@ void StopProcess(LauncherPointer self, TaskEntry& entry, int signal) {
 }
 
 void StopAll(LauncherPointer self, int signal) {
+  if (self->state.spares) self->state.spares->Stop(signal);
   for (TaskEntry& entry : self->state.tasks) {
     entry.restart_to.reset();
     StopProcess(self, entry, signal);
@@ -145,6 +184,7 @@ void StopAll(LauncherPointer self, int signal) {
 void StopRestarting(LauncherPointer self) {
   auto& st = self->state;
   st.stopping = true;
+  if (st.spares) st.spares->Stop(SIGTERM);  // no task will need them
   for (TaskEntry& entry : st.tasks) {
     entry.restart_to.reset();
     if (entry.phase == Phase::kReported) entry.phase = Phase::kFinished;
@@ -236,6 +276,17 @@ void Poll(LauncherPointer self) {
     } else if (entry.phase == Phase::kStopping && now >= entry.kill_at) {
       entry.process->Signal(SIGKILL);
     }
+  }
+  if (st.spares) {
+    st.spares->Poll(
+        [&](const std::string& label, absl::string_view line, bool is_stderr) {
+          absl::StrAppend(is_stderr ? &err : &out, "[", label, "] ", line, "\n");
+        },
+        [&](const std::string& line) {
+          Flush(out, err);
+          Say(line);
+        });
+    if (st.registered) st.spares->Refill(Say);
   }
   Flush(out, err);
   if (st.job_end_deadline && now >= *st.job_end_deadline) {
@@ -354,6 +405,7 @@ void OnRegistered(LauncherPointer self, const proto::RegisterLauncherResponse& r
   for (int i = 0; i < static_cast<int>(st.tasks.size()); ++i) {
     Start(self, st.tasks[i], i < response.generations_size() ? response.generations(i) : 0);
   }
+  if (st.spares) st.spares->Refill(Say);
 }
 
 LauncherControlActor::behavior_type LauncherBehavior(LauncherPointer self, LauncherConfig config,
@@ -361,6 +413,13 @@ LauncherControlActor::behavior_type LauncherBehavior(LauncherPointer self, Launc
   auto& st = self->state;
   st.config = std::move(config);
   st.listener = std::move(listener);
+  if (st.config.spares > 0) {
+    TaskProcess::Environment env = st.config.environment;
+    env.emplace_back(kLeaderEnv, st.config.leader_address);
+    st.spares = std::make_unique<SparePool>(
+        st.config.spares, absl::StrCat("muster/spares/", st.config.host, "/", getpid(), "/"),
+        st.config.command, std::move(env));
+  }
   for (const auto& task : st.config.tasks) {
     TaskEntry entry;
     entry.task = task;

@@ -13,6 +13,9 @@
 //        |                         |   registered and no task is connected)
 //        +--refused--> DONE(1)     +--stop signal | leader lost | job failed--> STOPPING --> DONE
 //
+// A restart (or a start) takes a spare process when one runs (--spares): the launcher writes the
+// task's variables to the spare's key and the spare becomes the task's process.
+//
 // One task's process:
 //   RUNNING --exited non-zero--> REPORTED --restart--> RUNNING (next generation)
 //      |  \--exited 0--> FINISHED    \--not recorded as a failure | failed for good--> FINISHED
@@ -60,6 +63,9 @@ struct LauncherConfig {
   // This process hosts the leader: stopping the launcher stops the leader, so it waits for the
   // tasks of the other launchers too.
   bool hosting = false;
+  // Spare processes kept running (net/launcher/spare_pool.h): a restarted task takes one, if
+  // any, instead of a new process.
+  int spares = 0;
 };
 
 LauncherControlActor SpawnLauncher(caf::actor_system& system, LauncherConfig config,

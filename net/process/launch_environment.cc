@@ -2,8 +2,10 @@
 
 #include <cstdlib>
 
+#include <absl/strings/match.h>
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
+#include <absl/strings/str_split.h>
 
 namespace muster {
 namespace {
@@ -17,7 +19,41 @@ absl::Status ParseNumber(const char* name, const char* text, int64_t* out) {
   return absl::OkStatus();
 }
 
+bool GivenByALauncher(absl::string_view name) {
+  static constexpr absl::string_view kNames[] = {
+      "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"};
+  for (absl::string_view known : kNames) {
+    if (name == known) return true;
+  }
+  return absl::StartsWith(name, "MUSTER_") && name != kSpareEnv &&
+         name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == absl::string_view::npos;
+}
+
 }  // namespace
+
+std::string FormatSpareAssignment(const SpareAssignment& variables) {
+  std::string text;
+  for (const auto& [name, value] : variables) absl::StrAppend(&text, name, "=", value, "\n");
+  return text;
+}
+
+absl::StatusOr<SpareAssignment> ParseSpareAssignment(absl::string_view text) {
+  SpareAssignment variables;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    size_t equals = line.find('=');
+    absl::string_view name = line.substr(0, equals);
+    if (equals == absl::string_view::npos || !GivenByALauncher(name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a spare's assignment line \"", line.substr(0, 80),
+                       "\" is not NAME=VALUE of a variable a launcher gives its tasks"));
+    }
+    if (line.size() - equals - 1 > 4096 || variables.size() >= 32) {
+      return absl::InvalidArgumentError("a spare's assignment is too large");
+    }
+    variables.emplace_back(name, line.substr(equals + 1));
+  }
+  return variables;
+}
 
 absl::StatusOr<std::optional<LaunchIdentity>> LaunchIdentityFromEnvironment() {
   const char* leader = std::getenv(kLeaderEnv);

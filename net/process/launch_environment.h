@@ -6,8 +6,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <absl/status/statusor.h>
+#include <absl/strings/string_view.h>
 
 namespace muster {
 
@@ -16,6 +19,19 @@ inline constexpr char kJobEnv[] = "MUSTER_JOB";                // the job name
 inline constexpr char kTaskEnv[] = "MUSTER_TASK";              // the task id
 inline constexpr char kGenerationEnv[] = "MUSTER_GENERATION";  // restarts of this task so far
 inline constexpr char kRoundEnv[] = "MUSTER_ROUND";            // restarts of every task so far
+
+// A spare process (`muster run --spares N`) has no task yet: its launcher writes the task's
+// variables to this key of the leader's key-value store when a failed task needs it.
+inline constexpr char kSpareEnv[] = "MUSTER_SPARE";
+
+// The variables of a task a spare takes on, as NAME=VALUE lines. Only the names a launcher
+// gives a task are accepted (MUSTER_*, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+// MASTER_ADDR, MASTER_PORT): a value of the key-value store never sets another variable.
+using SpareAssignment = std::vector<std::pair<std::string, std::string>>;
+std::string FormatSpareAssignment(const SpareAssignment& variables);
+// Possible errors: InvalidArgument naming the line at fault (not NAME=VALUE, a name a launcher
+// does not give, more than 32 lines, a value over 4096 bytes).
+absl::StatusOr<SpareAssignment> ParseSpareAssignment(absl::string_view text);
 
 struct LaunchIdentity {
   std::string leader;

@@ -50,6 +50,10 @@ ABSL_FLAG(std::string, restart, "none",
 ABSL_FLAG(int32_t, max_restarts, 3,
           "run: more task failures than this within --restart-window fail the job for good");
 ABSL_FLAG(absl::Duration, restart_window, absl::Seconds(60), "run: the window of --max-restarts");
+ABSL_FLAG(int32_t, spares, 0,
+          "run: spare processes of CMD this launcher keeps running, without a task: a restarted "
+          "task takes one at once instead of starting a new process (the program waits in "
+          "Agent.from_environment or muster:// until then)");
 ABSL_FLAG(absl::Duration, stop_timeout, absl::Seconds(10),
           "run: how long a task process has to leave after SIGTERM (or SIGINT) before SIGKILL; "
           "also how long the tasks of a failed job have to leave by themselves");
@@ -353,6 +357,7 @@ const CommandSpec& RunSpec() {
                 "max_restarts",
                 "restart_window",
                 "stop_timeout",
+                "spares",
                 "heartbeat_timeout",
                 "connection_loss_grace",
                 "shutdown_barrier_timeout",
@@ -420,7 +425,13 @@ int RunRun(const std::vector<std::string>& argv) {
     return ReportUsageError(kCommand,
                             absl::InvalidArgumentError("--stop-timeout must be positive"));
   }
+  const int32_t spares = absl::GetFlag(FLAGS_spares);
+  if (spares < 0 || spares > 1024) {
+    return ReportUsageError(kCommand,
+                            absl::InvalidArgumentError("--spares must be between 0 and 1024"));
+  }
   LauncherConfig config;
+  config.spares = spares;
   config.host = HostName();
   config.command = parsed.args;
   config.environment = FileEnvironment();

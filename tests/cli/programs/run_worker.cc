@@ -42,14 +42,20 @@ int Fail(const std::string& step, const absl::Status& status) {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  muster::NodeConfig config;
+  caf::actor_system system{config};
+  // A spare (muster run --spares) waits here for the task its launcher gives it.
+  if (std::getenv(muster::kSpareEnv) != nullptr) {
+    Say(absl::StrCat("SPARE pid=", getpid()));
+    auto taken = muster::Agent::TakeSpareAssignment(system);
+    if (!taken.ok()) return Fail("spare", taken.status());
+  }
   auto identity = muster::LaunchIdentityFromEnvironment();
   if (!identity.ok() || !identity->has_value()) {
     Say("FAILED no launcher identity in the environment");
     return 1;
   }
   const muster::LaunchIdentity& me = **identity;
-  muster::NodeConfig config;
-  caf::actor_system system{config};
   auto agent =
       muster::Agent::Create(system,
                             {.leader = me.leader,

@@ -286,6 +286,36 @@ TEST(MusterRunTest, ProgramNotFound_TheJobFailsAtOnce) {
   EXPECT_THAT(result.output, HasSubstr("could not be started: /nonexistent/program"));
 }
 
+// --spares: a spare process runs without a task; a killed task's next generation is that
+// process (no new one starts for it), and the launcher starts another spare.
+TEST(MusterRunTest, Spares_AKilledTaskTakesTheRunningSpareAndAnotherSpareStarts) {
+  auto run = StartRun({"--port=0", "--job=worker=3", "--restart=one-for-one", "--spares=1"});
+  ASSERT_NE(run, nullptr);
+  auto first = WaitReady(*run, {0, 1, 2}, 0);
+  ASSERT_EQ(first.size(), 3u);
+  auto spare_line = run->WaitForLine("SPARE pid=", kBound);
+  ASSERT_TRUE(spare_line.ok()) << spare_line.status();
+  int spare_pid = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(Field(*spare_line + " ", "pid"), &spare_pid)) << *spare_line;
+  kill(first[1].pid, SIGKILL);
+  auto second = WaitReady(*run, {1}, 1);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[1].pid, spare_pid);
+  EXPECT_NE(second[1].incarnation, first[1].incarnation);
+  Result result = Finish(*run, kRunBound);
+  EXPECT_EQ(result.code, 0) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr(absl::StrCat("started /job:worker/task:1 (pid ", spare_pid,
+                                     ", generation 1) from spare/0")));
+  EXPECT_THAT(result.output, HasSubstr("started spare/1 (pid "));
+  EXPECT_THAT(result.output, HasSubstr("DONE task=1 generation=1"));
+  for (int task : {0, 2}) {
+    EXPECT_THAT(result.output, HasSubstr(absl::StrCat("DONE task=", task, " generation=0")));
+  }
+  EXPECT_THAT(result.output, Not(HasSubstr("ERROR CALLBACK")));
+  EXPECT_TRUE(Gone(spare_pid));
+}
+
 TEST(ParseTaskListTest, IdsRangesAndJobs) {
   auto tasks = ParseTaskList("0-2, ps:1,5", "worker");
   ASSERT_TRUE(tasks.ok()) << tasks.status();

@@ -1,0 +1,37 @@
+// Agent::TakeSpareAssignment: a spare process of `muster run --spares N` waits at the leader's
+// key-value store for the task its launcher gives it, then takes on that task's variables.
+#include <cstdlib>
+
+#include <absl/strings/str_cat.h>
+
+#include "muster/net/agent/agent.h"
+#include "muster/net/process/launch_environment.h"
+
+namespace muster {
+
+absl::StatusOr<bool> Agent::TakeSpareAssignment(caf::actor_system& system) {
+  const char* key = std::getenv(kSpareEnv);
+  if (key == nullptr) return false;
+  const char* leader = std::getenv(kLeaderEnv);
+  if (leader == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(kSpareEnv, " is set but ", kLeaderEnv,
+                                                   " is not: a spare's launcher sets both"));
+  }
+  // Not a task: its key-value calls need no registration.
+  auto waiter =
+      Create(system, {.leader = leader, .job_name = "spare", .shutdown_on_destruction = false},
+             [](const absl::Status&) {});
+  if (!waiter.ok()) return waiter.status();
+  absl::StatusOr<std::string> value = (*waiter)->GetKeyValue(key);
+  if (!value.ok()) return value.status();
+  (void)(*waiter)->DeleteKeyValue(key);  // the launcher's note is read: nothing else needs it
+  absl::StatusOr<SpareAssignment> assignment = ParseSpareAssignment(*value);
+  if (!assignment.ok()) return assignment.status();
+  for (const auto& [name, variable] : *assignment) {
+    ::setenv(name.c_str(), variable.c_str(), /*overwrite=*/1);
+  }
+  ::unsetenv(kSpareEnv);
+  return true;
+}
+
+}  // namespace muster

@@ -13,7 +13,7 @@ the guide.
 import atexit as _atexit
 
 from . import _muster
-from ._agent import Agent, cluster_placement, launch_identity
+from ._agent import Agent, cluster_placement, launch_identity, take_spare_assignment
 from ._errors import (AbortedError, AlreadyExistsError, CancelledError, DataLossError,
                       DeadlineExceededError, Error, FailedPreconditionError, InternalError,
                       InvalidArgumentError, NotFoundError, OutOfRangeError, PeerFailedError,
@@ -24,7 +24,8 @@ from ._health import (PreemptionNotice, SignalHandlers, barrier_progress_text,
 from ._leader import Leader
 
 __all__ = [
-    "Agent", "Leader", "cluster_placement", "launch_identity", "PreemptionNotice", "SignalHandlers",
+    "Agent", "Leader", "cluster_placement", "launch_identity", "take_spare_assignment",
+    "PreemptionNotice", "SignalHandlers",
     "barrier_progress_text", "notify_preemption_on_signal", "Error", "AbortedError",
     "AlreadyExistsError", "CancelledError", "DataLossError", "DeadlineExceededError",
     "FailedPreconditionError", "InternalError", "InvalidArgumentError", "NotFoundError",

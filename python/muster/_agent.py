@@ -11,6 +11,7 @@ from ._convert import Duration, seconds
 from ._health import PreemptionNotice, log_barrier_progress
 from ._muster import Agent as _CoreAgent
 from ._muster import detect_cluster as _detect_cluster
+from ._muster import parse_spare_assignment as _parse_spare_assignment
 
 Value = Union[str, bytes, bytearray, memoryview]
 Task = Union[int, Tuple[str, int]]
@@ -53,6 +54,33 @@ def launch_identity() -> Optional[Tuple[str, str, int]]:
         return leader, job, int(task)
     except ValueError:
         raise _errors.InvalidArgumentError(f"MUSTER_TASK={task!r} is not a task id") from None
+
+
+def take_spare_assignment() -> bool:
+    """In a spare process of `muster run --spares N` (MUSTER_SPARE set): waits until its
+    launcher gives it a task (a failed task's next generation), then sets that task's variables
+    (MUSTER_TASK, MUSTER_GENERATION, RANK, ...) in os.environ, as if the launcher had started it
+    as that task, and returns True. In any other process: False at once. Agent.from_environment()
+    and init_method="muster://" call it first, so a spare does its own start-up (imports,
+    devices) before either and waits there. Ctrl-C interrupts the wait."""
+    key = os.environ.get("MUSTER_SPARE")
+    if not key:
+        return False
+    leader = os.environ.get("MUSTER_LEADER")
+    if not leader:
+        raise _errors.InvalidArgumentError(
+            "MUSTER_SPARE is set but MUSTER_LEADER is not: a spare's launcher sets both")
+    # Not a task: its key-value calls need no registration.
+    waiter = Agent(leader, "spare", 0, shutdown_on_destruction=False, wait_for_leader=True)
+    try:
+        text = waiter.get_key_value(key).decode()
+        waiter.delete_key_value(key)  # read: nothing else needs it
+    finally:
+        waiter.close()
+    for name, value in _parse_spare_assignment(text):
+        os.environ[name] = value
+    del os.environ["MUSTER_SPARE"]
+    return True
 
 
 def cluster_placement() -> Optional[Dict[str, Any]]:
@@ -154,11 +182,13 @@ class Agent(HealthCalls):
         """The agent of the task this process's launcher or cluster names (cluster_placement():
         muster run, torchrun, Open MPI, PMIx, MPICH, Slurm, a Kubernetes indexed Job or
         JobSet, RANK and WORLD_SIZE), the way jax.distributed.initialize() finds its process.
+        A spare of `muster run --spares` first waits for its task (take_spare_assignment()).
         Prints one line on standard error saying what it found (not under muster run, which
         names every task it starts). Keyword arguments are those of Agent() (leader, job or
         task given there win); wait_for_leader defaults to True, since a job's processes start
         in any order: a leader that never comes fails connect() after register_timeout. Raises
         InvalidArgumentError when no launcher is found, or naming the variables at fault."""
+        take_spare_assignment()
         placement = cluster_placement()
         if placement is None:
             raise _errors.InvalidArgumentError(

@@ -47,7 +47,8 @@ from urllib.parse import parse_qs, quote, unquote, urlparse
 import torch.distributed as dist
 
 from . import _errors
-from ._agent import Agent, Duration, cluster_placement, launch_identity, seconds, to_bytes
+from ._agent import (Agent, Duration, cluster_placement, launch_identity, seconds,
+                     take_spare_assignment, to_bytes)
 from ._leader import Leader
 
 __all__ = ["MusterRendezvousBackend", "Store", "StoreTimeoutError", "set_peer_failure_handler"]
@@ -272,7 +273,9 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
     def error(msg: str) -> ValueError:
         return ValueError(f"muster:// rendezvous: {msg} (url {url})")
 
-    # Started by `muster run`: its leader is already up, and MUSTER_* name this task.
+    # Started by `muster run`: its leader is already up, and MUSTER_* name this task (a spare
+    # waits here until it is given one).
+    take_spare_assignment()
     launched = launch_identity()
     # The leader: the URL's, muster run's, MUSTER_LEADER, MASTER_ADDR and MASTER_PORT, then the
     # detected launcher's.
@@ -349,7 +352,8 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
     else:
         on_error = policy
     # Ranks start in any order: like TCPStore's clients, they wait for the leader (rank 0's).
-    agent = Agent(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", job, task, heartbeat_timeout=heartbeat_timeout,
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    agent = Agent(address, job, task, heartbeat_timeout=heartbeat_timeout,
                   register_timeout=timeout, shutdown_barrier_timeout=timeout, on_error=on_error,
                   leader_reconnect_timeout=reconnect_timeout, wait_for_leader=True,
                   _exit_code_on_error=exit_code,

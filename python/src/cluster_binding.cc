@@ -1,10 +1,12 @@
 // muster._muster.detect_cluster: where this process runs (net/process/cluster_environment.h),
-// for muster.Agent.from_environment() and the muster:// rendezvous.
+// for muster.Agent.from_environment() and the muster:// rendezvous; parse_spare_assignment: the
+// task a spare of `muster run --spares` is given (net/process/launch_environment.h).
 #include <pybind11/pybind11.h>
 
 #include "bindings.h"
 #include "common.h"
 #include "muster/net/process/cluster_environment.h"
+#include "muster/net/process/launch_environment.h"
 
 namespace py = pybind11;
 
@@ -37,6 +39,18 @@ void BindDetectCluster(py::module_& m) {
       "Open MPI, PMIx, MPICH, Slurm, Kubernetes), as a dict, or None. Raises "
       "InvalidArgumentError naming the variables at fault (sources that disagree, a leader "
       "that cannot be derived).");
+  m.def(
+      "parse_spare_assignment",
+      [](const std::string& text) {
+        py::list variables;
+        for (const auto& [name, value] : ValueOrThrow(ParseSpareAssignment(text))) {
+          variables.append(py::make_tuple(name, value));
+        }
+        return variables;
+      },
+      py::arg("text"),
+      "The (name, value) pairs of a spare's assignment (NAME=VALUE lines of the variables a "
+      "launcher gives a task). Raises InvalidArgumentError naming a line that is not one.");
 }
 
 }  // namespace muster::python

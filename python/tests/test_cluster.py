@@ -3,14 +3,18 @@ under launchers other than muster run (Slurm's srun, MPI, Kubernetes), from fake
 and, for srun, from a fake srun starting real ranks."""
 
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
 import muster
 
+MUSTER_CLI = os.environ.get("MUSTER_CLI", os.path.join(
+    os.path.dirname(__file__), "..", "..", "build", "tools", "muster"))
 FAKE_SRUN = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "cli", "programs",
                          "fake_srun.py")
 # Every variable a source reads, by prefix or name: each test starts from none of them.
@@ -135,3 +139,64 @@ def test_muster_url_rank_contradicting_slurm_an_error_naming_both(clean_env):
     with pytest.raises(ValueError, match="Slurm and RANK and WORLD_SIZE disagree on this "
                                          "process's rank: SLURM_PROCID=1 but RANK=0"):
         next(muster.torch._rendezvous_handler("muster://"))
+
+
+SPARE_PROGRAM = """
+import os, muster
+if "MUSTER_SPARE" in os.environ:
+    print(f"SPARE {os.getpid()}", flush=True)
+agent = muster.Agent.from_environment(heartbeat_timeout=2)
+agent.connect()
+task, gen = int(os.environ["MUSTER_TASK"]), int(os.environ["MUSTER_GENERATION"])
+print(f"READY task={task} generation={gen} pid={os.getpid()} rank={os.environ['RANK']}",
+      flush=True)
+if gen > 0:
+    agent.insert_key_value("go", "1", allow_overwrite=True)
+agent.get_key_value("go")
+agent.wait_at_barrier("done", 30)
+agent.shutdown()
+print(f"DONE task={task} generation={gen}", flush=True)
+"""
+
+
+def _read_until(process, lines, needle, deadline):
+    """The first line of the output so far (`lines`, read on as needed) containing `needle`.
+    Every task waits for the key "go" that only a restarted task writes, so the output stops
+    until the test kills one: read no further than what is needed (the deadline bounds it)."""
+    while True:
+        for line in lines:
+            if needle in line:
+                return line
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {needle!r} in:\n{''.join(lines)}")
+        line = process.stdout.readline()
+        if not line:
+            raise AssertionError(f"no {needle!r} before the end:\n{''.join(lines)}")
+        lines.append(line)
+
+
+def test_spare_takes_a_killed_tasks_place_under_muster_run():
+    env = {k: v for k, v in os.environ.items() if not detected(k)}
+    process = subprocess.Popen(
+        [MUSTER_CLI, "run", "--port=0", "--job=worker=2", "--restart=one-for-one", "--spares=1",
+         "--heartbeat-timeout=2s", "--stop-timeout=3s", "--", sys.executable, "-c",
+         SPARE_PROGRAM], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    try:
+        deadline = time.monotonic() + 60
+        spare_pid = int(_read_until(process, lines, "SPARE ", deadline).split()[-1])
+        line = _read_until(process, lines, "READY task=1 generation=0", deadline)
+        os.kill(int(line.split("pid=")[1].split()[0]), signal.SIGKILL)
+        line = _read_until(process, lines, "READY task=1 generation=1", deadline)
+        assert f"pid={spare_pid} rank=1" in line, line
+        # The rest through the same buffered reader (communicate() would skip what it holds).
+        lines.extend(process.stdout)
+        process.wait(timeout=60)
+        output = "".join(lines)
+        assert process.returncode == 0, output
+        assert f"started /job:worker/task:1 (pid {spare_pid}, generation 1) from spare/0" in output
+        assert "DONE task=1 generation=1" in output and "DONE task=0 generation=0" in output
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

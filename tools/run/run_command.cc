@@ -128,6 +128,12 @@ absl::Status AddTaskCertificates(LauncherConfig* config) {
   if (!files.ok() || !files->enabled()) return absl::OkStatus();  // reported by the connection
   absl::StatusOr<bool> binds = CaBindsTasks(files->ca);
   if (!binds.ok() || !*binds) return absl::OkStatus();
+  // A spare's connection is made before it has a task, with this launcher's certificate.
+  if (config->spares > 0) {
+    return absl::InvalidArgumentError(
+        "--spares cannot be used when the job's CA binds tasks to their certificates (muster "
+        "tls init --tasks): a spare connects before it knows its task");
+  }
   const std::string cert = Absolute(files->cert);
   const std::string dir = cert.substr(0, cert.rfind('/'));
   for (const proto::CoordinatedTask& task : config->tasks) {

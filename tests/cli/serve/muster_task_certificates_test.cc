@@ -140,5 +140,18 @@ TEST_F(MusterTaskCertificatesTest, LauncherWithoutATasksCertificate_RefusesToSta
   std::filesystem::remove_all(partial);
 }
 
+// A spare connects before it has a task, with the launcher's certificate, which a CA that binds
+// tasks refuses: --spares is a usage error here, before anything starts.
+TEST_F(MusterTaskCertificatesTest, SparesWithTaskBoundCertificates_RefusedBeforeStarting) {
+  ASSERT_TRUE(leader_.ok());
+  Result run =
+      RunMuster(Concat(Concat({"run", "--leader=" + leader_.address(), "--tasks=0-1", "--spares=1"},
+                              TlsFlags("worker")),
+                       {"--", MUSTER_RUN_WORKER_BIN}));
+  EXPECT_EQ(run.code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("--spares cannot be used when the job's CA binds tasks"));
+  EXPECT_THAT(run.output, Not(HasSubstr("started")));
+}
+
 }  // namespace
 }  // namespace muster::cli

@@ -80,6 +80,8 @@ def main() -> None:
     if "TORCHELASTIC_RUN_ID" in os.environ:  # started by torchrun: its env:// store
         train(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), "env://", args.steps)
         return
+    # A spare of `muster run --spares` (torch already imported) waits here for its task.
+    muster.take_spare_assignment()
     if args.rank_from_env or muster.launch_identity() is not None:
         train(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), "muster://", args.steps)
         return

@@ -187,6 +187,14 @@ absl::StatusOr<muster::LaunchIdentity> Identity() {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  const absl::Duration heartbeat = absl::GetFlag(FLAGS_heartbeat_timeout);
+  muster::NodeConfig cfg(muster::WorkerNodeOptions(heartbeat));
+  caf::actor_system system{cfg};
+  // A spare of `muster run --spares` has no task yet: it waits here until it is given one.
+  if (auto spare = muster::Agent::TakeSpareAssignment(system); !spare.ok()) {
+    std::fprintf(stderr, "worker: %s\n", std::string(spare.status().message()).c_str());
+    return 1;
+  }
   auto identity = Identity();
   if (!identity.ok()) {
     std::fprintf(stderr, "worker: %s\n", std::string(identity.status().message()).c_str());
@@ -194,9 +202,6 @@ int main(int argc, char** argv) {
   }
   const int task = identity->task_id;
   self_name = muster::TaskName(muster::MakeTask(identity->job, task));
-  const absl::Duration heartbeat = absl::GetFlag(FLAGS_heartbeat_timeout);
-  muster::NodeConfig cfg(muster::WorkerNodeOptions(heartbeat));
-  caf::actor_system system{cfg};
 
   absl::Notification failed;
   auto agent =

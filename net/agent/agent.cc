@@ -73,7 +73,7 @@ NodeOptions WorkerNodeOptions(absl::Duration heartbeat_timeout) {
 absl::StatusOr<std::unique_ptr<Agent>> Agent::FromEnvironment(caf::actor_system& system,
                                                               AgentOptions options,
                                                               ErrorCallback on_error) {
-  if (absl::StatusOr<bool> spare = TakeSpareAssignment(system); !spare.ok()) {
+  if (absl::StatusOr<bool> spare = TakeSpareAssignment(system, options); !spare.ok()) {
     return spare.status();
   }
   auto placement = DetectClusterFromEnvironment();

@@ -200,10 +200,12 @@ class Agent {
   // gives it a task (a failed task's next generation), then sets that task's variables
   // (MUSTER_TASK, MUSTER_GENERATION, RANK, ...) in this process's environment, as if the
   // launcher had started it as that task, and returns true. In any other process: false at
-  // once. FromEnvironment calls it first. Possible errors: InvalidArgument (MUSTER_LEADER not
-  // set; an assignment naming a variable a launcher does not give), Unavailable (the leader is
-  // gone), and those of GetKeyValue.
-  static absl::StatusOr<bool> TakeSpareAssignment(caf::actor_system& system);
+  // once. `options` gives the connection's settings (token, timeouts); its task is ignored.
+  // FromEnvironment calls it first. Possible errors: InvalidArgument (MUSTER_LEADER not set; an
+  // assignment naming a variable outside a task's identity), Unavailable (the leader is gone),
+  // and those of GetKeyValue.
+  static absl::StatusOr<bool> TakeSpareAssignment(caf::actor_system& system,
+                                                  const AgentOptions& options = {});
   // Shuts down if still connected (unless options.shutdown_on_destruction is false: then it
   // only drops the connection), stops the agent actor and waits until it has stopped: the
   // error and watch callbacks never run after the destructor returns. Every call still pending

@@ -9,7 +9,8 @@
 
 namespace muster {
 
-absl::StatusOr<bool> Agent::TakeSpareAssignment(caf::actor_system& system) {
+absl::StatusOr<bool> Agent::TakeSpareAssignment(caf::actor_system& system,
+                                                const AgentOptions& options) {
   const char* key = std::getenv(kSpareEnv);
   if (key == nullptr) return false;
   const char* leader = std::getenv(kLeaderEnv);
@@ -17,16 +18,24 @@ absl::StatusOr<bool> Agent::TakeSpareAssignment(caf::actor_system& system) {
     return absl::InvalidArgumentError(absl::StrCat(kSpareEnv, " is set but ", kLeaderEnv,
                                                    " is not: a spare's launcher sets both"));
   }
-  // Not a task: its key-value calls need no registration.
-  auto waiter =
-      Create(system, {.leader = leader, .job_name = "spare", .shutdown_on_destruction = false},
-             [](const absl::Status&) {});
+  // Not a task: its key-value calls need no registration. The caller's connection settings
+  // (token, timeouts) apply.
+  AgentOptions waiting = options;
+  waiting.leader = leader;
+  waiting.job_name = "spare";
+  waiting.task_id = 0;
+  waiting.claim = false;
+  waiting.local_leader = CoordinatorActor{};
+  waiting.wait_for_leader = true;
+  waiting.shutdown_on_destruction = false;
+  auto waiter = Create(system, std::move(waiting), [](const absl::Status&) {});
   if (!waiter.ok()) return waiter.status();
   absl::StatusOr<std::string> value = (*waiter)->GetKeyValue(key);
   if (!value.ok()) return value.status();
   (void)(*waiter)->DeleteKeyValue(key);  // the launcher's note is read: nothing else needs it
   absl::StatusOr<SpareAssignment> assignment = ParseSpareAssignment(*value);
   if (!assignment.ok()) return assignment.status();
+  // Before any other thread of the program reads the environment (CAF's do not).
   for (const auto& [name, variable] : *assignment) {
     ::setenv(name.c_str(), variable.c_str(), /*overwrite=*/1);
   }

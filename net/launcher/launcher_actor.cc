@@ -1,7 +1,6 @@
 #include "muster/net/launcher/launcher_actor.h"
 
 #include <signal.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <memory>
@@ -56,7 +55,8 @@ struct LauncherState {
   int pending_reports = 0;
   bool asking_cluster = false;
   bool done = false;
-  std::unique_ptr<SparePool> spares;  // with --spares
+  std::unique_ptr<SparePool> spares;       // with --spares
+  bool spares_stopped_at_the_end = false;  // every task finished: done once the spares are gone
 };
 
 using LauncherPointer = LauncherControlActor::stateful_pointer<LauncherState>;
@@ -107,12 +107,20 @@ void Finish(LauncherPointer self, int code, const std::string& message) {
   self->quit();
 }
 
-// The spare becomes `entry`'s process: the task's own variables go to the spare's key, where it
-// waits for them. A spare that cannot be told is killed: its exit is the task's, and the policy
-// decides as for any other.
+// Stops the spares: SIGTERM now, SIGKILL after the stop timeout.
+void StopSpares(LauncherPointer self) {
+  auto& st = self->state;
+  if (st.spares) st.spares->Stop(SIGTERM, self->clock().now() + st.config.stop_timeout);
+}
+
+// The spare becomes `entry`'s process: the task's identity goes to the spare's key, where it
+// waits for it. If the leader does not take the write, the spare is stopped and a new process
+// starts for the same generation (no failure of the task's), and no spare is used any more.
 void TakeSpare(LauncherPointer self, TaskEntry& entry, SparePool::Spare spare) {
-  TaskProcess::Environment env = EnvironmentOf(self, entry);
-  env.erase(env.begin(), env.begin() + self->state.config.environment.size());
+  SpareAssignment identity;
+  for (auto& [name, value] : EnvironmentOf(self, entry)) {
+    if (IsTaskIdentityVariable(name)) identity.emplace_back(name, value);
+  }
   const pid_t pid = spare.process->pid();
   entry.process = std::move(spare.process);
   entry.phase = Phase::kRunning;
@@ -121,15 +129,20 @@ void TakeSpare(LauncherPointer self, TaskEntry& entry, SparePool::Spare spare) {
   proto::CoordinatedTask task = entry.task;
   const int64_t generation = entry.generation;
   self->request(self->state.config.leader, std::chrono::seconds(10),
-                requests::InsertKeyValue(spare.key, FormatSpareAssignment(env),
+                requests::InsertKeyValue(spare.key, FormatSpareAssignment(identity),
                                          /*allow_overwrite=*/true))
       .then([](const proto::InsertKeyValueResponse&) {},
             [self, task, generation, pid](const caf::error& error) {
               Say(absl::StrCat("could not give ", TaskName(task), " to its spare (pid ", pid,
-                               "): ", StatusText(ToStatus(error)), "; stopping it"));
+                               "): ", StatusText(ToStatus(error)),
+                               "; starting a new process instead, and no more spares"));
+              StopSpares(self);
               TaskEntry* e = Find(self, task);
               if (e && e->process && e->process->pid() == pid && e->generation == generation) {
+                e->restart_to = generation;
                 e->process->Signal(SIGKILL);
+                e->phase = Phase::kStopping;
+                e->kill_at = self->clock().now();
               }
             });
 }
@@ -144,7 +157,7 @@ void Start(LauncherPointer self, TaskEntry& entry, int64_t generation) {
     return;
   }
   if (auto& spares = self->state.spares; spares && generation > 0) {
-    if (std::optional<SparePool::Spare> spare = spares->Take()) {
+    if (std::optional<SparePool::Spare> spare = spares->Take(Say)) {
       TakeSpare(self, entry, *std::move(spare));
       spares->Refill(Say);
       return;
@@ -173,7 +186,8 @@ void StopProcess(LauncherPointer self, TaskEntry& entry, int signal) {
 }
 
 void StopAll(LauncherPointer self, int signal) {
-  if (self->state.spares) self->state.spares->Stop(signal);
+  auto& st = self->state;
+  if (st.spares) st.spares->Stop(signal, self->clock().now() + st.config.stop_timeout);
   for (TaskEntry& entry : self->state.tasks) {
     entry.restart_to.reset();
     StopProcess(self, entry, signal);
@@ -184,7 +198,7 @@ void StopAll(LauncherPointer self, int signal) {
 void StopRestarting(LauncherPointer self) {
   auto& st = self->state;
   st.stopping = true;
-  if (st.spares) st.spares->Stop(SIGTERM);  // no task will need them
+  StopSpares(self);  // no task will need them
   for (TaskEntry& entry : st.tasks) {
     entry.restart_to.reset();
     if (entry.phase == Phase::kReported) entry.phase = Phase::kFinished;
@@ -278,15 +292,17 @@ void Poll(LauncherPointer self) {
     }
   }
   if (st.spares) {
+    auto say = [&](const std::string& line) {
+      Flush(out, err);
+      Say(line);
+    };
     st.spares->Poll(
+        now,
         [&](const std::string& label, absl::string_view line, bool is_stderr) {
           absl::StrAppend(is_stderr ? &err : &out, "[", label, "] ", line, "\n");
         },
-        [&](const std::string& line) {
-          Flush(out, err);
-          Say(line);
-        });
-    if (st.registered) st.spares->Refill(Say);
+        say);
+    if (st.registered && !st.stopping) st.spares->Refill(say);
   }
   Flush(out, err);
   if (st.job_end_deadline && now >= *st.job_end_deadline) {
@@ -307,6 +323,8 @@ std::string FailureSummary(LauncherPointer self) {
 bool LocalDone(LauncherPointer self) {
   const auto& st = self->state;
   if (!st.registered || st.pending_reports > 0) return false;
+  // Stopped spares are waited for (running ones are stopped once the job is done).
+  if (st.spares && st.spares->stopped() && st.spares->running() > 0) return false;
   for (const TaskEntry& entry : st.tasks) {
     if (entry.process || entry.phase == Phase::kReported) return false;
   }
@@ -323,6 +341,8 @@ void CheckFinished(LauncherPointer self) {
     Finish(self, 1, absl::StrCat("the job failed: ", *st.job_error));
   } else if (std::string failures = FailureSummary(self); !failures.empty()) {
     Finish(self, 1, absl::StrCat("the job failed: ", failures));
+  } else if (st.spares_stopped_at_the_end) {
+    Finish(self, 0, "every task finished");
   } else if (!st.asking_cluster) {
     // This host's tasks finished, but a failure elsewhere may still restart them (one-for-all):
     // a launcher stays until no task of the job is connected, and the one that hosts the leader
@@ -336,6 +356,11 @@ void CheckFinished(LauncherPointer self) {
               // Checked again: a restart may have come in before this answer.
               if (LocalDone(self) && !st.stopping && !st.job_error && r.connected_tasks() == 0 &&
                   (!st.config.hosting || r.launchers() <= 1)) {
+                if (st.spares && st.spares->running() > 0) {
+                  StopSpares(self);  // then done, once they are gone (LocalDone waits for them)
+                  st.spares_stopped_at_the_end = true;
+                  return;
+                }
                 Finish(self, 0, "every task finished");
               }
             },
@@ -414,11 +439,15 @@ LauncherControlActor::behavior_type LauncherBehavior(LauncherPointer self, Launc
   st.config = std::move(config);
   st.listener = std::move(listener);
   if (st.config.spares > 0) {
+    const std::string& address = st.config.leader_address;
+    const size_t colon = address.rfind(':');
     TaskProcess::Environment env = st.config.environment;
-    env.emplace_back(kLeaderEnv, st.config.leader_address);
-    st.spares = std::make_unique<SparePool>(
-        st.config.spares, absl::StrCat("muster/spares/", st.config.host, "/", getpid(), "/"),
-        st.config.command, std::move(env));
+    env.insert(env.end(), {{kLeaderEnv, address},
+                           {"MASTER_ADDR", address.substr(0, colon)},
+                           {"MASTER_PORT", address.substr(colon + 1)}});
+    st.spares = std::make_unique<SparePool>(st.config.spares,
+                                            absl::StrCat("muster/spares/", st.config.host, "/"),
+                                            st.config.command, std::move(env));
   }
   for (const auto& task : st.config.tasks) {
     TaskEntry entry;

@@ -1,12 +1,28 @@
 #include "muster/net/launcher/spare_pool.h"
 
+#include <signal.h>
+
+#include <cstdint>
+#include <random>
+
 #include <absl/strings/str_cat.h>
+#include <absl/strings/str_format.h>
 
 #include "muster/net/process/launch_environment.h"
 
 namespace muster::cli {
+namespace {
 
-constexpr int kMaxSpareFailuresInARow = 3;
+constexpr int kMaxSpareFailures = 3;
+
+// 128 random bits: the part of a spare's key nobody else knows.
+std::string Secret() {
+  std::random_device random;
+  auto word = [&random] { return (uint64_t{random()} << 32) | random(); };
+  return absl::StrFormat("%016x%016x", word(), word());
+}
+
+}  // namespace
 
 SparePool::SparePool(int size, std::string key_prefix, std::vector<std::string> command,
                      TaskProcess::Environment environment)
@@ -16,8 +32,8 @@ SparePool::SparePool(int size, std::string key_prefix, std::vector<std::string> 
       environment_(std::move(environment)) {}
 
 void SparePool::Refill(const SayFn& say) {
-  while (!stopped_ && running() < size_ && failures_in_a_row_ < kMaxSpareFailuresInARow) {
-    Spare spare{.key = absl::StrCat(key_prefix_, started_),
+  while (!stopped_ && running() < size_ && failures_ < kMaxSpareFailures) {
+    Spare spare{.key = absl::StrCat(key_prefix_, Secret()),
                 .label = absl::StrCat("spare/", started_)};
     ++started_;
     TaskProcess::Environment env = environment_;
@@ -35,17 +51,30 @@ void SparePool::Refill(const SayFn& say) {
   }
 }
 
-std::optional<SparePool::Spare> SparePool::Take() {
-  if (spares_.empty()) return std::nullopt;
-  Spare spare = std::move(spares_.front());
-  spares_.erase(spares_.begin());
-  failures_in_a_row_ = 0;
-  return spare;
+std::optional<SparePool::Spare> SparePool::Take(const SayFn& say) {
+  while (!stopped_ && !spares_.empty()) {
+    Spare spare = std::move(spares_.front());
+    spares_.erase(spares_.begin());
+    if (std::optional<ProcessExit> exit = spare.process->Poll()) {
+      Exited(spare, *exit, say);
+      continue;
+    }
+    return spare;
+  }
+  return std::nullopt;
 }
 
-void SparePool::Poll(const std::function<void(const std::string& label, absl::string_view line,
-                                              bool is_stderr)>& line,
-                     const SayFn& say) {
+void SparePool::Exited(const Spare& spare, const ProcessExit& exit, const SayFn& say) {
+  if (stopped_) return;  // told to leave
+  ++failures_;
+  say(absl::StrCat(
+      spare.label, " (pid ", spare.process->pid(), ") ", exit.ToString(),
+      failures_ < kMaxSpareFailures
+          ? "; starting another"
+          : absl::StrCat("; ", failures_, " spares exited on their own: no more spares")));
+}
+
+void SparePool::Poll(caf::actor_clock::time_point now, const LineFn& line, const SayFn& say) {
   for (size_t i = 0; i < spares_.size();) {
     Spare& spare = spares_[i];
     auto print = [&](absl::string_view text, bool is_stderr) {
@@ -54,22 +83,18 @@ void SparePool::Poll(const std::function<void(const std::string& label, absl::st
     spare.process->DrainOutput(print);
     std::optional<ProcessExit> exit = spare.process->Poll();
     if (!exit) {
+      if (kill_at_ && now >= *kill_at_) spare.process->Signal(SIGKILL);
       ++i;
       continue;
     }
     spare.process->DrainOutput(print);
-    if (!stopped_) {
-      ++failures_in_a_row_;
-      say(absl::StrCat(spare.label, " (pid ", spare.process->pid(), ") ", exit->ToString(),
-                       failures_in_a_row_ < kMaxSpareFailuresInARow
-                           ? "; starting another"
-                           : "; spares keep exiting: no more spares"));
-    }
+    Exited(spare, *exit, say);
     spares_.erase(spares_.begin() + i);
   }
 }
 
-void SparePool::Stop(int signal) {
+void SparePool::Stop(int signal, caf::actor_clock::time_point kill_at) {
+  if (!stopped_) kill_at_ = kill_at;
   stopped_ = true;
   for (Spare& spare : spares_) spare.process->Signal(signal);
 }

@@ -12,6 +12,7 @@
 #include <absl/strings/str_split.h>
 
 #include "muster/net/process/cluster_sources.h"
+#include "muster/net/process/launch_environment.h"
 
 namespace muster {
 namespace {
@@ -149,6 +150,7 @@ std::string PlacementText(const ClusterPlacement& p) {
 
 absl::StatusOr<std::optional<ClusterPlacement>> DetectCluster(const EnvironmentLookup& env,
                                                               absl::string_view host_name) {
+  if (absl::Status s = NotASpare(env(kSpareEnv).has_value()); !s.ok()) return s;
   absl::StatusOr<std::optional<Found>> innermost = Innermost(env, host_name);
   if (!innermost.ok()) return innermost.status();
   if (!*innermost) return std::nullopt;

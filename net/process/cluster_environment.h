@@ -62,7 +62,7 @@ using EnvironmentLookup = std::function<std::optional<std::string>(absl::string_
 // this host's fully qualified name (Kubernetes: the pod's, naming its headless service).
 // Possible errors: InvalidArgument naming the variables at fault: a malformed value, a rank
 // outside its size, sources that disagree (naming both), a leader that cannot be derived (what
-// to set).
+// to set); FailedPrecondition in a spare of `muster run --spares` that has no task yet.
 absl::StatusOr<std::optional<ClusterPlacement>> DetectCluster(const EnvironmentLookup& env,
                                                               absl::string_view host_name);
 

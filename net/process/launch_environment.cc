@@ -19,17 +19,17 @@ absl::Status ParseNumber(const char* name, const char* text, int64_t* out) {
   return absl::OkStatus();
 }
 
-bool GivenByALauncher(absl::string_view name) {
+}  // namespace
+
+bool IsTaskIdentityVariable(absl::string_view name) {
   static constexpr absl::string_view kNames[] = {
-      "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"};
+      kJobEnv, kTaskEnv,     kGenerationEnv, kRoundEnv,
+      "RANK",  "WORLD_SIZE", "LOCAL_RANK",   "LOCAL_WORLD_SIZE"};
   for (absl::string_view known : kNames) {
     if (name == known) return true;
   }
-  return absl::StartsWith(name, "MUSTER_") && name != kSpareEnv &&
-         name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == absl::string_view::npos;
+  return false;
 }
-
-}  // namespace
 
 std::string FormatSpareAssignment(const SpareAssignment& variables) {
   std::string text;
@@ -42,10 +42,10 @@ absl::StatusOr<SpareAssignment> ParseSpareAssignment(absl::string_view text) {
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
     size_t equals = line.find('=');
     absl::string_view name = line.substr(0, equals);
-    if (equals == absl::string_view::npos || !GivenByALauncher(name)) {
+    if (equals == absl::string_view::npos || !IsTaskIdentityVariable(name)) {
       return absl::InvalidArgumentError(
           absl::StrCat("a spare's assignment line \"", line.substr(0, 80),
-                       "\" is not NAME=VALUE of a variable a launcher gives its tasks"));
+                       "\" is not NAME=VALUE of a variable of a task's identity"));
     }
     if (line.size() - equals - 1 > 4096 || variables.size() >= 32) {
       return absl::InvalidArgumentError("a spare's assignment is too large");
@@ -55,7 +55,16 @@ absl::StatusOr<SpareAssignment> ParseSpareAssignment(absl::string_view text) {
   return variables;
 }
 
+absl::Status NotASpare(bool spare) {
+  if (!spare) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      "this process is a spare of muster run --spares and has no task yet: take one first "
+      "(Agent::TakeSpareAssignment; Python: muster.take_spare_assignment(); "
+      "Agent::FromEnvironment, Agent.from_environment() and muster:// do)");
+}
+
 absl::StatusOr<std::optional<LaunchIdentity>> LaunchIdentityFromEnvironment() {
+  if (absl::Status s = NotASpare(std::getenv(kSpareEnv) != nullptr); !s.ok()) return s;
   const char* leader = std::getenv(kLeaderEnv);
   const char* job = std::getenv(kJobEnv);
   const char* task = std::getenv(kTaskEnv);

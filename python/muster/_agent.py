@@ -45,6 +45,8 @@ def _read_token(token: Optional[str]) -> str:
 def launch_identity() -> Optional[Tuple[str, str, int]]:
     """(leader, job, task) from the environment `muster run` gives each task process, or None
     when this process was not started by a launcher."""
+    if os.environ.get("MUSTER_SPARE"):
+        raise _errors.FailedPreconditionError(_SPARE_WITHOUT_TASK)
     leader = os.environ.get("MUSTER_LEADER")
     job = os.environ.get("MUSTER_JOB")
     task = os.environ.get("MUSTER_TASK")
@@ -56,13 +58,20 @@ def launch_identity() -> Optional[Tuple[str, str, int]]:
         raise _errors.InvalidArgumentError(f"MUSTER_TASK={task!r} is not a task id") from None
 
 
-def take_spare_assignment() -> bool:
+_SPARE_WITHOUT_TASK = (
+    "this process is a spare of muster run --spares and has no task yet: take one first "
+    "(muster.take_spare_assignment(); Agent.from_environment() and muster:// do)")
+
+
+def take_spare_assignment(**options) -> bool:
     """In a spare process of `muster run --spares N` (MUSTER_SPARE set): waits until its
     launcher gives it a task (a failed task's next generation), then sets that task's variables
     (MUSTER_TASK, MUSTER_GENERATION, RANK, ...) in os.environ, as if the launcher had started it
     as that task, and returns True. In any other process: False at once. Agent.from_environment()
-    and init_method="muster://" call it first, so a spare does its own start-up (imports,
-    devices) before either and waits there. Ctrl-C interrupts the wait."""
+    and init_method="muster://" call it first, so a spare does its own start-up (imports, a
+    model on the CPU) before either and waits there; what depends on LOCAL_RANK (a GPU) comes
+    after. Ctrl-C interrupts the wait. `options` are Agent()'s connection settings (token,
+    heartbeat_timeout, rpc_timeout, ...) for the wait."""
     key = os.environ.get("MUSTER_SPARE")
     if not key:
         return False
@@ -71,7 +80,10 @@ def take_spare_assignment() -> bool:
         raise _errors.InvalidArgumentError(
             "MUSTER_SPARE is set but MUSTER_LEADER is not: a spare's launcher sets both")
     # Not a task: its key-value calls need no registration.
-    waiter = Agent(leader, "spare", 0, shutdown_on_destruction=False, wait_for_leader=True)
+    options = {k: v for k, v in options.items()
+               if k not in ("leader", "job", "task", "claim", "on_error", "on_preemption")}
+    options.update(shutdown_on_destruction=False, wait_for_leader=True)
+    waiter = Agent(leader, "spare", 0, **options)
     try:
         text = waiter.get_key_value(key).decode()
         waiter.delete_key_value(key)  # read: nothing else needs it
@@ -188,7 +200,7 @@ class Agent(HealthCalls):
         task given there win); wait_for_leader defaults to True, since a job's processes start
         in any order: a leader that never comes fails connect() after register_timeout. Raises
         InvalidArgumentError when no launcher is found, or naming the variables at fault."""
-        take_spare_assignment()
+        take_spare_assignment(**kwargs)
         placement = cluster_placement()
         if placement is None:
             raise _errors.InvalidArgumentError(

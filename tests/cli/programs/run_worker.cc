@@ -24,6 +24,7 @@
 
 ABSL_FLAG(int, crash_task, -1, "This task id exits 3 after connecting ...");
 ABSL_FLAG(int64_t, crash_below_generation, 0, "... while its generation is below this");
+ABSL_FLAG(bool, spare_exits, false, "As a spare (muster run --spares), exit 4 at once");
 ABSL_FLAG(absl::Duration, heartbeat_timeout, absl::Seconds(2), "The leader's heartbeat timeout");
 
 namespace {
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
   // A spare (muster run --spares) waits here for the task its launcher gives it.
   if (std::getenv(muster::kSpareEnv) != nullptr) {
     Say(absl::StrCat("SPARE pid=", getpid()));
+    if (absl::GetFlag(FLAGS_spare_exits)) return 4;
     auto taken = muster::Agent::TakeSpareAssignment(system);
     if (!taken.ok()) return Fail("spare", taken.status());
   }

@@ -304,9 +304,8 @@ TEST(MusterRunTest, Spares_AKilledTaskTakesTheRunningSpareAndAnotherSpareStarts)
   EXPECT_NE(second[1].incarnation, first[1].incarnation);
   Result result = Finish(*run, kRunBound);
   EXPECT_EQ(result.code, 0) << result.output;
-  EXPECT_THAT(result.output,
-              HasSubstr(absl::StrCat("started /job:worker/task:1 (pid ", spare_pid,
-                                     ", generation 1) from spare/0")));
+  EXPECT_THAT(result.output, HasSubstr(absl::StrCat("started /job:worker/task:1 (pid ", spare_pid,
+                                                    ", generation 1) from spare/0")));
   EXPECT_THAT(result.output, HasSubstr("started spare/1 (pid "));
   EXPECT_THAT(result.output, HasSubstr("DONE task=1 generation=1"));
   for (int task : {0, 2}) {
@@ -314,6 +313,37 @@ TEST(MusterRunTest, Spares_AKilledTaskTakesTheRunningSpareAndAnotherSpareStarts)
   }
   EXPECT_THAT(result.output, Not(HasSubstr("ERROR CALLBACK")));
   EXPECT_TRUE(Gone(spare_pid));
+  // The spare started in its place is stopped with the job, before the launcher exits.
+  const std::string next = "started spare/1 (pid ";
+  size_t at = result.output.find(next);
+  ASSERT_NE(at, std::string::npos);
+  int next_pid = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(
+      result.output.substr(at + next.size(), result.output.find(')', at) - at - next.size()),
+      &next_pid));
+  EXPECT_TRUE(Gone(next_pid));
+}
+
+// Spares that exit on their own are replaced twice; after the third, none is started, and a
+// restarted task gets a new process as without spares.
+TEST(MusterRunTest, SparesThatKeepExiting_NoMoreSparesAndRestartsStartNewProcesses) {
+  auto run = StartRun({"--port=0", "--job=worker=2", "--restart=one-for-one", "--spares=1"},
+                      {"--spare_exits"});
+  ASSERT_NE(run, nullptr);
+  auto first = WaitReady(*run, {0, 1}, 0);
+  ASSERT_EQ(first.size(), 2u);
+  ASSERT_TRUE(run->WaitForLine("3 spares exited on their own: no more spares", kBound).ok())
+      << run->output();
+  kill(first[1].pid, SIGKILL);
+  auto second = WaitReady(*run, {1}, 1);
+  ASSERT_EQ(second.size(), 1u);
+  Result result = Finish(*run, kRunBound);
+  EXPECT_EQ(result.code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("spare/0 (pid "));
+  EXPECT_THAT(result.output, HasSubstr("exited with status 4; starting another"));
+  EXPECT_THAT(result.output, Not(HasSubstr("started spare/3")));
+  EXPECT_THAT(result.output, Not(HasSubstr("from spare/")));
+  EXPECT_THAT(result.output, HasSubstr("DONE task=1 generation=1"));
 }
 
 TEST(ParseTaskListTest, IdsRangesAndJobs) {

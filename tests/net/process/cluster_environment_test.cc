@@ -59,6 +59,13 @@ TEST(ClusterEnvironmentTest, NothingSet_Nothing) {
 
 // sbatch runs its script once, on the first node, as SLURM_PROCID 0 of the allocation's tasks:
 // that process is not one of them.
+TEST(ClusterEnvironmentTest, ASpareWithoutItsTask_FailedPrecondition) {
+  absl::Status s = DetectError(
+      With(kSlurm, {{"MUSTER_SPARE", "muster/spares/h/x"}, {"MUSTER_LEADER", "h:7400"}}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("a spare of muster run --spares"));
+}
+
 TEST(ClusterEnvironmentTest, SlurmBatchScriptOutsideAStep_Nothing) {
   auto placement = DetectCluster(
       Lookup({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "8"}, {"SLURM_JOB_NODELIST", "n[1-2]"}}),

@@ -11,55 +11,13 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "muster/messages/requests/kv_requests.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
-#include "muster/net/launcher/spare_pool.h"
+#include "muster/net/launcher/launcher_state.h"
 #include "muster/net/process/launch_environment.h"
 
 namespace muster::cli {
-namespace {
-
-constexpr auto kTick = std::chrono::milliseconds(20);
-
-enum class Phase { kIdle, kRunning, kReported, kStopping, kFinished };
-
-struct TaskEntry {
-  proto::CoordinatedTask task;
-  std::string label;  // "worker/0": the prefix of its output lines
-  int rank = 0;
-  int local_rank = 0;
-  int64_t generation = 0;
-  std::unique_ptr<TaskProcess> process;
-  Phase phase = Phase::kIdle;
-  std::optional<int64_t> restart_to;     // the generation to start once the process is gone
-  caf::actor_clock::time_point kill_at;  // while stopping: SIGKILL then
-  std::optional<ProcessExit> last_exit;
-  std::optional<std::string> failure;  // why the task failed for good
-};
-
-struct LauncherState {
-  static inline const char* name = "muster.launcher";
-  LauncherConfig config;
-  LauncherListener listener;
-  std::vector<TaskEntry> tasks;
-  int world_size = 0;
-  int64_t round = 0;
-  bool registered = false;
-  bool stopping = false;  // no restarts any more: a stop signal, a lost leader, a failed job
-  int stop_signal = 0;
-  std::optional<std::string> job_error;                          // what ended the job
-  std::optional<caf::actor_clock::time_point> job_end_deadline;  // then SIGTERM what still runs
-  // The task whose failure ended the job, named with the exits that follow.
-  std::optional<proto::CoordinatedTask> failed_task;
-  int pending_reports = 0;
-  bool asking_cluster = false;
-  bool done = false;
-  std::unique_ptr<SparePool> spares;       // with --spares
-  bool spares_stopped_at_the_end = false;  // every task finished: done once the spares are gone
-};
-
-using LauncherPointer = LauncherControlActor::stateful_pointer<LauncherState>;
+namespace launcher_internal {
 
 void Say(const std::string& line) {
   std::fprintf(stderr, "muster run: %s\n", line.c_str());
@@ -107,46 +65,6 @@ void Finish(LauncherPointer self, int code, const std::string& message) {
   self->quit();
 }
 
-// Stops the spares: SIGTERM now, SIGKILL after the stop timeout.
-void StopSpares(LauncherPointer self) {
-  auto& st = self->state;
-  if (st.spares) st.spares->Stop(SIGTERM, self->clock().now() + st.config.stop_timeout);
-}
-
-// The spare becomes `entry`'s process: the task's identity goes to the spare's key, where it
-// waits for it. If the leader does not take the write, the spare is stopped and a new process
-// starts for the same generation (no failure of the task's), and no spare is used any more.
-void TakeSpare(LauncherPointer self, TaskEntry& entry, SparePool::Spare spare) {
-  SpareAssignment identity;
-  for (auto& [name, value] : EnvironmentOf(self, entry)) {
-    if (IsTaskIdentityVariable(name)) identity.emplace_back(name, value);
-  }
-  const pid_t pid = spare.process->pid();
-  entry.process = std::move(spare.process);
-  entry.phase = Phase::kRunning;
-  Say(absl::StrCat("started ", TaskName(entry.task), " (pid ", pid, ", generation ",
-                   entry.generation, ") from ", spare.label));
-  proto::CoordinatedTask task = entry.task;
-  const int64_t generation = entry.generation;
-  self->request(self->state.config.leader, std::chrono::seconds(10),
-                requests::InsertKeyValue(spare.key, FormatSpareAssignment(identity),
-                                         /*allow_overwrite=*/true))
-      .then([](const proto::InsertKeyValueResponse&) {},
-            [self, task, generation, pid](const caf::error& error) {
-              Say(absl::StrCat("could not give ", TaskName(task), " to its spare (pid ", pid,
-                               "): ", StatusText(ToStatus(error)),
-                               "; starting a new process instead, and no more spares"));
-              StopSpares(self);
-              TaskEntry* e = Find(self, task);
-              if (e && e->process && e->process->pid() == pid && e->generation == generation) {
-                e->restart_to = generation;
-                e->process->Signal(SIGKILL);
-                e->phase = Phase::kStopping;
-                e->kill_at = self->clock().now();
-              }
-            });
-}
-
 void Start(LauncherPointer self, TaskEntry& entry, int64_t generation) {
   entry.generation = generation;
   entry.restart_to.reset();
@@ -156,13 +74,7 @@ void Start(LauncherPointer self, TaskEntry& entry, int64_t generation) {
     entry.phase = Phase::kFinished;
     return;
   }
-  if (auto& spares = self->state.spares; spares && generation > 0) {
-    if (std::optional<SparePool::Spare> spare = spares->Take(Say)) {
-      TakeSpare(self, entry, *std::move(spare));
-      spares->Refill(Say);
-      return;
-    }
-  }
+  if (generation > 0 && StartFromSpare(self, entry)) return;
   auto process = TaskProcess::Start(self->state.config.command, EnvironmentOf(self, entry));
   if (!process.ok()) {
     Say(absl::StrCat(TaskName(entry.task), " could not be started: ", process.status().message()));
@@ -291,80 +203,11 @@ void Poll(LauncherPointer self) {
       entry.process->Signal(SIGKILL);
     }
   }
-  if (st.spares) {
-    auto say = [&](const std::string& line) {
-      Flush(out, err);
-      Say(line);
-    };
-    st.spares->Poll(
-        now,
-        [&](const std::string& label, absl::string_view line, bool is_stderr) {
-          absl::StrAppend(is_stderr ? &err : &out, "[", label, "] ", line, "\n");
-        },
-        say);
-    if (st.registered && !st.stopping) st.spares->Refill(say);
-  }
+  PollSpares(self, now, out, err);
   Flush(out, err);
   if (st.job_end_deadline && now >= *st.job_end_deadline) {
     st.job_end_deadline.reset();
     StopAll(self, SIGTERM);
-  }
-}
-
-std::string FailureSummary(LauncherPointer self) {
-  std::vector<std::string> failures;
-  for (const TaskEntry& entry : self->state.tasks) {
-    if (entry.failure) failures.push_back(*entry.failure);
-  }
-  return absl::StrJoin(failures, "; ");
-}
-
-// Every process of this launcher is gone and no exit waits for the policy's decision.
-bool LocalDone(LauncherPointer self) {
-  const auto& st = self->state;
-  if (!st.registered || st.pending_reports > 0) return false;
-  // Stopped spares are waited for (running ones are stopped once the job is done).
-  if (st.spares && st.spares->stopped() && st.spares->running() > 0) return false;
-  for (const TaskEntry& entry : st.tasks) {
-    if (entry.process || entry.phase == Phase::kReported) return false;
-  }
-  return true;
-}
-
-void CheckFinished(LauncherPointer self) {
-  auto& st = self->state;
-  if (!LocalDone(self)) return;
-  if (st.stop_signal != 0) {
-    Finish(self, 128 + st.stop_signal,
-           absl::StrCat("stopped by signal ", st.stop_signal, "; every task process is gone"));
-  } else if (st.job_error) {
-    Finish(self, 1, absl::StrCat("the job failed: ", *st.job_error));
-  } else if (std::string failures = FailureSummary(self); !failures.empty()) {
-    Finish(self, 1, absl::StrCat("the job failed: ", failures));
-  } else if (st.spares_stopped_at_the_end) {
-    Finish(self, 0, "every task finished");
-  } else if (!st.asking_cluster) {
-    // This host's tasks finished, but a failure elsewhere may still restart them (one-for-all):
-    // a launcher stays until no task of the job is connected, and the one that hosts the leader
-    // also until no other launcher is registered.
-    st.asking_cluster = true;
-    self->request(st.config.leader, std::chrono::seconds(5), proto::LauncherStatusRequest())
-        .then(
-            [self](const proto::LauncherStatusResponse& r) {
-              auto& st = self->state;
-              st.asking_cluster = false;
-              // Checked again: a restart may have come in before this answer.
-              if (LocalDone(self) && !st.stopping && !st.job_error && r.connected_tasks() == 0 &&
-                  (!st.config.hosting || r.launchers() <= 1)) {
-                if (st.spares && st.spares->running() > 0) {
-                  StopSpares(self);  // then done, once they are gone (LocalDone waits for them)
-                  st.spares_stopped_at_the_end = true;
-                  return;
-                }
-                Finish(self, 0, "every task finished");
-              }
-            },
-            [self](const caf::error&) { self->state.asking_cluster = false; });
   }
 }
 
@@ -433,22 +276,14 @@ void OnRegistered(LauncherPointer self, const proto::RegisterLauncherResponse& r
   if (st.spares) st.spares->Refill(Say);
 }
 
+constexpr auto kTick = std::chrono::milliseconds(20);
+
 LauncherControlActor::behavior_type LauncherBehavior(LauncherPointer self, LauncherConfig config,
                                                      LauncherListener listener) {
   auto& st = self->state;
   st.config = std::move(config);
   st.listener = std::move(listener);
-  if (st.config.spares > 0) {
-    const std::string& address = st.config.leader_address;
-    const size_t colon = address.rfind(':');
-    TaskProcess::Environment env = st.config.environment;
-    env.insert(env.end(), {{kLeaderEnv, address},
-                           {"MASTER_ADDR", address.substr(0, colon)},
-                           {"MASTER_PORT", address.substr(colon + 1)}});
-    st.spares = std::make_unique<SparePool>(st.config.spares,
-                                            absl::StrCat("muster/spares/", st.config.host, "/"),
-                                            st.config.command, std::move(env));
-  }
+  st.spares = MakeSpares(st.config);
   for (const auto& task : st.config.tasks) {
     TaskEntry entry;
     entry.task = task;
@@ -494,11 +329,11 @@ LauncherControlActor::behavior_type LauncherBehavior(LauncherPointer self, Launc
   };
 }
 
-}  // namespace
+}  // namespace launcher_internal
 
 LauncherControlActor SpawnLauncher(caf::actor_system& system, LauncherConfig config,
                                    LauncherListener listener) {
-  return system.spawn(LauncherBehavior, std::move(config), std::move(listener));
+  return system.spawn(launcher_internal::LauncherBehavior, std::move(config), std::move(listener));
 }
 
 }  // namespace muster::cli

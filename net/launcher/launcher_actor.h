@@ -6,7 +6,8 @@
 // failed for good: the processes get the stop timeout to leave by themselves, then SIGTERM). A
 // process that exits non-zero on its own is reported to the coordinator (TaskExited), so that
 // the supervision policy decides about it as about any other failure. Processes are read and
-// reaped on a 20 ms timer of the actor clock: nothing blocks.
+// reaped on a 20 ms timer of the actor clock: nothing blocks. Its behaviour is in
+// launcher_actor.cc, launcher_spares.cc and launcher_finish.cc, over launcher_state.h.
 //
 //   REGISTERING --registered--> RUNNING --every process finished--> DONE
 //        |                         |  (hosting the leader: DONE once no other launcher is

@@ -1,6 +1,5 @@
 #include "muster/tools/run/run_command.h"
 
-#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,7 +13,6 @@
 #include <absl/flags/flag.h>
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
-#include <absl/strings/str_join.h>
 #include <absl/strings/str_split.h>
 #include <absl/strings/strip.h>
 #include <caf/scoped_actor.hpp>
@@ -28,6 +26,7 @@
 #include "muster/net/transport/tls/certificate_identity.h"
 #include "muster/net/transport/tls/job_certificates.h"
 #include "muster/tools/common/cli_common.h"
+#include "muster/tools/run/run_modes.h"
 #include "muster/tools/serve/serve_command.h"
 
 ABSL_DECLARE_FLAG(std::string, host);
@@ -82,6 +81,8 @@ absl::StatusOr<std::shared_ptr<SupervisionPolicy>> RestartPolicyFromFlags() {
                                                  "\"; expected one-for-all, one-for-one or none"));
 }
 
+}  // namespace
+
 std::vector<proto::CoordinatedTask> AllTasks(const proto::CoordinationServiceConfig& config) {
   std::vector<proto::CoordinatedTask> tasks;
   for (const auto& job : config.coordinated_job_list()) {
@@ -94,6 +95,8 @@ std::vector<proto::CoordinatedTask> AllTasks(const proto::CoordinationServiceCon
   }
   return tasks;
 }
+
+namespace {
 
 std::string HostName() {
   char name[256] = {};
@@ -170,8 +173,9 @@ int Launch(caf::actor_system& system, caf::scoped_actor& self, LauncherConfig co
   return code;
 }
 
-// `published`: the leader's address as the tasks reach it (default: the one it listens on).
-int Host(LauncherConfig config, const std::string& tasks, const std::string& published = "") {
+}  // namespace
+
+int Host(LauncherConfig config, const std::string& tasks, const std::string& published) {
   auto options = ServeOptionsFromFlags();
   if (!options.ok()) return ReportUsageError(kCommand, options.status());
   auto policy = RestartPolicyFromFlags();
@@ -221,7 +225,7 @@ int Host(LauncherConfig config, const std::string& tasks, const std::string& pub
   return code;
 }
 
-int Join(LauncherConfig config, const std::string& tasks, bool in_step = false) {
+int Join(LauncherConfig config, const std::string& tasks, bool in_step) {
   if (tasks.empty()) {
     return ReportUsageError(
         kCommand, absl::InvalidArgumentError("--leader needs --tasks: the tasks this host runs"));
@@ -250,91 +254,6 @@ int Join(LauncherConfig config, const std::string& tasks, bool in_step = false) 
   config.leader = (*session)->leader();
   config.leader_address = address->ToString();
   return Launch((*session)->system(), (*session)->self(), std::move(config));
-}
-
-// True for an IPv4 or IPv6 address literal (not a name).
-bool IsAddressLiteral(const std::string& host) {
-  in6_addr v6;
-  in_addr v4;
-  return inet_pton(AF_INET, host.c_str(), &v4) == 1 || inet_pton(AF_INET6, host.c_str(), &v6) == 1;
-}
-
-// One launcher per node of a Slurm step (srun muster run ...): the step's first node hosts the
-// leader and each launcher runs its share. The leader listens on every interface (a node's name
-// may resolve to a loopback address in its own /etc/hosts), or on an address literal the node
-// list names, or on --host; the others reach it at --host if that names one address, else at
-// the first node's name.
-int RunInStep(LauncherConfig config, const SlurmStep& step, const std::set<std::string>& given) {
-  if (given.count("job") == 0) {
-    return ReportUsageError(
-        kCommand,
-        absl::InvalidArgumentError("under srun every launcher needs the job's --job (the same "
-                                   "command line on every node): it splits the tasks among them"));
-  }
-  auto options = ServeOptionsFromFlags();
-  if (!options.ok()) return ReportUsageError(kCommand, options.status());
-  const int32_t port = absl::GetFlag(FLAGS_port);
-  if (port <= 0) {
-    return ReportUsageError(
-        kCommand, absl::InvalidArgumentError("under srun the other launchers must know the "
-                                             "leader's port: give --port a fixed port, not 0"));
-  }
-  auto share = StepShare(options->config, step.launcher, step.num_launchers);
-  if (!share.ok()) return ReportUsageError(kCommand, share.status());
-  std::string listen = IsAddressLiteral(step.first_node) ? step.first_node : "0.0.0.0";
-  std::string dial = step.first_node;
-  if (given.count("host") != 0) {
-    listen = absl::GetFlag(FLAGS_host);
-    if (listen != "0.0.0.0" && listen != "::") dial = listen;
-  }
-  const bool ipv6 = dial.find(':') != std::string::npos;
-  const std::string leader =
-      ipv6 ? absl::StrCat("[", dial, "]:", port) : absl::StrCat(dial, ":", port);
-  std::fprintf(stderr, "muster run: Slurm (%s): launcher %d of %d, tasks %s, leader %s\n",
-               step.evidence.c_str(), step.launcher, step.num_launchers, share->c_str(),
-               leader.c_str());
-  // Launcher 0's node may come up later (an image to import, a slow prolog): the others wait.
-  if (given.count("timeout") == 0) {
-    absl::SetFlag(&FLAGS_timeout, std::optional<absl::Duration>(absl::Minutes(5)));
-  }
-  if (step.launcher == 0) {
-    absl::SetFlag(&FLAGS_host, listen);
-    return Host(std::move(config), *share, /*published=*/leader);
-  }
-  absl::SetFlag(&FLAGS_leader, leader);
-  return Join(std::move(config), *share, /*in_step=*/true);
-}
-
-}  // namespace
-
-absl::StatusOr<std::string> StepShare(const proto::CoordinationServiceConfig& config, int launcher,
-                                      int launchers) {
-  const std::vector<proto::CoordinatedTask> all = AllTasks(config);
-  const int64_t n = static_cast<int64_t>(all.size());
-  if (launchers < 1 || launcher < 0 || launcher >= launchers) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("launcher ", launcher, " of ", launchers, " does not exist"));
-  }
-  if (n < launchers) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the job has ", n, " task(s) for ", launchers,
-        " launchers: run one launcher per node (srun --ntasks-per-node=1) and at least as "
-        "many tasks as nodes"));
-  }
-  const int64_t begin = n * launcher / launchers, end = n * (launcher + 1) / launchers;
-  std::vector<std::string> parts;
-  for (int64_t i = begin; i < end;) {
-    int64_t last = i;
-    while (last + 1 < end && all[last + 1].job_name() == all[i].job_name() &&
-           all[last + 1].task_id() == all[last].task_id() + 1) {
-      ++last;
-    }
-    parts.push_back(last == i ? absl::StrCat(all[i].job_name(), ":", all[i].task_id())
-                              : absl::StrCat(all[i].job_name(), ":", all[i].task_id(), "-",
-                                             all[last].task_id()));
-    i = last + 1;
-  }
-  return absl::StrJoin(parts, ",");
 }
 
 const CommandSpec& RunSpec() {

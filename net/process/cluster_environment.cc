@@ -208,14 +208,6 @@ absl::StatusOr<std::optional<ClusterPlacement>> DetectCluster(const EnvironmentL
   return p;
 }
 
-EnvironmentLookup ProcessEnvironment() {
-  return [](absl::string_view name) -> std::optional<std::string> {
-    const char* value = std::getenv(std::string(name).c_str());
-    if (value == nullptr) return std::nullopt;
-    return std::string(value);
-  };
-}
-
 absl::StatusOr<std::optional<ClusterPlacement>> DetectClusterFromEnvironment() {
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) != 0) name[0] = '\0';

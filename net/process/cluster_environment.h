@@ -32,6 +32,8 @@
 #include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
 
+#include "muster/net/process/launch_environment.h"
+
 namespace muster {
 
 inline constexpr int kDefaultClusterLeaderPort = 7400;
@@ -55,9 +57,6 @@ struct ClusterPlacement {
 // leader node01:7400".
 std::string PlacementText(const ClusterPlacement& placement);
 
-// Reads one environment variable; nullopt when it is not set.
-using EnvironmentLookup = std::function<std::optional<std::string>(absl::string_view name)>;
-
 // The placement the environment describes; nullopt when no source is present. `host_name` is
 // this host's fully qualified name (Kubernetes: the pod's, naming its headless service).
 // Possible errors: InvalidArgument naming the variables at fault: a malformed value, a rank
@@ -79,7 +78,6 @@ struct SlurmStep {
   std::string evidence;
 };
 absl::StatusOr<std::optional<SlurmStep>> DetectSlurmStep(const EnvironmentLookup& env);
-EnvironmentLookup ProcessEnvironment();
 
 // Slurm's compressed host lists: "node[01-03,07],gpu-a[1-2]" -> node01 node02 node03 node07
 // gpu-a1 gpu-a2. Possible errors: InvalidArgument (unbalanced brackets, a bad range, more than

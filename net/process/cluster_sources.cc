@@ -8,6 +8,8 @@
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_join.h>
 
+#include "muster/net/process/launch_environment.h"
+
 namespace muster::cluster_internal {
 namespace {
 
@@ -107,27 +109,21 @@ Detected FromRankVariables(Reader& reader, absl::string_view source) {
 }  // namespace
 
 Detected FromMusterRun(const EnvironmentLookup& env) {
-  if (!env("MUSTER_LEADER") || !env("MUSTER_JOB") || !env("MUSTER_TASK")) return std::nullopt;
+  absl::StatusOr<std::optional<LaunchIdentity>> identity = LaunchIdentityFrom(env);
+  if (!identity.ok()) return identity.status();
+  if (!*identity) return std::nullopt;
   Reader reader(env);
-  std::string leader = *reader.Text("MUSTER_LEADER"), job = *reader.Text("MUSTER_JOB");
-  MUSTER_ASSIGN_OR_RETURN_NUMBER(task, reader.Number("MUSTER_TASK"));
-  if (leader.empty() || job.empty()) {
-    return absl::InvalidArgumentError("MUSTER_LEADER and MUSTER_JOB must not be empty");
+  for (absl::string_view name : {kLeaderEnv, kJobEnv, kTaskEnv, kGenerationEnv, kRoundEnv}) {
+    (void)reader.Text(name);  // the evidence
   }
   Found found;
   found.placement.source = "muster run";
-  found.placement.leader = leader;
-  found.placement.job = job;
-  found.placement.task_id = **task;
-  found.rank_variable = absl::StrCat("MUSTER_TASK=", **task);
-  for (auto [name, out] : {std::pair{"MUSTER_GENERATION", &found.placement.generation},
-                           {"MUSTER_ROUND", &found.placement.round}}) {
-    std::optional<std::string> text = reader.Text(name);
-    if (text && (!absl::SimpleAtoi(*text, out) || *out < 0)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, "=\"", text->substr(0, 40), "\" is not a non-negative number"));
-    }
-  }
+  found.placement.leader = (*identity)->leader;
+  found.placement.job = (*identity)->job;
+  found.placement.task_id = (*identity)->task_id;
+  found.placement.generation = (*identity)->generation;
+  found.placement.round = (*identity)->round;
+  found.rank_variable = absl::StrCat(kTaskEnv, "=", (*identity)->task_id);
   // muster run's RANK counts the tasks of every job; its WORLD_SIZE is theirs, not the job's.
   if (absl::Status s = reader.Local("LOCAL_RANK", "LOCAL_WORLD_SIZE", &found.placement); !s.ok())
     return s;

@@ -10,11 +10,11 @@
 namespace muster {
 namespace {
 
-absl::Status ParseNumber(const char* name, const char* text, int64_t* out) {
-  if (text == nullptr) return absl::OkStatus();
-  if (!absl::SimpleAtoi(text, out) || *out < 0) {
+absl::Status ParseNumber(const char* name, const std::optional<std::string>& text, int64_t* out) {
+  if (!text) return absl::OkStatus();
+  if (!absl::SimpleAtoi(*text, out) || *out < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat(name, "=\"", text, "\" is not a non-negative number"));
+        absl::StrCat(name, "=\"", text->substr(0, 40), "\" is not a non-negative number"));
   }
   return absl::OkStatus();
 }
@@ -63,24 +63,21 @@ absl::Status NotASpare(bool spare) {
       "Agent::FromEnvironment, Agent.from_environment() and muster:// do)");
 }
 
-absl::StatusOr<std::optional<LaunchIdentity>> LaunchIdentityFromEnvironment() {
-  if (absl::Status s = NotASpare(std::getenv(kSpareEnv) != nullptr); !s.ok()) return s;
-  const char* leader = std::getenv(kLeaderEnv);
-  const char* job = std::getenv(kJobEnv);
-  const char* task = std::getenv(kTaskEnv);
-  if (leader == nullptr || job == nullptr || task == nullptr) return std::nullopt;
-  LaunchIdentity identity{.leader = leader, .job = job};
+absl::StatusOr<std::optional<LaunchIdentity>> LaunchIdentityFrom(const EnvironmentLookup& env) {
+  if (absl::Status s = NotASpare(env(kSpareEnv).has_value()); !s.ok()) return s;
+  std::optional<std::string> leader = env(kLeaderEnv), job = env(kJobEnv), task = env(kTaskEnv);
+  if (!leader || !job || !task) return std::nullopt;
+  LaunchIdentity identity{.leader = *leader, .job = *job};
   int64_t task_id = 0;
   if (absl::Status s = ParseNumber(kTaskEnv, task, &task_id); !s.ok()) return s;
   if (task_id > INT32_MAX)
     return absl::InvalidArgumentError(absl::StrCat(kTaskEnv, " is too large"));
   identity.task_id = static_cast<int>(task_id);
-  if (absl::Status s =
-          ParseNumber(kGenerationEnv, std::getenv(kGenerationEnv), &identity.generation);
+  if (absl::Status s = ParseNumber(kGenerationEnv, env(kGenerationEnv), &identity.generation);
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = ParseNumber(kRoundEnv, std::getenv(kRoundEnv), &identity.round); !s.ok()) {
+  if (absl::Status s = ParseNumber(kRoundEnv, env(kRoundEnv), &identity.round); !s.ok()) {
     return s;
   }
   if (identity.leader.empty() || identity.job.empty()) {
@@ -88,6 +85,18 @@ absl::StatusOr<std::optional<LaunchIdentity>> LaunchIdentityFromEnvironment() {
         absl::StrCat(kLeaderEnv, " and ", kJobEnv, " must not be empty"));
   }
   return identity;
+}
+
+absl::StatusOr<std::optional<LaunchIdentity>> LaunchIdentityFromEnvironment() {
+  return LaunchIdentityFrom(ProcessEnvironment());
+}
+
+EnvironmentLookup ProcessEnvironment() {
+  return [](absl::string_view name) -> std::optional<std::string> {
+    const char* value = std::getenv(std::string(name).c_str());
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  };
 }
 
 }  // namespace muster

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -49,9 +50,16 @@ struct LaunchIdentity {
 // task until it takes one.
 absl::Status NotASpare(bool spare);
 
-// The identity a launcher gave this process; nullopt when MUSTER_LEADER, MUSTER_JOB and
+// Reads one environment variable; nullopt when it is not set.
+using EnvironmentLookup = std::function<std::optional<std::string>(absl::string_view name)>;
+// This process's environment.
+EnvironmentLookup ProcessEnvironment();
+
+// The identity a launcher gave the process of `env`; nullopt when MUSTER_LEADER, MUSTER_JOB and
 // MUSTER_TASK are not all set. Possible errors: InvalidArgument (a variable is malformed),
 // FailedPrecondition (a spare without its task yet).
+absl::StatusOr<std::optional<LaunchIdentity>> LaunchIdentityFrom(const EnvironmentLookup& env);
+// LaunchIdentityFrom(ProcessEnvironment()).
 absl::StatusOr<std::optional<LaunchIdentity>> LaunchIdentityFromEnvironment();
 
 }  // namespace muster

@@ -119,12 +119,6 @@ absl::StatusOr<std::optional<Found>> Innermost(const EnvironmentLookup& env,
   return torch;
 }
 
-// "HOST:PORT", with an IPv6 host in brackets.
-std::string HostPort(const std::string& host, int port) {
-  const bool bare_ipv6 = host.find(':') != std::string::npos && host.front() != '[';
-  return bare_ipv6 ? absl::StrCat("[", host, "]:", port) : absl::StrCat(host, ":", port);
-}
-
 absl::StatusOr<int> SizeVariable(absl::string_view text) {
   int size = 0;
   if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &size) || size < 1 || size > 1'000'000) {
@@ -135,6 +129,11 @@ absl::StatusOr<int> SizeVariable(absl::string_view text) {
 }
 
 }  // namespace
+
+std::string HostPort(const std::string& host, int port) {
+  const bool bare_ipv6 = host.find(':') != std::string::npos && host.front() != '[';
+  return bare_ipv6 ? absl::StrCat("[", host, "]:", port) : absl::StrCat(host, ":", port);
+}
 
 std::string PlacementText(const ClusterPlacement& p) {
   std::string text =

@@ -53,6 +53,9 @@ struct ClusterPlacement {
   int64_t round = 0;        // muster run
 };
 
+// "HOST:PORT", with an IPv6 host in brackets (once).
+std::string HostPort(const std::string& host, int port);
+
 // One line for a log: "Slurm (SLURM_PROCID=3 ...): /job:worker/task:3 of 8, local 1 of 4,
 // leader node01:7400".
 std::string PlacementText(const ClusterPlacement& placement);

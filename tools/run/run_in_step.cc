@@ -1,6 +1,4 @@
 // `muster run` under srun (run_modes.h): one launcher per node of a Slurm step shares the job.
-#include <arpa/inet.h>
-
 #include <cstdio>
 
 #include <absl/flags/declare.h>
@@ -8,6 +6,7 @@
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_join.h>
 
+#include "muster/net/transport/wire/tcp_dial.h"
 #include "muster/tools/common/cli_common.h"
 #include "muster/tools/run/run_command.h"
 #include "muster/tools/run/run_modes.h"
@@ -20,13 +19,6 @@ namespace muster::cli {
 namespace {
 
 constexpr char kCommand[] = "run";
-
-// True for an IPv4 or IPv6 address literal (not a name).
-bool IsAddressLiteral(const std::string& host) {
-  in6_addr v6;
-  in_addr v4;
-  return inet_pton(AF_INET, host.c_str(), &v4) == 1 || inet_pton(AF_INET6, host.c_str(), &v6) == 1;
-}
 
 }  // namespace
 
@@ -52,15 +44,15 @@ int RunInStep(LauncherConfig config, const SlurmStep& step, const std::set<std::
   }
   auto share = StepShare(options->config, step.launcher, step.num_launchers);
   if (!share.ok()) return ReportUsageError(kCommand, share.status());
-  std::string listen = IsAddressLiteral(step.first_node) ? step.first_node : "0.0.0.0";
+  sockaddr_storage literal;
+  std::string listen =
+      NumericAddress(step.first_node, port, &literal) ? step.first_node : "0.0.0.0";
   std::string dial = step.first_node;
   if (given.count("host") != 0) {
     listen = absl::GetFlag(FLAGS_host);
     if (listen != "0.0.0.0" && listen != "::") dial = listen;
   }
-  const bool ipv6 = dial.find(':') != std::string::npos;
-  const std::string leader =
-      ipv6 ? absl::StrCat("[", dial, "]:", port) : absl::StrCat(dial, ":", port);
+  const std::string leader = HostPort(dial, port);
   std::fprintf(stderr, "muster run: Slurm (%s): launcher %d of %d, tasks %s, leader %s\n",
                step.evidence.c_str(), step.launcher, step.num_launchers, share->c_str(),
                leader.c_str());

@@ -31,22 +31,26 @@ TaskEntry* Find(LauncherPointer self, const proto::CoordinatedTask& task) {
   return nullptr;
 }
 
+TaskProcess::Environment LeaderVariables(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  return {{kLeaderEnv, address},
+          {"MASTER_ADDR", address.substr(0, colon)},
+          {"MASTER_PORT", address.substr(colon + 1)}};
+}
+
 TaskProcess::Environment EnvironmentOf(LauncherPointer self, const TaskEntry& entry) {
   const auto& st = self->state;
-  const std::string& address = st.config.leader_address;
-  size_t colon = address.rfind(':');
   TaskProcess::Environment env = st.config.environment;
-  env.insert(env.end(), {{kLeaderEnv, address},
-                         {kJobEnv, entry.task.job_name()},
+  TaskProcess::Environment leader = LeaderVariables(st.config.leader_address);
+  env.insert(env.end(), leader.begin(), leader.end());
+  env.insert(env.end(), {{kJobEnv, entry.task.job_name()},
                          {kTaskEnv, absl::StrCat(entry.task.task_id())},
                          {kGenerationEnv, absl::StrCat(entry.generation)},
                          {kRoundEnv, absl::StrCat(st.round)},
                          {"RANK", absl::StrCat(entry.rank)},
                          {"WORLD_SIZE", absl::StrCat(st.world_size)},
                          {"LOCAL_RANK", absl::StrCat(entry.local_rank)},
-                         {"LOCAL_WORLD_SIZE", absl::StrCat(st.tasks.size())},
-                         {"MASTER_ADDR", address.substr(0, colon)},
-                         {"MASTER_PORT", address.substr(colon + 1)}});
+                         {"LOCAL_WORLD_SIZE", absl::StrCat(st.tasks.size())}});
   if (auto own = st.config.task_environment.find(TaskName(entry.task));
       own != st.config.task_environment.end()) {
     env.insert(env.end(), own->second.begin(), own->second.end());

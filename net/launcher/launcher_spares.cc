@@ -51,12 +51,9 @@ void TakeSpare(LauncherPointer self, TaskEntry& entry, SparePool::Spare spare) {
 
 std::unique_ptr<SparePool> MakeSpares(const LauncherConfig& config) {
   if (config.spares <= 0) return nullptr;
-  const std::string& address = config.leader_address;
-  const size_t colon = address.rfind(':');
   TaskProcess::Environment env = config.environment;
-  env.insert(env.end(), {{kLeaderEnv, address},
-                         {"MASTER_ADDR", address.substr(0, colon)},
-                         {"MASTER_PORT", address.substr(colon + 1)}});
+  TaskProcess::Environment leader = LeaderVariables(config.leader_address);
+  env.insert(env.end(), leader.begin(), leader.end());
   return std::make_unique<SparePool>(config.spares,
                                      absl::StrCat("muster/spares/", config.host, "/"),
                                      config.command, std::move(env));

@@ -106,6 +106,11 @@ def cluster_placement() -> Optional[Dict[str, Any]]:
     return _detect_cluster()
 
 
+def announce(placement: Dict[str, Any]) -> None:
+    """The one line that says where this process runs (cluster_placement()), on stderr."""
+    print(f"muster: {placement['text']}", file=sys.stderr, flush=True)
+
+
 class Agent(HealthCalls):
     """A task of a Muster job: registers with the leader, heartbeats, and makes every call of
     the coordination service. Methods block (Ctrl-C interrupts them) unless named *_async,
@@ -208,7 +213,7 @@ class Agent(HealthCalls):
                 "Kubernetes indexed Job): start this process with one, or set MUSTER_LEADER, "
                 "MUSTER_JOB and MUSTER_TASK")
         if placement["source"] != "muster run":
-            print(f"muster: {placement['text']}", file=sys.stderr, flush=True)
+            announce(placement)
         args = {"leader": placement["leader"], "job": placement["job"],
                 "task": placement["task"]}
         args["wait_for_leader"] = True  # the tasks of a cluster start in any order

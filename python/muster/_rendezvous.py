@@ -146,8 +146,7 @@ class NodeMembership:
         self._job = job
         self._directory = directory.rstrip("/")
         self._closed = False
-        self.agent = self._claim(leader, job, heartbeat_timeout, claim_timeout, token)
-        self.task = int(self.agent.task.rsplit(":", 1)[1])
+        self.agent, self.task = self._claim(leader, job, heartbeat_timeout, claim_timeout, token)
         self.name = _this_node()
         entry = {"task": self.task, "incarnation": self.agent.incarnation,
                  "addr": self.name[0], "pid": self.name[1]}
@@ -173,7 +172,8 @@ class NodeMembership:
         return states
 
     def _claim(self, leader: str, job: str, heartbeat_timeout: float, claim_timeout: float,
-               token: Optional[str]) -> Agent:
+               token: Optional[str]) -> Tuple[Agent, int]:
+        """The agent of the first task no live node holds, connected, and that task's id."""
         deadline = time.monotonic() + claim_timeout
 
         def new_reader() -> Agent:
@@ -203,7 +203,7 @@ class NodeMembership:
                                   on_error=lambda error: _tell_news())
                     try:
                         agent.connect()
-                        return agent
+                        return agent, i
                     except (_errors.AlreadyExistsError, _errors.AbortedError):
                         agent.close()  # taken meanwhile, or in an error it cannot leave
                     except BaseException:

@@ -47,8 +47,9 @@ from urllib.parse import parse_qs, quote, unquote, urlparse
 import torch.distributed as dist
 
 from . import _errors
-from ._agent import (Agent, Duration, cluster_placement, launch_identity, seconds,
-                     take_spare_assignment, to_bytes)
+from ._agent import (Agent, announce, cluster_placement, launch_identity, take_spare_assignment,
+                     to_bytes)
+from ._convert import join_address, split_address
 from ._leader import Leader
 
 __all__ = ["MusterRendezvousBackend", "Store", "StoreTimeoutError", "set_peer_failure_handler"]
@@ -280,13 +281,12 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
     # The leader: the URL's, muster run's, MUSTER_LEADER, MASTER_ADDR and MASTER_PORT, then the
     # detected launcher's.
     host, port = parsed.hostname, parsed.port
-    for leader_env in ([launched[0]] if launched else []) + [os.environ.get("MUSTER_LEADER")]:
-        if host or not leader_env:
-            continue
-        host, _, port_text = leader_env.rpartition(":")
-        if not host or not port_text.isdigit():
+    leader_env = os.environ.get("MUSTER_LEADER")  # muster run's too
+    if not host and leader_env:
+        address = split_address(leader_env)
+        if address is None:
             raise error(f"MUSTER_LEADER={leader_env!r} is not HOST:PORT")
-        host, port = host.strip("[]"), int(port_text)
+        host, port = address
     host = host or os.environ.get("MASTER_ADDR")
     if port is None and os.environ.get("MASTER_PORT", "").isdigit():
         port = int(os.environ["MASTER_PORT"])
@@ -302,16 +302,16 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
             raise error(str(e)) from None
     bind = host
     if placement is not None:
-        print(f"muster: {placement['text']}", file=sys.stderr, flush=True)
-        detected_host, _, detected_port = placement["leader"].rpartition(":")
+        announce(placement)
+        detected_host, detected_port = split_address(placement["leader"])
         if not host:
-            host = bind = detected_host.strip("[]")
+            host = bind = detected_host
             # A node's name may resolve to a loopback address in its own /etc/hosts: rank 0
             # listens on every interface unless the name is an address.
             if not _is_address(host):
                 bind = "0.0.0.0"
         if port is None:
-            port = int(detected_port)
+            port = detected_port
         for name, given, detected in (("rank", rank_text, placement["task"]),
                                       ("world_size", world_text, placement["num_tasks"])):
             if given is not None and given.strip() != str(detected):
@@ -352,8 +352,7 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
     else:
         on_error = policy
     # Ranks start in any order: like TCPStore's clients, they wait for the leader (rank 0's).
-    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    agent = Agent(address, job, task, heartbeat_timeout=heartbeat_timeout,
+    agent = Agent(join_address(host, port), job, task, heartbeat_timeout=heartbeat_timeout,
                   register_timeout=timeout, shutdown_barrier_timeout=timeout, on_error=on_error,
                   leader_reconnect_timeout=reconnect_timeout, wait_for_leader=True,
                   _exit_code_on_error=exit_code,

@@ -28,6 +28,11 @@ def detected(name: str) -> bool:
     return name.startswith(DETECTED_PREFIXES) or name in DETECTED_NAMES
 
 
+def clean_environ() -> dict:
+    """This process's environment without the variables a source reads: for a child."""
+    return {k: v for k, v in os.environ.items() if not detected(k)}
+
+
 @pytest.fixture
 def clean_env(monkeypatch):
     for name in [n for n in os.environ if detected(n)]:
@@ -105,7 +110,7 @@ dist.destroy_process_group()
 
 
 def test_muster_url_without_parameters_under_srun_forms_the_group():
-    env = {k: v for k, v in os.environ.items() if not detected(k)}
+    env = clean_environ()
     env["MUSTER_PORT"] = str(free_port())
     done = subprocess.run(
         [sys.executable, FAKE_SRUN, "2", "127.0.0.1", "--", sys.executable, "-c", RANK_PROGRAM],
@@ -118,7 +123,7 @@ def test_muster_url_without_parameters_under_srun_forms_the_group():
 
 
 def test_muster_url_under_srun_with_only_world_size_exported_fills_the_rank():
-    env = {k: v for k, v in os.environ.items() if not detected(k)}
+    env = clean_environ()
     env.update(MUSTER_PORT=str(free_port()), WORLD_SIZE="1")
     done = subprocess.run(
         [sys.executable, FAKE_SRUN, "1", "127.0.0.1", "--", sys.executable, "-c", RANK_PROGRAM],
@@ -176,7 +181,7 @@ def _read_until(process, lines, needle, deadline):
 
 
 def test_spare_takes_a_killed_tasks_place_under_muster_run():
-    env = {k: v for k, v in os.environ.items() if not detected(k)}
+    env = clean_environ()
     process = subprocess.Popen(
         [MUSTER_CLI, "run", "--port=0", "--job=worker=2", "--restart=one-for-one", "--spares=1",
          "--heartbeat-timeout=2s", "--stop-timeout=3s", "--", sys.executable, "-c",

@@ -3,7 +3,6 @@
 finds it as `muster`, nodes claim distinct tasks, and a dead node's entries expire at once."""
 
 import datetime
-import os
 import pickle
 import select
 import signal
@@ -114,8 +113,7 @@ time.sleep(600)
 
 def _start_node(leader, claim_timeout=20.0):
     return subprocess.Popen([PYTHON, "-c", NODE, leader.address, str(claim_timeout)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ))
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _state_with(nodes, deadline=None, round_=1, waiting=()):

@@ -39,6 +39,7 @@ from torch.distributed.elastic.rendezvous.utils import (_matches_machine_hostnam
 
 from . import _errors
 from ._agent import Agent, _read_token
+from ._convert import join_address
 from ._leader import Leader
 
 __all__ = ["MusterRendezvousBackend", "MusterRendezvousHandler", "NodeMembership",
@@ -466,7 +467,7 @@ def create_backend(params: RendezvousParameters):
     token = _read_token(None)
     leader = _host_leader(params, host, port, job, heartbeat_timeout, token)
     try:
-        membership = NodeMembership(f"{host}:{port}", job, _run_key(params.run_id, "nodes"),
+        membership = NodeMembership(join_address(host, port), job, _run_key(params.run_id, "nodes"),
                                     heartbeat_timeout=heartbeat_timeout,
                                     claim_timeout=float(params.get_as_int("join_timeout", 600)),
                                     token=token)

@@ -231,6 +231,7 @@ caf::result<proto::ShutdownTaskResponse> ShutdownTask(CoordinatorPointer self,
 // incarnation) gets its owner from the coordinator's own view, never from the wire.
 template <class Request>
 caf::result<KvResponse<Request>> RouteKv(CoordinatorPointer self, Request request) {
+  if (caf::error refused = Fenced(self)) return refused;
   if constexpr (requires { request.set_owner_incarnation(uint64_t{0}); }) {
     absl::StatusOr<uint64_t> owner =
         EphemeralOwner(self, request.ephemeral(), request.source_task());
@@ -238,6 +239,13 @@ caf::result<KvResponse<Request>> RouteKv(CoordinatorPointer self, Request reques
     request.set_owner_incarnation(*owner);
   }
   return RouteKvRequest(self, self->state.kv, std::move(request));
+}
+
+// `handler()` unless the current message comes from a process a restart replaced (Fenced).
+template <class Response, class Handler>
+caf::result<Response> Unfenced(CoordinatorPointer self, Handler handler) {
+  if (caf::error refused = Fenced(self)) return refused;
+  return handler();
 }
 
 // The handlers of every call of MUSTER_KV_CALLS (kv_calls.h), as a tuple.
@@ -314,38 +322,63 @@ CoordinatorActor::behavior_type CoordinatorBehavior(CoordinatorPointer self,
             // reaches the coordinator itself is in this process or already admitted.
             [=](const proto::AuthenticateRequest&) { return proto::AuthenticateResponse(); },
             [=](const proto::RegisterTaskRequest& request, const AgentActor& agent) {
-              return RegisterTask(self, request, agent);
+              return Unfenced<proto::RegisterTaskResponse>(
+                  self, [&] { return RegisterTask(self, request, agent); });
             },
-            [=](const proto::HeartbeatRequest& request) { return Heartbeat(self, request); },
-            [=](proto::HeartbeatBatchRequest& request) { return HeartbeatBatch(self, request); },
+            [=](const proto::HeartbeatRequest& request) {
+              return Unfenced<proto::HeartbeatResponse>(self,
+                                                        [&] { return Heartbeat(self, request); });
+            },
+            [=](proto::HeartbeatBatchRequest& request) {
+              return Unfenced<proto::HeartbeatBatchResponse>(
+                  self, [&] { return HeartbeatBatch(self, request); });
+            },
             [=](const proto::WaitForAllTasksRequest& request) {
-              return WaitForAllTasks(self, request);
+              return Unfenced<proto::WaitForAllTasksResponse>(
+                  self, [&] { return WaitForAllTasks(self, request); });
             },
-            [=](const proto::ShutdownTaskRequest& request) { return ShutdownTask(self, request); },
-            [=](const proto::ResetTaskRequest& request) { return ResetTask(self, request); },
+            [=](const proto::ShutdownTaskRequest& request) {
+              return Unfenced<proto::ShutdownTaskResponse>(
+                  self, [&] { return ShutdownTask(self, request); });
+            },
+            [=](const proto::ResetTaskRequest& request) {
+              return Unfenced<proto::ResetTaskResponse>(self,
+                                                        [&] { return ResetTask(self, request); });
+            },
             [=](const proto::ReportErrorToServiceRequest& request) {
-              return ToTask<proto::ReportErrorToServiceResponse>(
-                  self, false, "Unexpected request from task ", request.error_origin(), request);
+              return Unfenced<proto::ReportErrorToServiceResponse>(self, [&] {
+                return ToTask<proto::ReportErrorToServiceResponse>(
+                    self, false, "Unexpected request from task ", request.error_origin(), request);
+              });
             },
             [=](const proto::GetTaskStateRequest& request) { return GetTaskState(self, request); },
             [=](const proto::WatchJobStateRequest& request) {
               return WatchJobState(self, request);
             },
             [=](const proto::GetAliveTasksRequest& request) {
-              return GetAliveTasks(self, request);
+              return Unfenced<proto::GetAliveTasksResponse>(
+                  self, [&] { return GetAliveTasks(self, request); });
             },
             kv_calls...,
             [=](const proto::WatchKeyRequest& r, const KvWatcherActor& watcher) {
-              return RouteKvRequest(self, self->state.kv, r, watcher);
+              return Unfenced<proto::WatchKeyResponse>(
+                  self, [&] { return RouteKvRequest(self, self->state.kv, r, watcher); });
             },
             [=](const proto::StopWatchKeyRequest& r, const KvWatcherActor& watcher) {
               return RouteKvRequest(self, self->state.kv, r, watcher);
             },
             [=](cancel_atom, const std::string& key) { RouteKvCancel(self, self->state.kv, key); },
-            [=](proto::BarrierRequest& request) { return RouteBarrier(self, std::move(request)); },
-            [=](const proto::BarrierGroupRequest& group) { return RouteBarrierGroup(self, group); },
+            [=](proto::BarrierRequest& request) {
+              return Unfenced<proto::BarrierResponse>(
+                  self, [&] { return RouteBarrier(self, std::move(request)); });
+            },
+            [=](const proto::BarrierGroupRequest& group) {
+              return Unfenced<proto::BarrierGroupResponse>(
+                  self, [&] { return RouteBarrierGroup(self, group); });
+            },
             [=](const proto::CancelBarrierRequest& request) {
-              return RouteCancelBarrier(self, request);
+              return Unfenced<proto::CancelBarrierResponse>(
+                  self, [&] { return RouteCancelBarrier(self, request); });
             },
             [=](const proto::GetBarriersRequest&) {
               return CollectBarriers(self, self->state.barriers.LiveActors());
@@ -358,7 +391,8 @@ CoordinatorActor::behavior_type CoordinatorBehavior(CoordinatorPointer self,
               return GetBarrierProgress(self, request);
             },
             [=](const proto::NotifyPreemptionRequest& request) {
-              return NotifyPreemption(self, request);
+              return Unfenced<proto::NotifyPreemptionResponse>(
+                  self, [&] { return NotifyPreemption(self, request); });
             },
             [=](progress_check_atom) -> caf::result<void> {
               if (caf::error refused = NotFromThisNode(self, "progress_check")) return refused;

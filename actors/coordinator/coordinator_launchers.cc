@@ -73,8 +73,19 @@ absl::Status CheckLauncherTasks(CoordinatorPointer self,
 // Every task starts again: disconnected (the next process registers as a new incarnation), in
 // a new generation, with an empty store, no barriers and a fresh device exchange. The deletes
 // and the barrier stops are sent from here, before any request of the new round can arrive.
+// The task of `slot` is restarted: the process its launcher ran for it is fenced (a task no
+// launcher runs may come back in the same process, and is not).
+void FenceProcessOf(CoordinatorPointer self, const TaskSlot& slot) {
+  auto& st = self->state;
+  if (!st.launchers.LauncherOf(slot.index) || slot.agent_node == self->node()) return;
+  st.fence.Fence(slot.agent_node, {.task = st.tasks.view().tasks()[slot.index],
+                                   .generation = st.launchers.generation(slot.index),
+                                   .round = st.launchers.round()});
+}
+
 void StartNewRound(CoordinatorPointer self) {
   auto& st = self->state;
+  for (const auto& slot : st.tasks) FenceProcessOf(self, slot);
   st.launchers.NewRound();
   st.cluster_error.reset();
   st.health.preemption.reset();  // the new round's tasks start from step 0 again
@@ -100,6 +111,15 @@ void StartNewRound(CoordinatorPointer self) {
 }
 
 }  // namespace
+
+caf::error Fenced(CoordinatorPointer self) {
+  auto& st = self->state;
+  const caf::strong_actor_ptr& sender = self->current_sender();
+  if (st.fence.size() == 0 || !sender) return caf::error{};
+  absl::Status refused = st.fence.Check(sender->node(), st.launchers.round());
+  if (refused.ok()) return caf::error{};
+  return ToError(MakeCoordinationError(refused));
+}
 
 caf::result<proto::RegisterLauncherResponse> RegisterLauncher(
     CoordinatorPointer self, const proto::RegisterLauncherRequest& request,
@@ -172,6 +192,7 @@ void RestartAndNotify(CoordinatorPointer self, const proto::CoordinatedTask& fai
   auto& st = self->state;
   if (decision.restart == RestartScope::kTask) {
     TaskSlot& slot = st.tasks.SlotOf(failed);
+    FenceProcessOf(self, slot);
     st.launchers.Restart(slot.index);
     SendTaskEvent(self, slot.actor, TaskEvent::kDisconnect);
   } else if (decision.restart == RestartScope::kAll) {

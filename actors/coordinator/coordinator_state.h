@@ -23,6 +23,7 @@
 #include "muster/actors/kv/ephemeral_owners.h"
 #include "muster/actors/kv/kv_router.h"
 #include "muster/actors/supervision/launcher_registry.h"
+#include "muster/actors/supervision/process_fence.h"
 #include "muster/actors/tasks/heartbeat_monitor_actor.h"
 #include "muster/actors/tasks/task_actor.h"
 #include "muster/actors/tasks/task_table.h"
@@ -70,6 +71,8 @@ struct CoordinatorState {
   std::optional<absl::Status> cluster_error;
   // Every registered launcher (monitored), the generation of every task, and the round.
   LauncherRegistry launchers;
+  // The processes whose launcher-run task was restarted since: their requests are refused.
+  ProcessFence fence;
   // Steps, the stuck rule and the preemption protocol (coordinator_health.cc).
   JobHealth health;
   // Durable state (coordinator_durable.cc): the coordinator's records in the state dir.
@@ -146,6 +149,10 @@ proto::LauncherStatusResponse LauncherStatus(CoordinatorPointer self);
 // decided about the failure of `failed`.
 void RestartAndNotify(CoordinatorPointer self, const proto::CoordinatedTask& failed,
                       const FailureDecision& decision);
+
+// An error when the current message comes from a process that a restart replaced (ProcessFence):
+// the handlers of a task's calls refuse it before they look at the request.
+caf::error Fenced(CoordinatorPointer self);
 
 // Job health (coordinator_health.cc).
 // Records the step a heartbeat carries (when the beating incarnation is connected).

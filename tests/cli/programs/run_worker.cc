@@ -5,7 +5,13 @@
 // the leader prints "ERROR CALLBACK" and ends the process with exit status 2 at once.
 // --crash_task=N --crash_below_generation=G: task N exits 3 after connecting while its
 // generation is below G (a crash loop).
+// --linger_task=N: task N of generation 0 ignores SIGTERM and outlives the error the leader
+// pushes: it then writes the key "stale" and prints "STALE WRITE <status>" (an old process that
+// goes on after a restart), and waits for its SIGKILL.
+#include <signal.h>
 #include <unistd.h>
+
+#include <atomic>
 
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +31,7 @@
 ABSL_FLAG(int, crash_task, -1, "This task id exits 3 after connecting ...");
 ABSL_FLAG(int64_t, crash_below_generation, 0, "... while its generation is below this");
 ABSL_FLAG(bool, spare_exits, false, "As a spare (muster run --spares), exit 4 at once");
+ABSL_FLAG(int, linger_task, -1, "This task id, generation 0, goes on after its error");
 ABSL_FLAG(absl::Duration, heartbeat_timeout, absl::Seconds(2), "The leader's heartbeat timeout");
 
 namespace {
@@ -58,6 +65,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   const muster::LaunchIdentity& me = **identity;
+  static std::atomic<bool> errored{false};
+  const bool linger = me.task_id == absl::GetFlag(FLAGS_linger_task) && me.generation == 0;
+  if (linger) signal(SIGTERM, SIG_IGN);
   auto agent =
       muster::Agent::Create(system,
                             {.leader = me.leader,
@@ -65,9 +75,10 @@ int main(int argc, char** argv) {
                              .task_id = me.task_id,
                              .heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout),
                              .register_timeout = absl::Seconds(20)},
-                            [](const absl::Status& error) {
+                            [linger](const absl::Status& error) {
                               Say(absl::StrCat("ERROR CALLBACK ", muster::StatusText(error)));
-                              std::_Exit(2);
+                              if (!linger) std::_Exit(2);
+                              errored.store(true);
                             });
   if (!agent.ok()) return Fail("create", agent.status());
   if (absl::Status s = (*agent)->Connect(); !s.ok()) return Fail("connect", s);
@@ -77,6 +88,12 @@ int main(int argc, char** argv) {
       me.generation < absl::GetFlag(FLAGS_crash_below_generation)) {
     Say("CRASHING");
     std::_Exit(3);
+  }
+  if (linger) {
+    for (int i = 0; i < 3000 && !errored.load(); ++i) absl::SleepFor(absl::Milliseconds(10));
+    absl::Status stale = (*agent)->InsertKeyValue("stale", "old", /*allow_overwrite=*/true);
+    Say(absl::StrCat("STALE WRITE ", muster::StatusText(stale)));
+    for (;;) absl::SleepFor(absl::Seconds(1));  // until the launcher's SIGKILL
   }
   if (me.generation > 0) {
     if (absl::Status s = (*agent)->InsertKeyValue("go", "1", /*allow_overwrite=*/true); !s.ok()) {

@@ -97,6 +97,26 @@ TEST(MusterRunTest, OneForAll_KillOneTask_EveryTaskRestartsAsNewIncarnationsAndT
   EXPECT_THAT(result.output, Not(HasSubstr("generation=2")));
 }
 
+// A process of the failed round that goes on (it ignores SIGTERM and its pushed error) is
+// fenced: its key-value write is refused, naming what it ran and the new round, and the new
+// round completes.
+TEST(MusterRunTest, OneForAll_AnOldRoundProcessThatGoesOnIsRefused) {
+  auto run = StartRun({"--port=0", "--job=worker=2", "--restart=one-for-all"}, {"--linger_task=0"});
+  ASSERT_NE(run, nullptr);
+  auto first = WaitReady(*run, {0, 1}, 0);
+  ASSERT_EQ(first.size(), 2u);
+  kill(first[1].pid, SIGKILL);
+  ASSERT_TRUE(run->WaitForLine("STALE WRITE", kBound).ok()) << run->output();
+  Result result = Finish(*run, kRunBound);
+  EXPECT_EQ(result.code, 0) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("STALE WRITE FAILED_PRECONDITION: This process ran /job:worker/task:0 "
+                        "as generation 0 of round 0, and the job restarted every task since "
+                        "(round 1)"));
+  EXPECT_THAT(result.output, HasSubstr("DONE task=0 generation=1"));
+  EXPECT_THAT(result.output, HasSubstr("DONE task=1 generation=1"));
+}
+
 TEST(MusterRunTest, OneForOne_KillOneTask_OnlyItRestartsAndTheOthersNeverSeeAnError) {
   auto run = StartRun({"--port=0", "--job=worker=4", "--restart=one-for-one"});
   ASSERT_NE(run, nullptr);

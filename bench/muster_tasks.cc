@@ -79,7 +79,7 @@ AgentActor::behavior_type Agent(AgentActor::pointer self, caf::actor sink, bool 
             if (sink) caf::anon_send(sink, report_atom::value, ClockNs(self->clock().now()));
           },
           [](const proto::PreemptionNotice&) { return proto::PreemptionAck(); },
-          [](const proto::SyncPointNotice&) {}};
+          [](const proto::SyncPointNotice&) {}, [](const proto::MembershipNotice&) {}};
 }
 
 struct TaskState {
@@ -235,7 +235,7 @@ caf::behavior HeartbeatTask(TaskPointer self, CoordinatorActor leader, int64_t i
         }
       },
       [](const proto::PreemptionNotice&) { return proto::PreemptionAck(); },
-      [](const proto::SyncPointNotice&) {},
+      [](const proto::SyncPointNotice&) {}, [](const proto::MembershipNotice&) {},
   };
 }
 

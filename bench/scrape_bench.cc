@@ -101,7 +101,7 @@ int Run() {
     AgentActor agent = system.spawn([]() -> AgentActor::behavior_type {
       return {[](const proto::ReportErrorToTaskRequest&) {},
               [](const proto::PreemptionNotice&) { return proto::PreemptionAck(); },
-              [](const proto::SyncPointNotice&) {}};
+              [](const proto::SyncPointNotice&) {}, [](const proto::MembershipNotice&) {}};
     });
     for (int i = 0; i < tasks; ++i) {
       proto::RegisterTaskRequest request;

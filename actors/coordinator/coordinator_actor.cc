@@ -88,6 +88,13 @@ caf::result<proto::WaitForAllTasksResponse> WaitForAllTasks(
         absl::StrCat("WaitForAllTasks from ", TaskName(request.source_task()),
                      ", which is not connected; register it first."))));
   }
+  if (!st.elastic.empty()) {
+    return ToError(MakeCoordinationError(absl::FailedPreconditionError(absl::StrCat(
+        "WaitForAllTasks from ", TaskName(request.source_task()), ": job ",
+        st.elastic.begin()->first,
+        " is elastic, so not every configured task takes part and WaitForAllTasks, which waits "
+        "for all of them, cannot complete; its tasks call WaitForMembership to learn which do"))));
+  }
   auto promise = self->make_response_promise<proto::WaitForAllTasksResponse>();
   st.devices->Join(st.tasks.view(), request, promise);
   return promise;
@@ -291,11 +298,15 @@ void Init(CoordinatorPointer self, CoordinatorOptions options) {
   st.barriers = NewBarrierRegistry(st);  // after the options: it reads their limits
   st.heartbeats = SpawnHeartbeatMonitor(self, st.options.incarnation, st.heartbeat_timeout);
   st.children->emplace(st.heartbeats.address(), caf::actor_cast<caf::actor>(st.heartbeats));
+  InitElasticJobs(self);
   RegisterTaskStateListeners(self);
   // A task recovered CONNECTED has the reconnect window to come back (see TaskSpec).
   caf::timespan window = RestoreCoordinator(self);
   for (const auto& task : st.tasks.view().tasks()) {
-    if (st.options.policy->IsRecoverable(task)) st.tasks.view().SetRecoverable(task, true);
+    // An elastic job's task may leave and come back: its job shrinks and grows instead.
+    if (st.options.policy->IsRecoverable(task) || st.elastic.contains(task.job_name())) {
+      st.tasks.view().SetRecoverable(task, true);
+    }
     SpawnTask(self, task, *st.tasks.view().Find(task), window);
   }
   RestoreGenerations(self);
@@ -393,6 +404,18 @@ CoordinatorActor::behavior_type CoordinatorBehavior(CoordinatorPointer self,
             [=](const proto::NotifyPreemptionRequest& request) {
               return Unfenced<proto::NotifyPreemptionResponse>(
                   self, [&] { return NotifyPreemption(self, request); });
+            },
+            [=](const proto::WaitForMembershipRequest& request) {
+              return Unfenced<proto::WaitForMembershipResponse>(
+                  self, [&] { return WaitForMembership(self, request); });
+            },
+            [=](const proto::GetMembershipRequest& request) {
+              return GetMembership(self, request);
+            },
+            [=](membership_atom, const std::string& job) -> caf::result<void> {
+              if (caf::error refused = NotFromThisNode(self, "membership")) return refused;
+              OnMembershipTimer(self, job);
+              return caf::unit;
             },
             [=](progress_check_atom) -> caf::result<void> {
               if (caf::error refused = NotFromThisNode(self, "progress_check")) return refused;

@@ -16,6 +16,7 @@
 #include "muster/actors/cluster/alive_tasks.h"
 #include "muster/actors/cluster/cluster_view.h"
 #include "muster/actors/cluster/device_exchange.h"
+#include "muster/actors/cluster/elastic_membership.h"
 #include "muster/actors/coordinator/coordinator_actor.h"
 #include "muster/actors/coordinator/task_state_listeners.h"
 #include "muster/actors/durability/coordinator_records.h"
@@ -33,6 +34,13 @@ namespace muster {
 struct JobStateWatch {
   std::string job;  // empty: every job
   caf::typed_response_promise<proto::WatchJobStateResponse> promise;
+};
+
+// A WaitForMembership call waiting for its job's next membership (coordinator_membership.cc).
+struct MembershipWait {
+  proto::CoordinatedTask task;
+  caf::typed_response_promise<proto::WaitForMembershipResponse> promise;
+  std::optional<caf::actor_clock::time_point> deadline;  // none: no timeout
 };
 
 // The register barrier (every task registers before any registration returns) and the shutdown
@@ -77,6 +85,10 @@ struct CoordinatorState {
   JobHealth health;
   // Durable state (coordinator_durable.cc): the coordinator's records in the state dir.
   CoordinatorRecords records;
+  // The membership of every elastic job, by job name, and the calls waiting at their safe
+  // points (at most one per task).
+  absl::flat_hash_map<std::string, ElasticMembership> elastic;
+  std::vector<MembershipWait> membership_waits;
 };
 
 using CoordinatorPointer = CoordinatorActor::stateful_pointer<CoordinatorState>;
@@ -176,6 +188,18 @@ caf::result<proto::NotifyPreemptionResponse> NotifyPreemption(
 // FailedPrecondition (the task is not connected).
 absl::StatusOr<uint64_t> EphemeralOwner(CoordinatorPointer self, bool ephemeral,
                                         const proto::CoordinatedTask& source);
+
+// Elastic jobs (coordinator_membership.cc).
+// Creates the membership of every job of the configuration that has a size range.
+void InitElasticJobs(CoordinatorPointer self);
+// Feeds a task state change to its job's membership (when the job is elastic).
+void OnMembershipState(CoordinatorPointer self, const TaskStateChange& change);
+// The job's timer: its settle deadline, and the deadlines of its waiting calls.
+void OnMembershipTimer(CoordinatorPointer self, const std::string& job);
+caf::result<proto::WaitForMembershipResponse> WaitForMembership(
+    CoordinatorPointer self, const proto::WaitForMembershipRequest& request);
+caf::result<proto::GetMembershipResponse> GetMembership(CoordinatorPointer self,
+                                                        const proto::GetMembershipRequest& request);
 
 // Durable state (coordinator_durable.cc).
 // Restores the view, live incarnations, version, round and barrier results from

@@ -155,6 +155,7 @@ void RegisterTaskStateListeners(CoordinatorPointer self) {
   listeners.Add([self](const TaskStateChange& change) {  // the device exchange
     if (self->state.devices) self->state.devices->OnTaskState(change.info);
   });
+  listeners.Add([self](const TaskStateChange& change) { OnMembershipState(self, change); });
 }
 
 absl::Status ActsAsItself(CoordinatorPointer self, const proto::CoordinatedTask& task) {

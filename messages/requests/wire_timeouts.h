@@ -14,6 +14,9 @@ namespace muster {
 // deadline sends.
 inline constexpr int64_t kMaxBarrierTimeoutMs = int64_t{1} << 40;
 
+// The longest WaitForMembership timeout the service takes (a year); 0 is none.
+inline constexpr int64_t kMaxMembershipTimeoutMs = int64_t{365} * 24 * 3600 * 1000;
+
 // A blocking read's timeout_in_ms (GetKeyValueRequest, WaitForKeysRequest): 0 waits without a
 // deadline; a finite timeout is its whole milliseconds, truncated.
 int64_t WaitTimeoutMs(absl::Duration timeout);

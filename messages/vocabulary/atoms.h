@@ -39,5 +39,7 @@ using sync_point_atom = caf::atom_constant<caf::atom("syncpoint")>;
 using persist_atom = caf::atom_constant<caf::atom("persist")>;
 // A resumed watch that waited for the disk starts now (a directory's message to itself).
 using resume_watch_atom = caf::atom_constant<caf::atom("resumewtch")>;
+// The coordinator looks at an elastic job's settle deadline and waiting calls (its own timer).
+using membership_atom = caf::atom_constant<caf::atom("membership")>;
 
 }  // namespace muster

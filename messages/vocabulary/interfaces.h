@@ -17,11 +17,13 @@ namespace muster {
 
 // The agent side of a task, as the leader sees it: the leader pushes errors to it.
 // It also pushes the job's events: a preemption notice, answered with the task's last step,
-// and the step at which every task stops (docs/protocol.md, "Preemption").
+// and the step at which every task stops (docs/protocol.md, "Preemption"), and each new
+// membership of an elastic job.
 using AgentActor =
     caf::typed_actor<caf::reacts_to<proto::ReportErrorToTaskRequest>,
                      caf::replies_to<proto::PreemptionNotice>::with<proto::PreemptionAck>,
-                     caf::reacts_to<proto::SyncPointNotice>>;
+                     caf::reacts_to<proto::SyncPointNotice>,
+                     caf::reacts_to<proto::MembershipNotice>>;
 
 // A launcher (`muster run`), as the leader sees it: the coordinator tells it what the supervision
 // policy decided after each task failure (restart some of its tasks, or stop: the job failed).
@@ -97,6 +99,14 @@ using CoordinatorActor = caf::typed_actor<
     // all stop. Possible errors: InvalidArgument (unknown task, reason too long),
     // FailedPrecondition (the task is not connected), PermissionDenied (not acting as itself).
     caf::replies_to<proto::NotifyPreemptionRequest>::with<proto::NotifyPreemptionResponse>,
+    // An elastic job's safe point (docs/protocol.md, "Elastic jobs"). Possible errors:
+    // InvalidArgument (unknown task, a job that is not elastic, a negative version, a timeout
+    // out of range), FailedPrecondition (the task is not connected; a later call of the task
+    // took its place), PermissionDenied (not acting as itself), DeadlineExceeded (names the
+    // members that did not arrive, or says the task was not admitted).
+    caf::replies_to<proto::WaitForMembershipRequest>::with<proto::WaitForMembershipResponse>,
+    // An elastic job's membership now. Possible errors: InvalidArgument (not an elastic job).
+    caf::replies_to<proto::GetMembershipRequest>::with<proto::GetMembershipResponse>,
     // Registers the launcher that runs the processes of some tasks; it receives a
     // SupervisionEvent after every task failure. Possible errors: InvalidArgument (unknown
     // task, no tasks, duplicates), AlreadyExists (a task has a live launcher already),
@@ -118,6 +128,8 @@ using CoordinatorActor = caf::typed_actor<
     caf::reacts_to<barrier_done_atom, std::string, int64_t, caf::error, proto::BarrierInfo>,
     // Internal: time to look for stuck tasks.
     caf::reacts_to<progress_check_atom>,
+    // Internal: time to look at an elastic job's settle deadline and waiting calls.
+    caf::reacts_to<membership_atom, std::string>,
     // Internal: a task actor reports its new state.
     caf::reacts_to<task_state_atom, proto::CoordinatedTaskStateInfo,
                    AgentActor>>::extend_with<KvStoreActor>;

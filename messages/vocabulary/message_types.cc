@@ -47,6 +47,9 @@ void AddMessageTypes(caf::actor_system_config& cfg) {
       // Preemption.
       proto::NotifyPreemptionRequest, proto::NotifyPreemptionResponse, proto::PreemptionNotice,
       proto::PreemptionAck, proto::SyncPointNotice,
+      // Elastic jobs.
+      proto::JobMembership, proto::WaitForMembershipRequest, proto::WaitForMembershipResponse,
+      proto::GetMembershipRequest, proto::GetMembershipResponse, proto::MembershipNotice,
       // Launchers.
       proto::RegisterLauncherRequest, proto::RegisterLauncherResponse, proto::TaskExitedRequest,
       proto::TaskExitedResponse, proto::TaskRestart, proto::SupervisionEvent,

@@ -143,6 +143,7 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(caf::actor_system& system,
   config.token = std::move(options.token);
   config.on_error = std::move(on_error);
   config.on_preemption = std::move(options.on_preemption);
+  config.on_membership = std::move(options.on_membership);
   proto::CoordinatedTask task = config.task;
   uint64_t incarnation = config.incarnation;
   std::shared_ptr<AgentProgress> progress = config.progress;

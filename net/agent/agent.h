@@ -127,6 +127,9 @@ struct AgentOptions {
   // or this one, called NotifyPreemption), on the agent's callback runner (after the callbacks
   // before it): keep it short; it may call blocking Agent methods.
   std::function<void(const proto::PreemptionNotice&)> on_preemption;
+  // Called with every new membership of this task's elastic job (docs/agent.md, "Elastic
+  // jobs"), on the agent's callback runner, in order: keep it short.
+  std::function<void(const proto::JobMembership&)> on_membership;
   // How long a connected agent waits for a lost leader to come back (a leader restarted with
   // its --state-dir) before it fails its calls with Unavailable and goes to ERROR. Meanwhile
   // calls block; once the leader is back the agent registers again and re-sends them, writes
@@ -315,6 +318,22 @@ class Agent {
   // running), Cancelled (Shutdown while waiting), or the error that put the agent in ERROR
   // while it waited (e.g. Unavailable: the leader was lost).
   absl::StatusOr<bool> ReachedSyncPoint(int64_t step);
+
+  // Elastic jobs (docs/agent.md, "Elastic jobs"): a job of min to max tasks that forms once
+  // enough of them connected and admits later ones when its membership next changes.
+  // This task's safe point, where its program may re-form its communicators. A member running
+  // with `known_version` gets the current membership at once when it changed since, or when no
+  // task waits to be admitted; otherwise the call waits until every member called it, and all
+  // of them (and the admitted tasks) get the new membership. A task not admitted yet (start
+  // with version 0) waits until a membership includes it. A member's rank is its position in
+  // `members`. Possible errors: InvalidArgument (a job of fixed size, a version ahead of the
+  // job's), FailedPrecondition (not connected, or a call of this task already waits),
+  // DeadlineExceeded (names the members that did not arrive), Cancelled (Shutdown).
+  absl::StatusOr<proto::JobMembership> WaitForMembership(
+      int64_t known_version, absl::Duration timeout = absl::InfiniteDuration());
+  // The membership of elastic job `job` now (this task's job when empty), without waiting.
+  // Possible errors: InvalidArgument (not an elastic job).
+  absl::StatusOr<proto::JobMembership> GetMembership(const std::string& job = "");
 
   // The connected tasks among `tasks`, agreed by every caller of the same set.
   absl::StatusOr<proto::GetAliveTasksResponse> GetAliveTasks(

@@ -14,8 +14,9 @@
 
 namespace muster {
 
-// Parses one "name=tasks" entry. The name must be non-empty and free of '/', ':', ',', '=' and
-// spaces; tasks must be a positive integer.
+// Parses one "name=tasks" entry, or "name=min:max" for an elastic job (min_tasks = min,
+// num_tasks = max). The name must be non-empty and free of '/', ':', ',', '=' and spaces; the
+// counts must be positive integers, min at most max.
 // Possible errors: InvalidArgument naming the entry and the expected form.
 absl::StatusOr<proto::CoordinatedJob> ParseJobSpec(absl::string_view spec);
 
@@ -29,5 +30,10 @@ absl::StatusOr<std::vector<proto::CoordinatedJob>> ParseJobSpecs(
 // Possible errors: those of ParseJobSpecs; `config` is unchanged on error.
 absl::Status AddJobSpecs(absl::Span<const std::string> specs,
                          proto::CoordinationServiceConfig* config);
+
+// The elastic jobs of `config` (min_tasks > 0) are sound: min_tasks at most num_tasks, and no
+// register barrier (it waits for every configured task, which an elastic job may never have).
+// Possible errors: InvalidArgument naming the job and what to change.
+absl::Status CheckElasticJobs(const proto::CoordinationServiceConfig& config);
 
 }  // namespace muster

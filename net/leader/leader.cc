@@ -1,5 +1,7 @@
 #include "muster/net/leader/leader.h"
 
+#include "muster/net/leader/job_spec.h"
+
 #include <absl/strings/str_cat.h>
 #include <absl/time/clock.h>
 #include <caf/io/middleman.hpp>
@@ -43,6 +45,7 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
                                                       LeaderEndpoint endpoint) {
   ThreadLoggerGuard logger_guard;
   RateLimitProtobufLogs();  // a peer's strings that are not UTF-8 would flood the log
+  if (absl::Status jobs = CheckElasticJobs(options.config); !jobs.ok()) return jobs;
   const TlsFiles tls_files = TlsFilesOf(system.config());
   if (absl::Status tls = CheckTlsFiles(tls_files); !tls.ok()) return tls;
   std::shared_ptr<EventFile> event_file;  // opened now: a path it cannot write fails the start

@@ -76,6 +76,8 @@ RequestRole RoleOf(const caf::type_erased_tuple& request) {
     AddTask(r->has_source_task(), r->source_task(), &role);
   } else if (auto* r = As<proto::NotifyPreemptionRequest>(request)) {
     AddTask(r->has_source_task(), r->source_task(), &role);
+  } else if (auto* r = As<proto::WaitForMembershipRequest>(request)) {
+    AddTask(r->has_source_task(), r->source_task(), &role);
   } else if (As<proto::RegisterLauncherRequest>(request) != nullptr ||
              As<proto::TaskExitedRequest>(request) != nullptr) {
     role.launcher = true;

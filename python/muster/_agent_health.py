@@ -44,6 +44,37 @@ class HealthCalls:
         agent failed or shut down while waiting."""
         return self._core.reached_sync_point(int(step))
 
+    # Elastic jobs ------------------------------------------------------------------------
+
+    def wait_for_membership(
+        self, known_version: int = 0, timeout: Duration = None
+    ) -> Dict[str, Any]:
+        """This task's safe point in an elastic job (a job of MIN:MAX tasks, e.g.
+        `muster serve --job worker=2:8`), where the program may re-form its communicators.
+        Returns the membership as a dict: job, version, members (task ids, ascending: a
+        member's rank is its position), waiting (connected tasks not admitted yet),
+        min_tasks and max_tasks. A member running with `known_version` gets it at once when it
+        changed since, or when no task waits to be admitted; otherwise the call waits until
+        every member called it, and all of them and the admitted tasks get the new one. A
+        task not admitted yet (version 0) waits until a membership includes it. `timeout` in
+        seconds (None: no deadline). Raises InvalidArgumentError (a job of fixed size, a
+        version ahead of the job's), FailedPreconditionError (not connected, or this task
+        already waits), DeadlineExceededError (names the members that did not arrive)."""
+        return self._core.wait_for_membership(int(known_version), seconds(timeout))
+
+    def wait_for_membership_async(
+        self, known_version: int = 0, timeout: Duration = None
+    ) -> Future:
+        """wait_for_membership() without blocking: a concurrent.futures.Future of its result
+        (a muster.Error subclass as its exception)."""
+        return self._core.wait_for_membership_async(int(known_version), seconds(timeout))
+
+    def get_membership(self, job: str = "") -> Dict[str, Any]:
+        """The membership of elastic job `job` now (this task's job when empty), without
+        waiting, as wait_for_membership() returns it. Raises InvalidArgumentError (not an
+        elastic job)."""
+        return self._core.get_membership(str(job))
+
     # Barrier progress --------------------------------------------------------------------
 
     def get_barrier_progress(self, barrier_id: str) -> Dict[str, Any]:

@@ -1,9 +1,18 @@
 """muster.Leader: the coordination service hosted by this Python process."""
 
-from typing import Dict, Iterable, Optional
+from typing import Dict, Iterable, Tuple, Union
 
 from ._convert import Duration, seconds
 from ._muster import Leader as _CoreLeader
+
+
+def _job_size(size: Union[int, str, Tuple[int, int]]) -> str:
+    """A job's size as muster serve --job spells it: "4", or "2:8" for an elastic job."""
+    if isinstance(size, tuple) and len(size) == 2:
+        return f"{int(size[0])}:{int(size[1])}"
+    if isinstance(size, str):
+        return size
+    return str(int(size))
 
 
 class Leader:
@@ -11,7 +20,9 @@ class Leader:
     what `muster serve` runs).
 
     Args:
-        jobs: tasks per job, e.g. {"worker": 4}.
+        jobs: tasks per job, e.g. {"worker": 4}; an elastic job of MIN to MAX tasks as
+            "MIN:MAX" or (MIN, MAX), e.g. {"worker": (2, 8)} (docs/supervision.md, "Elastic
+            jobs": its tasks learn who takes part from Agent.wait_for_membership()).
         host: the address to listen on ("0.0.0.0": every interface).
         port: the TCP port (0: any free one; see .port).
         heartbeat_timeout: a task that sends no heartbeat for this long (seconds) fails.
@@ -36,25 +47,29 @@ class Leader:
         http: "HOST:PORT" of the HTTP endpoint (port 0: any free port): Prometheus metrics at
             /metrics and the live page at /, with the leader's token (http_url says where).
             Empty: none. As muster serve --http (docs/operations.md, "Watching a job").
+        settle_time: an elastic job forms this long (seconds) after its MIN-th task
+            connected, or at once when all MAX did. None: 5 s. As muster serve --settle-time.
 
     Usable as a context manager; stop() (or interpreter exit) stops it.
     """
 
-    def __init__(self, jobs: Dict[str, int], host: str = "127.0.0.1", port: int = 0, *,
+    def __init__(self, jobs: Dict[str, Union[int, str, Tuple[int, int]]],
+                 host: str = "127.0.0.1", port: int = 0, *,
                  heartbeat_timeout: Duration = 10.0, register_timeout: Duration = None,
                  shutdown_barrier_timeout: Duration = None,
                  recoverable_jobs: Iterable[str] = (), policy: str = "", token: str = "",
                  stuck_after: Duration = None, max_step_lag: int = 0,
-                 state_dir: str = "", reconnect_window: Duration = None, http: str = ""):
+                 state_dir: str = "", reconnect_window: Duration = None, http: str = "",
+                 settle_time: Duration = None):
         self._core = _CoreLeader(
-            jobs={str(k): int(v) for k, v in dict(jobs).items()}, host=host, port=int(port),
+            jobs={str(k): _job_size(v) for k, v in dict(jobs).items()}, host=host, port=int(port),
             heartbeat_timeout=seconds(heartbeat_timeout) or 10.0,
             register_timeout=seconds(register_timeout),
             shutdown_barrier_timeout=seconds(shutdown_barrier_timeout),
             recoverable_jobs=list(recoverable_jobs), policy=policy, token=token,
             stuck_after=seconds(stuck_after), max_step_lag=int(max_step_lag),
             state_dir=str(state_dir or ""), reconnect_window=seconds(reconnect_window),
-            http=str(http or ""))
+            http=str(http or ""), settle_time=seconds(settle_time))
 
     @property
     def address(self) -> str:

@@ -357,6 +357,7 @@ void BindAgent(py::module_& m) {
              nullptr, requests::WatchJobState(job, version));
        });
   BindAgentHealth(cls);
+  BindMembership(cls);
 }
 
 }  // namespace muster::python

@@ -12,6 +12,7 @@
 
 #include "bindings.h"
 #include "common.h"
+#include "muster/net/leader/job_spec.h"
 #include "muster/actors/supervision/supervision_policy.h"
 #include "muster/net/leader/leader.h"
 #include "runtime.h"
@@ -93,26 +94,28 @@ std::shared_ptr<SupervisionPolicy> PolicyOf(const std::string& policy,
 }
 
 std::unique_ptr<PyLeader> MakeLeader(
-    const std::map<std::string, int>& jobs, const std::string& host, int port,
+    const std::map<std::string, std::string>& jobs, const std::string& host, int port,
     double heartbeat_timeout, std::optional<double> register_timeout,
     std::optional<double> shutdown_barrier_timeout,
     const std::vector<std::string>& recoverable_jobs, const std::string& policy,
     const std::string& token, std::optional<double> stuck_after, int64_t max_step_lag,
-    const std::string& state_dir, std::optional<double> reconnect_window, const std::string& http) {
+    const std::string& state_dir, std::optional<double> reconnect_window, const std::string& http,
+    std::optional<double> settle_time) {
   if (jobs.empty())
     throw StatusError(absl::InvalidArgumentError("jobs is empty: e.g. {\"worker\": 4}"));
   if (port < 0 || port > 65535) throw py::value_error("port must be 0 to 65535");
   if (heartbeat_timeout <= 0) throw py::value_error("heartbeat_timeout must be > 0 seconds");
   CoordinatorOptions options;
   for (const auto& [name, tasks] : jobs) {
-    if (name.empty() || tasks < 1) {
-      throw StatusError(absl::InvalidArgumentError(absl::StrCat(
-          "job \"", name, "\" with ", tasks, " tasks: a job needs a name and >= 1 task")));
-    }
-    auto* job = options.config.add_coordinated_job_list();
-    job->set_name(name);
-    job->set_num_tasks(tasks);
+    // "4", or "2:8" for an elastic job: the spec of muster serve --job.
+    *options.config.add_coordinated_job_list() =
+        ValueOrThrow(ParseJobSpec(absl::StrCat(name, "=", tasks)));
   }
+  if (settle_time.has_value() && *settle_time < 0) {
+    throw py::value_error("settle_time must be >= 0 seconds (None: 5 s)");
+  }
+  options.config.set_membership_settle_ms(
+      settle_time.has_value() ? std::max<int64_t>(1, Millis(settle_time)) : 0);
   for (const auto& name : recoverable_jobs) {
     if (!jobs.contains(name)) {
       throw StatusError(absl::InvalidArgumentError(
@@ -158,7 +161,7 @@ void BindLeader(py::module_& m) {
            py::arg("heartbeat_timeout"), py::arg("register_timeout"),
            py::arg("shutdown_barrier_timeout"), py::arg("recoverable_jobs"), py::arg("policy"),
            py::arg("token"), py::arg("stuck_after"), py::arg("max_step_lag"), py::arg("state_dir"),
-           py::arg("reconnect_window"), py::arg("http"))
+           py::arg("reconnect_window"), py::arg("http"), py::arg("settle_time"))
       .def("stop", &PyLeader::Close, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("running", &PyLeader::running)
       .def_readonly("address", &PyLeader::address_)

@@ -194,6 +194,9 @@ void Both(AgentClass& cls, const std::string& name, F f) {
 // The job-health methods (agent_health_binding.cc).
 void BindAgentHealth(AgentClass& cls);
 
+// wait_for_membership and get_membership, each with its _async form (membership_binding.cc).
+void BindMembership(AgentClass& cls);
+
 // wait_at_barrier and wait_at_barrier_async, with the optional progress report
 // (agent_health_binding.cc).
 void BindBarrierWait(AgentClass& cls);

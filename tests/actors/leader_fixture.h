@@ -23,6 +23,7 @@ class LeaderTest : public DeterministicTest {
   struct Events {
     std::vector<proto::PreemptionNotice> notices;
     std::vector<int64_t> sync_points;
+    std::vector<proto::JobMembership> memberships;
     std::optional<int64_t> step;  // answered to a notice
   };
 
@@ -54,7 +55,7 @@ class LeaderTest : public DeterministicTest {
     return Keep(system_.spawn([sink]() -> AgentActor::behavior_type {
       return {[sink](const proto::ReportErrorToTaskRequest& r) { sink->push_back(r); },
               [](const proto::PreemptionNotice&) { return proto::PreemptionAck(); },
-              [](const proto::SyncPointNotice&) {}};
+              [](const proto::SyncPointNotice&) {}, [](const proto::MembershipNotice&) {}};
     }));
   }
 
@@ -71,6 +72,9 @@ class LeaderTest : public DeterministicTest {
               },
               [events](const proto::SyncPointNotice& sync) {
                 events->sync_points.push_back(sync.step());
+              },
+              [events](const proto::MembershipNotice& notice) {
+                events->memberships.push_back(notice.membership());
               }};
     }));
   }

@@ -142,7 +142,7 @@ TEST_F(ActsAsItselfTest, RegisteringAConnectedTaskWithItsIncarnationFromAnotherN
   AgentActor impostor = intruder_system_.spawn([]() -> AgentActor::behavior_type {
     return {[](const proto::ReportErrorToTaskRequest&) {},
             [](const proto::PreemptionNotice&) { return proto::PreemptionAck(); },
-            [](const proto::SyncPointNotice&) {}};
+            [](const proto::SyncPointNotice&) {}, [](const proto::MembershipNotice&) {}};
   });
   proto::RegisterTaskRequest request;
   *request.mutable_source_task() = Victim();

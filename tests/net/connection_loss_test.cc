@@ -44,7 +44,7 @@ TEST(ConnectionLossTest, WorkerSystemShutDown_TaskFailsWithinMilliseconds) {
     agent = worker_system->spawn([]() -> AgentActor::behavior_type {
       return {[](const proto::ReportErrorToTaskRequest&) {},
               [](const proto::PreemptionNotice&) { return proto::PreemptionAck(); },
-              [](const proto::SyncPointNotice&) {}};
+              [](const proto::SyncPointNotice&) {}, [](const proto::MembershipNotice&) {}};
     });
     caf::scoped_actor self{*worker_system};
     proto::RegisterTaskRequest request;

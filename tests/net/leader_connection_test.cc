@@ -57,7 +57,7 @@ TEST(LeaderConnectionTest, WorkerSystem_ConnectsAndRegisters) {
   auto agent = worker_system.spawn([]() -> AgentActor::behavior_type {
     return {[](const proto::ReportErrorToTaskRequest&) {},
             [](const proto::PreemptionNotice&) { return proto::PreemptionAck(); },
-            [](const proto::SyncPointNotice&) {}};
+            [](const proto::SyncPointNotice&) {}, [](const proto::MembershipNotice&) {}};
   });
   proto::RegisterTaskRequest request;
   *request.mutable_source_task() = MakeTask("worker", 0);

@@ -273,6 +273,7 @@ const CommandSpec& RunSpec() {
           "tasks, SIGKILL after --stop-timeout). Under srun (one launcher per node), the\n"
           "launchers share the tasks and the step's first node hosts the leader.",
       .flags = {"job",
+                "settle_time",
                 "host",
                 "port",
                 "http",

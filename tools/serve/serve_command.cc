@@ -24,8 +24,12 @@
 #include "muster/tools/common/task_events.h"
 
 ABSL_FLAG(std::vector<std::string>, job, {},
-          "A job as NAME=TASKS: tasks /job:NAME/task:0 .. TASKS-1. Repeat the flag (or give a "
-          "comma-separated list) for several jobs");
+          "A job as NAME=TASKS: tasks /job:NAME/task:0 .. TASKS-1, or NAME=MIN:MAX for an "
+          "elastic job of MIN to MAX tasks. Repeat the flag (or give a comma-separated list) for "
+          "several jobs");
+ABSL_FLAG(absl::Duration, settle_time, absl::Seconds(5),
+          "An elastic job forms this long after its MIN-th task connected, or at once when all "
+          "MAX did");
 ABSL_FLAG(std::string, host, "127.0.0.1", "Address to listen on (0.0.0.0: every interface)");
 ABSL_FLAG(int32_t, port, 7400, "TCP port to listen on (0: any free port; the ready line says)");
 ABSL_FLAG(std::string, http, "",
@@ -164,11 +168,23 @@ absl::Status SetTimeouts(proto::CoordinationServiceConfig* config) {
       Millis(absl::GetFlag(FLAGS_shutdown_barrier_timeout), "--shutdown-barrier-timeout");
   auto grace = Millis(absl::GetFlag(FLAGS_connection_loss_grace), "--connection-loss-grace");
   auto stuck = Millis(absl::GetFlag(FLAGS_stuck_after), "--stuck-after");
-  for (const auto* ms : {&reg, &shutdown, &grace, &stuck}) {
+  auto settle = Millis(absl::GetFlag(FLAGS_settle_time), "--settle-time");
+  for (const auto* ms : {&reg, &shutdown, &grace, &stuck, &settle}) {
     if (!ms->ok()) return ms->status();
   }
   bool with_barrier = absl::GetFlag(FLAGS_register_with_barrier);
+  for (const auto& job : config->coordinated_job_list()) {
+    if (with_barrier && job.min_tasks() > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--register-with-barrier waits for every task, but job ", job.name(), " is elastic (",
+          job.min_tasks(), ":", job.num_tasks(),
+          "): its tasks learn who takes part from WaitForMembership; drop the flag or give the "
+          "job a fixed size"));
+    }
+  }
+  config->set_membership_settle_ms(std::max<int64_t>(1, *settle));
   config->set_cluster_register_with_barrier(with_barrier);
+  if (absl::Status elastic = CheckElasticJobs(*config); !elastic.ok()) return elastic;
   config->set_cluster_register_timeout_in_ms(*reg);
   config->set_shutdown_barrier_timeout_in_ms(*shutdown);
   config->set_connection_loss_grace_period_in_ms(*grace);
@@ -189,6 +205,7 @@ const CommandSpec& ServeSpec() {
           "disconnected). SIGINT or SIGTERM stops it (exit 0); waiting barrier calls get\n"
           "ABORTED.",
       .flags = {"job",
+                "settle_time",
                 "host",
                 "port",
                 "http",
@@ -332,7 +349,9 @@ void PrintLine(const std::string& line) {
 std::string Describe(const CoordinatorOptions& options) {
   std::vector<std::string> jobs;
   for (const auto& job : options.config.coordinated_job_list()) {
-    jobs.push_back(absl::StrCat(job.name(), "=", job.num_tasks()));
+    jobs.push_back(job.min_tasks() > 0
+                       ? absl::StrCat(job.name(), "=", job.min_tasks(), ":", job.num_tasks())
+                       : absl::StrCat(job.name(), "=", job.num_tasks()));
   }
   return absl::StrCat("jobs ", absl::StrJoin(jobs, ","), ", policy ", options.policy->Describe(),
                       ", heartbeat timeout ", options.config.heartbeat_timeout_in_ms(), " ms");

@@ -105,6 +105,8 @@ struct AgentConfig {
   std::shared_ptr<AgentProgress> progress = std::make_shared<AgentProgress>();
   // Called once per preemption notice the leader pushes, on the agent's callback runner.
   std::function<void(const proto::PreemptionNotice&)> on_preemption;
+  // Called with each new membership of this task's elastic job, on the callback runner.
+  std::function<void(const proto::JobMembership&)> on_membership;
   // How long a RUNNING agent waits for a lost leader to come back (a leader restarted from its
   // state dir) before failing its calls; meanwhile calls are kept and sent once it is back.
   // 0: a lost leader fails every call at once and puts the agent in ERROR. With a value,
@@ -127,7 +129,7 @@ using AgentControlActor = caf::typed_actor<
     // From the leader.
     caf::reacts_to<proto::ReportErrorToTaskRequest>, caf::reacts_to<proto::KeyValueChangeEvent>,
     caf::replies_to<proto::PreemptionNotice>::with<proto::PreemptionAck>,
-    caf::reacts_to<proto::SyncPointNotice>,
+    caf::reacts_to<proto::SyncPointNotice>, caf::reacts_to<proto::MembershipNotice>,
     // Lifecycle (source task and incarnation are filled in by the agent).
     caf::replies_to<caf::connect_atom>::with<proto::RegisterTaskResponse>,
     caf::replies_to<proto::ShutdownTaskRequest>::with<proto::ShutdownTaskResponse>,
@@ -151,6 +153,9 @@ using AgentControlActor = caf::typed_actor<
     // Preemption: tell the service; is this step the one at which every task stops?
     caf::replies_to<proto::NotifyPreemptionRequest>::with<proto::NotifyPreemptionResponse>,
     caf::replies_to<sync_point_atom, int64_t>::with<bool>,
+    // Elastic jobs: the safe point, and the membership now.
+    caf::replies_to<proto::WaitForMembershipRequest>::with<proto::WaitForMembershipResponse>,
+    caf::replies_to<proto::GetMembershipRequest>::with<proto::GetMembershipResponse>,
     // State and timers.
     caf::replies_to<agent_state_atom>::with<AgentStatus>, caf::reacts_to<beat_atom, uint64_t>,
     caf::reacts_to<retry_atom>,

@@ -102,6 +102,13 @@ inline auto SharedHandlers(AgentPointer self) {
       [=](const proto::KeyValueChangeEvent& event) { OnChange(self, event); },
       [=](const proto::PreemptionNotice& notice) { return OnPreemptionNotice(self, notice); },
       [=](const proto::SyncPointNotice& notice) { OnSyncPoint(self, notice); },
+      [=](const proto::MembershipNotice& notice) {
+        if (auto& on_membership = self->state.config.on_membership) {
+          RunUserCallback(self, [on_membership, membership = notice.membership()] {
+            on_membership(membership);
+          });
+        }
+      },
       [=](proto::ReportErrorToServiceRequest request) { return ReportError(self, request); },
       [=](proto::WaitForAllTasksRequest request) {
         *request.mutable_source_task() = self->state.config.task;
@@ -137,6 +144,17 @@ inline auto SharedHandlers(AgentPointer self) {
       },
       [=](proto::NotifyPreemptionRequest r) { return NotifyPreemption(self, std::move(r)); },
       [=](sync_point_atom, int64_t step) { return ReachedSyncPoint(self, step); },
+      [=](proto::WaitForMembershipRequest request)
+          -> caf::result<proto::WaitForMembershipResponse> {
+        if (!Registered(self)) return ToError(WrongState(self, "WaitForMembership()"));
+        *request.mutable_source_task() = self->state.config.task;
+        return Forward<proto::WaitForMembershipResponse>(
+            self, request, BlockingTimeout(request.timeout_in_ms()), {.cancel_on_shutdown = true});
+      },
+      [=](const proto::GetMembershipRequest& r) -> caf::result<proto::GetMembershipResponse> {
+        if (!HasLeader(self)) return AfterLeader<proto::GetMembershipResponse>(self, r);
+        return Forward<proto::GetMembershipResponse>(self, r, rpc());
+      },
       [=](cancel_atom, const caf::actor_addr& caller) { CancelGetsOf(self, caller); },
       [=](agent_state_atom) {
         const auto& st = self->state;

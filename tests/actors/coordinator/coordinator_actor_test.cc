@@ -31,7 +31,7 @@ class CoordinatorTest : public testing::DeterministicTest {
     return Keep(system_.spawn([]() -> AgentActor::behavior_type {
       return {[](const proto::ReportErrorToTaskRequest&) {},
               [](const proto::PreemptionNotice&) { return proto::PreemptionAck(); },
-              [](const proto::SyncPointNotice&) {}};
+              [](const proto::SyncPointNotice&) {}, [](const proto::MembershipNotice&) {}};
     }));
   }
   // The actor that answered a request (a reply or an error): the sender the reply names.

@@ -236,7 +236,7 @@ TEST_F(HealthTest, Preemption_TaskThatDiesBeforeAnswering_IsNotWaitedFor) {
             [](const proto::PreemptionNotice&) -> caf::result<proto::PreemptionAck> {
               return caf::delegated<proto::PreemptionAck>();
             },
-            [](const proto::SyncPointNotice&) {}};
+            [](const proto::SyncPointNotice&) {}, [](const proto::MembershipNotice&) {}};
   }));
   ASSERT_THAT(Register("worker", 1, 11, silent), IsOk());
   proto::NotifyPreemptionRequest notify;

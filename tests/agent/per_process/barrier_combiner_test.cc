@@ -109,7 +109,7 @@ TEST_F(BarrierCombinerTest, ParticipantFails_EveryCallInternalCarryingTheFailedT
   AgentActor agent = Keep(system_.spawn([]() -> AgentActor::behavior_type {
     return {[](const proto::ReportErrorToTaskRequest&) {},
             [](const proto::PreemptionNotice&) { return proto::PreemptionAck(); },
-            [](const proto::SyncPointNotice&) {}};
+            [](const proto::SyncPointNotice&) {}, [](const proto::MembershipNotice&) {}};
   }));
   proto::RegisterTaskRequest join;
   *join.mutable_source_task() = MakeTask("worker", 2);

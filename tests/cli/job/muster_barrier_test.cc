@@ -27,7 +27,7 @@ using ::testing::HasSubstr;
 AgentActor::behavior_type IgnoreErrors() {
   return {[](const proto::ReportErrorToTaskRequest&) {},
           [](const proto::PreemptionNotice&) { return proto::PreemptionAck(); },
-          [](const proto::SyncPointNotice&) {}};
+          [](const proto::SyncPointNotice&) {}, [](const proto::MembershipNotice&) {}};
 }
 
 class MusterBarrierTest : public ::testing::Test {

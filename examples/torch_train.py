@@ -23,7 +23,9 @@ rank finds its identity and the leader in the environment the launcher sets):
         /usr/bin/python3 examples/torch_train.py
 
 Every rank is a Muster task: if one dies or hangs, the others print which one and exit with
-code 1 at once instead of waiting in a collective until gloo's timeout.
+code 1 at once instead of waiting in a collective until gloo's timeout. Under torchrun, where
+the ranks are torch's workers, `--rdzv_conf hang_timeout=SECONDS` has each node stop a rank
+whose step stood still that long (muster.torch.report_progress), and the job starts again.
 """
 
 import argparse
@@ -36,7 +38,7 @@ import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
 import muster
-import muster.torch  # noqa: F401  (registers the muster:// rendezvous)
+import muster.torch  # registers the muster:// rendezvous
 
 
 def train(rank: int, world_size: int, url: str, steps: int) -> None:
@@ -53,6 +55,7 @@ def train(rank: int, world_size: int, url: str, steps: int) -> None:
         optimizer.zero_grad()
         loss.backward()  # DDP averages the gradients of every rank over gloo
         optimizer.step()
+        muster.torch.report_progress(step)  # for torchrun's --rdzv_conf hang_timeout
         if rank == 0 and (step % 10 == 0 or step == steps - 1):
             print(f"step {step:3d}  loss {loss.item():.5f}", flush=True)
     # Every rank holds the same weights: DDP kept them in step.

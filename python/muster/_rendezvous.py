@@ -39,6 +39,7 @@ from torch.distributed.elastic.rendezvous.utils import (_matches_machine_hostnam
 
 from . import _errors
 from ._agent import Agent, _read_token
+from ._hang_watch import HangWatch
 from ._convert import join_address
 from ._leader import Leader
 
@@ -427,7 +428,7 @@ class MusterRendezvousHandler(DynamicRendezvousHandler):
 # Construction from torchrun's parameters -----------------------------------------------------
 
 _lock = threading.Lock()
-_made: List[Tuple[NodeMembership, Optional[Leader]]] = []
+_made: List[Tuple[NodeMembership, Optional[Leader], Optional[HangWatch]]] = []
 
 
 def _host_leader(params: RendezvousParameters, host: str, port: int, job: str,
@@ -455,15 +456,19 @@ def create_backend(params: RendezvousParameters):
     first such node on that host; is_host=1 or 0 decides), with a job of max_nodes tasks;
     otherwise the node joins a running one (muster serve --job node=MAX --recoverable-job node).
     --rdzv_conf keys: job (default "node"), heartbeat_timeout (seconds a silent node counts as
-    alive, default 10), read_timeout (the store's timeout, default 60), is_host."""
+    alive, default 10), read_timeout (the store's timeout, default 60), is_host, hang_timeout
+    (seconds a worker that reports steps with muster.torch.report_progress may go without a new
+    one before its node kills it; default 0: not watched; see muster._hang_watch)."""
     from .torch import Store  # muster.torch imports this module
 
     host, port = parse_rendezvous_endpoint(params.endpoint, default_port=DEFAULT_PORT)
     job = params.get("job", DEFAULT_JOB)
     heartbeat_timeout = float(params.get("heartbeat_timeout", 10))
     read_timeout = float(params.get_as_int("read_timeout", 60))
-    if read_timeout <= 0 or heartbeat_timeout <= 0:
-        raise ValueError("read_timeout and heartbeat_timeout must be positive (seconds)")
+    hang_timeout = float(params.get("hang_timeout", 0))
+    if read_timeout <= 0 or heartbeat_timeout <= 0 or hang_timeout < 0:
+        raise ValueError("read_timeout and heartbeat_timeout must be positive, hang_timeout 0 "
+                         "(off) or positive (seconds)")
     token = _read_token(None)
     leader = _host_leader(params, host, port, job, heartbeat_timeout, token)
     try:
@@ -475,8 +480,9 @@ def create_backend(params: RendezvousParameters):
         if leader is not None:
             leader.stop()
         raise
+    hang_watch = HangWatch(hang_timeout) if hang_timeout > 0 else None
     with _lock:
-        _made.append((membership, leader))
+        _made.append((membership, leader, hang_watch))
     backend = MusterRendezvousBackend(membership.agent, params.run_id, membership)
     try:
         membership.agent.start_watch_key(backend.key, lambda *change: _tell_news())
@@ -500,7 +506,9 @@ def close_all() -> None:
     with _lock:
         made = list(_made)
         _made.clear()
-    for membership, leader in made:
+    for membership, leader, hang_watch in made:
+        if hang_watch is not None:
+            hang_watch.close()
         try:
             membership.close()
         except _errors.Error:

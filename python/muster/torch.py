@@ -29,7 +29,9 @@ even while blocked inside a collective. set_peer_failure_handler() changes that.
 
 Importing this module also registers the torch elastic rendezvous backend `muster`:
 `python -m muster.torchrun --rdzv_backend=muster --rdzv_endpoint=HOST:PORT ...` (torchrun with
-it, docs/python.md "torchrun"); MusterRendezvousBackend is the backend itself.
+it, docs/python.md "torchrun"); MusterRendezvousBackend is the backend itself. A torchrun
+worker that calls report_progress(step) every step is killed by its node when its step stands
+still for --rdzv_conf hang_timeout=SECONDS, so that a hung job starts again.
 """
 
 import datetime
@@ -50,9 +52,11 @@ from . import _errors
 from ._agent import (Agent, announce, cluster_placement, launch_identity, take_spare_assignment,
                      to_bytes)
 from ._convert import join_address, split_address
+from ._hang_watch import report_progress
 from ._leader import Leader
 
-__all__ = ["MusterRendezvousBackend", "Store", "StoreTimeoutError", "set_peer_failure_handler"]
+__all__ = ["MusterRendezvousBackend", "Store", "StoreTimeoutError", "report_progress",
+           "set_peer_failure_handler"]
 
 _DEFAULT_TIMEOUT = datetime.timedelta(minutes=5)
 

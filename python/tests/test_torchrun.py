@@ -25,7 +25,7 @@ def _free_port() -> int:
 
 class Job:
     def __init__(self, tmp_path, nnodes: str, min_world: int, steps: int, pause: float,
-                 max_restarts: int = 0, rdzv_conf: str = "", quiet: bool = False):
+                 max_restarts: int = 0, rdzv_conf: str = "", mode: str = ""):
         self.out = str(tmp_path)
         self.port = _free_port()
         self.args = [PYTHON, "-m", "muster.torchrun", f"--nnodes={nnodes}",
@@ -35,8 +35,8 @@ class Job:
         if rdzv_conf:
             self.args.append(f"--rdzv_conf={rdzv_conf}")
         self.args += [WORKER, self.out, str(min_world), str(steps), str(pause)]
-        if quiet:
-            self.args.append("quiet")
+        if mode:
+            self.args.append(mode)
         self.nodes = []
 
     def start_node(self) -> subprocess.Popen:
@@ -171,7 +171,56 @@ def test_a_killed_node_restarts_the_survivor_whose_workers_did_not_notice(job_fa
     # the dead node makes the survivor's agent start a new round (a change of membership, no
     # restart counted: --max_restarts=0).
     _kill_the_second_node_and_see_the_first_run_alone(
-        job_factory("1:2", min_world=2, steps=100, pause=0.05, max_restarts=0, quiet=True))
+        job_factory("1:2", min_world=2, steps=100, pause=0.05, max_restarts=0, mode="quiet"))
+
+
+def test_hang_watch_kills_only_its_own_child_whose_step_stood_still(tmp_path, monkeypatch):
+    from muster import _hang_watch
+
+    watch = _hang_watch.HangWatch(2.0, period=3600)  # checked by hand below
+    try:
+        assert os.environ[_hang_watch.PROGRESS_DIR_ENV] == watch.directory
+        child = subprocess.Popen(["sleep", "60"])
+        with open(os.path.join(watch.directory, "0"), "w") as f:
+            f.write(f"{child.pid} 7\n")
+        with open(os.path.join(watch.directory, "1"), "w") as f:
+            f.write(f"{os.getppid()} 7\n")  # not a child of this process: never killed
+        assert watch.check(100.0) == []
+        assert watch.check(101.0) == []
+        assert watch.check(102.5) == [("0", child.pid, 7)]
+        assert child.wait(timeout=10) == -signal.SIGKILL
+        assert sorted(os.listdir(watch.directory)) == []
+        # A worker's own reports: the file holds its pid and step; done=True ends the watch.
+        monkeypatch.setenv("LOCAL_RANK", "3")
+        _hang_watch.report_progress(5)
+        assert open(os.path.join(watch.directory, "3")).read() == f"{os.getpid()} 5\n"
+        _hang_watch.report_progress(6, done=True)
+        assert not os.path.exists(os.path.join(watch.directory, "3"))
+    finally:
+        watch.close()
+    assert _hang_watch.PROGRESS_DIR_ENV not in os.environ
+    _hang_watch.report_progress(1)  # no watch: nothing, no error
+
+
+def test_a_hung_worker_is_stopped_by_its_node_and_the_job_starts_again(job_factory):
+    # The last rank stops stepping (asleep); the other three wait for it inside all_reduce,
+    # where gloo would keep them for 30 minutes. Its node sees its step stand still for the
+    # hang timeout and kills it; its agent restarts the node's workers, and the other node's
+    # workers fail in their all_reduce with the dead rank or are restarted in the new round
+    # Muster tells it of. Each rank then finishes once, in a world of 4.
+    job = job_factory("2", min_world=4, steps=20, pause=0.05, max_restarts=1,
+                      rdzv_conf="hang_timeout=3", mode="hang")
+    first, second = job.start_node(), job.start_node()
+    job.wait_for(lambda: job.running(4, first, second))
+    started = time.monotonic()
+    assert job.finish(timeout=90) == [0, 0]
+    assert time.monotonic() - started < 60
+    done = job.done()
+    assert sorted(done.values()) == [4] * 4
+    assert sorted(name.split("-")[1] for name in done) == ["0", "1", "2", "3"]
+    assert os.path.exists(os.path.join(job.out, "hung"))
+    output = "".join(node.stdout.read() for node in (first, second))
+    assert "made no progress for" in output and "(hang_timeout 3 s)" in output, output
 
 
 def test_a_node_that_joins_later_enters_the_next_round(job_factory):

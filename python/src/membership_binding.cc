@@ -2,6 +2,7 @@
 // wait_for_membership and get_membership. muster/_agent_health.py carries their docstrings.
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <absl/strings/str_cat.h>
 
 #include "common.h"
+#include "muster/messages/requests/wire_timeouts.h"
 #include "py_agent.h"
 
 namespace muster::python {
@@ -29,12 +31,16 @@ py::object MembershipDict(const proto::JobMembership& membership) {
   return d;
 }
 
-// None: no deadline (0 on the wire); otherwise whole milliseconds, at least 1.
+// None: no deadline (0 on the wire); otherwise whole milliseconds, from 1 to the longest.
 int64_t TimeoutMs(std::optional<double> timeout) {
   if (!timeout.has_value()) return 0;
   if (!std::isfinite(*timeout) || *timeout < 0) {
     throw py::value_error(absl::StrCat(
         "a membership timeout is a number of seconds >= 0 (or None: no deadline); got ", *timeout));
+  }
+  // Beyond the leader's longest timeout (a year), that one; and at least 1 ms (0 is none).
+  if (*timeout * 1000 >= static_cast<double>(kMaxMembershipTimeoutMs)) {
+    return kMaxMembershipTimeoutMs;
   }
   return std::max<int64_t>(1, std::llround(*timeout * 1000));
 }

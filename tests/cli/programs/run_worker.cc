@@ -5,6 +5,9 @@
 // the leader prints "ERROR CALLBACK" and ends the process with exit status 2 at once.
 // --crash_task=N --crash_below_generation=G: task N exits 3 after connecting while its
 // generation is below G (a crash loop).
+// --membership: a task of an elastic job. At its safe point every 20 ms it prints each new
+// membership ("MEMBERSHIP task=T generation=G version=V members=0,1"); once it is a member of
+// version --membership_done or later it shuts down and exits 0.
 // --linger_task=N: task N of generation 0 ignores SIGTERM and outlives the error the leader
 // pushes: it then writes the key "stale" and prints "STALE WRITE <status>" (an old process that
 // goes on after a restart), and waits for its SIGKILL.
@@ -17,9 +20,11 @@
 #include <cstdlib>
 #include <string>
 
+#include <absl/algorithm/container.h>
 #include <absl/flags/flag.h>
 #include <absl/flags/parse.h>
 #include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
 #include <absl/time/time.h>
 #include <caf/actor_system.hpp>
 
@@ -32,6 +37,8 @@ ABSL_FLAG(int, crash_task, -1, "This task id exits 3 after connecting ...");
 ABSL_FLAG(int64_t, crash_below_generation, 0, "... while its generation is below this");
 ABSL_FLAG(bool, spare_exits, false, "As a spare (muster run --spares), exit 4 at once");
 ABSL_FLAG(int, linger_task, -1, "This task id, generation 0, goes on after its error");
+ABSL_FLAG(bool, membership, false, "A task of an elastic job: follow its membership");
+ABSL_FLAG(int64_t, membership_done, 3, "With --membership: the version at which members finish");
 ABSL_FLAG(absl::Duration, heartbeat_timeout, absl::Seconds(2), "The leader's heartbeat timeout");
 
 namespace {
@@ -43,6 +50,29 @@ void Say(const std::string& line) {
 
 int Fail(const std::string& step, const absl::Status& status) {
   Say(absl::StrCat("FAILED ", step, ": ", muster::StatusText(status)));
+  return 1;
+}
+
+// --membership (see the file's comment).
+int FollowMembership(muster::Agent& agent, const muster::LaunchIdentity& me) {
+  int64_t version = 0;
+  for (absl::Time deadline = absl::Now() + absl::Seconds(60); absl::Now() < deadline;) {
+    auto m = agent.WaitForMembership(version, absl::Seconds(30));
+    if (!m.ok()) return Fail("membership", m.status());
+    if (m->version() != version) {
+      version = m->version();
+      Say(absl::StrCat("MEMBERSHIP task=", me.task_id, " generation=", me.generation,
+                       " version=", version, " members=", absl::StrJoin(m->members(), ",")));
+    }
+    if (version >= absl::GetFlag(FLAGS_membership_done) &&
+        absl::c_linear_search(m->members(), me.task_id)) {
+      if (absl::Status s = agent.Shutdown(); !s.ok()) return Fail("shutdown", s);
+      Say(absl::StrCat("DONE task=", me.task_id, " generation=", me.generation));
+      return 0;
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  Say("FAILED membership: no membership of the last version within 60 s");
   return 1;
 }
 
@@ -88,6 +118,11 @@ int main(int argc, char** argv) {
       me.generation < absl::GetFlag(FLAGS_crash_below_generation)) {
     Say("CRASHING");
     std::_Exit(3);
+  }
+  if (absl::GetFlag(FLAGS_membership)) {
+    int code = FollowMembership(**agent, me);
+    agent->reset();
+    return code;
   }
   if (linger) {
     for (int i = 0; i < 3000 && !errored.load(); ++i) absl::SleepFor(absl::Milliseconds(10));

@@ -117,6 +117,38 @@ TEST(MusterRunTest, OneForAll_AnOldRoundProcessThatGoesOnIsRefused) {
   EXPECT_THAT(result.output, HasSubstr("DONE task=1 generation=1"));
 }
 
+// An elastic job of 2 to 3 tasks under one-for-one: a killed member leaves the other two a
+// membership of their own at once (nobody is told an error), its next generation waits to be
+// admitted, and the two admit it at their safe point; all three then finish.
+TEST(MusterRunTest, Elastic_AKilledMemberShrinksTheJobAndItsRestartIsAdmittedAtTheSafePoint) {
+  auto run =
+      StartRun({"--port=0", "--job=worker=2:3", "--settle-time=500ms", "--restart=one-for-one"},
+               {"--membership"});
+  ASSERT_NE(run, nullptr);
+  auto first = WaitReady(*run, {0, 1, 2}, 0);
+  ASSERT_EQ(first.size(), 3u);
+  for (int task : {0, 1, 2}) {
+    ASSERT_TRUE(run->WaitForLine(absl::StrCat("MEMBERSHIP task=", task,
+                                              " generation=0 version=1 members=0,1,2"),
+                                 kBound)
+                    .ok())
+        << run->output();
+  }
+  kill(first[2].pid, SIGKILL);
+  Result result = Finish(*run, kRunBound);
+  EXPECT_EQ(result.code, 0) << result.output;
+  for (int task : {0, 1}) {
+    EXPECT_THAT(result.output, HasSubstr(absl::StrCat("MEMBERSHIP task=", task,
+                                                      " generation=0 version=2 members=0,1")));
+    EXPECT_THAT(result.output, HasSubstr(absl::StrCat("MEMBERSHIP task=", task,
+                                                      " generation=0 version=3 members=0,1,2")));
+    EXPECT_THAT(result.output, HasSubstr(absl::StrCat("DONE task=", task, " generation=0")));
+  }
+  EXPECT_THAT(result.output, HasSubstr("MEMBERSHIP task=2 generation=1 version=3 members=0,1,2"));
+  EXPECT_THAT(result.output, HasSubstr("DONE task=2 generation=1"));
+  EXPECT_THAT(result.output, Not(HasSubstr("ERROR CALLBACK")));
+}
+
 TEST(MusterRunTest, OneForOne_KillOneTask_OnlyItRestartsAndTheOthersNeverSeeAnError) {
   auto run = StartRun({"--port=0", "--job=worker=4", "--restart=one-for-one"});
   ASSERT_NE(run, nullptr);

@@ -81,7 +81,8 @@ def take_spare_assignment(**options) -> bool:
             "MUSTER_SPARE is set but MUSTER_LEADER is not: a spare's launcher sets both")
     # Not a task: its key-value calls need no registration.
     options = {k: v for k, v in options.items()
-               if k not in ("leader", "job", "task", "claim", "on_error", "on_preemption")}
+               if k not in ("leader", "job", "task", "claim", "on_error", "on_preemption",
+                            "on_membership")}
     options.update(shutdown_on_destruction=False, wait_for_leader=True)
     waiter = Agent(leader, "spare", 0, **options)
     try:
@@ -157,6 +158,9 @@ class Agent(HealthCalls):
             reason) when the leader announces that the job will be preempted (any task's
             notify_preemption(), this one's too), on Muster's callback thread; then stop at
             the step where reached_sync_point() returns True.
+        on_membership: called with each new membership of this task's elastic job (a dict
+            as wait_for_membership() returns it), on Muster's callback thread, in order: a
+            member that left shows here at once (docs/supervision.md, "Elastic jobs").
 
     TLS: set MUSTER_TLS_CERT, MUSTER_TLS_KEY and MUSTER_TLS_CA (see docs/operations.md).
     """
@@ -170,11 +174,14 @@ class Agent(HealthCalls):
                  on_preemption: Optional[Callable[[PreemptionNotice], None]] = None,
                  leader_reconnect_timeout: Duration = 0.0,
                  wait_for_leader: Optional[bool] = None, claim: bool = False,
+                 on_membership: Optional[Callable[[Dict[str, Any]], None]] = None,
                  _exit_code_on_error: int = 0, _exit_prefix: str = "muster"):
         if on_error is not None and not callable(on_error):
             raise TypeError("on_error must be callable")
         if on_preemption is not None and not callable(on_preemption):
             raise TypeError("on_preemption must be callable")
+        if on_membership is not None and not callable(on_membership):
+            raise TypeError("on_membership must be callable")
         notice_callback = None
         if on_preemption is not None:
             def notice_callback(notified_by: str, deadline: Optional[float], reason: str):
@@ -192,7 +199,7 @@ class Agent(HealthCalls):
             leader_reconnect_timeout=seconds(leader_reconnect_timeout),
             wait_for_leader=(launch_identity() is not None if wait_for_leader is None
                              else bool(wait_for_leader)),
-            claim=bool(claim))
+            claim=bool(claim), on_membership=on_membership)
 
     @classmethod
     def from_environment(cls, **kwargs) -> "Agent":

@@ -99,7 +99,7 @@ std::unique_ptr<PyAgent> MakeAgent(
     bool recoverable, uint64_t incarnation, const std::string& token, bool shutdown_on_destruction,
     py::object on_error, int exit_code_on_error, const std::string& exit_prefix,
     py::object on_preemption, std::optional<double> leader_reconnect_timeout, bool wait_for_leader,
-    bool claim) {
+    bool claim, py::object on_membership) {
   AgentOptions options;
   options.leader = leader;
   options.job_name = job;
@@ -130,6 +130,12 @@ std::unique_ptr<PyAgent> MakeAgent(
   options.on_preemption = [preemption](const proto::PreemptionNotice& notice) {
     OnPreemptionNotice(preemption, notice);
   };
+  if (!on_membership.is_none()) {
+    // Called on the agent's callback runner (no GIL): the call itself on the dispatcher.
+    options.on_membership = [callback = PyHandle(on_membership)](const proto::JobMembership& m) {
+      Dispatcher::Get().Post([callback, m] { callback.get()(MembershipDict(m)); });
+    };
+  }
   caf::actor_system* system = ValueOrThrow(Runtime::Get().WorkerSystem(options.heartbeat_timeout));
   absl::StatusOr<std::unique_ptr<Agent>> agent;
   {
@@ -150,7 +156,8 @@ void BindAgent(py::module_& m) {
           py::arg("shutdown_barrier_timeout"), py::arg("recoverable"), py::arg("incarnation"),
           py::arg("token"), py::arg("shutdown_on_destruction"), py::arg("on_error"),
           py::arg("exit_code_on_error"), py::arg("exit_prefix"), py::arg("on_preemption"),
-          py::arg("leader_reconnect_timeout"), py::arg("wait_for_leader"), py::arg("claim"));
+          py::arg("leader_reconnect_timeout"), py::arg("wait_for_leader"), py::arg("claim"),
+          py::arg("on_membership"));
   cls.def("close", &PyAgent::Close, py::call_guard<py::gil_scoped_release>());
   cls.def("state", [](PyAgent& self) {
     auto agent = self.Get();

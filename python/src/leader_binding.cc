@@ -12,8 +12,8 @@
 
 #include "bindings.h"
 #include "common.h"
-#include "muster/net/leader/job_spec.h"
 #include "muster/actors/supervision/supervision_policy.h"
+#include "muster/net/leader/job_spec.h"
 #include "muster/net/leader/leader.h"
 #include "runtime.h"
 
@@ -93,14 +93,16 @@ std::shared_ptr<SupervisionPolicy> PolicyOf(const std::string& policy,
       "unknown policy \"", name, "\"; expected fate-sharing, job-scoped or recoverable")));
 }
 
-std::unique_ptr<PyLeader> MakeLeader(
-    const std::map<std::string, std::string>& jobs, const std::string& host, int port,
-    double heartbeat_timeout, std::optional<double> register_timeout,
-    std::optional<double> shutdown_barrier_timeout,
-    const std::vector<std::string>& recoverable_jobs, const std::string& policy,
-    const std::string& token, std::optional<double> stuck_after, int64_t max_step_lag,
-    const std::string& state_dir, std::optional<double> reconnect_window, const std::string& http,
-    std::optional<double> settle_time) {
+std::unique_ptr<PyLeader> MakeLeader(const std::map<std::string, std::string>& jobs,
+                                     const std::string& host, int port, double heartbeat_timeout,
+                                     std::optional<double> register_timeout,
+                                     std::optional<double> shutdown_barrier_timeout,
+                                     const std::vector<std::string>& recoverable_jobs,
+                                     const std::string& policy, const std::string& token,
+                                     std::optional<double> stuck_after, int64_t max_step_lag,
+                                     const std::string& state_dir,
+                                     std::optional<double> reconnect_window,
+                                     const std::string& http, std::optional<double> settle_time) {
   if (jobs.empty())
     throw StatusError(absl::InvalidArgumentError("jobs is empty: e.g. {\"worker\": 4}"));
   if (port < 0 || port > 65535) throw py::value_error("port must be 0 to 65535");

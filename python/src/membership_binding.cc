@@ -15,9 +15,7 @@
 #include "py_agent.h"
 
 namespace muster::python {
-namespace {
 
-// A membership as a dict: job, version, members, waiting, min_tasks, max_tasks.
 py::object MembershipDict(const proto::JobMembership& membership) {
   py::dict d;
   d["job"] = membership.job_name();
@@ -30,6 +28,8 @@ py::object MembershipDict(const proto::JobMembership& membership) {
   d["max_tasks"] = membership.max_tasks();
   return d;
 }
+
+namespace {
 
 // None: no deadline (0 on the wire); otherwise whole milliseconds, from 1 to the longest.
 int64_t TimeoutMs(std::optional<double> timeout) {

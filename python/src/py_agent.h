@@ -196,6 +196,8 @@ void BindAgentHealth(AgentClass& cls);
 
 // wait_for_membership and get_membership, each with its _async form (membership_binding.cc).
 void BindMembership(AgentClass& cls);
+// A membership as a dict: job, version, members, waiting, min_tasks, max_tasks (with the GIL).
+py::object MembershipDict(const proto::JobMembership& membership);
 
 // wait_at_barrier and wait_at_barrier_async, with the optional progress report
 // (agent_health_binding.cc).

@@ -57,7 +57,10 @@ class Lines:
 
 def test_forms_admits_a_late_task_at_the_safe_point_and_shrinks():
     with muster.Leader({"worker": (2, 3), "ps": 1}, settle_time=1.0) as leader:
-        agents = [muster.Agent(leader.address, "worker", i, rpc_timeout=10) for i in range(3)]
+        seen = []
+        agents = [muster.Agent(leader.address, "worker", i, rpc_timeout=10,
+                               on_membership=seen.append if i == 0 else None)
+                  for i in range(3)]
         try:
             agents[0].connect()
             agents[1].connect()
@@ -79,6 +82,12 @@ def test_forms_admits_a_late_task_at_the_safe_point_and_shrinks():
             agents[1].shutdown()
             shrunk = agents[0].wait_for_membership(2, timeout=10)
             assert shrunk["version"] == 3 and shrunk["members"] == [0, 2], shrunk
+            # Every new membership was pushed to task 0's callback, in order.
+            deadline = time.monotonic() + 10
+            while len(seen) < 3 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert [(m["version"], m["members"]) for m in seen] == [
+                (1, [0, 1]), (2, [0, 1, 2]), (3, [0, 2])], seen
         finally:
             for agent in agents:
                 agent.close()
@@ -89,6 +98,8 @@ def test_misuse_raises_typed_errors():
         muster.Leader({"worker": "3:2"})
     with pytest.raises(ValueError):
         muster.Leader({"worker": (1, 2)}, settle_time=-1)
+    with pytest.raises(TypeError):
+        muster.Agent("127.0.0.1:1", "worker", 0, on_membership=3)
     with muster.Leader({"worker": (1, 2), "ps": 1}, settle_time=0.1) as leader:
         ps = muster.Agent(leader.address, "ps", 0, rpc_timeout=10)
         worker = muster.Agent(leader.address, "worker", 0, rpc_timeout=10)

@@ -205,6 +205,9 @@ caf::result<proto::RegisterTaskResponse> RegisterTask(CoordinatorPointer self,
   auto actor = Route(self, "Unexpected task registered with task=", request.source_task());
   if (!actor.ok()) return ToError(actor.status());
   if (absl::Status own = MayTakeOver(self, request, agent); !own.ok()) return ToError(own);
+  if (absl::Status current = IsCurrentGeneration(self, request); !current.ok()) {
+    return ToError(current);
+  }
   if (!st.service.register_id.empty()) return RegisterThroughBarrier(self, *actor, request, agent);
   // The task actor answers in the coordinator's name (actors/caf/answer_as.h).
   if (!st.records.gate().enabled()) return self->delegate(*actor, request, agent);

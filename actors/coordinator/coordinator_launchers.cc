@@ -112,6 +112,21 @@ void StartNewRound(CoordinatorPointer self) {
 
 }  // namespace
 
+absl::Status IsCurrentGeneration(CoordinatorPointer self,
+                                 const proto::RegisterTaskRequest& request) {
+  if (!request.has_generation()) return absl::OkStatus();
+  const auto& st = self->state;
+  const uint32_t index = st.tasks.SlotOf(request.source_task()).index;
+  if (!st.launchers.LauncherOf(index) || request.generation() >= st.launchers.generation(index)) {
+    return absl::OkStatus();
+  }
+  return MakeCoordinationError(absl::FailedPreconditionError(
+      absl::StrCat("This process was started as generation ", request.generation(), " of ",
+                   TaskName(request.source_task()), ", and its launcher has started generation ",
+                   st.launchers.generation(index),
+                   " since (the task was restarted): it may not register; its launcher stops it")));
+}
+
 caf::error Fenced(CoordinatorPointer self) {
   auto& st = self->state;
   const caf::strong_actor_ptr& sender = self->current_sender();

@@ -165,6 +165,12 @@ void RestartAndNotify(CoordinatorPointer self, const proto::CoordinatedTask& fai
 // An error when the current message comes from a process that a restart replaced (ProcessFence):
 // the handlers of a task's calls refuse it before they look at the request.
 caf::error Fenced(CoordinatorPointer self);
+// FailedPrecondition for a registration that says it comes from a process its launcher started
+// for a generation of the task that a restart replaced: such a process may never have
+// connected, so the fence does not know its node. OK without a generation, or for a task no
+// launcher runs.
+absl::Status IsCurrentGeneration(CoordinatorPointer self,
+                                 const proto::RegisterTaskRequest& request);
 
 // Job health (coordinator_health.cc).
 // Records the step a heartbeat carries (when the beating incarnation is connected).

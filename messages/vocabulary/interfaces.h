@@ -52,8 +52,8 @@ using CoordinatorActor = caf::typed_actor<
     // Presents the job token (checked by the token gate in front of a published coordinator;
     // the coordinator itself accepts it). Possible errors: Unauthenticated (wrong token).
     caf::replies_to<proto::AuthenticateRequest>::with<proto::AuthenticateResponse>,
-    // Registers a task and the agent actor that represents it.
-    // Possible errors: InvalidArgument (unknown task), Aborted (restarted task, task in ERROR).
+    // Registers a task and its agent actor. Possible errors: InvalidArgument (unknown task),
+    // Aborted (restarted, in ERROR), FailedPrecondition (a replaced generation, a fenced node).
     caf::replies_to<proto::RegisterTaskRequest, AgentActor>::with<proto::RegisterTaskResponse>,
     // Possible errors: InvalidArgument (unknown or unregistered task), Aborted (task in ERROR or
     // restarted).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
@@ -16,6 +17,7 @@
 #include "muster/messages/task_name.h"
 #include "muster/net/leader/job_token.h"
 #include "muster/net/process/cluster_environment.h"
+#include "muster/net/process/launch_environment.h"
 #include "muster/net/process/thread_logger_guard.h"
 #include "muster/net/transport/wire/guarded_multiplexer.h"
 
@@ -144,6 +146,13 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(caf::actor_system& system,
   config.on_error = std::move(on_error);
   config.on_preemption = std::move(options.on_preemption);
   config.on_membership = std::move(options.on_membership);
+  // A process its launcher started for this task says which generation it is (unreadable
+  // identity, e.g. a spare still waiting, or no MUSTER_GENERATION: none).
+  if (auto launched = LaunchIdentityFromEnvironment();
+      launched.ok() && launched->has_value() && std::getenv("MUSTER_GENERATION") != nullptr &&
+      (*launched)->job == config.task.job_name() && (*launched)->task_id == config.task.task_id()) {
+    config.generation = (*launched)->generation;
+  }
   proto::CoordinatedTask task = config.task;
   uint64_t incarnation = config.incarnation;
   std::shared_ptr<AgentProgress> progress = config.progress;

@@ -115,6 +115,7 @@ void Register(AgentPointer self) {
   proto::RegisterTaskRequest request;
   *request.mutable_source_task() = st.config.task;
   request.set_incarnation(st.config.incarnation);
+  if (st.config.generation) request.set_generation(*st.config.generation);
   request.set_claim(st.config.claim);
   self->request(st.leader, std::max(TimeLeft(self), caf::timespan{1}), request,
                 caf::actor_cast<AgentActor>(self))

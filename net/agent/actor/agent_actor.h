@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,9 @@ struct AgentConfig {
   std::function<void(const proto::PreemptionNotice&)> on_preemption;
   // Called with each new membership of this task's elastic job, on the callback runner.
   std::function<void(const proto::JobMembership&)> on_membership;
+  // The generation its launcher started this process for, when this agent's task is the one it
+  // named (MUSTER_GENERATION): registrations carry it.
+  std::optional<int64_t> generation;
   // How long a RUNNING agent waits for a lost leader to come back (a leader restarted from its
   // state dir) before failing its calls; meanwhile calls are kept and sent once it is back.
   // 0: a lost leader fails every call at once and puts the agent in ERROR. With a value,

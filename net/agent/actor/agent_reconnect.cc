@@ -112,6 +112,7 @@ void Register(AgentPointer self, uint64_t attempt) {
   proto::RegisterTaskRequest request;
   *request.mutable_source_task() = st.config.task;
   request.set_incarnation(st.config.incarnation);
+  if (st.config.generation) request.set_generation(*st.config.generation);
   request.set_reconnect(true);
   self->request(st.leader, timeout, request, caf::actor_cast<AgentActor>(self))
       .then(

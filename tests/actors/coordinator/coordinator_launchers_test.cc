@@ -145,6 +145,32 @@ TEST_F(LauncherTest, OneForOne_TaskFails_OnlyItRestartsInTheNextGenerationNobody
   EXPECT_EQ(State("worker", 1).incarnation(), 12u);
 }
 
+// A process of a generation the restart replaced, which had not connected (the fence knows no
+// node of it), may not register: the registration says its generation, and the leader knows
+// the task's current one.
+TEST_F(LauncherTest, OneForOne_AProcessOfAReplacedGenerationMayNotRegister) {
+  Spawn(Config(2), std::make_shared<OneForOne>());
+  Events events;
+  Reports r0, r1;
+  ASSERT_NO_FATAL_FAILURE(LaunchAndConnectTwoWorkers(&events, &r0, &r1));
+  ReportError(1);  // worker/1 restarts: generation 1
+  auto registration = [&](uint64_t incarnation, std::optional<int64_t> generation) {
+    proto::RegisterTaskRequest request;
+    *request.mutable_source_task() = MakeTask("worker", 1);
+    request.set_incarnation(incarnation);
+    if (generation) request.set_generation(*generation);
+    return Call<proto::RegisterTaskResponse>(leader_, request, Agent(&r1));
+  };
+  auto stale = registration(12, 0);
+  EXPECT_EQ(stale.status().code(), Code::kFailedPrecondition);
+  EXPECT_THAT(std::string(stale.status().message()),
+              HasSubstr("started as generation 0 of /job:worker/task:1, and its launcher has "
+                        "started generation 1 since"));
+  EXPECT_EQ(State("worker", 1).state(), proto::TASKSTATE_DISCONNECTED);
+  ASSERT_THAT(registration(13, 1), IsOk());
+  EXPECT_EQ(State("worker", 1).incarnation(), 13u);
+}
+
 // A task that registered as recoverable fails alone under OneForAll too: nobody is told, no new
 // round starts (the others stay, and so do the keys); its launcher restarts that task alone.
 TEST_F(LauncherTest, OneForAll_RecoverableTaskFails_RestartedAloneNoNewRound) {

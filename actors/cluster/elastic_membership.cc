@@ -20,7 +20,7 @@ bool ElasticMembership::Connected(int32_t id, TimePoint now) {
   }
   const auto count = static_cast<int32_t>(connected_.size());
   if (count >= max_tasks_ || (count >= min_tasks_ && settle_ <= caf::timespan{0})) {
-    Form();
+    NewVersion(connected_);
     return true;
   }
   if (count >= min_tasks_ && !settle_deadline_) settle_deadline_ = now + settle_;
@@ -38,9 +38,9 @@ bool ElasticMembership::Left(int32_t id) {
     return false;
   }
   if (static_cast<int32_t>(connected_.size()) >= min_tasks_) {
-    Form();  // the survivors and every waiting task
+    NewVersion(connected_);  // the survivors and every waiting task
   } else {
-    Dissolve();
+    NewVersion({});
   }
   return true;
 }
@@ -48,7 +48,7 @@ bool ElasticMembership::Left(int32_t id) {
 bool ElasticMembership::Settle(TimePoint now) {
   if (formed() || !settle_deadline_ || now < *settle_deadline_) return false;
   if (static_cast<int32_t>(connected_.size()) < min_tasks_) return false;
-  Form();
+  NewVersion(connected_);
   return true;
 }
 
@@ -59,7 +59,7 @@ ElasticMembership::Arrival ElasticMembership::Arrive(int32_t id, int64_t known_v
   }
   arrived_.insert(id);
   if (arrived_.size() < members_.size()) return Arrival::kWait;
-  Form();
+  NewVersion(connected_);
   return Arrival::kChanged;
 }
 
@@ -77,16 +77,8 @@ std::vector<int32_t> ElasticMembership::NotArrived() const {
   return missing;
 }
 
-void ElasticMembership::Form() {
-  members_ = connected_;
-  arrived_.clear();
-  settle_deadline_.reset();
-  view_.set_version(view_.version() + 1);
-  RefreshView();
-}
-
-void ElasticMembership::Dissolve() {
-  members_.clear();
+void ElasticMembership::NewVersion(absl::btree_set<int32_t> members) {
+  members_ = std::move(members);
   arrived_.clear();
   settle_deadline_.reset();
   view_.set_version(view_.version() + 1);

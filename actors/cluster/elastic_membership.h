@@ -44,8 +44,8 @@ class ElasticMembership {
     kWait,     // wait for the next change (every member's arrival, or a task not admitted yet)
     kChanged,  // this arrival completed the safe point: a new membership answers every waiter
   };
-  // Task `id` at the safe point, running with `known_version` (one ahead of the current
-  // version, from before a leader restart, counts as out of date).
+  // Task `id` at the safe point, running with `known_version` (any version but the current
+  // one, e.g. one from before a leader restart, is out of date: answered at once).
   Arrival Arrive(int32_t id, int64_t known_version);
   // Task `id` no longer waits at the safe point (its call timed out or ended).
   void Withdraw(int32_t id) { arrived_.erase(id); }
@@ -65,10 +65,9 @@ class ElasticMembership {
   std::optional<TimePoint> settle_deadline() const { return settle_deadline_; }
 
  private:
-  // Every connected task becomes a member, in a new version.
-  void Form();
-  // Fewer than min_tasks remain: no members, in a new version.
-  void Dissolve();
+  // A new version with `members`: every connected task (the job forms), or none (fewer than
+  // min_tasks remain).
+  void NewVersion(absl::btree_set<int32_t> members);
   // Rebuilds the waiting list of the view (connected tasks that are not members).
   void RefreshView();
 

@@ -70,9 +70,6 @@ absl::Status CheckLauncherTasks(CoordinatorPointer self,
   return absl::OkStatus();
 }
 
-// Every task starts again: disconnected (the next process registers as a new incarnation), in
-// a new generation, with an empty store, no barriers and a fresh device exchange. The deletes
-// and the barrier stops are sent from here, before any request of the new round can arrive.
 // The task of `slot` is restarted: the process its launcher ran for it is fenced (a task no
 // launcher runs may come back in the same process, and is not).
 void FenceProcessOf(CoordinatorPointer self, const TaskSlot& slot) {
@@ -83,6 +80,9 @@ void FenceProcessOf(CoordinatorPointer self, const TaskSlot& slot) {
                                    .round = st.launchers.round()});
 }
 
+// Every task starts again: disconnected (the next process registers as a new incarnation), in
+// a new generation, with an empty store, no barriers and a fresh device exchange. The deletes
+// and the barrier stops are sent from here, before any request of the new round can arrive.
 void StartNewRound(CoordinatorPointer self) {
   auto& st = self->state;
   for (const auto& slot : st.tasks) FenceProcessOf(self, slot);

@@ -209,7 +209,8 @@ caf::result<proto::WaitForMembershipResponse> WaitForMembership(
                      ", which is not connected; register it first"))));
   }
   // One call per task: a later one (an agent that re-sent it after a reconnect) takes the
-  // place of the one before.
+  // place of the one before, and arrives afresh.
+  job.Withdraw(task.task_id());
   EndWaitOf(self, task,
             absl::FailedPreconditionError(
                 absl::StrCat("a later WaitForMembership of ", TaskName(task),

@@ -45,7 +45,11 @@ void ApplyPolicy(CoordinatorPointer self, const proto::CoordinatedTask& task,
   // does not count it recoverable fails alone, as in the reference: its failure is told to
   // nobody and fails no job, and a restart is its own. (Tasks the policy counts recoverable are
   // the policy's to decide: RestartIntensity may still fail their job.)
-  if (st.tasks.view().IsRecoverable(task) && !st.options.policy->IsRecoverable(task)) {
+  // An elastic job's task is recoverable for its job's sake alone: a restart intensity that
+  // ends its job still does.
+  const bool job_ends =
+      decision.action == FailureAction::kFailJob && st.elastic.contains(task.job_name());
+  if (st.tasks.view().IsRecoverable(task) && !st.options.policy->IsRecoverable(task) && !job_ends) {
     decision.action = FailureAction::kTolerate;
     if (decision.restart == RestartScope::kAll) decision.restart = RestartScope::kTask;
   }

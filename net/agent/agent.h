@@ -326,9 +326,11 @@ class Agent {
   // task waits to be admitted; otherwise the call waits until every member called it, and all
   // of them (and the admitted tasks) get the new membership. A task not admitted yet (start
   // with version 0) waits until a membership includes it. A member's rank is its position in
-  // `members`. Possible errors: InvalidArgument (a job of fixed size, a version ahead of the
-  // job's), FailedPrecondition (not connected, or a call of this task already waits),
-  // DeadlineExceeded (names the members that did not arrive), Cancelled (Shutdown).
+  // `members`; a version that is not the job's (one from before a leader restart) gets the
+  // current membership at once. Possible errors: InvalidArgument (a job of fixed size, a
+  // negative version), FailedPrecondition (not connected; a later call of this task took this
+  // one's place), DeadlineExceeded (names the members that did not arrive), Cancelled
+  // (Shutdown).
   absl::StatusOr<proto::JobMembership> WaitForMembership(
       int64_t known_version, absl::Duration timeout = absl::InfiniteDuration());
   // The membership of elastic job `job` now (this task's job when empty), without waiting.

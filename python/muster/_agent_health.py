@@ -57,9 +57,11 @@ class HealthCalls:
         changed since, or when no task waits to be admitted; otherwise the call waits until
         every member called it, and all of them and the admitted tasks get the new one. A
         task not admitted yet (version 0) waits until a membership includes it. `timeout` in
-        seconds (None: no deadline). Raises InvalidArgumentError (a job of fixed size, a
-        version ahead of the job's), FailedPreconditionError (not connected, or this task
-        already waits), DeadlineExceededError (names the members that did not arrive)."""
+        seconds (None: no deadline). A version that is not the job's (from before a leader
+        restart) gets the current membership at once. Raises InvalidArgumentError (a job of
+        fixed size, a negative version), FailedPreconditionError (not connected; a later call
+        of this task took this one's place), DeadlineExceededError (names the members that did
+        not arrive)."""
         return self._core.wait_for_membership(int(known_version), seconds(timeout))
 
     def wait_for_membership_async(

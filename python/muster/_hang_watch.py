@@ -30,19 +30,20 @@ def report_progress(step: int, done: bool = False) -> None:
     """Records this worker's training step for its node's hang watch (see the module's text);
     done=True ends the watch of this worker (call it after the last step, before a final wait
     for slower ranks or a checkpoint). Nothing happens outside muster.torchrun's workers with a
-    hang_timeout. Cheap: one small file replaced, no message; never raises (a watch that went
-    away only stops watching)."""
+    hang_timeout. Cheap: one small file replaced, no message; a watch that went away (or a file
+    that cannot be written) only stops watching, and only a step that is no integer raises."""
     directory = os.environ.get(PROGRESS_DIR_ENV)
     if not directory:
         return
     path = os.path.join(directory, os.environ.get("LOCAL_RANK", "0"))
+    step = int(step)  # a step that is no integer is the caller's error (TypeError, ValueError)
     try:
         if done:
             os.unlink(path)
             return
         temporary = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
         with open(temporary, "w") as f:
-            f.write(f"{os.getpid()} {int(step)}\n")
+            f.write(f"{os.getpid()} {step}\n")
         os.replace(temporary, path)
     except OSError:
         pass

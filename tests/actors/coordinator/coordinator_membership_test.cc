@@ -249,5 +249,34 @@ TEST_F(CoordinatorMembershipTest, MisuseGetsItsStatus) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+// Past a restart intensity the job of an elastic task fails as any job: the failures that are
+// tolerated for the membership's sake still count, and the last one ends the job.
+using ElasticIntensityTest = LeaderTest;
+
+TEST_F(ElasticIntensityTest, PastTheRestartIntensityTheElasticJobFails) {
+  proto::CoordinationServiceConfig config = Config(3);
+  config.mutable_coordinated_job_list(0)->set_min_tasks(1);
+  config.set_membership_settle_ms(1);
+  Spawn(config,
+        std::make_shared<RestartIntensity>(std::make_unique<OneForAll>(), 1, absl::Minutes(1)));
+  Reports reports[3];
+  for (int id = 0; id < 3; ++id) {
+    ASSERT_TRUE(Register("worker", id, 100 + id, Agent(&reports[id])).ok());
+  }
+  auto fail = [&](int id) {
+    proto::ReportErrorToServiceRequest report;
+    report.set_error_code(static_cast<int>(absl::StatusCode::kInternal));
+    report.set_error_message("boom");
+    *report.mutable_error_origin() = MakeTask("worker", id);
+    return Call<proto::ReportErrorToServiceResponse>(leader_, report).status();
+  };
+  ASSERT_TRUE(fail(0).ok());  // tolerated: the job goes on with 1 and 2
+  EXPECT_EQ(State("worker", 2).state(), proto::TASKSTATE_CONNECTED);
+  EXPECT_TRUE(reports[2]->empty());
+  ASSERT_TRUE(fail(1).ok());  // the second failure within the minute: the job fails
+  EXPECT_EQ(State("worker", 2).state(), proto::TASKSTATE_ERROR);
+  EXPECT_FALSE(reports[2]->empty());
+}
+
 }  // namespace
 }  // namespace muster::testing

@@ -107,6 +107,22 @@ std::string KvTable(const StatusReport& report) {
   return absl::StrCat(title, Table(rows));
 }
 
+// The elastic jobs' memberships; nothing without elastic jobs.
+std::string MembershipTable(const StatusReport& report) {
+  if (report.memberships().empty()) return "";
+  std::vector<Row> rows = {{"JOB", "SIZE", "VERSION", "MEMBERS", "WAITING"}};
+  for (const auto& m : report.memberships()) {
+    std::string members = m.members().empty()
+                              ? absl::StrCat("none: forming (", m.waiting_size(), " of at least ",
+                                             m.min_tasks(), " connected)")
+                              : absl::StrJoin(m.members(), ",");
+    rows.push_back({m.job_name(), absl::StrCat(m.min_tasks(), ":", m.max_tasks()),
+                    absl::StrCat(m.version()), members,
+                    m.waiting().empty() ? "-" : absl::StrJoin(m.waiting(), ",")});
+  }
+  return absl::StrCat("\nELASTIC JOBS (", report.memberships_size(), ")\n", Table(rows));
+}
+
 }  // namespace
 
 absl::StatusOr<StatusReport> CollectStatus(LeaderSession& session, absl::Duration timeout,
@@ -125,6 +141,23 @@ absl::StatusOr<StatusReport> CollectStatus(LeaderSession& session, absl::Duratio
   auto sizes = session.Ask<proto::GetKvStatsResponse>(timeout, proto::GetKvStatsRequest{});
   if (!sizes.ok()) return sizes.status();
   CountKvDirectories(*sizes, &report);
+  // Each job's membership, when it is elastic (a fixed-size job is InvalidArgument).
+  std::vector<std::string> jobs;
+  for (const auto& info : report.tasks()) {
+    if (jobs.empty() || jobs.back() != info.task().job_name()) {
+      jobs.push_back(info.task().job_name());
+    }
+  }
+  for (const std::string& job : jobs) {
+    proto::GetMembershipRequest request;
+    request.set_job_name(job);
+    auto membership = session.Ask<proto::GetMembershipResponse>(timeout, request);
+    if (membership.ok()) {
+      *report.add_memberships() = std::move(*membership->mutable_membership());
+    } else if (membership.status().code() != absl::StatusCode::kInvalidArgument) {
+      return membership.status();
+    }
+  }
   return report;
 }
 
@@ -193,7 +226,8 @@ std::string RenderBringUp(const StatusReport& report) {
 
 std::string RenderStatusTable(const StatusReport& report) {
   return absl::StrCat("leader ", report.leader(), " (job-state version ", report.version(), ")\n\n",
-                      TaskTable(report), BarrierTable(report), KvTable(report));
+                      TaskTable(report), MembershipTable(report), BarrierTable(report),
+                      KvTable(report));
 }
 
 std::string RenderStatusJson(const StatusReport& report) {

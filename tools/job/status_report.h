@@ -17,8 +17,8 @@ namespace muster::cli {
 
 // Collects the report for the tasks of `job_state` (a WatchJobState reply), each request
 // bounded by `timeout`.
-// Possible errors: those of GetTaskState, GetBarriers and GetKvStats; DeadlineExceeded
-// when the leader does not answer.
+// Possible errors: those of GetTaskState, GetBarriers, GetKvStats and GetMembership (asked for
+// every job; a job of fixed size is left out); DeadlineExceeded when the leader does not answer.
 absl::StatusOr<StatusReport> CollectStatus(LeaderSession& session, absl::Duration timeout,
                                            const proto::WatchJobStateResponse& job_state);
 
@@ -26,7 +26,8 @@ absl::StatusOr<StatusReport> CollectStatus(LeaderSession& session, absl::Duratio
 // from the directories' sizes (GetKvStats: no key or value is read).
 void CountKvDirectories(const proto::GetKvStatsResponse& sizes, StatusReport* report);
 
-// The tables: tasks, open barriers, key-value directories.
+// The tables: tasks, elastic jobs' memberships (when there are any), open barriers, key-value
+// directories.
 std::string RenderStatusTable(const StatusReport& report);
 
 // The registration timeline (`muster status --bring-up`), from the connected tasks' ages

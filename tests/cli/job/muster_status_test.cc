@@ -106,6 +106,24 @@ TEST(MusterStatusTest, Json_ParsesIntoTheReport) {
   EXPECT_EQ(report.barriers_size(), 0);
 }
 
+TEST(MusterStatusTest, ElasticJob_ShowsItsMembershipAndLeavesFixedJobsOut) {
+  Leader leader({"--job=worker=2:4", "--job=ps=1"});
+  ASSERT_TRUE(leader.ok());
+  Result forming = RunMuster({"status", leader.leader_flag()});
+  EXPECT_EQ(forming.code, 0) << forming.output;
+  EXPECT_THAT(forming.output, HasSubstr("ELASTIC JOBS (1)"));
+  EXPECT_THAT(forming.output,
+              ContainsRegex("worker +2:4 +0 +none: forming \\(0 of at least 2 connected\\) +-"));
+  Result json = RunMuster({"status", leader.leader_flag(), "--json"});
+  ASSERT_EQ(json.code, 0) << json.output;
+  StatusReport report = ParseReport(json.output);
+  ASSERT_EQ(report.memberships_size(), 1);  // ps has a fixed size
+  EXPECT_EQ(report.memberships(0).job_name(), "worker");
+  EXPECT_EQ(report.memberships(0).min_tasks(), 2);
+  EXPECT_EQ(report.memberships(0).max_tasks(), 4);
+  EXPECT_EQ(report.memberships(0).version(), 0);
+}
+
 TEST(MusterStatusTest, Watch_PrintsAgainWhenATaskChanges) {
   Leader leader({"--job=worker=1"});
   ASSERT_TRUE(leader.ok());

@@ -16,11 +16,10 @@ namespace {
 
 constexpr caf::timespan kDefaultSettle = std::chrono::seconds(5);
 
-std::string Ids(const std::vector<int32_t>& ids) { return absl::StrJoin(ids, ", "); }
-
+// "0, 1, 3": task ids of a membership's list or of NotArrived().
 template <class Ids>
 std::string IdList(const Ids& ids) {
-  return absl::StrJoin(ids.begin(), ids.end(), ", ");
+  return absl::StrJoin(ids, ", ");
 }
 
 // Arms the job's timer for `when` (its settle deadline or a call's deadline).
@@ -43,7 +42,7 @@ absl::Status TimedOut(const MembershipWait& wait, const ElasticMembership& job) 
   if (job.IsMember(wait.task.task_id())) {
     return absl::DeadlineExceededError(
         absl::StrCat("WaitForMembership of ", name, " timed out at version ", view.version(),
-                     " of job ", view.job_name(), ": members ", Ids(job.NotArrived()),
+                     " of job ", view.job_name(), ": members ", IdList(job.NotArrived()),
                      " did not reach their safe point (WaitForMembership), so tasks ",
                      IdList(view.waiting()), " were not admitted; call it from every member"));
   }

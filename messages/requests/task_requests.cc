@@ -54,4 +54,17 @@ proto::NotifyPreemptionRequest NotifyPreemption(const std::string& reason, absl:
   return request;
 }
 
+proto::WaitForMembershipRequest WaitForMembership(int64_t known_version, absl::Duration timeout) {
+  proto::WaitForMembershipRequest request;
+  request.set_known_version(known_version);
+  request.set_timeout_in_ms(MembershipTimeoutMs(timeout));
+  return request;
+}
+
+proto::GetMembershipRequest GetMembership(const std::string& job) {
+  proto::GetMembershipRequest request;
+  request.set_job_name(job);
+  return request;
+}
+
 }  // namespace muster::requests

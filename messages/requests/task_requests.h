@@ -26,5 +26,8 @@ proto::GetAliveTasksRequest GetAliveTasks(const std::vector<proto::CoordinatedTa
 proto::WatchJobStateRequest WatchJobState(const std::string& job, std::optional<int64_t> version);
 // `deadline`: when the preemption happens (absl::InfiniteFuture(): unknown).
 proto::NotifyPreemptionRequest NotifyPreemption(const std::string& reason, absl::Time deadline);
+// An elastic job's safe point (absl::InfiniteDuration(): no deadline).
+proto::WaitForMembershipRequest WaitForMembership(int64_t known_version, absl::Duration timeout);
+proto::GetMembershipRequest GetMembership(const std::string& job);
 
 }  // namespace muster::requests

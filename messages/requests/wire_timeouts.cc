@@ -12,6 +12,11 @@ absl::Duration AtLeastOneMillisecond(absl::Duration timeout) {
   return std::max(timeout, absl::Milliseconds(1));
 }
 
+int64_t MembershipTimeoutMs(absl::Duration timeout) {
+  if (timeout == absl::InfiniteDuration()) return 0;
+  return std::clamp<int64_t>(absl::ToInt64Milliseconds(timeout), 1, kMaxMembershipTimeoutMs);
+}
+
 int64_t BarrierTimeoutMs(absl::Duration timeout) {
   return timeout == absl::InfiniteDuration() ? kMaxBarrierTimeoutMs
                                              : absl::ToInt64Milliseconds(timeout);

@@ -23,6 +23,10 @@ int64_t WaitTimeoutMs(absl::Duration timeout);
 // `timeout`, but at least 1 ms: a finite wait that WaitTimeoutMs never sends as 0 (none).
 absl::Duration AtLeastOneMillisecond(absl::Duration timeout);
 
+// WaitForMembershipRequest.timeout_in_ms: 0 without a deadline; a finite timeout is its whole
+// milliseconds, at least 1 (0 would be none) and at most kMaxMembershipTimeoutMs.
+int64_t MembershipTimeoutMs(absl::Duration timeout);
+
 // BarrierRequest.barrier_timeout_in_ms: kMaxBarrierTimeoutMs without a deadline (the field has
 // no "none": 0 is a deadline that has passed); a finite timeout is its whole milliseconds.
 int64_t BarrierTimeoutMs(absl::Duration timeout);

@@ -116,7 +116,7 @@ def test_misuse_raises_typed_errors():
                 worker.wait_for_membership(-1, timeout=1)
             # A version ahead of the job's (kept across a leader restart) gets the current one.
             assert worker.wait_for_membership(7, timeout=10)["members"] == [0]
-            # A timeout beyond the leader's longest (a year) is that one.
+            # A timeout beyond any the leader takes (a year) is sent as one it takes.
             assert worker.wait_for_membership(1, timeout=1e300)["version"] == 1
             with pytest.raises(ValueError):
                 worker.wait_for_membership(0, timeout=-1)

@@ -149,9 +149,8 @@ absl::StatusOr<StatusReport> CollectStatus(LeaderSession& session, absl::Duratio
     }
   }
   for (const std::string& job : jobs) {
-    proto::GetMembershipRequest request;
-    request.set_job_name(job);
-    auto membership = session.Ask<proto::GetMembershipResponse>(timeout, request);
+    auto membership =
+        session.Ask<proto::GetMembershipResponse>(timeout, requests::GetMembership(job));
     if (membership.ok()) {
       *report.add_memberships() = std::move(*membership->mutable_membership());
     } else if (membership.status().code() != absl::StatusCode::kInvalidArgument) {

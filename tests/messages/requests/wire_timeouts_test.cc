@@ -23,6 +23,14 @@ TEST(WireTimeoutsTest, AtLeastOneMillisecondKeepsNoTimeout) {
   EXPECT_EQ(WaitTimeoutMs(AtLeastOneMillisecond(absl::ZeroDuration())), 1);
 }
 
+TEST(WireTimeoutsTest, AMembershipTimeoutIsNoneOrFromOneMillisecondToAYear) {
+  EXPECT_EQ(MembershipTimeoutMs(absl::InfiniteDuration()), 0);
+  EXPECT_EQ(MembershipTimeoutMs(absl::ZeroDuration()), 1);
+  EXPECT_EQ(MembershipTimeoutMs(absl::Microseconds(300)), 1);
+  EXPECT_EQ(MembershipTimeoutMs(absl::Seconds(2)), 2000);
+  EXPECT_EQ(MembershipTimeoutMs(absl::Hours(24 * 365 * 10)), kMaxMembershipTimeoutMs);
+}
+
 TEST(WireTimeoutsTest, ABarrierWithoutTimeoutIsTheLongestTimeout) {
   EXPECT_EQ(kMaxBarrierTimeoutMs, int64_t{1} << 40);
   EXPECT_EQ(BarrierTimeoutMs(absl::InfiniteDuration()), kMaxBarrierTimeoutMs);

@@ -29,50 +29,6 @@ absl::StatusOr<TaskActor> Route(CoordinatorPointer self, absl::string_view what,
   return slot->actor;
 }
 
-caf::result<proto::WatchJobStateResponse> WatchJobState(
-    CoordinatorPointer self, const proto::WatchJobStateRequest& request) {
-  auto& st = self->state;
-  int64_t version = request.version_number();
-  if (!request.job_name().empty() && !st.tasks.view().HasJob(request.job_name())) {
-    return ToError(MakeCoordinationError(absl::InvalidArgumentError(absl::StrCat(
-        "WatchJobState for unknown job '", JobNameForMessage(request.job_name()),
-        "': it is not in the cluster configuration. Watch a configured job, or \"\" for all."))));
-  }
-  const int64_t current = st.tasks.version();
-  if (version > current) {
-    return ToError(MakeCoordinationError(absl::InvalidArgumentError(absl::StrCat(
-        "WatchJobState version ", version, " is ahead of the service (current version ", current,
-        "); the leader has probably restarted: call again with -1."))));
-  }
-  if (version < current) return JobState(self, request.job_name());
-  auto promise = self->make_response_promise<proto::WatchJobStateResponse>();
-  st.watches.push_back({request.job_name(), promise});
-  return promise;
-}
-
-caf::result<proto::GetAliveTasksResponse> GetAliveTasks(
-    CoordinatorPointer self, const proto::GetAliveTasksRequest& request) {
-  auto& st = self->state;
-  if (absl::Status own = ActsAsItself(self, request.requesting_task()); !own.ok()) {
-    return ToError(own);
-  }
-  bool listed = false;
-  for (const auto& task : request.tasks()) {
-    if (!st.tasks.view().IsKnown(task))
-      return ToError(UnknownTaskError("GetAliveTasks for unknown task ", task));
-    listed |= SameTask(task, request.requesting_task());
-  }
-  if (!listed) {
-    return ToError(MakeCoordinationError(absl::InvalidArgumentError(
-        absl::StrCat("Requesting task ", TaskName(request.requesting_task()),
-                     " is not one of the tasks specified in a GetAliveTasks request."))));
-  }
-  auto promise = self->make_response_promise<proto::GetAliveTasksResponse>();
-  st.alive.Join(st.tasks.view(), {request.tasks().begin(), request.tasks().end()},
-                request.requesting_task(), promise);
-  return promise;
-}
-
 caf::result<proto::WaitForAllTasksResponse> WaitForAllTasks(
     CoordinatorPointer self, const proto::WaitForAllTasksRequest& request) {
   auto& st = self->state;
@@ -132,16 +88,6 @@ caf::result<Response> ToTask(CoordinatorPointer self, bool any_sender, absl::str
                         [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
             });
   return promise;
-}
-
-// The event log answers (it validates the request and parks it when it waits). A coordinator
-// spawned without one (tests, embedders) answers as a log that has no event.
-caf::result<proto::WatchEventsResponse> WatchEvents(CoordinatorPointer self,
-                                                    const proto::WatchEventsRequest& request) {
-  if (self->state.options.events) return self->delegate(self->state.options.events, request);
-  proto::WatchEventsResponse none;
-  none.set_first_kept_seq(1);
-  return none;
 }
 
 // A task in ERROR may be reset from any node admitted to the job (`muster task reset`: the

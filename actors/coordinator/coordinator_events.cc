@@ -134,4 +134,14 @@ proto::JobEvent PreemptionEvent(const proto::NotifyPreemptionRequest& request, b
   return event;
 }
 
+// The event log answers (it validates the request and parks it when it waits). A coordinator
+// spawned without one (tests, embedders) answers as a log that has no event.
+caf::result<proto::WatchEventsResponse> WatchEvents(CoordinatorPointer self,
+                                                    const proto::WatchEventsRequest& request) {
+  if (self->state.options.events) return self->delegate(self->state.options.events, request);
+  proto::WatchEventsResponse none;
+  none.set_first_kept_seq(1);
+  return none;
+}
+
 }  // namespace muster

@@ -233,6 +233,13 @@ void PersistNewRound(CoordinatorPointer self, const std::vector<std::string>& ba
 caf::result<proto::GetTaskStateResponse> GetTaskState(CoordinatorPointer self,
                                                       const proto::GetTaskStateRequest& request);
 proto::TaskColumns TaskColumnsOf(CoordinatorPointer self);
+// Possible errors of WatchJobState: InvalidArgument (unknown job, a version ahead of the
+// service); of GetAliveTasks: InvalidArgument (unknown task, requester not in the set),
+// PermissionDenied (not acting as itself).
+caf::result<proto::WatchJobStateResponse> WatchJobState(CoordinatorPointer self,
+                                                        const proto::WatchJobStateRequest& request);
+caf::result<proto::GetAliveTasksResponse> GetAliveTasks(CoordinatorPointer self,
+                                                        const proto::GetAliveTasksRequest& request);
 
 // Answers a job-state watch with the current states of its job.
 proto::WatchJobStateResponse JobState(CoordinatorPointer self, const std::string& job);
@@ -263,5 +270,8 @@ proto::JobEvent TaskStuckEvent(const proto::TaskStuck& stuck, const absl::Status
                                uint64_t incarnation);
 // PREEMPTION_NOTICED: a task announced a preemption (detail: its reason).
 proto::JobEvent PreemptionEvent(const proto::NotifyPreemptionRequest& request, bool first);
+// WatchEvents, answered by the event log (a coordinator without one answers with no events).
+caf::result<proto::WatchEventsResponse> WatchEvents(CoordinatorPointer self,
+                                                    const proto::WatchEventsRequest& request);
 
 }  // namespace muster

@@ -1,12 +1,16 @@
 // The coordinator's reads of every task's state: GetTaskState (a CoordinatedTaskStateInfo per
-// task asked for) and GetTaskColumns (every task as packed columns, for the leader's metrics and
-// live page: one pass over the task slots, no message per task).
+// task asked for), GetTaskColumns (every task as packed columns, for the leader's metrics and
+// live page: one pass over the task slots, no message per task), WatchJobState and
+// GetAliveTasks.
 #include <limits>
 #include <optional>
 #include <string>
 
+#include <absl/strings/str_cat.h>
+
 #include "muster/actors/coordinator/coordinator_state.h"
 #include "muster/messages/status/status_codec.h"
+#include "muster/messages/task_name.h"
 
 namespace muster {
 namespace {
@@ -77,6 +81,50 @@ proto::TaskColumns TaskColumnsOf(CoordinatorPointer self) {
   columns.set_states(std::move(states));
   columns.set_version(st.tasks.version());
   return columns;
+}
+
+caf::result<proto::WatchJobStateResponse> WatchJobState(
+    CoordinatorPointer self, const proto::WatchJobStateRequest& request) {
+  auto& st = self->state;
+  int64_t version = request.version_number();
+  if (!request.job_name().empty() && !st.tasks.view().HasJob(request.job_name())) {
+    return ToError(MakeCoordinationError(absl::InvalidArgumentError(absl::StrCat(
+        "WatchJobState for unknown job '", JobNameForMessage(request.job_name()),
+        "': it is not in the cluster configuration. Watch a configured job, or \"\" for all."))));
+  }
+  const int64_t current = st.tasks.version();
+  if (version > current) {
+    return ToError(MakeCoordinationError(absl::InvalidArgumentError(absl::StrCat(
+        "WatchJobState version ", version, " is ahead of the service (current version ", current,
+        "); the leader has probably restarted: call again with -1."))));
+  }
+  if (version < current) return JobState(self, request.job_name());
+  auto promise = self->make_response_promise<proto::WatchJobStateResponse>();
+  st.watches.push_back({request.job_name(), promise});
+  return promise;
+}
+
+caf::result<proto::GetAliveTasksResponse> GetAliveTasks(
+    CoordinatorPointer self, const proto::GetAliveTasksRequest& request) {
+  auto& st = self->state;
+  if (absl::Status own = ActsAsItself(self, request.requesting_task()); !own.ok()) {
+    return ToError(own);
+  }
+  bool listed = false;
+  for (const auto& task : request.tasks()) {
+    if (!st.tasks.view().IsKnown(task))
+      return ToError(UnknownTaskError("GetAliveTasks for unknown task ", task));
+    listed |= SameTask(task, request.requesting_task());
+  }
+  if (!listed) {
+    return ToError(MakeCoordinationError(absl::InvalidArgumentError(
+        absl::StrCat("Requesting task ", TaskName(request.requesting_task()),
+                     " is not one of the tasks specified in a GetAliveTasks request."))));
+  }
+  auto promise = self->make_response_promise<proto::GetAliveTasksResponse>();
+  st.alive.Join(st.tasks.view(), {request.tasks().begin(), request.tasks().end()},
+                request.requesting_task(), promise);
+  return promise;
 }
 
 }  // namespace muster

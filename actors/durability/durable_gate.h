@@ -56,11 +56,7 @@ class DurableGate {
   void Persist(Self* self, StateBatch batch) {
     if (!enabled() || batch.empty()) return;
     ++sent_;
-    if (waiting_.empty()) {
-      waiting_ = std::move(batch);
-    } else {
-      for (auto& op : batch.ops) waiting_.ops.push_back(std::move(op));
-    }
+    waiting_.Append(std::move(batch));
     if (!in_flight_) Flush(self);
   }
 

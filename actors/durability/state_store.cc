@@ -1,53 +1,19 @@
 #include "muster/actors/durability/state_store.h"
 
 #include <cinttypes>
-#include <map>
 #include <utility>
+#include <vector>
 
 #include <absl/strings/escaping.h>
 #include <absl/strings/match.h>
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_split.h>
-#include <leveldb/db.h>
-#include <leveldb/iterator.h>
-#include <leveldb/options.h>
-#include <leveldb/write_batch.h>
 
 namespace muster {
 namespace {
 
 std::string Hex(uint64_t value) { return absl::StrCat(absl::Hex(value, absl::kZeroPad16)); }
-
-absl::Status Corrupt(const std::string& dir, absl::string_view what) {
-  return absl::DataLossError(absl::StrCat(
-      "state dir ", dir, " is damaged: ", what,
-      ". The leader refuses to serve data it cannot trust: restore the dir from a backup, or move "
-      "it aside to start with an empty state (every task then registers anew)."));
-}
-
-// The error of a failed open, in the leader's words.
-absl::Status OpenError(const std::string& dir, const leveldb::Status& status) {
-  std::string cause = status.ToString();
-  if (status.IsIOError() && absl::StrContains(cause, "/LOCK")) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "state dir ", dir, " is in use by another leader (", cause,
-        "). One leader at a time owns a state dir: stop the other one, or give this one its own "
-        "dir."));
-  }
-  if (status.IsCorruption()) return Corrupt(dir, cause);
-  return absl::InternalError(absl::StrCat("cannot open state dir ", dir, ": ", cause));
-}
-
-// Parses `value` as the record `message` found under `key`.
-absl::Status Parse(const std::string& dir, const leveldb::Slice& key, const leveldb::Slice& value,
-                   google::protobuf::Message* message) {
-  if (message->ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-    return absl::OkStatus();
-  }
-  return Corrupt(dir, absl::StrCat("record ", absl::CHexEscape(key.ToString()), " (", value.size(),
-                                   " bytes) is not a ", message->GetDescriptor()->name()));
-}
 
 // The KV directory a recovered record belongs to, created on first use.
 proto::RecoveredKvDirectory& Directory(std::map<std::string, proto::RecoveredKvDirectory>& dirs,
@@ -94,116 +60,87 @@ absl::Status LoadStatus(const proto::StoredStatus& stored) {
   return status;
 }
 
-StateStore::StateStore(std::string dir, std::unique_ptr<leveldb::DB> db)
-    : dir_(std::move(dir)), db_(std::move(db)) {}
+StateRecords::StateRecords(std::string where, std::string remedy, std::string aside)
+    : where_(std::move(where)), remedy_(std::move(remedy)), aside_(std::move(aside)) {}
 
-StateStore::~StateStore() = default;
-
-absl::StatusOr<std::shared_ptr<StateStore>> StateStore::Open(const std::string& dir) {
-  leveldb::Options options;
-  options.create_if_missing = true;
-  // Damage fails the open. Except in the newest log's last 32 KiB block, where LevelDB cannot
-  // tell a damaged record from a torn write (never acknowledged) and drops the log from there.
-  options.paranoid_checks = true;
-  leveldb::DB* db = nullptr;
-  leveldb::Status status = leveldb::DB::Open(options, dir, &db);
-  if (!status.ok()) return OpenError(dir, status);
-  return std::shared_ptr<StateStore>(new StateStore(dir, std::unique_ptr<leveldb::DB>(db)));
+absl::Status StateRecords::Damaged(absl::string_view what) const {
+  return absl::DataLossError(absl::StrCat(where_, " is damaged: ", what,
+                                          ". The leader refuses to serve data it cannot trust: ",
+                                          remedy_, " (every task then registers anew)."));
 }
 
-absl::StatusOr<proto::RecoveredState> StateStore::Load() const {
-  proto::RecoveredState state;
-  std::map<std::string, proto::RecoveredKvDirectory> dirs;
-  leveldb::ReadOptions options;
-  options.verify_checksums = true;
-  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(options));
-  bool has_leader = false;
-  size_t records = 0;
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    ++records;
-    leveldb::Slice key = it->key();
-    leveldb::Slice value = it->value();
-    absl::string_view name(key.data(), key.size());
-    absl::Status parsed;
-    if (name == LeaderStateKey()) {
-      parsed = Parse(dir_, key, value, state.mutable_leader());
-      has_leader = true;
-    } else if (absl::ConsumePrefix(&name, "t/")) {
-      parsed = Parse(dir_, key, value, state.add_tasks());
-    } else if (absl::ConsumePrefix(&name, "b/")) {
-      parsed = Parse(dir_, key, value, state.add_barriers());
-    } else if (absl::ConsumePrefix(&name, "k/")) {
-      auto& dir = Directory(dirs, name.substr(0, name.find('/')));
-      proto::KvRecord record;
-      parsed = Parse(dir_, key, value, &record);
-      auto* entry = dir.add_entries();
-      entry->set_key(std::string(name));
-      entry->set_value(record.value());
-      record.clear_value();
-      *dir.add_records() = std::move(record);
-    } else if (absl::ConsumePrefix(&name, "r/")) {
-      proto::KvRevisionRecord record;
-      parsed = Parse(dir_, key, value, &record);
-      Directory(dirs, name).set_revision(record.revision());
-      Directory(dirs, name).set_watched(record.watched());
-    } else if (absl::ConsumePrefix(&name, "h/")) {
-      proto::KvHistoryRecord record;
-      parsed = Parse(dir_, key, value, &record);
-      *Directory(dirs, name.substr(0, name.find('/'))).add_history() = record.event();
-    } else if (absl::ConsumePrefix(&name, "d/")) {
-      std::vector<absl::string_view> parts = absl::StrSplit(name, '/');
-      proto::RecoveredKvDirectory::Reply reply;
-      uint64_t client = 0, seq = 0;
-      if (parts.size() != 3 || !absl::SimpleHexAtoi(parts[1], &client) ||
-          !absl::SimpleHexAtoi(parts[2], &seq)) {
-        return Corrupt(
-            dir_, absl::StrCat("reply key ", absl::CHexEscape(key.ToString()), " is malformed"));
-      }
-      reply.set_client(client);
-      reply.set_seq(seq);
-      parsed = Parse(dir_, key, value, reply.mutable_reply());
-      *Directory(dirs, parts[0]).add_replies() = std::move(reply);
-    } else {
-      return Corrupt(dir_, absl::StrCat("unknown record ", absl::CHexEscape(key.ToString())));
+absl::Status StateRecords::Add(absl::string_view key, absl::string_view value) {
+  ++records_;
+  // Parses `value` as the record `message` found under `key`.
+  auto parse = [&](google::protobuf::Message* message) {
+    if (message->ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+      return absl::OkStatus();
     }
-    if (!parsed.ok()) return parsed;
+    return Damaged(absl::StrCat("record ", absl::CHexEscape(key), " (", value.size(),
+                                " bytes) is not a ", message->GetDescriptor()->name()));
+  };
+  absl::string_view name = key;
+  if (name == LeaderStateKey()) {
+    has_leader_ = true;
+    return parse(state_.mutable_leader());
   }
-  if (!it->status().ok()) return OpenError(dir_, it->status());
-  if (records == 0) {
-    state.set_fresh(true);
-    return state;
+  if (absl::ConsumePrefix(&name, "t/")) return parse(state_.add_tasks());
+  if (absl::ConsumePrefix(&name, "b/")) return parse(state_.add_barriers());
+  if (absl::ConsumePrefix(&name, "k/")) {
+    auto& dir = Directory(dirs_, name.substr(0, name.find('/')));
+    proto::KvRecord record;
+    absl::Status parsed = parse(&record);
+    auto* entry = dir.add_entries();
+    entry->set_key(std::string(name));
+    entry->set_value(record.value());
+    record.clear_value();
+    *dir.add_records() = std::move(record);
+    return parsed;
   }
-  if (!has_leader) return Corrupt(dir_, "it has records but no leader record (m/leader)");
-  if (state.leader().format() != kStateFormat) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "state dir ", dir_, " holds state of format ", state.leader().format(),
-        " but this leader reads format ", kStateFormat,
-        ": run the Muster version that wrote it, or move the dir aside to start empty."));
+  if (absl::ConsumePrefix(&name, "r/")) {
+    proto::KvRevisionRecord record;
+    absl::Status parsed = parse(&record);
+    Directory(dirs_, name).set_revision(record.revision());
+    Directory(dirs_, name).set_watched(record.watched());
+    return parsed;
   }
-  for (auto& [name, dir] : dirs) *state.add_directories() = std::move(dir);
-  return state;
+  if (absl::ConsumePrefix(&name, "h/")) {
+    proto::KvHistoryRecord record;
+    absl::Status parsed = parse(&record);
+    *Directory(dirs_, name.substr(0, name.find('/'))).add_history() = record.event();
+    return parsed;
+  }
+  if (absl::ConsumePrefix(&name, "d/")) {
+    std::vector<absl::string_view> parts = absl::StrSplit(name, '/');
+    proto::RecoveredKvDirectory::Reply reply;
+    uint64_t client = 0, seq = 0;
+    if (parts.size() != 3 || !absl::SimpleHexAtoi(parts[1], &client) ||
+        !absl::SimpleHexAtoi(parts[2], &seq)) {
+      return Damaged(absl::StrCat("reply key ", absl::CHexEscape(key), " is malformed"));
+    }
+    reply.set_client(client);
+    reply.set_seq(seq);
+    absl::Status parsed = parse(reply.mutable_reply());
+    *Directory(dirs_, parts[0]).add_replies() = std::move(reply);
+    return parsed;
+  }
+  return Damaged(absl::StrCat("unknown record ", absl::CHexEscape(key)));
 }
 
-void StateStore::Close() { db_.reset(); }
-
-absl::Status StateStore::Write(const StateBatch& batch) {
-  if (!db_) {
-    return absl::InternalError(absl::StrCat("cannot write state dir ", dir_, ": it is closed"));
+absl::StatusOr<proto::RecoveredState> StateRecords::Finish() && {
+  if (records_ == 0) {
+    state_.set_fresh(true);
+    return std::move(state_);
   }
-  leveldb::WriteBatch write;
-  for (const auto& [key, value] : batch.ops) {
-    if (value) {
-      write.Put(key, *value);
-    } else {
-      write.Delete(key);
-    }
+  if (!has_leader_) return Damaged("it has records but no leader record (m/leader)");
+  if (state_.leader().format() != kStateFormat) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(where_, " holds state of format ", state_.leader().format(),
+                     " but this leader reads format ", kStateFormat,
+                     ": run the Muster version that wrote it, or ", aside_, " to start empty."));
   }
-  leveldb::WriteOptions options;
-  options.sync = true;
-  leveldb::Status status = db_->Write(options, &write);
-  if (status.ok()) return absl::OkStatus();
-  return absl::InternalError(
-      absl::StrCat("cannot write state dir ", dir_, ": ", status.ToString()));
+  for (auto& [name, dir] : dirs_) *state_.add_directories() = std::move(dir);
+  return std::move(state_);
 }
 
 }  // namespace muster

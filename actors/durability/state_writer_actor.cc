@@ -29,7 +29,7 @@ void WriterLoop(caf::blocking_actor* self, std::shared_ptr<StateStore> store,
       promise.deliver(ToError(failed));
       return;
     }
-    for (auto& op : batch.ops) group.ops.push_back(std::move(op));
+    group.Append(std::move(batch));
     waiting.push_back(std::move(promise));
   };
   auto on_exit = [&](caf::exit_msg& msg) {
@@ -60,7 +60,7 @@ void WriterLoop(caf::blocking_actor* self, std::shared_ptr<StateStore> store,
       }
     }
     waiting.clear();
-    group.ops.clear();
+    group.Clear();
   }
   store->Close();  // the lock goes with the writer, not with the last handle to it
 }

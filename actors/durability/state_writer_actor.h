@@ -25,14 +25,29 @@ namespace muster {
 class LeaderMetrics;
 class StateStore;
 
-// Changes to the state dir, applied in order and atomically: a put (value) or a delete.
+// Changes to the state, applied in order: a put (value) or a delete. A batch made by Put and
+// Delete is one unit, applied atomically; Append() joins batches and keeps each a unit of its
+// own (a store that cannot apply a whole group atomically splits it between units only).
 struct StateBatch {
   std::vector<std::pair<std::string, std::optional<std::string>>> ops;
+  // Where each unit but the last ends (an index into ops); the last ends with ops.
+  std::vector<size_t> unit_ends;
+
   void Put(std::string key, std::string value) {
     ops.emplace_back(std::move(key), std::move(value));
   }
   void Delete(std::string key) { ops.emplace_back(std::move(key), std::nullopt); }
   bool empty() const { return ops.empty(); }
+  void Append(StateBatch&& other) {
+    if (other.empty()) return;
+    if (!ops.empty()) unit_ends.push_back(ops.size());
+    for (size_t end : other.unit_ends) unit_ends.push_back(ops.size() + end);
+    for (auto& op : other.ops) ops.push_back(std::move(op));
+  }
+  void Clear() {
+    ops.clear();
+    unit_ends.clear();
+  }
 };
 
 }  // namespace muster

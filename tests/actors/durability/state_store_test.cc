@@ -105,10 +105,32 @@ class StateStoreTest : public ::testing::Test {
   std::string dir_;
 };
 
+TEST(StateBatchTest, Append_KeepsEachBatchAUnit) {
+  StateBatch a;
+  a.Put("k/1", "x");
+  a.Put("k/2", "y");
+  StateBatch b;
+  b.Delete("k/1");
+  StateBatch joined;
+  joined.Append(std::move(a));
+  joined.Append(StateBatch());  // nothing: no unit
+  joined.Append(std::move(b));
+  StateBatch c;
+  c.Append(std::move(joined));  // units kept through a second join
+  c.Put("k/3", "z");            // joins the last unit
+  ASSERT_EQ(c.ops.size(), 4u);
+  EXPECT_EQ(c.unit_ends, (std::vector<size_t>{2}));
+  EXPECT_EQ(c.ops[2].first, "k/1");
+  EXPECT_FALSE(c.ops[2].second.has_value());
+  c.Clear();
+  EXPECT_TRUE(c.empty());
+  EXPECT_TRUE(c.unit_ends.empty());
+}
+
 TEST_F(StateStoreTest, FreshDir_LoadsFreshAndEmpty) {
   auto store = OpenOk();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->dir(), dir_);
+  EXPECT_EQ(store->location(), dir_);
   auto state = store->Load();
   ASSERT_THAT(state, IsOk());
   EXPECT_TRUE(state->fresh());

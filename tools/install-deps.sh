@@ -10,6 +10,9 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler
   libabsl-dev
   libleveldb-dev libsnappy-dev
+  libgrpc++-dev protobuf-compiler-grpc
+  etcd-server etcd-client golang-etcd-server-dev golang-github-gogo-protobuf-dev
+  golang-github-grpc-ecosystem-grpc-gateway-dev
   libcpp-httplib-dev
   libgtest-dev libgmock-dev
   ccache procps

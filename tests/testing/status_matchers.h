@@ -36,4 +36,13 @@ MATCHER_P2(StatusIs, code, message_matcher,
          ::testing::Matches(message_matcher)(std::string(status.message()));
 }
 
+// A StatusOr that is OK and whose value matches `value_matcher`.
+MATCHER_P(IsOkAndHolds, value_matcher, "is OK and holds a matching value") {
+  if (!arg.ok()) {
+    *result_listener << "status is " << arg.status();
+    return false;
+  }
+  return ::testing::ExplainMatchResult(value_matcher, *arg, result_listener);
+}
+
 }  // namespace muster::testing

@@ -1,0 +1,80 @@
+// A client of etcd's v3 API (the KV, Lease and Maintenance services of etcd's rpc.proto, over
+// gRPC) for a cluster given by its members' endpoints. A call goes to one member; when that
+// member does not answer (down, cut off, without a quorum: gRPC's Unavailable or
+// DeadlineExceeded) it tries the next, until the call's time is up. Requests and replies are
+// etcd's own protobuf messages. Blocking: for threads of their own (the state writer, a
+// leader's campaign), never for an actor's handler. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <absl/status/status.h>
+#include <absl/status/statusor.h>
+#include <absl/strings/string_view.h>
+#include <absl/time/time.h>
+
+#include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
+
+namespace muster {
+
+struct EtcdOptions {
+  // "HOST:PORT" (or "http://HOST:PORT") of each member.
+  std::vector<std::string> endpoints;
+  // How long one member may take to answer one call before the next is tried.
+  absl::Duration attempt_timeout = absl::Milliseconds(500);
+};
+
+// Parses "HOST:PORT,HOST:PORT" (an "http://" in front of each is accepted, as etcdctl's
+// --endpoints takes them). Possible errors: InvalidArgument (empty, a malformed endpoint, or
+// https://, which this client does not speak), naming the endpoint.
+absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(absl::string_view text);
+
+class EtcdClient {
+ public:
+  // Connects to the cluster and checks that a member answers within `timeout` (a serializable
+  // read). Possible errors: InvalidArgument (no endpoints), Unavailable (no member answered,
+  // naming the endpoints and the last error).
+  static absl::StatusOr<std::shared_ptr<EtcdClient>> Connect(
+      EtcdOptions options, absl::Duration timeout = absl::Seconds(5));
+
+  // Each call returns etcd's reply, or its error as an absl::Status of the same code naming the
+  // member and etcd's message (Unavailable when no member answered within `timeout`).
+  absl::StatusOr<etcdserverpb::RangeResponse> Range(const etcdserverpb::RangeRequest& request,
+                                                    absl::Duration timeout) const;
+  absl::StatusOr<etcdserverpb::TxnResponse> Txn(const etcdserverpb::TxnRequest& request,
+                                                absl::Duration timeout) const;
+  absl::StatusOr<etcdserverpb::LeaseGrantResponse> LeaseGrant(int64_t ttl_seconds,
+                                                              absl::Duration timeout) const;
+  // Refreshes lease `id` once. Returns the TTL etcd gave it (seconds); NotFound when the lease
+  // is gone (it expired, or was revoked).
+  absl::StatusOr<int64_t> LeaseKeepAliveOnce(int64_t id, absl::Duration timeout) const;
+  absl::Status LeaseRevoke(int64_t id, absl::Duration timeout) const;
+
+  // "HOST:PORT,HOST:PORT", for messages.
+  const std::string& endpoints() const { return endpoints_text_; }
+
+ private:
+  struct Member {
+    std::string endpoint;
+    std::unique_ptr<etcdserverpb::KV::Stub> kv;
+    std::unique_ptr<etcdserverpb::Lease::Stub> lease;
+  };
+
+  explicit EtcdClient(EtcdOptions options);
+
+  // Runs `call(member, context)` on the members in turn, from the one that answered last,
+  // until one answers or `timeout` passes.
+  template <class Call>
+  absl::Status OnSomeMember(absl::string_view what, absl::Duration timeout, Call call) const;
+
+  EtcdOptions options_;
+  std::string endpoints_text_;
+  std::vector<Member> members_;
+  mutable std::atomic<size_t> current_{0};  // the member that answered last
+};
+
+}  // namespace muster

@@ -1,0 +1,148 @@
+#include "tests/net/ha/etcd_cluster.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
+
+#include "muster/net/ha/etcd_client.h"
+
+namespace muster::testing {
+namespace {
+
+// `count` distinct ports nobody listens on now (the kernel's picks for sockets bound to port 0,
+// all held until every one is picked).
+std::vector<int> FreePorts(int count) {
+  std::vector<int> fds, ports;
+  for (int i = 0; i < count; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = 0;
+    socklen_t len = sizeof(addr);
+    int port = 0;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      port = ntohs(addr.sin_port);
+    }
+    fds.push_back(fd);
+    ports.push_back(port);
+  }
+  for (int fd : fds) close(fd);
+  return ports;
+}
+
+std::string Url(int port) { return absl::StrCat("http://127.0.0.1:", port); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(int members,
+                                                                absl::Duration timeout) {
+  if (access("/usr/bin/etcd", X_OK) != 0) {
+    return absl::UnavailableError("/usr/bin/etcd is missing: run tools/install-deps.sh");
+  }
+  auto cluster = std::unique_ptr<EtcdCluster>(new EtcdCluster());
+  std::string pattern = (std::filesystem::temp_directory_path() / "muster-etcd-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) return absl::InternalError("mkdtemp failed");
+  cluster->dir_ = pattern;
+  std::vector<std::string> peers;
+  const std::vector<int> ports = FreePorts(2 * members);
+  for (int i = 0; i < members; ++i) {
+    Member member{
+        .name = absl::StrCat("m", i), .client_port = ports[2 * i], .peer_port = ports[2 * i + 1]};
+    peers.push_back(absl::StrCat(member.name, "=", Url(member.peer_port)));
+    cluster->members_.push_back(std::move(member));
+  }
+  cluster->initial_cluster_ = absl::StrJoin(peers, ",");
+  for (int i = 0; i < members; ++i) {
+    if (absl::Status launched = cluster->Launch(i); !launched.ok()) return launched;
+  }
+  // Formed: a linearizable read goes through the cluster's leader.
+  absl::StatusOr<std::vector<std::string>> endpoints = ParseEtcdEndpoints(cluster->endpoints());
+  if (!endpoints.ok()) return endpoints.status();
+  auto client = EtcdClient::Connect({.endpoints = *endpoints}, timeout);
+  if (!client.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat(client.status().message(), "\n", cluster->LogTail(0)));
+  }
+  etcdserverpb::RangeRequest read;
+  read.set_key("muster-test/formed");
+  const absl::Time deadline = absl::Now() + timeout;
+  absl::Status last;
+  while (absl::Now() < deadline) {
+    auto answer = (*client)->Range(read, absl::Seconds(1));
+    if (answer.ok()) return cluster;
+    last = answer.status();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return absl::UnavailableError(absl::StrCat("the etcd cluster did not form within ",
+                                             absl::FormatDuration(timeout), ": ", last.message(),
+                                             "\n", cluster->LogTail(0)));
+}
+
+absl::Status EtcdCluster::Launch(int i) {
+  Member& member = members_[i];
+  std::string data = absl::StrCat(dir_, "/", member.name);
+  std::vector<std::string> args = {
+      "/usr/bin/etcd", "--name", member.name, "--data-dir", data, "--listen-client-urls",
+      Url(member.client_port), "--advertise-client-urls", Url(member.client_port),
+      "--listen-peer-urls", Url(member.peer_port), "--initial-advertise-peer-urls",
+      Url(member.peer_port), "--initial-cluster", initial_cluster_, "--initial-cluster-state",
+      "new", "--initial-cluster-token", absl::StrCat("muster-test-", getpid()),
+      // Elections in half a second, as on a LAN; the default assumes a WAN.
+      "--heartbeat-interval", "50", "--election-timeout", "500", "--logger", "zap"};
+  // Everything etcd prints goes to its log file: a pipe that nobody reads would fill up and
+  // stop etcd (it logs each failed connection to a peer that is not up yet).
+  std::string command = "exec";
+  for (const std::string& arg : args) absl::StrAppend(&command, " '", arg, "'");
+  absl::StrAppend(&command, " >>'", data, ".log' 2>&1");
+  auto process = Subprocess::Start({"/bin/sh", "-c", command});
+  if (!process.ok()) return process.status();
+  member.process = *std::move(process);
+  return absl::OkStatus();
+}
+
+EtcdCluster::~EtcdCluster() {
+  for (Member& member : members_) member.process.reset();  // kills and reaps
+  std::error_code ignored;
+  if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
+}
+
+std::string EtcdCluster::endpoint(int member) const {
+  return absl::StrCat("127.0.0.1:", members_[member].client_port);
+}
+
+std::string EtcdCluster::endpoints() const {
+  std::vector<std::string> all;
+  for (size_t i = 0; i < members_.size(); ++i) all.push_back(endpoint(static_cast<int>(i)));
+  return absl::StrJoin(all, ",");
+}
+
+void EtcdCluster::Kill(int member) {
+  if (!members_[member].process) return;
+  members_[member].process->Signal(SIGKILL);
+  (void)members_[member].process->Wait(absl::Seconds(10));
+  members_[member].process.reset();
+}
+
+absl::Status EtcdCluster::Restart(int member) { return Launch(member); }
+
+std::string EtcdCluster::LogTail(int member) const {
+  std::ifstream log(absl::StrCat(dir_, "/", members_[member].name, ".log"));
+  std::stringstream text;
+  text << log.rdbuf();
+  std::string all = text.str();
+  return all.size() > 3000 ? all.substr(all.size() - 3000) : all;
+}
+
+}  // namespace muster::testing

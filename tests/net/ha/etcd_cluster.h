@@ -1,0 +1,51 @@
+// A real etcd cluster for tests: `members` etcd processes (Debian's etcd-server) on free
+// loopback ports, each with its own data dir under a fresh temporary directory, removed with
+// the cluster. Members can be killed and started again, as a test of etcd's failures needs.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <absl/status/statusor.h>
+#include <absl/time/time.h>
+
+#include "muster/tools/run/subprocess.h"
+
+namespace muster::testing {
+
+class EtcdCluster {
+ public:
+  // Starts the members and waits (up to `timeout`) until the cluster answers a linearizable
+  // read, i.e. has elected its leader. Possible errors: Unavailable (etcd is not installed, or
+  // the cluster did not form in time; with the members' logs).
+  static absl::StatusOr<std::unique_ptr<EtcdCluster>> Start(
+      int members = 3, absl::Duration timeout = absl::Seconds(20));
+  ~EtcdCluster();
+
+  // "127.0.0.1:P0,127.0.0.1:P1,..." (the client endpoints).
+  std::string endpoints() const;
+  std::string endpoint(int member) const;
+  // Kills member `i` (SIGKILL) and waits until it is gone.
+  void Kill(int member);
+  // Starts member `i` again on its data dir and ports.
+  absl::Status Restart(int member);
+  // The end of a member's log, for failure messages.
+  std::string LogTail(int member) const;
+
+ private:
+  struct Member {
+    std::string name;
+    int client_port = 0;
+    int peer_port = 0;
+    std::unique_ptr<Subprocess> process;
+  };
+  EtcdCluster() = default;
+  absl::Status Launch(int member);
+
+  std::string dir_;
+  std::string initial_cluster_;
+  std::vector<Member> members_;
+};
+
+}  // namespace muster::testing

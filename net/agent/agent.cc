@@ -4,8 +4,10 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <absl/strings/ascii.h>
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
+#include <absl/strings/str_split.h>
 #include <caf/defaults.hpp>
 #include <caf/event_based_actor.hpp>
 
@@ -15,6 +17,7 @@
 #include "muster/messages/requests/task_requests.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
+#include "muster/net/agent/session/leader_addresses.h"
 #include "muster/net/leader/job_token.h"
 #include "muster/net/process/cluster_environment.h"
 #include "muster/net/process/launch_environment.h"
@@ -28,18 +31,23 @@ caf::timespan ToSpan(absl::Duration duration) { return absl::ToChronoNanoseconds
 
 absl::StatusOr<ConnectOptions> LeaderOptions(const AgentOptions& options) {
   ConnectOptions leader;
-  size_t colon = options.leader.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos || colon == 0 ||
-      !absl::SimpleAtoi(options.leader.substr(colon + 1), &port) || port <= 0 || port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("invalid leader address \"", options.leader,
-                                                   "\"; expected HOST:PORT, e.g. 127.0.0.1:7400"));
+  // "HOST:PORT", or an HA job's leaders "HOST:PORT,HOST:PORT" (tried in turn).
+  std::vector<std::string> addresses = absl::StrSplit(options.leader, ',', absl::SkipWhitespace());
+  if (addresses.empty()) addresses.push_back(options.leader);
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    auto parsed = ParseLeaderAddress(absl::StripAsciiWhitespace(addresses[i]));
+    if (!parsed.ok()) return parsed.status();
+    if (i == 0) {
+      leader.host = parsed->first;
+      leader.port = parsed->second;
+    } else {
+      leader.other_leaders.emplace_back(absl::StripAsciiWhitespace(addresses[i]));
+    }
   }
-  leader.host = options.leader.substr(0, colon);
-  if (leader.host.size() > 2 && leader.host.front() == '[' && leader.host.back() == ']') {
-    leader.host = leader.host.substr(1, leader.host.size() - 2);  // [IPv6]:PORT
+  if (addresses.size() > LeaderAddresses::kMax) {
+    return absl::InvalidArgumentError(absl::StrCat("at most ", LeaderAddresses::kMax,
+                                                   " leader addresses, not ", addresses.size()));
   }
-  leader.port = static_cast<uint16_t>(port);
   leader.timeout = ToSpan(options.register_timeout);
   leader.wait_for_leader = options.wait_for_leader;
   leader.attempt_timeout = ToSpan(options.connect_attempt_timeout);

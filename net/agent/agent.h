@@ -68,7 +68,9 @@ struct BarrierProgressOptions {
 std::string BarrierProgressText(const proto::BarrierInfo& info);
 
 struct AgentOptions {
-  std::string leader = "127.0.0.1:7400";  // HOST:PORT of the leader
+  // HOST:PORT of the leader; an HA job's leaders as HOST:PORT,HOST:PORT (tried in turn; a
+  // standby names the active one: docs/operations.md, "High availability").
+  std::string leader = "127.0.0.1:7400";
   std::string job_name = "worker";
   int task_id = 0;
   // The task may fail and rejoin (its job must be recoverable at the leader too).

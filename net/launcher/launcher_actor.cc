@@ -31,11 +31,14 @@ TaskEntry* Find(LauncherPointer self, const proto::CoordinatedTask& task) {
   return nullptr;
 }
 
+// `address` may list an HA job's leaders ("h1:p,h2:p"): MUSTER_LEADER gets them all, PyTorch's
+// MASTER_ADDR and MASTER_PORT the first.
 TaskProcess::Environment LeaderVariables(const std::string& address) {
-  const size_t colon = address.rfind(':');
+  const std::string first = address.substr(0, address.find(','));
+  const size_t colon = first.rfind(':');
   return {{kLeaderEnv, address},
-          {"MASTER_ADDR", address.substr(0, colon)},
-          {"MASTER_PORT", address.substr(colon + 1)}};
+          {"MASTER_ADDR", first.substr(0, colon)},
+          {"MASTER_PORT", first.substr(colon + 1)}};
 }
 
 TaskProcess::Environment EnvironmentOf(LauncherPointer self, const TaskEntry& entry) {

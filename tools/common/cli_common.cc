@@ -6,8 +6,11 @@
 #include <cstdlib>
 
 #include <absl/flags/flag.h>
+#include <absl/strings/ascii.h>
+#include <absl/strings/match.h>
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
+#include <absl/strings/str_split.h>
 #include <absl/strings/strip.h>
 #include <caf/send.hpp>
 
@@ -49,7 +52,25 @@ constexpr size_t kLeastMaxFrameBytes = 64 << 10;
 
 std::string LeaderAddress::ToString() const { return absl::StrCat(host, ":", port); }
 
+std::string LeaderAddress::List() const {
+  std::string list = ToString();
+  for (const std::string& other : others) absl::StrAppend(&list, ",", other);
+  return list;
+}
+
 absl::StatusOr<LeaderAddress> ParseLeaderAddress(absl::string_view text) {
+  if (absl::StrContains(text, ',')) {
+    std::vector<absl::string_view> parts = absl::StrSplit(text, ',', absl::SkipWhitespace());
+    if (parts.empty()) return ParseLeaderAddress("");
+    absl::StatusOr<LeaderAddress> first = ParseLeaderAddress(absl::StripAsciiWhitespace(parts[0]));
+    if (!first.ok()) return first.status();
+    for (size_t i = 1; i < parts.size(); ++i) {
+      absl::string_view part = absl::StripAsciiWhitespace(parts[i]);
+      if (absl::Status other = ParseLeaderAddress(part).status(); !other.ok()) return other;
+      first->others.emplace_back(part);
+    }
+    return first;
+  }
   auto bad = [&](absl::string_view why) {
     return absl::InvalidArgumentError(absl::StrCat("bad leader address \"", text, "\": ", why,
                                                    "; expected HOST:PORT, e.g. 127.0.0.1:7400"));
@@ -194,7 +215,8 @@ absl::StatusOr<std::unique_ptr<LeaderSession>> LeaderSession::Connect(const Lead
   LeaderSessionOptions options{.connect = {.host = address.host,
                                            .port = address.port,
                                            .timeout = ToTimespan(timeout),
-                                           .wait_for_leader = wait_for_leader},
+                                           .wait_for_leader = wait_for_leader,
+                                           .other_leaders = address.others},
                                .token = token.ok() ? *token : std::string(),
                                .authenticate_timeout = ToTimespan(timeout)};
   // The session answers within twice `timeout` (connecting, then the token); the margin only

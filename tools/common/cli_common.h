@@ -41,10 +41,14 @@ namespace muster::cli {
 struct LeaderAddress {
   std::string host;
   uint16_t port = 0;
+  // An HA job's other leaders, "HOST:PORT" each (the session tries them in turn).
+  std::vector<std::string> others;
   std::string ToString() const;
+  // "HOST:PORT" and the others after it, comma-separated (what the tasks of `muster run` get).
+  std::string List() const;
 };
 
-// Parses "HOST:PORT" (port 1-65535).
+// Parses "HOST:PORT" (port 1-65535), or an HA job's leaders "HOST:PORT,HOST:PORT".
 // Possible errors: InvalidArgument naming the text and the expected form.
 absl::StatusOr<LeaderAddress> ParseLeaderAddress(absl::string_view text);
 

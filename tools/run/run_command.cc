@@ -252,7 +252,7 @@ int Join(LauncherConfig config, const std::string& tasks, bool in_step) {
   auto session = LeaderSession::Connect(*address, *timeout, /*wait_for_leader=*/true);
   if (!session.ok()) return ReportFailure(kCommand, session.status());
   config.leader = (*session)->leader();
-  config.leader_address = address->ToString();
+  config.leader_address = address->List();
   return Launch((*session)->system(), (*session)->self(), std::move(config));
 }
 

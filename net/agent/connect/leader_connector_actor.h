@@ -28,6 +28,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <caf/actor_system.hpp>
 #include <caf/atom.hpp>
@@ -49,6 +50,10 @@ struct ConnectOptions {
   caf::timespan attempt_timeout = std::chrono::seconds(1);
   caf::timespan initial_backoff = std::chrono::milliseconds(20);
   caf::timespan max_backoff = std::chrono::seconds(1);
+  // The other leaders of an HA job ("HOST:PORT" each; net/ha/ha_leader.h). The connector uses
+  // host and port only; a leader session (leader_session_actor.h) given others tries each in
+  // turn and follows a standby's answer to the active leader.
+  std::vector<std::string> other_leaders;
 };
 
 using LeaderConnectorActor =

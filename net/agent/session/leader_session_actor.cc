@@ -1,6 +1,7 @@
 #include "muster/net/agent/session/leader_session_actor.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include <absl/strings/str_cat.h>
@@ -9,6 +10,8 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "muster/messages/status/status_codec.h"
+#include "muster/net/agent/session/leader_addresses.h"
+#include "muster/net/leader/standby_leader.h"
 
 namespace muster {
 namespace {
@@ -21,13 +24,17 @@ struct SessionActorState {
   caf::actor_addr requester;  // the session ends when it is gone
   LeaderConnectorActor connector;
   CoordinatorActor leader;
+  LeaderAddresses addresses;              // where the leader may be (several: an HA job's leaders)
+  caf::actor_clock::time_point deadline;  // with several: until when to try them
+  std::string last_error;                 // with several: why the last one was not it
 };
 
 using SessionPointer = LeaderSessionActor::stateful_pointer<SessionActorState>;
 
-std::string Address(SessionPointer self) {
-  return absl::StrCat(self->state.options.connect.host, ":", self->state.options.connect.port);
-}
+std::string Address(SessionPointer self) { return self->state.addresses.current(); }
+
+// A pause between rounds of an HA job's leaders that all failed.
+constexpr caf::timespan kRoundPause = std::chrono::milliseconds(100);
 
 caf::result<LeaderSessionReply> Busy(SessionPointer self) {
   return ToError(absl::FailedPreconditionError(absl::StrCat(
@@ -36,18 +43,21 @@ caf::result<LeaderSessionReply> Busy(SessionPointer self) {
 
 // One behaviour per state: what a connect_atom gets there (the work itself is the answers of
 // the connector and of the leader).
+void Connect(SessionPointer self);
+
 LeaderSessionActor::behavior_type Connecting(SessionPointer self) {
-  return {[self](caf::connect_atom) { return Busy(self); }};
+  return {[self](caf::connect_atom) { return Busy(self); }, [self](retry_atom) { Connect(self); }};
 }
 
 LeaderSessionActor::behavior_type Authenticating(SessionPointer self) {
-  return {[self](caf::connect_atom) { return Busy(self); }};
+  return {[self](caf::connect_atom) { return Busy(self); }, [](retry_atom) {}};
 }
 
 LeaderSessionActor::behavior_type Running(SessionPointer self) {
   return {[self](caf::connect_atom) -> caf::result<LeaderSessionReply> {
-    return LeaderSessionReply{.leader = self->state.leader};
-  }};
+            return LeaderSessionReply{.leader = self->state.leader};
+          },
+          [](retry_atom) {}};
 }
 
 // STOPPED: tells the requester why (unless it is gone) and ends the session.
@@ -64,8 +74,52 @@ void Stop(SessionPointer self, const absl::Status& status) {
 
 void Run(SessionPointer self) {
   auto& st = self->state;
+  st.addresses.Reached();
   self->become(Running(self));
   st.promise.deliver(LeaderSessionReply{.leader = st.leader});
+}
+
+// With an HA job's leaders: on to the next one (or to the active one a standby named), after a
+// pause once every address failed; STOPPED when the time is up.
+void NextLeader(SessionPointer self, const absl::Status& why) {
+  auto& st = self->state;
+  st.last_error = std::string(why.message());
+  if (self->clock().now() >= st.deadline) {
+    return Stop(
+        self, absl::DeadlineExceededError(absl::StrCat(
+                  "found no active Muster leader among ", st.addresses.all(), " within ",
+                  std::chrono::duration_cast<std::chrono::milliseconds>(st.options.connect.timeout)
+                      .count(),
+                  " ms; last, at ", Address(self), ": ", st.last_error)));
+  }
+  std::optional<std::string> active = StandbyActiveLeader(why);
+  bool pause = false;
+  if (active && !active->empty()) {
+    pause = st.addresses.Follow(*active);
+  } else {
+    pause = st.addresses.Next();
+  }
+  if (st.leader) {
+    self->demonitor(st.leader.address());
+    st.leader = nullptr;
+  }
+  st.machine.Redirected();
+  self->become(Connecting(self));
+  if (!pause) return Connect(self);
+  auto left = std::chrono::duration_cast<caf::timespan>(st.deadline - self->clock().now());
+  self->delayed_send(self, std::max(std::min(kRoundPause, left), caf::timespan{0}),
+                     retry_atom::value);
+}
+
+// The leader reached did not take the session: a standby (or a failure) sends a session with
+// other leaders on to the next; a single leader's answer is final.
+void NotThisLeader(SessionPointer self, const absl::Status& status) {
+  if (self->state.addresses.several() &&
+      (StandbyActiveLeader(status) || absl::IsUnavailable(status) ||
+       absl::IsDeadlineExceeded(status))) {
+    return NextLeader(self, status);
+  }
+  Stop(self, status);
 }
 
 void Authenticate(SessionPointer self) {
@@ -77,6 +131,12 @@ void Authenticate(SessionPointer self) {
         std::chrono::duration_cast<caf::timespan>(st.options.deadline - self->clock().now()),
         caf::timespan{1});
   }
+  if (st.addresses.several()) {
+    // One leader that does not answer must not keep the session from the others.
+    auto left = std::chrono::duration_cast<caf::timespan>(st.deadline - self->clock().now());
+    timeout = std::max(std::min({timeout, left, st.options.connect.attempt_timeout * 2}),
+                       caf::timespan{1});
+  }
   proto::AuthenticateRequest auth;
   auth.set_token(st.options.token);
   self->request(st.leader, timeout, std::move(auth))
@@ -84,7 +144,7 @@ void Authenticate(SessionPointer self) {
           [self](proto::AuthenticateResponse&) {
             if (self->state.machine.Authenticated() == SessionState::kRunning) Run(self);
           },
-          [self](caf::error& error) { Stop(self, ToStatus(error)); });
+          [self](caf::error& error) { NotThisLeader(self, ToStatus(error)); });
 }
 
 // The leader is known: watch it, then present the token (or run at once without one).
@@ -99,7 +159,16 @@ void Adopt(SessionPointer self, CoordinatorActor leader) {
 void Connect(SessionPointer self) {
   auto& st = self->state;
   self->become(Connecting(self));
-  st.connector = SpawnLeaderConnector(self->system(), st.options.connect);
+  ConnectOptions connect = st.options.connect;
+  connect.host = st.addresses.host();
+  connect.port = st.addresses.port();
+  if (st.addresses.several()) {
+    // One address may not take the whole time: another may be the active leader.
+    auto left = std::chrono::duration_cast<caf::timespan>(st.deadline - self->clock().now());
+    connect.timeout = std::max(std::min(left, connect.attempt_timeout * 2), caf::timespan{1});
+    connect.wait_for_leader = false;
+  }
+  st.connector = SpawnLeaderConnector(self->system(), std::move(connect));
   self->request(st.connector, caf::infinite, caf::connect_atom::value)
       .then(
           [self](CoordinatorActor& leader) {
@@ -109,6 +178,7 @@ void Connect(SessionPointer self) {
           },
           [self](caf::error& error) {
             self->state.connector = nullptr;
+            if (self->state.addresses.several()) return NextLeader(self, ToStatus(error));
             Stop(self, ToStatus(error));
           });
 }
@@ -119,33 +189,42 @@ void OnDown(SessionPointer self, const caf::down_msg& down) {
     return Stop(self, absl::CancelledError("the session's requester is gone"));
   }
   if (!st.leader || down.source != st.leader.address()) return;
-  Stop(self, absl::UnavailableError(absl::StrCat("lost the connection to the Muster leader at ",
-                                                 Address(self), " (",
-                                                 ToStatus(down.reason).message(), ") while ",
-                                                 SessionStateName(self->state.machine.state()))));
+  absl::Status lost = absl::UnavailableError(absl::StrCat(
+      "lost the connection to the Muster leader at ", Address(self), " (",
+      ToStatus(down.reason).message(), ") while ", SessionStateName(self->state.machine.state())));
+  if (st.addresses.several() && st.machine.state() == SessionState::kAuthenticating) {
+    return NextLeader(self, lost);
+  }
+  Stop(self, lost);
 }
 
 LeaderSessionActor::behavior_type Idle(SessionPointer self, LeaderSessionOptions options) {
   auto& st = self->state;
   st.options = std::move(options);
-  st.machine = LeaderSessionMachine(SessionPlan{.authenticate = !st.options.token.empty()});
+  st.addresses = LeaderAddresses(st.options.connect.host, st.options.connect.port,
+                                 st.options.connect.other_leaders);
+  // With an HA job's leaders the token (empty or not) also asks whether a leader is active.
+  st.machine = LeaderSessionMachine(
+      SessionPlan{.authenticate = !st.options.token.empty() || st.addresses.several()});
   self->set_down_handler([self](caf::down_msg& down) { OnDown(self, down); });
   return {[self](caf::connect_atom) -> caf::result<LeaderSessionReply> {
-    auto& st = self->state;
-    if (auto requester = self->current_sender()) {  // before the promise takes it
-      st.requester = requester->address();
-      self->monitor(requester);
-    }
-    st.promise = self->make_response_promise<LeaderSessionReply>();
-    CoordinatorActor known = std::move(st.options.leader);
-    st.machine.Start(static_cast<bool>(known));
-    if (known) {
-      Adopt(self, std::move(known));
-    } else {
-      Connect(self);
-    }
-    return st.promise;
-  }};
+            auto& st = self->state;
+            if (auto requester = self->current_sender()) {  // before the promise takes it
+              st.requester = requester->address();
+              self->monitor(requester);
+            }
+            st.promise = self->make_response_promise<LeaderSessionReply>();
+            st.deadline = self->clock().now() + st.options.connect.timeout;
+            CoordinatorActor known = std::move(st.options.leader);
+            st.machine.Start(static_cast<bool>(known));
+            if (known) {
+              Adopt(self, std::move(known));
+            } else {
+              Connect(self);
+            }
+            return st.promise;
+          },
+          [](retry_atom) {}};
 }
 
 }  // namespace

@@ -13,6 +13,12 @@
 //                         +--connector failed--> STOPPED <--refused, --+  requester gone--+
 //                                                (answers   timed out,
 //                                                 the error) leader lost
+//
+// With an HA job's leaders (ConnectOptions::other_leaders) the session always presents the
+// token (an empty one without a token), which is also how it learns whether the leader it
+// reached is active: a standby's answer (net/leader/standby_leader.h) sends it on to the active
+// leader it names, or to the next address; so does an address where nothing answers. It tries
+// until ConnectOptions::timeout, pausing after each round of addresses that all failed.
 #pragma once
 
 #include <functional>
@@ -60,8 +66,10 @@ namespace muster {
 
 // Request connect_atom once: the reply comes when the session is RUNNING or STOPPED. Asked
 // again while RUNNING it answers with the same leader.
+// (retry_atom is its own: the next leader of an HA job, after a pause.)
 using LeaderSessionActor =
-    caf::typed_actor<caf::replies_to<caf::connect_atom>::with<LeaderSessionReply>>;
+    caf::typed_actor<caf::replies_to<caf::connect_atom>::with<LeaderSessionReply>,
+                     caf::reacts_to<retry_atom>>;
 
 LeaderSessionActor SpawnLeaderSession(caf::actor_system& system, LeaderSessionOptions options);
 

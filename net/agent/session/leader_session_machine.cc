@@ -55,6 +55,14 @@ SessionState LeaderSessionMachine::Authenticated() {
   return state_;
 }
 
+SessionState LeaderSessionMachine::Redirected() {
+  if (state_ == SessionState::kAuthenticating) {
+    authenticated_ = false;
+    state_ = reconnecting_ ? SessionState::kReconnecting : SessionState::kConnecting;
+  }
+  return state_;
+}
+
 SessionState LeaderSessionMachine::Registered() {
   if (state_ == SessionState::kRegistering) {
     reconnecting_ = false;

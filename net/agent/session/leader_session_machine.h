@@ -6,6 +6,7 @@
 //   CONNECTING --leader found--> AUTHENTICATING --token accepted--> REGISTERING --registered-->
 //       |      (no token to present: AUTHENTICATING is skipped;      (a session that registers
 //       |       a session given its leader starts there)              no task: RUNNING at once)
+//       |<--standby of an HA job: Redirected (to reach the active leader)--AUTHENTICATING
 //       |                                                                          |
 //       |            +---- leader lost, waiting for it allowed ----- RUNNING <-----+
 //       |            v                                                  |
@@ -55,6 +56,9 @@ class LeaderSessionMachine {
   SessionState Connected();
   // The leader accepted the token.
   SessionState Authenticated();
+  // The leader reached is not the one to use (a standby of an HA job): back to CONNECTING (or
+  // RECONNECTING), to reach another.
+  SessionState Redirected();
   // The leader registered the task.
   SessionState Registered();
   // The leader's connection (or process) is gone: RECONNECTING when the plan allows it and the

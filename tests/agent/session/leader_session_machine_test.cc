@@ -28,6 +28,30 @@ TEST(LeaderSessionMachineTest, Token_AuthenticatesBeforeRunning) {
   EXPECT_TRUE(session.authenticated());
 }
 
+TEST(LeaderSessionMachineTest, StandbyReached_RedirectedBackToConnectingThenOn) {
+  LeaderSessionMachine session({.authenticate = true, .register_task = true});
+  session.Start();
+  EXPECT_EQ(session.Connected(), State::kAuthenticating);
+  EXPECT_EQ(session.Redirected(), State::kConnecting);
+  EXPECT_FALSE(session.authenticated());
+  EXPECT_EQ(session.Connected(), State::kAuthenticating);
+  EXPECT_EQ(session.Authenticated(), State::kRegistering);
+  // Only AUTHENTICATING is redirected.
+  EXPECT_EQ(session.Redirected(), State::kRegistering);
+}
+
+TEST(LeaderSessionMachineTest, StandbyReachedWhileReconnecting_StaysReconnecting) {
+  LeaderSessionMachine agent({.authenticate = true, .register_task = true, .reconnect = true});
+  agent.Start();
+  agent.Connected();
+  agent.Authenticated();
+  agent.Registered();
+  EXPECT_EQ(agent.LeaderLost(), State::kReconnecting);
+  EXPECT_EQ(agent.Connected(), State::kAuthenticating);
+  EXPECT_EQ(agent.Redirected(), State::kReconnecting);
+  EXPECT_TRUE(agent.reconnecting());
+}
+
 TEST(LeaderSessionMachineTest, LeaderKnown_StartsAtTheStepAfterConnecting) {
   LeaderSessionMachine with_token({.authenticate = true});
   EXPECT_EQ(with_token.Start(/*leader_known=*/true), State::kAuthenticating);

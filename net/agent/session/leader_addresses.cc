@@ -1,0 +1,79 @@
+#include "muster/net/agent/session/leader_addresses.h"
+
+#include <algorithm>
+
+#include <absl/strings/numbers.h>
+#include <absl/strings/str_cat.h>
+
+namespace muster {
+
+absl::StatusOr<std::pair<std::string, uint16_t>> ParseLeaderAddress(absl::string_view text) {
+  size_t colon = text.rfind(':');
+  int port = 0;
+  if (colon == absl::string_view::npos || colon == 0 ||
+      !absl::SimpleAtoi(text.substr(colon + 1), &port) || port <= 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid leader address \"", text,
+                                                   "\"; expected HOST:PORT, e.g. 127.0.0.1:7400"));
+  }
+  std::string host(text.substr(0, colon));
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);  // [IPv6]:PORT
+  }
+  return std::make_pair(std::move(host), static_cast<uint16_t>(port));
+}
+
+LeaderAddresses::LeaderAddresses(const std::string& host, uint16_t port,
+                                 const std::vector<std::string>& others) {
+  addresses_ = {{host, port}};
+  for (const std::string& other : others) {
+    absl::StatusOr<std::pair<std::string, uint16_t>> parsed = ParseLeaderAddress(other);
+    if (!parsed.ok() || addresses_.size() >= kMax) continue;
+    if (std::find(addresses_.begin(), addresses_.end(), *parsed) == addresses_.end()) {
+      addresses_.push_back(*std::move(parsed));
+    }
+  }
+}
+
+std::string LeaderAddresses::current() const {
+  const std::string& h = host();
+  return h.find(':') != std::string::npos ? absl::StrCat("[", h, "]:", port())
+                                          : absl::StrCat(h, ":", port());
+}
+
+std::string LeaderAddresses::all() const {
+  std::string text;
+  for (const auto& [host, port] : addresses_) {
+    absl::StrAppend(&text, text.empty() ? "" : ", ", host, ":", port);
+  }
+  return text;
+}
+
+bool LeaderAddresses::Next() {
+  index_ = (index_ + 1) % addresses_.size();
+  if (++failed_in_round_ >= addresses_.size()) {
+    failed_in_round_ = 0;
+    return true;
+  }
+  return false;
+}
+
+bool LeaderAddresses::Follow(absl::string_view address) {
+  absl::StatusOr<std::pair<std::string, uint16_t>> parsed = ParseLeaderAddress(address);
+  if (!parsed.ok() || *parsed == addresses_[index_]) return Next();
+  size_t target = addresses_.size();
+  for (size_t i = 0; i < addresses_.size(); ++i) {
+    if (addresses_[i] == *parsed) target = i;
+  }
+  if (target == addresses_.size()) {
+    if (addresses_.size() >= kMax) return Next();
+    addresses_.push_back(*std::move(parsed));
+  }
+  index_ = target;
+  if (++failed_in_round_ >= addresses_.size()) {
+    failed_in_round_ = 0;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace muster

@@ -24,14 +24,14 @@ namespace muster {
 namespace {
 
 // "state dir D: recovered 4 tasks (3 connected), 12 keys in 2 directories and 5 barrier
-// results; start 3 of this leader" (or "empty: a new job").
-std::string RecoverySummary(const std::string& dir, const proto::RecoveredState& state) {
-  if (state.fresh()) return absl::StrCat("state dir ", dir, ": empty, a new job");
+// results; start 3 of this leader" (or "empty: a new job"). `where` names the state.
+std::string RecoverySummary(const std::string& where, const proto::RecoveredState& state) {
+  if (state.fresh()) return absl::StrCat(where, ": empty, a new job");
   int connected = 0;
   for (const auto& task : state.tasks()) connected += task.state() == proto::TASKSTATE_CONNECTED;
   int keys = 0;
   for (const auto& directory : state.directories()) keys += directory.entries_size();
-  return absl::StrCat("state dir ", dir, ": recovered ", state.tasks_size(), " tasks (", connected,
+  return absl::StrCat(where, ": recovered ", state.tasks_size(), " tasks (", connected,
                       " connected, who have the reconnect window to come back), ", keys,
                       " keys in ", state.directories_size(), " directories and ",
                       state.barriers_size(), " barrier results; start ",
@@ -42,7 +42,8 @@ std::string RecoverySummary(const std::string& dir, const proto::RecoveredState&
 
 absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
                                                       CoordinatorOptions options,
-                                                      LeaderEndpoint endpoint) {
+                                                      LeaderEndpoint endpoint,
+                                                      std::shared_ptr<StateStore> store) {
   ThreadLoggerGuard logger_guard;
   RateLimitProtobufLogs();  // a peer's strings that are not UTF-8 would flood the log
   if (absl::Status jobs = CheckElasticJobs(options.config); !jobs.ok()) return jobs;
@@ -69,18 +70,22 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
   caf::actor writer;
   auto metrics = std::make_shared<LeaderMetrics>();
   options.metrics = metrics;
-  if (!options.state_dir.empty()) {
-    absl::StatusOr<std::shared_ptr<StateStore>> store = StateStore::Open(options.state_dir);
-    if (!store.ok()) return store.status();
-    absl::StatusOr<proto::RecoveredState> recovered = (*store)->Load();
+  std::string where = store ? store->location() : absl::StrCat("state dir ", options.state_dir);
+  if (!store && !options.state_dir.empty()) {
+    absl::StatusOr<std::shared_ptr<StateStore>> opened = StateStore::Open(options.state_dir);
+    if (!opened.ok()) return opened.status();
+    store = *std::move(opened);
+  }
+  if (store) {
+    absl::StatusOr<proto::RecoveredState> recovered = store->Load();
     if (!recovered.ok()) return recovered.status();
     // A restarted leader is the same leader: its tasks reconnect to the incarnation they knew.
     if (!recovered->fresh() && recovered->leader().incarnation() != 0) {
       options.incarnation = recovered->leader().incarnation();
     }
-    recovery = RecoverySummary(options.state_dir, *recovered);
+    recovery = RecoverySummary(where, *recovered);
     options.recovered = std::make_shared<const proto::RecoveredState>(*std::move(recovered));
-    options.state_writer = SpawnStateWriter(system, *std::move(store), metrics);
+    options.state_writer = SpawnStateWriter(system, std::move(store), metrics);
     writer = caf::actor_cast<caf::actor>(options.state_writer);
   }
   if (options.incarnation == 0) options.incarnation = NewIncarnation();
@@ -110,7 +115,8 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
       }
     });
   }
-  auto port = PublishCoordinator(system, published, endpoint.port, endpoint.host);
+  absl::StatusOr<uint16_t> port = uint16_t{0};
+  if (endpoint.publish) port = PublishCoordinator(system, published, endpoint.port, endpoint.host);
   if (!port.ok()) {
     caf::anon_send_exit(coordinator, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(events, caf::exit_reason::user_shutdown);
@@ -119,6 +125,7 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
   std::string host = endpoint.host.empty() ? "0.0.0.0" : endpoint.host;
   auto leader = std::unique_ptr<Leader>(new Leader(
       system, std::move(coordinator), std::move(published), std::move(host), *port, incarnation));
+  leader->published_on_port_ = endpoint.publish;
   leader->recovery_ = std::move(recovery);
   leader->state_writer_ = std::move(writer);
   leader->events_ = std::move(events);
@@ -156,7 +163,7 @@ void Leader::Stop(absl::Duration timeout) {
   running_ = false;
   ThreadLoggerGuard logger_guard;
   if (http_) http_->Stop();  // its requests wait for the observer, which needs the coordinator
-  system_.middleman().unpublish(published_, port_);
+  if (published_on_port_) system_.middleman().unpublish(published_, port_);
   caf::scoped_actor self{system_};
   self->monitor(coordinator_);
   if (state_writer_) self->monitor(state_writer_);  // stopped with the coordinator's children

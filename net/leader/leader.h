@@ -30,6 +30,8 @@
 
 namespace muster {
 
+class StateStore;
+
 struct LeaderEndpoint {
   // The address to listen on: "0.0.0.0" (or "") listens on every interface.
   std::string host = "127.0.0.1";
@@ -40,6 +42,9 @@ struct LeaderEndpoint {
   // Set: the HTTP endpoint (metrics, the live page; net/observe/http_endpoint.h) on its host and
   // port. It takes the token above and the node's TLS files, so it admits whom the port admits.
   std::optional<HttpOptions> http;
+  // false: the coordinator is not published on a port of its own; published() is what to put
+  // behind one (an HA leader's front publishes it; net/ha/ha_leader.h). port() is then 0.
+  bool publish = true;
 };
 
 class Leader {
@@ -54,9 +59,12 @@ class Leader {
   // with a state dir also FailedPrecondition (locked by another leader, another format),
   // DataLoss (damaged files) and Internal (I/O), each naming the dir; with an event file the
   // errors of EventFile::Open (NotFound, PermissionDenied, ...), naming the file.
+  // With `store` the leader keeps its state there (recovering what it holds, as from a state
+  // dir) and options.state_dir is not used: an HA leader passes its etcd store.
   static absl::StatusOr<std::unique_ptr<Leader>> Start(caf::actor_system& system,
                                                        CoordinatorOptions options,
-                                                       LeaderEndpoint endpoint = {});
+                                                       LeaderEndpoint endpoint = {},
+                                                       std::shared_ptr<StateStore> store = nullptr);
   // Stop().
   ~Leader();
   Leader(const Leader&) = delete;
@@ -73,6 +81,8 @@ class Leader {
   std::string address() const;
   uint64_t incarnation() const { return incarnation_; }
   const CoordinatorActor& coordinator() const { return coordinator_; }
+  // What the port serves: the coordinator, or its token gate.
+  const CoordinatorActor& published() const { return published_; }
   // The job's event log (every leader has one; WatchEvents reaches it through the coordinator).
   const EventLogActor& events() const { return events_; }
   bool running() const { return running_; }
@@ -94,6 +104,7 @@ class Leader {
   uint16_t port_;
   uint64_t incarnation_;
   bool running_ = true;
+  bool published_on_port_ = true;
   std::string recovery_;
   caf::actor state_writer_;  // with a state dir: Stop() waits until it released the dir
   EventLogActor events_;     // stopped after the coordinator

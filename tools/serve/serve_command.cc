@@ -22,6 +22,7 @@
 #include "muster/tools/common/cli_common.h"
 #include "muster/tools/common/job_watch_actor.h"
 #include "muster/tools/common/task_events.h"
+#include "muster/tools/serve/serve_ha.h"
 
 ABSL_FLAG(std::vector<std::string>, job, {},
           "A job as NAME=TASKS: tasks /job:NAME/task:0 .. TASKS-1, or NAME=MIN:MAX for an "
@@ -236,7 +237,11 @@ const CommandSpec& ServeSpec() {
                 "max_step_lag",
                 "state_dir",
                 "reconnect_window",
-                "events"},
+                "events",
+                "ha_etcd",
+                "ha_name",
+                "ha_lease_ttl",
+                "ha_advertise"},
       .repeated = {"job", "recoverable_job"},
   };
   return spec;
@@ -280,9 +285,10 @@ absl::StatusOr<CoordinatorOptions> ServeOptionsFromFlags() {
   if (window < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--reconnect-window may not be negative");
   }
-  if (window > absl::ZeroDuration() && options.state_dir.empty()) {
+  if (window > absl::ZeroDuration() && options.state_dir.empty() && !HaRequested()) {
     return absl::InvalidArgumentError(
-        "--reconnect-window needs --state-dir: without one a restarted leader knows no task");
+        "--reconnect-window needs --state-dir (or --ha-etcd): without one a restarted leader "
+        "knows no task");
   }
   options.reconnect_window = absl::ToChronoMilliseconds(window);
   int32_t port = absl::GetFlag(FLAGS_port);
@@ -426,6 +432,11 @@ int Serve(const CoordinatorOptions& options, const NodeOptions& node, std::strin
     auto parsed = ParseHttpAddress(http);
     if (!parsed.ok()) return ReportUsageError(kCommand, parsed.status());
     endpoint.http = *std::move(parsed);
+  }
+  if (HaRequested()) {
+    return ServeHa(system, options, std::move(endpoint),
+                   Describe(options) + (with_tls ? ", mutual TLS" : "") +
+                       (with_token ? ", job token required" : ""));
   }
   auto leader = Leader::Start(system, options, std::move(endpoint));
   if (!leader.ok()) {

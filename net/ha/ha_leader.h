@@ -1,0 +1,135 @@
+// A leader with standbys, on etcd (docs/operations.md, "High availability"): several processes,
+// on several hosts, run the same job under one HA name. Each publishes a front on its port
+// (ha_front_actor.h; a new one after each step down) and campaigns for the job's leader key on
+// etcd (etcd_election.h); the one
+// that holds it loads the job's state from etcd, starts the coordinator (net/leader/leader.h)
+// behind its front and writes every change to etcd, fenced on its key, before acknowledging
+// it. The others stand by: their fronts answer every call with Unavailable naming the active
+// leader, and they campaign again every `campaign_interval`. When the active leader's host dies
+// or is cut off, its lease ends after its TTL and a standby takes over with the job's service
+// incarnation: the tasks reconnect to it as to a restarted durable leader.
+//
+//   STANDBY --won the key: state loaded, coordinator started--> ACTIVE
+//   STANDBY --won, but the state did not load--> STANDBY (resigned; says why once, tries again
+//            less and less often, up to every 10 s)
+//   ACTIVE --lease gone (etcd said so, or not refreshed until a quarter TTL before its end), or a
+//            write of the state failed--> STANDBY (coordinator stopped as a pause: waiting calls
+//            are re-sent by the agents; a new front, so that the agents look for the active
+//            leader again; resigned after a failed write)
+//   any --Stop--> STOPPED (resigns at once: a standby takes over without waiting out the TTL)
+//
+// The campaign runs on a thread of its own (etcd's calls block); the actors are CAF's.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <absl/status/statusor.h>
+#include <absl/time/time.h>
+#include <caf/actor_system.hpp>
+
+#include "muster/net/ha/etcd_client.h"
+#include "muster/net/ha/etcd_election.h"
+#include "muster/net/leader/leader.h"
+
+namespace muster {
+
+struct HaOptions {
+  // etcd's members, "HOST:PORT,HOST:PORT" (ParseEtcdEndpoints).
+  std::string etcd;
+  // The job's HA name: every leader of the job gives the same one (CheckHaName).
+  std::string name;
+  // How long the active leader's lease lasts without a refresh, in whole seconds: a dead leader
+  // is replaced after about this long. (etcd raises a TTL below about 1.5 times its election
+  // timeout to that.)
+  absl::Duration lease_ttl = absl::Seconds(2);
+  // How often a standby campaigns.
+  absl::Duration campaign_interval = absl::Milliseconds(100);
+  // The address the agents reach this leader at, HOST:PORT (the key's value while it is
+  // active). Empty: the endpoint's host and port (127.0.0.1 when it listens everywhere).
+  std::string advertise;
+  // Told each change of role, as a line for a log (from the campaign's thread).
+  std::function<void(const std::string&)> on_role;
+};
+
+enum class HaRole { kStandby, kActive, kStopped };
+
+// An HA leader's largest value when the configuration sets none (etcd's default request limit
+// is 1.5 MiB; the 4 MiB of a leader without etcd would not fit).
+inline constexpr int64_t kHaMaxValueBytes = 1 << 20;
+
+class HaLeader {
+ public:
+  // Connects to etcd, checks that the job's configuration is the one the HA name was first
+  // started with (options.config, and the policy), publishes the front and starts
+  // campaigning. Possible errors: InvalidArgument (the name, the endpoints, a lease TTL that
+  // is not whole seconds of at least 1, a state dir given as well), Unavailable (no etcd member
+  // answered, naming them; the port cannot be opened), FailedPrecondition (another configuration
+  // runs under this name).
+  static absl::StatusOr<std::unique_ptr<HaLeader>> Start(caf::actor_system& system,
+                                                         CoordinatorOptions options,
+                                                         LeaderEndpoint endpoint, HaOptions ha);
+  ~HaLeader();
+  HaLeader(const HaLeader&) = delete;
+  HaLeader& operator=(const HaLeader&) = delete;
+
+  // Stops campaigning; an active leader stops its coordinator and resigns. Idempotent.
+  void Stop();
+
+  HaRole role() const;
+  // Whom etcd named active at the last campaign ("" when nobody; this leader's address when it
+  // is active).
+  std::string active_leader() const;
+  // Waits until this leader is active; false after `timeout`.
+  bool AwaitActive(absl::Duration timeout) const;
+  // The coordinator while active (null otherwise).
+  CoordinatorActor coordinator() const;
+  // What the last takeover recovered, in one line.
+  std::string recovery() const;
+
+  uint16_t port() const { return port_; }
+  // HOST:PORT, as etcd names this leader.
+  const std::string& address() const { return advertise_; }
+  const std::string& name() const { return ha_.name; }
+
+ private:
+  HaLeader(caf::actor_system& system, CoordinatorOptions options, LeaderEndpoint endpoint,
+           HaOptions ha, std::shared_ptr<EtcdClient> etcd);
+  void Campaign();
+  // One step of the campaign; returns how long to wait before the next.
+  absl::Duration Step();
+  // False when the state did not load or the leader did not start (resigned then).
+  bool TakeOver(const LeaderClaim& claim);
+  void StepDown(const std::string& why);
+  void Tell(const std::string& line);
+
+  caf::actor_system& system_;
+  const CoordinatorOptions options_;
+  LeaderEndpoint endpoint_;
+  HaOptions ha_;
+  std::shared_ptr<EtcdClient> etcd_;
+  EtcdElection election_;
+  CoordinatorActor front_;
+  uint16_t port_ = 0;
+  std::string advertise_;
+
+  mutable std::mutex mutex_;  // guards what follows, read by other threads
+  mutable std::condition_variable changed_;
+  HaRole role_ = HaRole::kStandby;
+  std::string active_;
+  std::string recovery_;
+  std::unique_ptr<Leader> leader_;  // while active
+  bool stopping_ = false;
+  bool stop_called_ = false;
+  std::string store_problem_;  // set by the store's writer when a write failed
+  // The campaign thread's own:
+  std::string last_problem_;  // the last campaign error told, not repeated
+  int failed_takeovers_ = 0;  // in a row
+  std::thread campaign_;
+};
+
+}  // namespace muster

@@ -1,0 +1,71 @@
+#include "muster/tools/serve/serve_ha.h"
+
+#include <cstdio>
+
+#include <absl/flags/flag.h>
+#include <absl/strings/str_cat.h>
+#include <absl/time/clock.h>
+#include <caf/scoped_actor.hpp>
+
+#include "muster/net/ha/ha_leader.h"
+#include "muster/net/process/shutdown_signals.h"
+#include "muster/tools/common/cli_common.h"
+
+ABSL_FLAG(std::string, ha_etcd, "",
+          "Run as one leader of an HA job on etcd: its members' HOST:PORT,HOST:PORT. Every leader "
+          "given the same --ha-name campaigns; one serves, the others stand by and take over "
+          "when it is lost. The job's state lives in etcd (docs/operations.md, High availability)");
+ABSL_FLAG(std::string, ha_name, "", "With --ha-etcd: the HA job's name, the same on every leader");
+ABSL_FLAG(absl::Duration, ha_lease_ttl, absl::Seconds(2),
+          "With --ha-etcd: a lost active leader is replaced after about this long");
+ABSL_FLAG(std::string, ha_advertise, "",
+          "With --ha-etcd: HOST:PORT the agents reach this leader at, as etcd names the active "
+          "leader (default: --host:--port, 127.0.0.1 for 0.0.0.0)");
+
+namespace muster::cli {
+namespace {
+
+constexpr char kCommand[] = "serve";
+
+void PrintStamped(const std::string& line) {
+  std::string stamp =
+      absl::FormatTime("%Y-%m-%dT%H:%M:%E3S%Ez", absl::Now(), absl::LocalTimeZone());
+  std::printf("%s %s\n", stamp.c_str(), line.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+bool HaRequested() { return !absl::GetFlag(FLAGS_ha_etcd).empty(); }
+
+int ServeHa(caf::actor_system& system, const CoordinatorOptions& options, LeaderEndpoint endpoint,
+            const std::string& description) {
+  const std::string host = endpoint.host;
+  HaOptions ha{.etcd = absl::GetFlag(FLAGS_ha_etcd),
+               .name = absl::GetFlag(FLAGS_ha_name),
+               .lease_ttl = absl::GetFlag(FLAGS_ha_lease_ttl),
+               .advertise = absl::GetFlag(FLAGS_ha_advertise),
+               .on_role = PrintStamped};
+  if (ha.name.empty()) {
+    return ReportUsageError(
+        kCommand, absl::InvalidArgumentError("--ha-etcd needs --ha-name: the HA job's name, the "
+                                             "same on every leader of the job"));
+  }
+  auto leader = HaLeader::Start(system, options, std::move(endpoint), std::move(ha));
+  if (!leader.ok()) return ReportFailure(kCommand, leader.status());
+  std::printf("muster leader ready at %s:%u ha=%s address=%s\n", host.c_str(), (*leader)->port(),
+              (*leader)->name().c_str(), (*leader)->address().c_str());
+  std::fflush(stdout);
+  PrintStamped(description);
+  {
+    caf::scoped_actor self{system};
+    ShutdownSignalForwarder forwarder{caf::actor_cast<caf::actor>(self)};
+    self->receive([&](shutdown_atom, int signal) {
+      PrintStamped(absl::StrCat("muster leader shutting down (signal ", signal, ")"));
+    });
+  }
+  (*leader)->Stop();
+  return kExitOk;
+}
+
+}  // namespace muster::cli

@@ -33,8 +33,8 @@ EtcdStateStore::EtcdStateStore(std::shared_ptr<EtcdClient> etcd, EtcdStateOption
       options_(std::move(options)),
       prefix_(HaStatePrefix(options_.name)),
       counter_key_(HaPrefix(options_.name) + "writes"),
-      writer_(absl::StrCat(absl::Hex(absl::Uniform<uint64_t>(absl::BitGen())))),
-      location_(absl::StrCat("etcd ", etcd_->endpoints(), " under ", prefix_)) {
+      location_(absl::StrCat("etcd ", etcd_->endpoints(), " under ", prefix_)),
+      writer_(absl::StrCat(absl::Hex(absl::Uniform<uint64_t>(absl::BitGen())))) {
   // One operation of every transaction is the counter's.
   if (options_.max_txn_ops < 2) options_.max_txn_ops = 2;
 }

@@ -56,6 +56,54 @@ class E2eTest : public ::testing::Test {
     EXPECT_EQ(*exit, code) << process->output();
   }
 
+  // restart_worker's scenarios after the leader came back: `getter` (scenario get) got
+  // `value`, each of `waiting` (scenario barrier) passed the barrier, and every worker but
+  // `put` exited 0 without an error callback, shut down.
+  void ExpectGetAndBarrierCompleted(Subprocess* getter, const std::vector<Subprocess*>& waiting,
+                                    const Subprocess* put, const std::string& value) {
+    auto got = getter->WaitForLine("EVENT got", kBound);
+    ASSERT_TRUE(got.ok()) << got.status() << getter->output();
+    EXPECT_NE(got->find("value=" + value), std::string::npos) << *got;
+    for (Subprocess* worker : waiting) {
+      auto passed = worker->WaitForLine("EVENT barrier", kBound);
+      ASSERT_TRUE(passed.ok()) << passed.status() << worker->output();
+      EXPECT_NE(passed->find("code=OK"), std::string::npos) << *passed;
+    }
+    for (auto& owned : workers_) {
+      Subprocess* worker = owned.get();
+      if (worker == put) continue;
+      ExpectExit(worker, 0);
+      EXPECT_EQ(worker->output().find("EVENT error"), std::string::npos) << worker->output();
+      EXPECT_NE(worker->output().find("EVENT shutdown code=OK"), std::string::npos)
+          << worker->output();
+    }
+  }
+
+  // restart_worker's loss writers `clients` (tasks 0..n-1) are done without a failed call, and a
+  // check (scenario check, started with `program`) finds exactly what each had acknowledged.
+  void ExpectAcknowledgedWritesExactlyOnce(const std::string& program,
+                                           const std::vector<Subprocess*>& clients) {
+    std::vector<std::pair<int64_t, int64_t>> acknowledged;  // (inserts, increments) per client
+    for (size_t task = 0; task < clients.size(); ++task) {
+      auto done = clients[task]->WaitForLine("EVENT done", kBound);
+      ASSERT_TRUE(done.ok()) << done.status() << clients[task]->output();
+      EXPECT_EQ(Field(*done, "failures"), 0) << clients[task]->output();
+      acknowledged.emplace_back(Field(*done, "inserts"), Field(*done, "increments"));
+      EXPECT_GT(acknowledged.back().first, 0);
+      ExpectExit(clients[task], 0);
+    }
+    Subprocess* check = StartProgram(program, 9, "check",
+                                     {absl::StrCat("--clients=", clients.size())});
+    for (size_t task = 0; task < clients.size(); ++task) {
+      auto line = check->WaitForLine(absl::StrCat("EVENT check client=", task, " "), kBound);
+      ASSERT_TRUE(line.ok()) << line.status() << check->output();
+      EXPECT_EQ(Field(*line, "keys"), acknowledged[task].first) << *line;
+      EXPECT_EQ(Field(*line, "right"), acknowledged[task].first) << *line;
+      EXPECT_EQ(Field(*line, "counter"), acknowledged[task].second) << *line;
+    }
+    ExpectExit(check, 0);
+  }
+
   // The number after `name=` in `line` (-1 when absent).
   static int64_t Field(const std::string& line, const std::string& name) {
     size_t pos = line.find(name + "=");

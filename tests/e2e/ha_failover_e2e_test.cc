@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <csignal>
-#include <map>
 #include <random>
 
 #include <absl/strings/str_join.h>
@@ -138,21 +137,7 @@ TEST_F(HaFailoverE2eTest, ActiveKilled_StandbyTakesOver_BlockedGetAndBarrierComp
   EXPECT_LT(failover, absl::Seconds(6)) << "lease TTL 2s";
   Subprocess* put = StartProgram(MUSTER_RESTART_WORKER_BIN, 9, "put", {"--value=after-failover"});
   ExpectExit(put, 0);
-  auto got = getter->WaitForLine("EVENT got", kBound);
-  ASSERT_TRUE(got.ok()) << got.status() << getter->output();
-  EXPECT_THAT(*got, HasSubstr("value=after-failover"));
-  for (Subprocess* worker : waiting) {
-    auto passed = worker->WaitForLine("EVENT barrier", kBound);
-    ASSERT_TRUE(passed.ok()) << passed.status() << worker->output();
-    EXPECT_THAT(*passed, HasSubstr("code=OK"));
-  }
-  for (auto& owned : workers_) {
-    Subprocess* worker = owned.get();
-    if (worker == put) continue;
-    ExpectExit(worker, 0);
-    EXPECT_THAT(worker->output(), ::testing::Not(HasSubstr("EVENT error"))) << worker->output();
-    EXPECT_THAT(worker->output(), HasSubstr("EVENT shutdown code=OK"));
-  }
+  ExpectGetAndBarrierCompleted(getter, waiting, put, "after-failover");
 }
 
 TEST_F(HaFailoverE2eTest, EightWritersFiveFailovers_EveryAcknowledgedWriteIsThereExactlyOnce) {
@@ -178,24 +163,7 @@ TEST_F(HaFailoverE2eTest, EightWritersFiveFailovers_EveryAcknowledgedWriteIsTher
     StartHaLeader(active, flags);  // back, as a standby
     active = next;
   }
-  std::map<int, std::pair<int64_t, int64_t>> acknowledged;  // client -> (inserts, increments)
-  for (int task = 0; task < 8; ++task) {
-    auto done = clients[task]->WaitForLine("EVENT done", kBound);
-    ASSERT_TRUE(done.ok()) << done.status() << clients[task]->output();
-    EXPECT_EQ(Field(*done, "failures"), 0) << clients[task]->output();
-    acknowledged[task] = {Field(*done, "inserts"), Field(*done, "increments")};
-    EXPECT_GT(acknowledged[task].first, 0);
-    ExpectExit(clients[task], 0);
-  }
-  Subprocess* check = StartProgram(MUSTER_RESTART_WORKER_BIN, 9, "check", {"--clients=8"});
-  for (int task = 0; task < 8; ++task) {
-    auto line = check->WaitForLine(absl::StrCat("EVENT check client=", task, " "), kBound);
-    ASSERT_TRUE(line.ok()) << line.status() << check->output();
-    EXPECT_EQ(Field(*line, "keys"), acknowledged[task].first) << *line;
-    EXPECT_EQ(Field(*line, "right"), acknowledged[task].first) << *line;
-    EXPECT_EQ(Field(*line, "counter"), acknowledged[task].second) << *line;
-  }
-  ExpectExit(check, 0);
+  ExpectAcknowledgedWritesExactlyOnce(MUSTER_RESTART_WORKER_BIN, clients);
 }
 
 TEST_F(HaFailoverE2eTest, StandbyAnswersNamingTheActiveLeader_AndAnotherConfigurationIsRefused) {

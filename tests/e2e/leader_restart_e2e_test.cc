@@ -9,7 +9,6 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <random>
 
 #include <absl/strings/numbers.h>
@@ -95,21 +94,7 @@ TEST_F(LeaderRestartE2eTest, KilledLeaderRestarted_BlockedGetAndBarrierComplete_
   EXPECT_THAT(leader_->output(), HasSubstr("recovered 4 tasks (4 connected"));
   Subprocess* put = StartRestartWorker(9, "put", {"--value=after-restart"});
   ExpectExit(put, 0);
-  auto got = getter->WaitForLine("EVENT got", kBound);
-  ASSERT_TRUE(got.ok()) << got.status() << getter->output();
-  EXPECT_THAT(*got, HasSubstr("value=after-restart"));
-  for (Subprocess* worker : waiting) {
-    auto passed = worker->WaitForLine("EVENT barrier", kBound);
-    ASSERT_TRUE(passed.ok()) << passed.status() << worker->output();
-    EXPECT_THAT(*passed, HasSubstr("code=OK"));
-  }
-  for (auto& owned : workers_) {
-    Subprocess* worker = owned.get();
-    if (worker == put) continue;
-    ExpectExit(worker, 0);
-    EXPECT_THAT(worker->output(), ::testing::Not(HasSubstr("EVENT error"))) << worker->output();
-    EXPECT_THAT(worker->output(), HasSubstr("EVENT shutdown code=OK"));
-  }
+  ExpectGetAndBarrierCompleted(getter, waiting, put, "after-restart");
 }
 
 TEST_F(LeaderRestartE2eTest, EightWritersFiveRestarts_EveryAcknowledgedWriteIsThereExactlyOnce) {
@@ -129,24 +114,7 @@ TEST_F(LeaderRestartE2eTest, EightWritersFiveRestarts_EveryAcknowledgedWriteIsTh
     KillLeader();
     Start(port_, leader_flags);
   }
-  std::map<int, std::pair<int64_t, int64_t>> acknowledged;  // client -> (inserts, increments)
-  for (int task = 0; task < 8; ++task) {
-    auto done = clients[task]->WaitForLine("EVENT done", kBound);
-    ASSERT_TRUE(done.ok()) << done.status() << clients[task]->output();
-    EXPECT_EQ(Field(*done, "failures"), 0) << clients[task]->output();
-    acknowledged[task] = {Field(*done, "inserts"), Field(*done, "increments")};
-    EXPECT_GT(acknowledged[task].first, 0);
-    ExpectExit(clients[task], 0);
-  }
-  Subprocess* check = StartRestartWorker(9, "check", {"--clients=8"});
-  for (int task = 0; task < 8; ++task) {
-    auto line = check->WaitForLine(absl::StrCat("EVENT check client=", task, " "), kBound);
-    ASSERT_TRUE(line.ok()) << line.status() << check->output();
-    EXPECT_EQ(Field(*line, "keys"), acknowledged[task].first) << *line;
-    EXPECT_EQ(Field(*line, "right"), acknowledged[task].first) << *line;
-    EXPECT_EQ(Field(*line, "counter"), acknowledged[task].second) << *line;
-  }
-  ExpectExit(check, 0);
+  ExpectAcknowledgedWritesExactlyOnce(MUSTER_RESTART_WORKER_BIN, clients);
 }
 
 TEST_F(LeaderRestartE2eTest, WorkerKilledWhileLeaderDown_ReportedAfterTheReconnectWindow) {

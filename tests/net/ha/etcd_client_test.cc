@@ -42,18 +42,8 @@ TEST(EtcdClientTest, NothingListening_ConnectFailsNamingTheEndpoints) {
                              HasSubstr("--ha-etcd"))));
 }
 
-class EtcdClusterTest : public ::testing::Test {
+class EtcdClusterTest : public testing::EtcdTest {
  protected:
-  void SetUp() override {
-    auto cluster = EtcdCluster::Start();
-    ASSERT_THAT(cluster, IsOk());
-    cluster_ = *std::move(cluster);
-    auto endpoints = ParseEtcdEndpoints(cluster_->endpoints());
-    ASSERT_THAT(endpoints, IsOk());
-    auto client = EtcdClient::Connect({.endpoints = *endpoints});
-    ASSERT_THAT(client, IsOk());
-    etcd_ = *client;
-  }
 
   absl::Status Put(const std::string& key, const std::string& value, absl::Duration timeout) {
     etcdserverpb::TxnRequest txn;
@@ -71,8 +61,6 @@ class EtcdClusterTest : public ::testing::Test {
     return found.ok() && found->kvs_size() == 1 ? found->kvs(0).value() : "<none>";
   }
 
-  std::unique_ptr<EtcdCluster> cluster_;
-  std::shared_ptr<EtcdClient> etcd_;
 };
 
 TEST_F(EtcdClusterTest, WritesAndReadsThroughAnyMember) {

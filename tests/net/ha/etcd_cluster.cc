@@ -14,7 +14,6 @@
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_join.h>
 
-#include "muster/net/ha/etcd_client.h"
 
 namespace muster::testing {
 namespace {
@@ -70,7 +69,7 @@ absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(int members,
   // Formed: a linearizable read goes through the cluster's leader.
   absl::StatusOr<std::vector<std::string>> endpoints = ParseEtcdEndpoints(cluster->endpoints());
   if (!endpoints.ok()) return endpoints.status();
-  auto client = EtcdClient::Connect({.endpoints = *endpoints}, timeout);
+  auto client = EtcdClient::Connect({.endpoints = *std::move(endpoints)}, timeout);
   if (!client.ok()) {
     return absl::UnavailableError(
         absl::StrCat(client.status().message(), "\n", cluster->LogTail(0)));
@@ -136,6 +135,12 @@ void EtcdCluster::Kill(int member) {
 }
 
 absl::Status EtcdCluster::Restart(int member) { return Launch(member); }
+
+absl::StatusOr<std::shared_ptr<EtcdClient>> EtcdCluster::Client() const {
+  absl::StatusOr<std::vector<std::string>> endpoints = ParseEtcdEndpoints(this->endpoints());
+  if (!endpoints.ok()) return endpoints.status();
+  return EtcdClient::Connect({.endpoints = *std::move(endpoints)});
+}
 
 std::string EtcdCluster::LogTail(int member) const {
   std::ifstream log(absl::StrCat(dir_, "/", members_[member].name, ".log"));

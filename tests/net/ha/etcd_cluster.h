@@ -10,6 +10,9 @@
 #include <absl/status/statusor.h>
 #include <absl/time/time.h>
 
+#include <gtest/gtest.h>
+
+#include "muster/net/ha/etcd_client.h"
 #include "muster/tools/run/subprocess.h"
 
 namespace muster::testing {
@@ -32,6 +35,8 @@ class EtcdCluster {
   absl::Status Restart(int member);
   // The end of a member's log, for failure messages.
   std::string LogTail(int member) const;
+  // A client of the whole cluster.
+  absl::StatusOr<std::shared_ptr<EtcdClient>> Client() const;
 
  private:
   struct Member {
@@ -46,6 +51,22 @@ class EtcdCluster {
   std::string dir_;
   std::string initial_cluster_;
   std::vector<Member> members_;
+};
+
+// A fresh cluster for each test, and a client of it.
+class EtcdTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto cluster = EtcdCluster::Start();
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = *std::move(cluster);
+    auto client = cluster_->Client();
+    ASSERT_TRUE(client.ok()) << client.status();
+    etcd_ = *std::move(client);
+  }
+
+  std::unique_ptr<EtcdCluster> cluster_;
+  std::shared_ptr<EtcdClient> etcd_;
 };
 
 }  // namespace muster::testing

@@ -32,18 +32,8 @@ TEST(HaNameTest, NamesAreBounded) {
   EXPECT_EQ(PrefixEnd(std::string("a\xff", 2)), "b");
 }
 
-class EtcdElectionTest : public ::testing::Test {
+class EtcdElectionTest : public testing::EtcdTest {
  protected:
-  void SetUp() override {
-    auto cluster = EtcdCluster::Start();
-    ASSERT_THAT(cluster, IsOk());
-    cluster_ = *std::move(cluster);
-    auto endpoints = ParseEtcdEndpoints(cluster_->endpoints());
-    ASSERT_THAT(endpoints, IsOk());
-    auto client = EtcdClient::Connect({.endpoints = *endpoints});
-    ASSERT_THAT(client, IsOk());
-    etcd_ = *client;
-  }
 
   // A write fenced on `claim` of `election`.
   absl::Status FencedWrite(const EtcdElection& election, const LeaderClaim& claim,
@@ -55,8 +45,6 @@ class EtcdElectionTest : public ::testing::Test {
     return store->Write(batch);
   }
 
-  std::unique_ptr<EtcdCluster> cluster_;
-  std::shared_ptr<EtcdClient> etcd_;
 };
 
 TEST_F(EtcdElectionTest, OneWins_TheOtherSeesItAndTakesOverWhenItResigns) {

@@ -48,9 +48,7 @@ class EtcdStateStoreTest : public ::testing::Test {
   }
   void SetUp() override {
     ASSERT_NE(cluster_, nullptr);
-    auto endpoints = ParseEtcdEndpoints(cluster_->endpoints());
-    ASSERT_THAT(endpoints, IsOk());
-    auto client = EtcdClient::Connect({.endpoints = *endpoints});
+    auto client = cluster_->Client();
     ASSERT_THAT(client, IsOk());
     etcd_ = *client;
     name_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();

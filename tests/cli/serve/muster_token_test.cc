@@ -1,5 +1,7 @@
 // The job token with real processes: `muster serve --token-file`, the CLI and a worker with and
 // without it. Without the token nothing is read or changed; with it everything works.
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -15,8 +17,10 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
+// In a file of this process's own: ctest runs the tests of this suite in parallel processes,
+// which would otherwise rewrite each other's token files while they are read.
 std::string WriteFile(const std::string& name, const std::string& content) {
-  std::string path = ::testing::TempDir() + name;
+  std::string path = ::testing::TempDir() + name + "_" + std::to_string(getpid());
   std::ofstream(path) << content;
   return path;
 }

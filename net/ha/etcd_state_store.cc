@@ -127,8 +127,16 @@ absl::Status EtcdStateStore::Commit(etcdserverpb::TxnRequest& txn) {
     counter_value_ = next_value;
     return absl::OkStatus();
   }
-  // Not applied now. The fence may be gone; or this very transaction was applied already (the
-  // client sent it again after its first answer was lost): the counter then says so.
+  // Not applied now. This very transaction may have been applied already (the client sent it
+  // again after its first answer was lost): the counter then says so, and it was fenced when it
+  // applied. Or the fence is gone.
+  const auto& count = done->responses(0).response_range();
+  const std::string now = count.kvs_size() == 1 ? count.kvs(0).value() : std::string();
+  if (now == next_value) {
+    ++counter_;
+    counter_value_ = next_value;
+    return absl::OkStatus();
+  }
   bool fenced = true;
   if (options_.fence) {
     const auto& leader = done->responses(1).response_range();
@@ -140,13 +148,6 @@ absl::Status EtcdStateStore::Commit(etcdserverpb::TxnRequest& txn) {
         "this leader is no longer the active leader of HA job ", options_.name,
         " (its etcd lease ended, or another leader took over): it acknowledges nothing more; "
         "the active leader has the job"));
-  }
-  const auto& count = done->responses(0).response_range();
-  const std::string now = count.kvs_size() == 1 ? count.kvs(0).value() : std::string();
-  if (now == next_value) {  // this transaction, applied by an attempt whose answer was lost
-    ++counter_;
-    counter_value_ = next_value;
-    return absl::OkStatus();
   }
   return absl::FailedPreconditionError(absl::StrCat(
       "another writer changed the state in ", location_, " (its write counter is \"", now,
@@ -193,6 +194,7 @@ absl::Status EtcdStateStore::Write(const StateBatch& batch) {
       ops.push_back(&op);
       bytes += SizeOf(op);
     } else {
+      bytes = bytes + SizeOf(op) - SizeOf(*ops[it->second]);
       ops[it->second] = &op;
     }
   };

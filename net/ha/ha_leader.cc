@@ -95,6 +95,7 @@ absl::StatusOr<std::unique_ptr<HaLeader>> HaLeader::Start(caf::actor_system& sys
   if (!port.ok()) {
     caf::anon_send_exit(leader->front_, caf::exit_reason::user_shutdown);
     leader->role_ = HaRole::kStopped;
+    leader->failures_->Forget();
     return port.status();
   }
   leader->port_ = *port;
@@ -120,9 +121,30 @@ HaLeader::HaLeader(caf::actor_system& system, CoordinatorOptions options, Leader
       etcd_(std::move(etcd)),
       election_(etcd_, ha_.name, "", 1) {
   endpoint_.publish = false;  // the front is published; the leader behind it is not
+  failures_->owner = this;
 }
 
 HaLeader::~HaLeader() { Stop(); }
+
+uint64_t HaLeader::FailureSink::NewTerm() {
+  std::lock_guard<std::mutex> lock(mutex);
+  return ++term;
+}
+
+void HaLeader::FailureSink::Forget() {
+  std::lock_guard<std::mutex> lock(mutex);
+  owner = nullptr;
+}
+
+void HaLeader::FailureSink::Report(uint64_t of_term, std::string problem) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (owner == nullptr || of_term != term) return;
+  {
+    std::lock_guard<std::mutex> owner_lock(owner->mutex_);
+    owner->store_problem_ = std::move(problem);
+  }
+  owner->changed_.notify_all();
+}
 
 void HaLeader::Tell(const std::string& line) {
   if (ha_.on_role) ha_.on_role(line);
@@ -134,7 +156,8 @@ void HaLeader::Campaign() {
     lock.unlock();
     absl::Duration wait = Step();
     lock.lock();
-    changed_.wait_for(lock, absl::ToChronoNanoseconds(wait), [this] { return stopping_; });
+    changed_.wait_for(lock, absl::ToChronoNanoseconds(wait),
+                      [this] { return stopping_ || !store_problem_.empty(); });
   }
 }
 
@@ -157,17 +180,19 @@ absl::Duration HaLeader::Step() {
     }
     // Not refreshed in time: step down a quarter TTL before the lease may end, so that this
     // leader no longer answers once a standby may serve. A refresh never waits past that.
-    const absl::Time step_down_at = election_.lease_deadline() - ha_.lease_ttl / 4;
-    absl::Status kept = absl::Now() < step_down_at
-                            ? election_.KeepAlive(step_down_at - absl::Now())
+    const absl::Duration left = election_.lease_deadline() - ha_.lease_ttl / 4 - absl::Now();
+    absl::Status kept = left > absl::ZeroDuration()
+                            ? election_.KeepAlive(left)
                             : absl::DeadlineExceededError("the lease was not refreshed in time");
-    if (absl::IsNotFound(kept) || absl::Now() >= election_.lease_deadline() - ha_.lease_ttl / 4) {
+    const absl::Duration still = election_.lease_deadline() - ha_.lease_ttl / 4 - absl::Now();
+    if (absl::IsNotFound(kept) || still <= absl::ZeroDuration()) {
       StepDown(absl::StrCat("lost its etcd lease (",
                             kept.ok() ? "not refreshed in time" : std::string(kept.message()),
                             ")"));
       return ha_.campaign_interval;
     }
-    return ha_.lease_ttl / 4;
+    // After a failed refresh, the next one comes before the margin runs out.
+    return kept.ok() ? ha_.lease_ttl / 4 : std::min(ha_.lease_ttl / 4, still);
   }
   absl::StatusOr<LeaderClaim> claim = election_.Campaign();
   if (!claim.ok()) {
@@ -221,18 +246,27 @@ bool HaLeader::TakeOver(const LeaderClaim& claim) {
     }
   });
   EtcdStateOptions store_options{.name = ha_.name, .fence = election_.Fence(claim)};
-  store_options.on_failure = [this](const absl::Status& status) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      store_problem_ = std::string(status.message());
-    }
-    changed_.notify_all();
+  // The writer may outlive this term (a write blocked while etcd is away) and this object: it
+  // reports through the sink, which forgets a term once it ended.
+  const uint64_t term = failures_->NewTerm();
+  store_options.on_failure = [sink = failures_, term](const absl::Status& status) {
+    sink->Report(term, std::string(status.message()));
   };
   std::shared_ptr<EtcdStateStore> store = EtcdStateStore::Open(etcd_, std::move(store_options));
   absl::StatusOr<std::unique_ptr<Leader>> started_leader =
       Leader::Start(system_, options_, endpoint_, store);
+  // The lease as it is now: a load that outlasted it (the keeper's refreshes failing) must not
+  // serve.
+  absl::Status kept = started_leader.ok() ? election_.KeepAlive() : absl::OkStatus();
   started = true;
   keeper.join();
+  if (started_leader.ok() &&
+      (!kept.ok() || absl::Now() >= election_.lease_deadline() - ha_.lease_ttl / 4)) {
+    (*started_leader)->Stop();
+    started_leader = absl::UnavailableError(absl::StrCat(
+        "its etcd lease ended while it loaded the state (",
+        kept.ok() ? std::string("not refreshed in time") : std::string(kept.message()), ")"));
+  }
   if (!started_leader.ok()) {
     std::string problem(started_leader.status().message());
     if (problem != last_problem_) {
@@ -253,13 +287,13 @@ bool HaLeader::TakeOver(const LeaderClaim& claim) {
   }
   changed_.notify_all();
   Tell(absl::StrCat("active: serving HA job ", ha_.name, " at ", advertise_, "; ", recovered));
-  (void)election_.KeepAlive();  // the deadline from now; a lost lease shows at the next step
   return true;
 }
 
 void HaLeader::StepDown(const std::string& why) {
   // A new front: the agents watch the one they reached, and its end sends them to look for the
   // active leader again (the old front would keep their connections and answer as a standby).
+  failures_->NewTerm();  // what this term's writer reports from now on is of no concern
   CoordinatorActor old = front_;
   front_ = SpawnHaFront(system_, ha_.name);
   system_.middleman().unpublish(old, port_);
@@ -280,6 +314,7 @@ void HaLeader::StepDown(const std::string& why) {
     election_.Resign();
     Tell(absl::StrCat("stopped: cannot publish on port ", port_, " again (",
                       port.status().message(), "); restart this leader"));
+    if (ha_.on_stopped) ha_.on_stopped(port.status());
   }
 }
 
@@ -298,6 +333,7 @@ void HaLeader::Stop() {
     leader = std::move(leader_);
     role_ = HaRole::kStopped;
   }
+  failures_->Forget();
   TellHaFrontStandby(front_, "");
   if (leader) leader->Stop();
   election_.Resign();  // a standby takes over now, not after the lease's TTL

@@ -54,6 +54,9 @@ struct HaOptions {
   std::string advertise;
   // Told each change of role, as a line for a log (from the campaign's thread).
   std::function<void(const std::string&)> on_role;
+  // Told when the leader stopped campaigning on its own (it could not publish its port again):
+  // the process should end and be started again.
+  std::function<void(const absl::Status&)> on_stopped;
 };
 
 enum class HaRole { kStandby, kActive, kStopped };
@@ -107,6 +110,17 @@ class HaLeader {
   void StepDown(const std::string& why);
   void Tell(const std::string& line);
 
+  // Where the state writer reports a failed write. Shared with the writer, which may outlive a
+  // term and this object: a report of an ended term (or after Stop) is dropped.
+  struct FailureSink {
+    std::mutex mutex;
+    HaLeader* owner = nullptr;
+    uint64_t term = 0;
+    uint64_t NewTerm();
+    void Forget();
+    void Report(uint64_t of_term, std::string problem);
+  };
+
   caf::actor_system& system_;
   const CoordinatorOptions options_;
   LeaderEndpoint endpoint_;
@@ -129,6 +143,7 @@ class HaLeader {
   // The campaign thread's own:
   std::string last_problem_;  // the last campaign error told, not repeated
   int failed_takeovers_ = 0;  // in a row
+  std::shared_ptr<FailureSink> failures_ = std::make_shared<FailureSink>();
   std::thread campaign_;
 };
 

@@ -1,5 +1,9 @@
 #include "muster/tools/serve/serve_ha.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdio>
 
 #include <absl/flags/flag.h>
@@ -46,6 +50,12 @@ int ServeHa(caf::actor_system& system, const CoordinatorOptions& options, Leader
                .lease_ttl = absl::GetFlag(FLAGS_ha_lease_ttl),
                .advertise = absl::GetFlag(FLAGS_ha_advertise),
                .on_role = PrintStamped};
+  // A leader that stopped campaigning on its own ends the process, with a failure.
+  static std::atomic<bool> stopped_on_its_own{false};
+  ha.on_stopped = [](const absl::Status&) {
+    stopped_on_its_own = true;
+    kill(getpid(), SIGTERM);  // the shutdown path below, through the signal forwarder
+  };
   if (ha.name.empty()) {
     return ReportUsageError(
         kCommand, absl::InvalidArgumentError("--ha-etcd needs --ha-name: the HA job's name, the "
@@ -65,7 +75,7 @@ int ServeHa(caf::actor_system& system, const CoordinatorOptions& options, Leader
     });
   }
   (*leader)->Stop();
-  return kExitOk;
+  return stopped_on_its_own ? kExitFailed : kExitOk;
 }
 
 }  // namespace muster::cli

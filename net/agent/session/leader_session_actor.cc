@@ -24,7 +24,11 @@ struct SessionActorState {
   caf::actor_addr requester;  // the session ends when it is gone
   LeaderConnectorActor connector;
   CoordinatorActor leader;
-  LeaderAddresses addresses;              // where the leader may be (several: an HA job's leaders)
+  LeaderAddresses addresses;  // where the leader may be (several: an HA job's leaders)
+  // With several: each try of an address has a number; the answers of an older try (a
+  // connector, a token, a retry) are ignored once the session moved on.
+  uint64_t attempt = 0;
+  uint64_t retry_for = 0;                 // the try a pending retry_atom belongs to
   caf::actor_clock::time_point deadline;  // with several: until when to try them
   std::string last_error;                 // with several: why the last one was not it
 };
@@ -46,7 +50,12 @@ caf::result<LeaderSessionReply> Busy(SessionPointer self) {
 void Connect(SessionPointer self);
 
 LeaderSessionActor::behavior_type Connecting(SessionPointer self) {
-  return {[self](caf::connect_atom) { return Busy(self); }, [self](retry_atom) { Connect(self); }};
+  return {[self](caf::connect_atom) { return Busy(self); },
+          [self](retry_atom) {
+            if (self->state.retry_for == self->state.attempt && !self->state.connector) {
+              Connect(self);
+            }
+          }};
 }
 
 LeaderSessionActor::behavior_type Authenticating(SessionPointer self) {
@@ -103,9 +112,15 @@ void NextLeader(SessionPointer self, const absl::Status& why) {
     self->demonitor(st.leader.address());
     st.leader = nullptr;
   }
+  if (st.connector) {
+    self->send_exit(st.connector, caf::exit_reason::user_shutdown);
+    st.connector = nullptr;
+  }
+  ++st.attempt;  // what the last try still has under way is of no concern now
   st.machine.Redirected();
   self->become(Connecting(self));
   if (!pause) return Connect(self);
+  st.retry_for = st.attempt;
   auto left = std::chrono::duration_cast<caf::timespan>(st.deadline - self->clock().now());
   self->delayed_send(self, std::max(std::min(kRoundPause, left), caf::timespan{0}),
                      retry_atom::value);
@@ -139,12 +154,17 @@ void Authenticate(SessionPointer self) {
   }
   proto::AuthenticateRequest auth;
   auth.set_token(st.options.token);
+  const uint64_t attempt = st.attempt;
   self->request(st.leader, timeout, std::move(auth))
       .then(
-          [self](proto::AuthenticateResponse&) {
+          [self, attempt](proto::AuthenticateResponse&) {
+            if (self->state.attempt != attempt) return;
             if (self->state.machine.Authenticated() == SessionState::kRunning) Run(self);
           },
-          [self](caf::error& error) { NotThisLeader(self, ToStatus(error)); });
+          [self, attempt](caf::error& error) {
+            if (self->state.attempt != attempt) return;
+            NotThisLeader(self, ToStatus(error));
+          });
 }
 
 // The leader is known: watch it, then present the token (or run at once without one).
@@ -169,14 +189,17 @@ void Connect(SessionPointer self) {
     connect.wait_for_leader = false;
   }
   st.connector = SpawnLeaderConnector(self->system(), std::move(connect));
+  const uint64_t attempt = st.attempt;
   self->request(st.connector, caf::infinite, caf::connect_atom::value)
       .then(
-          [self](CoordinatorActor& leader) {
+          [self, attempt](CoordinatorActor& leader) {
+            if (self->state.attempt != attempt) return;
             self->state.connector = nullptr;
             self->state.machine.Connected();
             Adopt(self, std::move(leader));
           },
-          [self](caf::error& error) {
+          [self, attempt](caf::error& error) {
+            if (self->state.attempt != attempt) return;
             self->state.connector = nullptr;
             if (self->state.addresses.several()) return NextLeader(self, ToStatus(error));
             Stop(self, ToStatus(error));

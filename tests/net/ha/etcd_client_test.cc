@@ -44,7 +44,6 @@ TEST(EtcdClientTest, NothingListening_ConnectFailsNamingTheEndpoints) {
 
 class EtcdClusterTest : public testing::EtcdTest {
  protected:
-
   absl::Status Put(const std::string& key, const std::string& value, absl::Duration timeout) {
     etcdserverpb::TxnRequest txn;
     auto* put = txn.add_success()->mutable_request_put();
@@ -60,7 +59,6 @@ class EtcdClusterTest : public testing::EtcdTest {
     EXPECT_THAT(found, IsOk());
     return found.ok() && found->kvs_size() == 1 ? found->kvs(0).value() : "<none>";
   }
-
 };
 
 TEST_F(EtcdClusterTest, WritesAndReadsThroughAnyMember) {

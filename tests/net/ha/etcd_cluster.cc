@@ -14,7 +14,6 @@
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_join.h>
 
-
 namespace muster::testing {
 namespace {
 

@@ -34,7 +34,6 @@ TEST(HaNameTest, NamesAreBounded) {
 
 class EtcdElectionTest : public testing::EtcdTest {
  protected:
-
   // A write fenced on `claim` of `election`.
   absl::Status FencedWrite(const EtcdElection& election, const LeaderClaim& claim,
                            const std::string& value) {
@@ -44,7 +43,6 @@ class EtcdElectionTest : public testing::EtcdTest {
     batch.Put("k/d/x", value);
     return store->Write(batch);
   }
-
 };
 
 TEST_F(EtcdElectionTest, OneWins_TheOtherSeesItAndTakesOverWhenItResigns) {

@@ -3,8 +3,11 @@
 // quorum writes nothing and says so.
 #include "muster/net/ha/etcd_state_store.h"
 
+#include <unistd.h>
+
 #include <vector>
 
+#include <absl/strings/str_cat.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -51,7 +54,9 @@ class EtcdStateStoreTest : public ::testing::Test {
     auto client = cluster_->Client();
     ASSERT_THAT(client, IsOk());
     etcd_ = *client;
-    name_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    static int run = 0;  // distinct under --gtest_repeat: the suite shares its etcd cluster
+    name_ = absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "-",
+                         getpid(), "-", run++);
   }
 
   std::shared_ptr<EtcdStateStore> Open(EtcdStateOptions options = {}) {
@@ -81,7 +86,7 @@ TEST_F(EtcdStateStoreTest, Empty_LoadsFresh) {
   auto state = Open()->Load();
   ASSERT_THAT(state, IsOk());
   EXPECT_TRUE(state->fresh());
-  EXPECT_THAT(Open()->location(), HasSubstr("under muster/Empty_LoadsFresh/state/"));
+  EXPECT_THAT(Open()->location(), HasSubstr("under muster/" + name_ + "/state/"));
 }
 
 TEST_F(EtcdStateStoreTest, WrittenRecords_LoadBackInPagesAsTheyWere) {

@@ -4,7 +4,11 @@
 // and the agent, given both addresses, follows. Bad options are refused with what to do.
 #include "muster/net/ha/ha_leader.h"
 
+#include <unistd.h>
+
 #include <thread>
+
+#include <absl/strings/str_cat.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -41,7 +45,9 @@ class HaLeaderTest : public ::testing::Test {
   }
   void SetUp() override {
     ASSERT_NE(cluster_, nullptr);
-    name_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    static int run = 0;  // distinct under --gtest_repeat: the suite shares its etcd cluster
+    name_ = absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "-",
+                         getpid(), "-", run++);
   }
 
   static CoordinatorOptions Options(int tasks = 2) {

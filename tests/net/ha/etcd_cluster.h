@@ -69,4 +69,17 @@ class EtcdTest : public ::testing::Test {
   std::shared_ptr<EtcdClient> etcd_;
 };
 
+// One cluster for a whole suite (started in SetUpTestSuite), a client of it for each test, and
+// a name of the test's own for what it keeps in etcd (distinct under --gtest_repeat).
+class SharedEtcdTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite();
+  static void TearDownTestSuite();
+  void SetUp() override;
+
+  static EtcdCluster* cluster_;
+  std::shared_ptr<EtcdClient> etcd_;
+  std::string name_;
+};
+
 }  // namespace muster::testing

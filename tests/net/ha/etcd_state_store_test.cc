@@ -18,7 +18,6 @@
 namespace muster {
 namespace {
 
-using ::muster::testing::EtcdCluster;
 using ::muster::testing::IsOk;
 using ::muster::testing::StatusIs;
 using ::testing::AllOf;
@@ -38,27 +37,8 @@ std::string KvValue(const std::string& value) {
   return record.SerializeAsString();
 }
 
-class EtcdStateStoreTest : public ::testing::Test {
+class EtcdStateStoreTest : public testing::SharedEtcdTest {
  protected:
-  static void SetUpTestSuite() {
-    auto cluster = EtcdCluster::Start();
-    ASSERT_THAT(cluster, IsOk());
-    cluster_ = cluster->release();
-  }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(cluster_, nullptr);
-    auto client = cluster_->Client();
-    ASSERT_THAT(client, IsOk());
-    etcd_ = *client;
-    static int run = 0;  // distinct under --gtest_repeat: the suite shares its etcd cluster
-    name_ = absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "-",
-                         getpid(), "-", run++);
-  }
-
   std::shared_ptr<EtcdStateStore> Open(EtcdStateOptions options = {}) {
     options.name = name_;
     return EtcdStateStore::Open(etcd_, std::move(options));
@@ -74,13 +54,7 @@ class EtcdStateStoreTest : public ::testing::Test {
     EXPECT_THAT(found, IsOk());
     return found.ok() ? found->count() : -1;
   }
-
-  static EtcdCluster* cluster_;
-  std::shared_ptr<EtcdClient> etcd_;
-  std::string name_;
 };
-
-EtcdCluster* EtcdStateStoreTest::cluster_ = nullptr;
 
 TEST_F(EtcdStateStoreTest, Empty_LoadsFresh) {
   auto state = Open()->Load();

@@ -25,31 +25,14 @@
 namespace muster {
 namespace {
 
-using ::muster::testing::EtcdCluster;
 using ::muster::testing::IsOk;
 using ::muster::testing::IsOkAndHolds;
 using ::muster::testing::StatusIs;
 using ::testing::HasSubstr;
 using Code = absl::StatusCode;
 
-class HaLeaderTest : public ::testing::Test {
+class HaLeaderTest : public testing::SharedEtcdTest {
  protected:
-  static void SetUpTestSuite() {
-    auto cluster = EtcdCluster::Start();
-    ASSERT_THAT(cluster, IsOk());
-    cluster_ = cluster->release();
-  }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(cluster_, nullptr);
-    static int run = 0;  // distinct under --gtest_repeat: the suite shares its etcd cluster
-    name_ = absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "-",
-                         getpid(), "-", run++);
-  }
-
   static CoordinatorOptions Options(int tasks = 2) {
     CoordinatorOptions options;
     auto* job = options.config.add_coordinated_job_list();
@@ -73,8 +56,6 @@ class HaLeaderTest : public ::testing::Test {
     return leader.active_leader() == active;
   }
 
-  static EtcdCluster* cluster_;
-  std::string name_;
   NodeConfig a_config_;
   caf::actor_system a_{a_config_};
   NodeConfig b_config_;
@@ -82,8 +63,6 @@ class HaLeaderTest : public ::testing::Test {
   NodeConfig worker_config_{WorkerNodeOptions()};
   caf::actor_system worker_{worker_config_};
 };
-
-EtcdCluster* HaLeaderTest::cluster_ = nullptr;
 
 TEST_F(HaLeaderTest, OneServesTheOtherStandsBy_StoppingTheActiveHandsOverTheJobWithItsState) {
   auto a = Start(a_);

@@ -149,27 +149,4 @@ std::string EtcdCluster::LogTail(int member) const {
   return all.size() > 3000 ? all.substr(all.size() - 3000) : all;
 }
 
-EtcdCluster* SharedEtcdTest::cluster_ = nullptr;
-
-void SharedEtcdTest::SetUpTestSuite() {
-  auto cluster = EtcdCluster::Start();
-  ASSERT_TRUE(cluster.ok()) << cluster.status();
-  cluster_ = cluster->release();
-}
-
-void SharedEtcdTest::TearDownTestSuite() {
-  delete cluster_;
-  cluster_ = nullptr;
-}
-
-void SharedEtcdTest::SetUp() {
-  ASSERT_NE(cluster_, nullptr);
-  auto client = cluster_->Client();
-  ASSERT_TRUE(client.ok()) << client.status();
-  etcd_ = *std::move(client);
-  static int run = 0;
-  name_ = absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "-",
-                       getpid(), "-", run++);
-}
-
 }  // namespace muster::testing

@@ -3,11 +3,14 @@
 // the cluster. Members can be killed and started again, as a test of etcd's failures needs.
 #pragma once
 
+#include <unistd.h>
+
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <absl/status/statusor.h>
+#include <absl/strings/str_cat.h>
 #include <absl/time/time.h>
 
 #include <gtest/gtest.h>
@@ -73,11 +76,26 @@ class EtcdTest : public ::testing::Test {
 // a name of the test's own for what it keeps in etcd (distinct under --gtest_repeat).
 class SharedEtcdTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite();
-  static void TearDownTestSuite();
-  void SetUp() override;
+  static void SetUpTestSuite() {
+    auto cluster = EtcdCluster::Start();
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = cluster->release();
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(cluster_, nullptr);
+    auto client = cluster_->Client();
+    ASSERT_TRUE(client.ok()) << client.status();
+    etcd_ = *std::move(client);
+    static int run = 0;
+    name_ = absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "-",
+                         getpid(), "-", run++);
+  }
 
-  static EtcdCluster* cluster_;
+  inline static EtcdCluster* cluster_ = nullptr;
   std::shared_ptr<EtcdClient> etcd_;
   std::string name_;
 };

@@ -146,7 +146,7 @@ void PrintRow(const std::string& what, std::vector<double> samples, const std::s
   std::fflush(stdout);
 }
 
-void Inserts(EtcdCluster& cluster, const std::shared_ptr<EtcdClient>& etcd) {
+void Inserts(const std::shared_ptr<EtcdClient>& etcd) {
   const absl::Duration duration = absl::GetFlag(FLAGS_duration);
   const int reps = absl::GetFlag(FLAGS_reps);
   std::printf("\n### KV inserts per second (median of %d runs of %s)\n\n", reps,
@@ -183,7 +183,6 @@ void Inserts(EtcdCluster& cluster, const std::shared_ptr<EtcdClient>& etcd) {
     std::printf("| %d: etcd state / memory = %.2fx, / etcd's floor = %.2fx | | | |\n", clients,
                 ratio_memory, ratio_floor);
   }
-  (void)cluster;
 }
 
 // A `muster serve` process with `flags`; its port from the ready line.
@@ -336,7 +335,7 @@ int main(int argc, char** argv) {
   auto etcd = muster::EtcdClient::Connect({.endpoints = *endpoints});
   if (!etcd.ok()) return 1;
   std::printf("## ha_bench: etcd 3.4, 3 members on this host (fsync on), 2 cores\n");
-  muster::bench::Inserts(**cluster, *etcd);
+  muster::bench::Inserts(*etcd);
   muster::bench::Failovers(**cluster);
   return 0;
 }

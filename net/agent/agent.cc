@@ -4,10 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include <absl/strings/ascii.h>
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
-#include <absl/strings/str_split.h>
 #include <caf/defaults.hpp>
 #include <caf/event_based_actor.hpp>
 
@@ -32,16 +30,16 @@ caf::timespan ToSpan(absl::Duration duration) { return absl::ToChronoNanoseconds
 absl::StatusOr<ConnectOptions> LeaderOptions(const AgentOptions& options) {
   ConnectOptions leader;
   // "HOST:PORT", or an HA job's leaders "HOST:PORT,HOST:PORT" (tried in turn).
-  std::vector<std::string> addresses = absl::StrSplit(options.leader, ',', absl::SkipWhitespace());
+  std::vector<std::string> addresses = SplitLeaderList(options.leader);
   if (addresses.empty()) addresses.push_back(options.leader);
   for (size_t i = 0; i < addresses.size(); ++i) {
-    auto parsed = ParseLeaderAddress(absl::StripAsciiWhitespace(addresses[i]));
+    auto parsed = ParseLeaderAddress(addresses[i]);
     if (!parsed.ok()) return parsed.status();
     if (i == 0) {
       leader.host = parsed->first;
       leader.port = parsed->second;
     } else {
-      leader.other_leaders.emplace_back(absl::StripAsciiWhitespace(addresses[i]));
+      leader.other_leaders.push_back(addresses[i]);
     }
   }
   if (addresses.size() > LeaderAddresses::kMax) {

@@ -24,10 +24,22 @@ struct FrontState {
 
 using FrontPointer = caf::stateful_actor<FrontState>*;
 
+caf::behavior Active(FrontPointer self, CoordinatorActor target);
 caf::behavior Standby(FrontPointer self, std::string active);
 
-// The owner's switches: only the front itself sends them (TellHaFront*).
-bool FromOwner(FrontPointer self) { return self->current_sender() == self->ctrl(); }
+// The owner's switches, the same in both states (the states differ in what they do with
+// everything else, their default handler): only the front itself sends them (TellHaFront*).
+caf::behavior Switches(FrontPointer self) {
+  auto from_owner = [self] { return self->current_sender() == self->ctrl(); };
+  return {
+      [self, from_owner](ha_standby_atom, std::string& active) {
+        if (from_owner()) self->become(Standby(self, std::move(active)));
+      },
+      [self, from_owner](ha_active_atom, caf::actor& target) {
+        if (from_owner()) self->become(Active(self, caf::actor_cast<CoordinatorActor>(target)));
+      },
+  };
+}
 
 caf::behavior Active(FrontPointer self, CoordinatorActor target) {
   self->set_default_handler(
@@ -36,14 +48,7 @@ caf::behavior Active(FrontPointer self, CoordinatorActor target) {
         promise.delegate(caf::actor_cast<caf::actor>(target), view.move_content_to_message());
         return caf::delegated<caf::message>{};
       });
-  return {
-      [self](ha_standby_atom, std::string& active) {
-        if (FromOwner(self)) self->become(Standby(self, std::move(active)));
-      },
-      [self](ha_active_atom, caf::actor& next) {
-        if (FromOwner(self)) self->become(Active(self, caf::actor_cast<CoordinatorActor>(next)));
-      },
-  };
+  return Switches(self);
 }
 
 caf::behavior Standby(FrontPointer self, std::string active) {
@@ -51,14 +56,7 @@ caf::behavior Standby(FrontPointer self, std::string active) {
       [self, active](caf::scheduled_actor*, caf::message_view&) -> caf::result<caf::message> {
         return ToError(StandbyLeaderError(self->state.job, active));
       });
-  return {
-      [self](ha_standby_atom, std::string& next) {
-        if (FromOwner(self)) self->become(Standby(self, std::move(next)));
-      },
-      [self](ha_active_atom, caf::actor& target) {
-        if (FromOwner(self)) self->become(Active(self, caf::actor_cast<CoordinatorActor>(target)));
-      },
-  };
+  return Switches(self);
 }
 
 }  // namespace

@@ -6,16 +6,15 @@
 #include <cstdlib>
 
 #include <absl/flags/flag.h>
-#include <absl/strings/ascii.h>
 #include <absl/strings/match.h>
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
-#include <absl/strings/str_split.h>
 #include <absl/strings/strip.h>
 #include <caf/send.hpp>
 
 #include "muster/messages/status/caf_text.h"
 #include "muster/messages/task_name.h"
+#include "muster/net/agent/session/leader_addresses.h"
 #include "muster/net/agent/session/leader_session_actor.h"
 #include "muster/net/leader/job_token.h"
 #include "muster/net/transport/wire/frame_guard.h"
@@ -60,14 +59,13 @@ std::string LeaderAddress::List() const {
 
 absl::StatusOr<LeaderAddress> ParseLeaderAddress(absl::string_view text) {
   if (absl::StrContains(text, ',')) {
-    std::vector<absl::string_view> parts = absl::StrSplit(text, ',', absl::SkipWhitespace());
+    std::vector<std::string> parts = SplitLeaderList(text);
     if (parts.empty()) return ParseLeaderAddress("");
-    absl::StatusOr<LeaderAddress> first = ParseLeaderAddress(absl::StripAsciiWhitespace(parts[0]));
+    absl::StatusOr<LeaderAddress> first = ParseLeaderAddress(parts[0]);
     if (!first.ok()) return first.status();
     for (size_t i = 1; i < parts.size(); ++i) {
-      absl::string_view part = absl::StripAsciiWhitespace(parts[i]);
-      if (absl::Status other = ParseLeaderAddress(part).status(); !other.ok()) return other;
-      first->others.emplace_back(part);
+      if (absl::Status other = ParseLeaderAddress(parts[i]).status(); !other.ok()) return other;
+      first->others.push_back(parts[i]);
     }
     return first;
   }

@@ -341,16 +341,14 @@ absl::StatusOr<NodeOptions> NodeOptionsFromFlags() {
   return node;
 }
 
-namespace {
-
-std::string Stamp() {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3S%Ez", absl::Now(), absl::LocalTimeZone());
-}
-
 void PrintLine(const std::string& line) {
-  std::printf("%s %s\n", Stamp().c_str(), line.c_str());
+  std::string stamp =
+      absl::FormatTime("%Y-%m-%dT%H:%M:%E3S%Ez", absl::Now(), absl::LocalTimeZone());
+  std::printf("%s %s\n", stamp.c_str(), line.c_str());
   std::fflush(stdout);
 }
+
+namespace {
 
 std::string Describe(const CoordinatorOptions& options) {
   std::vector<std::string> jobs;

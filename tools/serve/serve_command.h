@@ -26,6 +26,9 @@ absl::StatusOr<CoordinatorOptions> ServeOptionsFromFlags();
 // Possible errors: InvalidArgument (out of range), NotFound (a TLS file).
 absl::StatusOr<NodeOptions> NodeOptionsFromFlags();
 
+// Prints one line of the leader's log to standard output, stamped with the local time.
+void PrintLine(const std::string& line);
+
 // Runs `muster serve` with the arguments that follow "serve"; returns the exit code.
 int RunServe(const std::vector<std::string>& argv);
 

@@ -14,6 +14,7 @@
 #include "muster/net/ha/ha_leader.h"
 #include "muster/net/process/shutdown_signals.h"
 #include "muster/tools/common/cli_common.h"
+#include "muster/tools/serve/serve_command.h"
 
 ABSL_FLAG(std::string, ha_etcd, "",
           "Run as one leader of an HA job on etcd: its members' HOST:PORT,HOST:PORT. Every leader "
@@ -31,13 +32,6 @@ namespace {
 
 constexpr char kCommand[] = "serve";
 
-void PrintStamped(const std::string& line) {
-  std::string stamp =
-      absl::FormatTime("%Y-%m-%dT%H:%M:%E3S%Ez", absl::Now(), absl::LocalTimeZone());
-  std::printf("%s %s\n", stamp.c_str(), line.c_str());
-  std::fflush(stdout);
-}
-
 }  // namespace
 
 bool HaRequested() { return !absl::GetFlag(FLAGS_ha_etcd).empty(); }
@@ -49,7 +43,7 @@ int ServeHa(caf::actor_system& system, const CoordinatorOptions& options, Leader
                .name = absl::GetFlag(FLAGS_ha_name),
                .lease_ttl = absl::GetFlag(FLAGS_ha_lease_ttl),
                .advertise = absl::GetFlag(FLAGS_ha_advertise),
-               .on_role = PrintStamped};
+               .on_role = PrintLine};
   // A leader that stopped campaigning on its own ends the process, with a failure.
   static std::atomic<bool> stopped_on_its_own{false};
   ha.on_stopped = [](const absl::Status&) {
@@ -66,12 +60,12 @@ int ServeHa(caf::actor_system& system, const CoordinatorOptions& options, Leader
   std::printf("muster leader ready at %s:%u ha=%s address=%s\n", host.c_str(), (*leader)->port(),
               (*leader)->name().c_str(), (*leader)->address().c_str());
   std::fflush(stdout);
-  PrintStamped(description);
+  PrintLine(description);
   {
     caf::scoped_actor self{system};
     ShutdownSignalForwarder forwarder{caf::actor_cast<caf::actor>(self)};
     self->receive([&](shutdown_atom, int signal) {
-      PrintStamped(absl::StrCat("muster leader shutting down (signal ", signal, ")"));
+      PrintLine(absl::StrCat("muster leader shutting down (signal ", signal, ")"));
     });
   }
   (*leader)->Stop();

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 
+#include <absl/strings/ascii.h>
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
+#include <absl/strings/str_split.h>
 
 namespace muster {
 
@@ -20,6 +22,14 @@ absl::StatusOr<std::pair<std::string, uint16_t>> ParseLeaderAddress(absl::string
     host = host.substr(1, host.size() - 2);  // [IPv6]:PORT
   }
   return std::make_pair(std::move(host), static_cast<uint16_t>(port));
+}
+
+std::vector<std::string> SplitLeaderList(absl::string_view text) {
+  std::vector<std::string> addresses;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    addresses.emplace_back(absl::StripAsciiWhitespace(part));
+  }
+  return addresses;
 }
 
 LeaderAddresses::LeaderAddresses(const std::string& host, uint16_t port,

@@ -19,6 +19,11 @@ namespace muster {
 // InvalidArgument, naming the text and the expected form.
 absl::StatusOr<std::pair<std::string, uint16_t>> ParseLeaderAddress(absl::string_view text);
 
+// The addresses of a leader list, "HOST:PORT,HOST:PORT" (an HA job's leaders; one address is a
+// list of one), each without the whitespace around it; none for a text of only commas and
+// spaces. Each is then parsed by whoever asked.
+std::vector<std::string> SplitLeaderList(absl::string_view text);
+
 class LeaderAddresses {
  public:
   // At most this many addresses (those a standby names beyond it are not added).

@@ -32,10 +32,12 @@
 
 #include "muster/tools/run/subprocess.h"
 #include "tests/netbed/net_bed.h"
+#include "tests/testing/line_stamp.h"
 
 namespace muster::netbed {
 namespace {
 
+using ::muster::testing::LineStampMicros;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -53,16 +55,6 @@ int64_t AtMicros(const std::string& line) {
   if (at == std::string::npos) return -1;
   std::string digits = line.substr(at + 6, line.find(' ', at) - at - 6);
   return absl::SimpleAtoi(digits, &us) ? us : -1;
-}
-
-// The leader's line stamp (2026-11-27T21:01:11.531+00:00 ...) in microseconds; -1 if none.
-int64_t StampMicros(const std::string& line) {
-  absl::Time time;
-  std::string error;
-  if (!absl::ParseTime("%Y-%m-%dT%H:%M:%E3S%Ez", line.substr(0, line.find(' ')), &time, &error)) {
-    return -1;
-  }
-  return absl::ToUnixMicros(time);
 }
 
 class RealNetworkTest : public ::testing::Test {
@@ -155,7 +147,7 @@ TEST_F(RealNetworkTest, HostPartitionedFromTheLeader_DeclaredDeadInTimeOthersTol
   const int64_t cut = NowMicros();          // once the rules are in place
   auto verdict = leader->WaitForLine("/job:worker/task:2 stale", kBound);
   ASSERT_TRUE(verdict.ok()) << verdict.status() << leader->output();
-  const int64_t declared = StampMicros(*verdict);
+  const int64_t declared = LineStampMicros(*verdict);
   ASSERT_GT(declared, 0) << *verdict;
   const int64_t after_ms = (declared - cut) / 1000;
   std::printf("partition -> verdict: %lld ms (heartbeat timeout 2000 ms)\n",

@@ -308,8 +308,11 @@ void HaLeader::StepDown(const std::string& why) {
     if (!port.ok()) stopping_ = true;  // unreachable: campaigning would win the job for nobody
   }
   changed_.notify_all();
-  if (leader) leader->Stop();
+  // It serves no more from here on (its front answers as a standby). Its state writer may be
+  // blocked in a write to an etcd it cannot reach, which ends only with the write's timeout:
+  // the campaign does not wait that long.
   Tell(absl::StrCat("standby: stepped down: this leader ", why));
+  if (leader) leader->Stop(std::min(ha_.lease_ttl / 2, absl::Seconds(5)));
   if (!port.ok()) {
     election_.Resign();
     Tell(absl::StrCat("stopped: cannot publish on port ", port_, " again (",

@@ -2,7 +2,8 @@
 // processes of one HA job, and worker processes (restart_worker) given both leaders' addresses.
 // The active leader is killed with SIGKILL: the standby takes over once its lease ends, the
 // workers' blocked calls complete against it, every acknowledged write is there exactly once,
-// and no error callback fires.
+// and no error callback fires. etcd losing one member of three goes unnoticed; losing two
+// pauses the writes, which resume once a quorum is back.
 #include <unistd.h>
 
 #include <csignal>
@@ -15,12 +16,17 @@
 
 #include "tests/e2e/e2e_fixture.h"
 #include "tests/net/ha/etcd_cluster.h"
+#include "tests/net/ha/ha_leader_pair.h"
+#include "tests/net/ha/write_history.h"
 
 namespace muster::testing {
 namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+int64_t NowMicros() { return absl::ToUnixMicros(absl::Now()); }
 
 class HaFailoverE2eTest : public E2eTest {
  protected:
@@ -40,9 +46,9 @@ class HaFailoverE2eTest : public E2eTest {
     argv.insert(argv.end(), flags.begin(), flags.end());
     auto leader = Subprocess::Start(argv);
     ASSERT_TRUE(leader.ok()) << leader.status();
-    leaders_[i] = *std::move(leader);
-    auto ready = leaders_[i]->WaitForLine("muster leader ready at 127.0.0.1:", kBound);
-    ASSERT_TRUE(ready.ok()) << ready.status() << leaders_[i]->output();
+    leaders_.process[i] = *std::move(leader);
+    auto ready = leaders_.process[i]->WaitForLine("muster leader ready at 127.0.0.1:", kBound);
+    ASSERT_TRUE(ready.ok()) << ready.status() << leaders_.process[i]->output();
     std::string rest = ready->substr(ready->find("127.0.0.1:") + 10);
     ports_[i] = std::stoi(rest.substr(0, rest.find(' ')));
   }
@@ -53,58 +59,14 @@ class HaFailoverE2eTest : public E2eTest {
     address_ = absl::StrCat("127.0.0.1:", ports_[0], ",127.0.0.1:", ports_[1]);
   }
 
-  // Which leader serves: waits until one says it took over once more than it had said.
-  int Active(absl::Duration bound = kBound) {
-    const absl::Time end = absl::Now() + bound;
-    while (absl::Now() < end) {
-      for (int i = 0; i < 2; ++i) {
-        if (leaders_[i] && Takeovers(i) > takeovers_[i]) {
-          takeovers_[i] = Takeovers(i);
-          return i;
-        }
-      }
-      for (int i = 0; i < 2; ++i) {
-        if (leaders_[i]) (void)leaders_[i]->WaitForLine("\n", absl::Milliseconds(20));
-      }
-    }
-    ADD_FAILURE() << "no leader took over; outputs:\n"
-                  << (leaders_[0] ? leaders_[0]->output() : "") << "\n---\n"
-                  << (leaders_[1] ? leaders_[1]->output() : "");
-    return -1;
-  }
+  int Active() { return leaders_.Active(kBound); }
 
-  // Whether leader `i` printed `text`, read as its output comes (WaitForLine has moved past
-  // the lines Active() read).
-  bool Saw(int i, const std::string& text) {
-    const absl::Time end = absl::Now() + kBound;
-    while (leaders_[i]->output().find(text) == std::string::npos && absl::Now() < end) {
-      (void)leaders_[i]->WaitForLine("\n", absl::Milliseconds(50));
-    }
-    return leaders_[i]->output().find(text) != std::string::npos;
-  }
-
-  int Takeovers(int i) {
-    const std::string& out = leaders_[i]->output();
-    int count = 0;
-    for (size_t at = out.find("active: serving"); at != std::string::npos;
-         at = out.find("active: serving", at + 1)) {
-      ++count;
-    }
-    return count;
-  }
-
-  void Kill(int i) {
-    leaders_[i]->Signal(SIGKILL);
-    (void)leaders_[i]->Wait(kBound);
-    leaders_[i].reset();
-    takeovers_[i] = 0;
-  }
+  void Kill(int i) { leaders_.Kill(i, kBound); }
 
   std::unique_ptr<EtcdCluster> etcd_;
   std::string name_;
   int ports_[2] = {0, 0};
-  int takeovers_[2] = {0, 0};
-  std::unique_ptr<Subprocess> leaders_[2];
+  HaLeaderPair leaders_;
 };
 
 const std::vector<std::string> kFlags = {"--heartbeat-timeout=2s", "--reconnect-window=10s",
@@ -116,7 +78,8 @@ TEST_F(HaFailoverE2eTest, ActiveKilled_StandbyTakesOver_BlockedGetAndBarrierComp
   StartBoth(flags);
   int active = Active();
   ASSERT_GE(active, 0);
-  EXPECT_TRUE(Saw(1 - active, "standby: the active leader is")) << leaders_[1 - active]->output();
+  EXPECT_NE(leaders_.Saw(1 - active, "standby: the active leader is", kBound), "")
+      << leaders_.Outputs();
   Subprocess* getter = StartProgram(MUSTER_RESTART_WORKER_BIN, 0, "get");
   std::vector<Subprocess*> waiting;
   for (int task : {1, 2, 3}) {
@@ -132,7 +95,7 @@ TEST_F(HaFailoverE2eTest, ActiveKilled_StandbyTakesOver_BlockedGetAndBarrierComp
   int next = Active();
   ASSERT_EQ(next, 1 - active);
   const absl::Duration failover = absl::Now() - killed;
-  EXPECT_THAT(leaders_[next]->output(), HasSubstr("recovered 4 tasks (4 connected"));
+  EXPECT_THAT(leaders_.process[next]->output(), HasSubstr("recovered 4 tasks (4 connected"));
   EXPECT_LT(failover, absl::Seconds(6)) << "lease TTL 2s";
   Subprocess* put = StartProgram(MUSTER_RESTART_WORKER_BIN, 9, "put", {"--value=after-failover"});
   ExpectExit(put, 0);
@@ -163,6 +126,46 @@ TEST_F(HaFailoverE2eTest, EightWritersFiveFailovers_EveryAcknowledgedWriteIsTher
     active = next;
   }
   ExpectAcknowledgedWritesExactlyOnce(MUSTER_RESTART_WORKER_BIN, clients);
+}
+
+TEST_F(HaFailoverE2eTest, EtcdMembersLost_OneUnnoticed_TwoPauseWritesThatThenResume) {
+  std::vector<std::string> flags = kFlags;
+  flags.push_back("--job=worker=4");
+  StartBoth(flags);
+  const int active = Active();
+  ASSERT_GE(active, 0);
+  std::vector<Subprocess*> clients;
+  for (int task = 0; task < 4; ++task) {
+    clients.push_back(
+        StartProgram(MUSTER_RESTART_WORKER_BIN, task, "loss",
+                     {"--history", "--duration_ms=12000", "--reconnect_timeout_ms=30000"}));
+  }
+  for (Subprocess* client : clients) {
+    ASSERT_TRUE(client->WaitForLine("EVENT connect code=OK", kBound).ok()) << client->output();
+  }
+  absl::SleepFor(absl::Seconds(1));
+  // One member of three lost: the job does not notice (no step-down, no takeover).
+  const int64_t one_lost = NowMicros();
+  etcd_->Kill(0);
+  absl::SleepFor(absl::Seconds(3));  // longer than the lease TTL
+  const std::string outputs = leaders_.Outputs();
+  EXPECT_EQ(HaLeaderPair::Count(outputs, "active: serving"), 1) << outputs;
+  EXPECT_EQ(HaLeaderPair::Count(outputs, "stepped down"), 0) << outputs;
+  // Two of three: no quorum, so nothing can be acknowledged; the writes wait, then resume once a
+  // quorum is back (the active leader stepped down meanwhile; a leader takes over again).
+  const int64_t quorum_lost = NowMicros();
+  etcd_->Kill(1);
+  absl::SleepFor(absl::Seconds(3));
+  const int64_t quorum_back = NowMicros();
+  ASSERT_TRUE(etcd_->Restart(1).ok());
+  EXPECT_GE(Active(), 0);
+  ExpectAcknowledgedWritesExactlyOnce(MUSTER_RESTART_WORKER_BIN, clients);
+  WriteHistory history;
+  for (int task = 0; task < 4; ++task) history.Add(task, clients[task]->output());
+  EXPECT_FALSE(history.Between(one_lost, quorum_lost).empty());
+  EXPECT_THAT(history.Between(quorum_lost + 250'000, quorum_back), IsEmpty())
+      << WriteHistory::Describe(history.Between(quorum_lost + 250'000, quorum_back));
+  EXPECT_FALSE(history.Between(quorum_back, NowMicros()).empty());
 }
 
 TEST_F(HaFailoverE2eTest, StandbyAnswersNamingTheActiveLeader_AndAnotherConfigurationIsRefused) {

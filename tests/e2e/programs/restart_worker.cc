@@ -7,7 +7,9 @@
 //   read     TryGetKeyValue(--key) without registering, then exit
 //   idle     wait for the error callback (up to 60 s)
 //   loss     for --duration_ms: insert loss/c<task>/<n> = v<n>, then increment loss/n/c<task>;
-//            prints how many of each were acknowledged and how many calls failed
+//            prints how many of each were acknowledged and how many calls failed; with
+//            --history, also each acknowledgement ("EVENT ack insert n=N at_us=T", "EVENT ack
+//            increment sum=S at_us=T")
 //   check    for tasks 0..--clients-1: how many loss/c<i>/ keys hold the right value, and the
 //            counter loss/n/c<i>
 //   ephemeral  insert the ephemeral key eph/<task> (its incarnation as the value), then
@@ -39,6 +41,7 @@ ABSL_FLAG(std::string, key, "boot/key", "put, read: the key");
 ABSL_FLAG(std::string, value, "v", "put: the value");
 ABSL_FLAG(int64_t, duration_ms, 5'000, "loss: how long to write");
 ABSL_FLAG(int, clients, 8, "check: how many loss clients wrote");
+ABSL_FLAG(bool, history, false, "loss: print each acknowledgement with its time");
 
 namespace {
 
@@ -72,12 +75,14 @@ int Barrier(muster::Agent& agent) {
 int Loss(muster::Agent& agent) {
   const std::string task = absl::StrCat(absl::GetFlag(FLAGS_task));
   const absl::Time end = absl::Now() + absl::Milliseconds(absl::GetFlag(FLAGS_duration_ms));
+  const bool history = absl::GetFlag(FLAGS_history);
   int64_t inserts = 0, increments = 0, failures = 0;
   for (int64_t n = 0; absl::Now() < end; ++n) {
     absl::Status inserted =
         agent.InsertKeyValue(absl::StrCat("loss/c", task, "/", n), absl::StrCat("v", n));
     if (inserted.ok()) {
       ++inserts;
+      if (history) Event(absl::StrCat("ack insert n=", n, " at_us=", NowMicros()));
     } else {
       ++failures;
       Event("insert " + Describe(inserted));
@@ -86,6 +91,7 @@ int Loss(muster::Agent& agent) {
     auto sum = agent.IncrementKeyValue(absl::StrCat("loss/n/c", task), 1);
     if (sum.ok() && *sum == increments + 1) {
       ++increments;
+      if (history) Event(absl::StrCat("ack increment sum=", *sum, " at_us=", NowMicros()));
     } else {
       ++failures;
       Event(sum.ok() ? absl::StrCat("increment returned ", *sum, " after ", increments)

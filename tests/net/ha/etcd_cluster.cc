@@ -40,13 +40,15 @@ std::vector<int> FreePorts(int count) {
   return ports;
 }
 
-std::string Url(int port) { return absl::StrCat("http://127.0.0.1:", port); }
+std::string Url(const std::string& host, int port) {
+  return absl::StrCat("http://", host, ":", port);
+}
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(int members,
-                                                                absl::Duration timeout) {
-  if (access("/usr/bin/etcd", X_OK) != 0) {
+absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Launch(std::vector<Member> members,
+                                                                 Placement placement) {
+  if (access("/usr/bin/etcd", X_OK) != 0 || access("/usr/bin/etcdctl", X_OK) != 0) {
     return absl::UnavailableError("/usr/bin/etcd is missing: run tools/install-deps.sh");
   }
   auto cluster = std::unique_ptr<EtcdCluster>(new EtcdCluster());
@@ -54,24 +56,37 @@ absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(int members,
   if (mkdtemp(pattern.data()) == nullptr) return absl::InternalError("mkdtemp failed");
   cluster->dir_ = pattern;
   std::vector<std::string> peers;
-  const std::vector<int> ports = FreePorts(2 * members);
-  for (int i = 0; i < members; ++i) {
-    Member member{
-        .name = absl::StrCat("m", i), .client_port = ports[2 * i], .peer_port = ports[2 * i + 1]};
-    peers.push_back(absl::StrCat(member.name, "=", Url(member.peer_port)));
-    cluster->members_.push_back(std::move(member));
+  for (const Member& member : members) {
+    peers.push_back(absl::StrCat(member.name, "=", Url(member.host, member.peer_port)));
   }
   cluster->initial_cluster_ = absl::StrJoin(peers, ",");
-  for (int i = 0; i < members; ++i) {
-    if (absl::Status launched = cluster->Launch(i); !launched.ok()) return launched;
+  cluster->members_ = std::move(members);
+  cluster->placement_ = std::move(placement);
+  for (size_t i = 0; i < cluster->members_.size(); ++i) {
+    if (absl::Status launched = cluster->Launch(static_cast<int>(i)); !launched.ok()) {
+      return launched;
+    }
   }
+  return cluster;
+}
+
+absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(int members,
+                                                                absl::Duration timeout) {
+  const std::vector<int> ports = FreePorts(2 * members);
+  std::vector<Member> all;
+  for (int i = 0; i < members; ++i) {
+    all.push_back(
+        {.name = absl::StrCat("m", i), .client_port = ports[2 * i], .peer_port = ports[2 * i + 1]});
+  }
+  auto cluster = Launch(std::move(all), {});
+  if (!cluster.ok()) return cluster.status();
   // Formed: a linearizable read goes through the cluster's leader.
-  absl::StatusOr<std::vector<std::string>> endpoints = ParseEtcdEndpoints(cluster->endpoints());
+  absl::StatusOr<std::vector<std::string>> endpoints = ParseEtcdEndpoints((*cluster)->endpoints());
   if (!endpoints.ok()) return endpoints.status();
   auto client = EtcdClient::Connect({.endpoints = *std::move(endpoints)}, timeout);
   if (!client.ok()) {
     return absl::UnavailableError(
-        absl::StrCat(client.status().message(), "\n", cluster->LogTail(0)));
+        absl::StrCat(client.status().message(), "\n", (*cluster)->LogTail(0)));
   }
   etcdserverpb::RangeRequest read;
   read.set_key("muster-test/formed");
@@ -85,7 +100,40 @@ absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(int members,
   }
   return absl::UnavailableError(absl::StrCat("the etcd cluster did not form within ",
                                              absl::FormatDuration(timeout), ": ", last.message(),
-                                             "\n", cluster->LogTail(0)));
+                                             "\n", (*cluster)->LogTail(0)));
+}
+
+absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::StartOn(Placement placement,
+                                                                  absl::Duration timeout) {
+  std::vector<Member> members;
+  for (size_t i = 0; i < placement.hosts.size(); ++i) {
+    members.push_back({.name = absl::StrCat("m", i),
+                       .host = placement.hosts[i],
+                       .client_port = 2379,
+                       .peer_port = 2380});
+  }
+  auto cluster = Launch(std::move(members), std::move(placement));
+  if (!cluster.ok()) return cluster.status();
+  if (absl::Status formed = (*cluster)->WaitFormed(timeout); !formed.ok()) return formed;
+  return cluster;
+}
+
+absl::Status EtcdCluster::WaitFormed(absl::Duration timeout) const {
+  const absl::Time deadline = absl::Now() + timeout;
+  std::string last;
+  while (absl::Now() < deadline) {
+    auto put = Subprocess::Start(
+        placement_.in(0, {"/usr/bin/etcdctl", "--endpoints=" + endpoints(), "--dial-timeout=1s",
+                          "--command-timeout=1s", "put", "muster-test/formed", "1"}));
+    if (!put.ok()) return put.status();
+    absl::StatusOr<int> code = (*put)->Wait(absl::Seconds(5));
+    if (code.ok() && *code == 0) return absl::OkStatus();
+    last = (*put)->output();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return absl::UnavailableError(absl::StrCat("the etcd cluster did not form within ",
+                                             absl::FormatDuration(timeout), ": ", last, "\n",
+                                             LogTail(0)));
 }
 
 absl::Status EtcdCluster::Launch(int i) {
@@ -93,10 +141,12 @@ absl::Status EtcdCluster::Launch(int i) {
   std::string data = absl::StrCat(dir_, "/", member.name);
   std::vector<std::string> args = {
       "/usr/bin/etcd", "--name", member.name, "--data-dir", data, "--listen-client-urls",
-      Url(member.client_port), "--advertise-client-urls", Url(member.client_port),
-      "--listen-peer-urls", Url(member.peer_port), "--initial-advertise-peer-urls",
-      Url(member.peer_port), "--initial-cluster", initial_cluster_, "--initial-cluster-state",
-      "new", "--initial-cluster-token", absl::StrCat("muster-test-", getpid()),
+      Url(member.host, member.client_port), "--advertise-client-urls",
+      Url(member.host, member.client_port), "--listen-peer-urls",
+      Url(member.host, member.peer_port), "--initial-advertise-peer-urls",
+      Url(member.host, member.peer_port), "--initial-cluster", initial_cluster_,
+      "--initial-cluster-state", "new", "--initial-cluster-token",
+      absl::StrCat("muster-test-", getpid()),
       // Elections in half a second, as on a LAN; the default assumes a WAN.
       "--heartbeat-interval", "50", "--election-timeout", "500", "--logger", "zap"};
   // Everything etcd prints goes to its log file: a pipe that nobody reads would fill up and
@@ -104,7 +154,9 @@ absl::Status EtcdCluster::Launch(int i) {
   std::string command = "exec";
   for (const std::string& arg : args) absl::StrAppend(&command, " '", arg, "'");
   absl::StrAppend(&command, " >>'", data, ".log' 2>&1");
-  auto process = Subprocess::Start({"/bin/sh", "-c", command});
+  std::vector<std::string> argv = {"/bin/sh", "-c", command};
+  if (placement_.in) argv = placement_.in(i, std::move(argv));
+  auto process = Subprocess::Start(argv);
   if (!process.ok()) return process.status();
   member.process = *std::move(process);
   return absl::OkStatus();
@@ -117,7 +169,7 @@ EtcdCluster::~EtcdCluster() {
 }
 
 std::string EtcdCluster::endpoint(int member) const {
-  return absl::StrCat("127.0.0.1:", members_[member].client_port);
+  return absl::StrCat(members_[member].host, ":", members_[member].client_port);
 }
 
 std::string EtcdCluster::endpoints() const {

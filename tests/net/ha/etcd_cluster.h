@@ -1,10 +1,12 @@
 // A real etcd cluster for tests: `members` etcd processes (Debian's etcd-server) on free
-// loopback ports, each with its own data dir under a fresh temporary directory, removed with
-// the cluster. Members can be killed and started again, as a test of etcd's failures needs.
+// loopback ports, or one on each of some hosts of a test bed (ports 2379 and 2380 there), each
+// with its own data dir under a fresh temporary directory, removed with the cluster. Members can
+// be killed and started again, as a test of etcd's failures needs.
 #pragma once
 
 #include <unistd.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +29,16 @@ class EtcdCluster {
   // the cluster did not form in time; with the members' logs).
   static absl::StatusOr<std::unique_ptr<EtcdCluster>> Start(
       int members = 3, absl::Duration timeout = absl::Seconds(20));
+
+  // Members on other hosts: member i listens on hosts[i] and runs as in(i, argv) runs it (e.g.
+  // NetBed::In). The test process need not reach them: whether the cluster formed is asked with
+  // etcdctl, run as in(0, ...) runs it.
+  struct Placement {
+    std::vector<std::string> hosts;
+    std::function<std::vector<std::string>(int, std::vector<std::string>)> in;
+  };
+  static absl::StatusOr<std::unique_ptr<EtcdCluster>> StartOn(
+      Placement placement, absl::Duration timeout = absl::Seconds(20));
   ~EtcdCluster();
 
   // "127.0.0.1:P0,127.0.0.1:P1,..." (the client endpoints).
@@ -44,16 +56,23 @@ class EtcdCluster {
  private:
   struct Member {
     std::string name;
+    std::string host = "127.0.0.1";
     int client_port = 0;
     int peer_port = 0;
     std::unique_ptr<Subprocess> process;
   };
   EtcdCluster() = default;
+  // A cluster of `members` (their data dirs under a fresh temporary directory), each started.
+  static absl::StatusOr<std::unique_ptr<EtcdCluster>> Launch(std::vector<Member> members,
+                                                             Placement placement);
   absl::Status Launch(int member);
+  // Waits until a linearizable request of etcdctl succeeds (placed members).
+  absl::Status WaitFormed(absl::Duration timeout) const;
 
   std::string dir_;
   std::string initial_cluster_;
   std::vector<Member> members_;
+  Placement placement_;
 };
 
 // A fresh cluster for each test, and a client of it.

@@ -2,6 +2,8 @@
 // runs until the test drains the mailboxes, and time moves only through AdvanceTime.
 #pragma once
 
+#include <algorithm>
+
 #include <memory>
 #include <optional>
 #include <vector>
@@ -36,8 +38,25 @@ class DeterministicTest : public ::testing::Test {
   // Runs every job until all mailboxes are empty; fires no timer.
   size_t Drain() { return scheduler_.run(); }
 
-  // Moves simulated time forward, fires the timers that became due, and drains.
+  // Moves simulated time forward as it passes for real: each timer fires at its own time, and
+  // what it set off runs (drains) before the clock moves on. Returns how many timers fired.
   size_t AdvanceTime(caf::timespan duration) {
+    auto& clock = scheduler_.clock();
+    const auto end = clock.now() + duration;
+    size_t fired = 0;
+    while (!clock.schedule().empty() && clock.schedule().begin()->first <= end) {
+      const auto next = std::max(clock.schedule().begin()->first, clock.now());
+      fired += clock.advance_time(next - clock.now());
+      Drain();
+    }
+    fired += clock.advance_time(end - clock.now());
+    Drain();
+    return fired;
+  }
+
+  // The process does not run for `duration` (stopped, swapped out): the clock jumps, and the
+  // timers that came due meanwhile all fire late, at its end.
+  size_t Stall(caf::timespan duration) {
     size_t fired = scheduler_.clock().advance_time(duration);
     Drain();
     return fired;

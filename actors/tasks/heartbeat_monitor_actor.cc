@@ -20,7 +20,8 @@ struct MonitorState {
   static inline const char* name = "muster.heartbeat_monitor";
   uint64_t leader_incarnation = 0;
   std::optional<HeartbeatDeadlines> deadlines;
-  bool armed = false;  // a deadline_atom is pending
+  bool armed = false;                // a deadline_atom is pending
+  caf::actor_clock::time_point due;  // when the pending deadline_atom should arrive
 };
 
 using MonitorPointer = HeartbeatMonitorActor::stateful_pointer<MonitorState>;
@@ -33,13 +34,23 @@ void Arm(MonitorPointer self) {
   auto next = st.deadlines->Next();
   if (!next) return;
   st.armed = true;
-  auto delay = std::max(*next - self->clock().now(), caf::timespan{0});
+  const auto now = self->clock().now();
+  auto delay = std::max(*next - now, caf::timespan{0});
+  st.due = now + delay;
   self->delayed_send(self, delay, deadline_atom::value);
 }
 
+// A timer that comes a quarter timeout late means that this process did not run meanwhile (it
+// was stopped, swapped out, or starved): the tasks' beats of that time wait unread. Instead of
+// declaring them dead for its own silence, the monitor gives every task a whole timeout again.
+// (An HA leader paused past its lease is the case that matters: on waking it must not tell the
+// tasks that each other died while its successor serves them.)
 void OnDeadline(MonitorPointer self) {
-  self->state.armed = false;
-  for (auto& expired : self->state.deadlines->TakeExpired(self->clock().now())) {
+  auto& st = self->state;
+  st.armed = false;
+  const auto now = self->clock().now();
+  if (now - st.due > st.deadlines->timeout() / 4) st.deadlines->RenewAll(now);
+  for (auto& expired : st.deadlines->TakeExpired(now)) {
     SendTaskEvent(self, expired.actor, TaskEvent::kHeartbeatDeadline, expired.incarnation);
   }
   Arm(self);

@@ -11,6 +11,8 @@
 // Deadlines all use one timeout, so they are ordered as the beats arrive: a FIFO of (task,
 // sequence number, deadline) with lazy deletion and a single timer on its oldest live entry.
 // A beat costs O(1) and no message; a timer fires about once per timeout, not once per beat.
+// A timer that fires more than a quarter timeout late (this process was stopped or starved)
+// renews every deadline instead: the leader's own silence is not the tasks' fault.
 //
 //   per task:  UNWATCHED --hb_watch--> WATCHED --beat--> WATCHED (deadline = now + timeout)
 //                  ^                      |

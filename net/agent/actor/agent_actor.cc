@@ -450,12 +450,25 @@ void InitAgent(AgentPointer self, AgentConfig config, CallbackRunnerActor runner
   // a node that presented no token). It puts a running agent in ERROR; CAF's default would end
   // the agent actor.
   self->set_error_handler([self](caf::error& error) {
-    if (Registered(self)) SetError(self, ToStatus(error));
+    if (Registered(self) && !FromFormerLeader(self)) SetError(self, ToStatus(error));
   });
 }
 
 void HandlePushedError(AgentPointer self, const proto::ReportErrorToTaskRequest& report) {
   OnPushedError(self, report);
+}
+
+bool FromFormerLeader(AgentPointer self) {
+  const caf::strong_actor_ptr& sender = self->current_sender();
+  const CoordinatorActor& leader = self->state.leader;
+  return IsFormerLeaderNode(sender ? sender->node() : caf::node_id{}, self->node(),
+                            leader ? leader.node() : caf::node_id{});
+}
+
+bool IsFormerLeaderNode(const caf::node_id& sender, const caf::node_id& own,
+                        const caf::node_id& leader) {
+  if (sender == caf::none || sender == own) return false;  // anonymous, or this process's own
+  return leader == caf::none || sender != leader;
 }
 
 AgentControlActor SpawnAgentActor(caf::actor_system& system, AgentConfig config,

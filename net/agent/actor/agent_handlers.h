@@ -98,11 +98,18 @@ inline auto KvCalls(AgentPointer self) {
 inline auto SharedHandlers(AgentPointer self) {
   auto rpc = [self] { return caf::duration{self->state.config.rpc_timeout}; };
   auto handlers = std::make_tuple(
-      [=](const proto::ReportErrorToTaskRequest& report) { HandlePushedError(self, report); },
-      [=](const proto::KeyValueChangeEvent& event) { OnChange(self, event); },
+      [=](const proto::ReportErrorToTaskRequest& report) {
+        if (!FromFormerLeader(self)) HandlePushedError(self, report);
+      },
+      [=](const proto::KeyValueChangeEvent& event) {
+        if (!FromFormerLeader(self)) OnChange(self, event);
+      },
       [=](const proto::PreemptionNotice& notice) { return OnPreemptionNotice(self, notice); },
-      [=](const proto::SyncPointNotice& notice) { OnSyncPoint(self, notice); },
+      [=](const proto::SyncPointNotice& notice) {
+        if (!FromFormerLeader(self)) OnSyncPoint(self, notice);
+      },
       [=](const proto::MembershipNotice& notice) {
+        if (FromFormerLeader(self)) return;
         if (auto& on_membership = self->state.config.on_membership) {
           RunUserCallback(self, [on_membership, membership = notice.membership()] {
             on_membership(membership);

@@ -250,6 +250,16 @@ caf::result<proto::ShutdownTaskResponse> ShutdownReconnecting(AgentPointer self)
 // The Connect() retry timer: registers again while a Connect() is under way.
 void OnRetry(AgentPointer self);
 void HandlePushedError(AgentPointer self, const proto::ReportErrorToTaskRequest& report);
+// Whether the message being handled came from another process than this one and the agent's
+// current leader: a leader the agent left (an HA leader that stepped down, or one paused past
+// its lease) whose pushes (errors, watch events, notices) arrive late. They are dropped: only
+// the current leader speaks for the job.
+bool FromFormerLeader(AgentPointer self);
+// The rule, by nodes: a message from `sender` (none: sent anonymously) to an agent in process
+// `own` whose current leader runs on `leader` (none: it has none now) is a former leader's when
+// it came from another process than both.
+bool IsFormerLeaderNode(const caf::node_id& sender, const caf::node_id& own,
+                        const caf::node_id& leader);
 // "HOST:PORT" of the configured leader.
 std::string LeaderAddress(AgentPointer self);
 // Whether a failed connect or register may be tried again: transport errors (no coordination

@@ -2,6 +2,7 @@
 // machine, heartbeats, error callback once per episode, barrier counters, shutdown and a lost
 // leader.
 #include "muster/net/agent/actor/agent_actor.h"
+#include "muster/net/agent/actor/agent_state.h"
 
 #include <memory>
 #include <vector>
@@ -420,6 +421,24 @@ TEST_F(AgentActorTest, StopWatchKey_ReturnsAfterTheWatchsQueuedCallbacksRan) {
       [held](caf::resumable* job) { return dynamic_cast<caf::abstract_actor*>(job) != held; });
   Drain();
   EXPECT_EQ(*order, (std::vector<std::string>{"event cfg/a", "stopped"}));
+}
+
+// Pushes (errors, watch events, notices) count only from this process or the current leader:
+// a leader the agent left, whose pushes arrive late, is not heard.
+TEST(FormerLeaderTest, OnlyAProcessOtherThanThisOneAndTheCurrentLeaderIsAFormerLeader) {
+  caf::node_id::default_data::host_id_type host{};
+  host[0] = 1;
+  const caf::node_id own = caf::make_node_id(1, host);
+  const caf::node_id leader = caf::make_node_id(2, host);
+  const caf::node_id former = caf::make_node_id(3, host);
+  const caf::node_id none;
+  EXPECT_FALSE(IsFormerLeaderNode(none, own, leader));  // sent anonymously
+  EXPECT_FALSE(IsFormerLeaderNode(own, own, leader));
+  EXPECT_FALSE(IsFormerLeaderNode(leader, own, leader));
+  EXPECT_TRUE(IsFormerLeaderNode(former, own, leader));
+  EXPECT_TRUE(IsFormerLeaderNode(former, own, none));  // between two leaders
+  EXPECT_TRUE(IsFormerLeaderNode(leader, own, none));
+  EXPECT_FALSE(IsFormerLeaderNode(own, own, none));
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ namespace muster::testing {
 namespace {
 
 using ::testing::AllOf;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
@@ -182,12 +183,23 @@ TEST_F(HaFailoverE2eTest, StandbyAnswersNamingTheActiveLeader_AndAnotherConfigur
   EXPECT_THAT((*status)->output(),
               AllOf(HasSubstr("standby of HA job " + name_),
                     HasSubstr(absl::StrCat("the active leader is at 127.0.0.1:", ports_[active]))));
-  // Given both, it reaches the active one.
-  auto both = Subprocess::Start({MUSTER_CLI_BIN, "status", "--leader=" + address_});
+  // Given both (and an address where nothing listens), it shows the active one's status, and
+  // what each leader is.
+  auto both =
+      Subprocess::Start({MUSTER_CLI_BIN, "status", "--leader=" + address_ + ",127.0.0.1:1"});
   ASSERT_TRUE(both.ok());
   auto code = (*both)->Wait(kBound);
   ASSERT_TRUE(code.ok());
   EXPECT_EQ(*code, 0) << (*both)->output();
+  const std::string active_address = absl::StrCat("127.0.0.1:", ports_[active]);
+  EXPECT_THAT(
+      (*both)->output(),
+      AllOf(HasSubstr("leader " + active_address + " (job-state version"), HasSubstr("LEADERS (3)"),
+            ContainsRegex(active_address + " +active\n"),
+            ContainsRegex(absl::StrCat("127.0.0.1:", ports_[1 - active], " +standby +names ",
+                                       active_address, " as the active leader")),
+            ContainsRegex("127.0.0.1:1 +unreachable +.*nothing listening")))
+      << (*both)->output();
   // A third leader of the same name with other jobs is refused.
   auto other = Subprocess::Start({MUSTER_CLI_BIN, "serve", "--ha-etcd=" + etcd_->endpoints(),
                                   "--ha-name=" + name_, "--port=0", "--job=worker=3"});

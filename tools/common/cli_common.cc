@@ -17,6 +17,7 @@
 #include "muster/net/agent/session/leader_addresses.h"
 #include "muster/net/agent/session/leader_session_actor.h"
 #include "muster/net/leader/job_token.h"
+#include "muster/net/leader/standby_leader.h"
 #include "muster/net/transport/wire/frame_guard.h"
 
 ABSL_FLAG(std::string, leader, "", "The leader's address, HOST:PORT (as printed by muster serve)");
@@ -275,6 +276,9 @@ absl::Status LeaderSession::Explain(absl::Status status, absl::Duration timeout,
         "no answer from the leader at ", address_.ToString(), " within ",
         absl::FormatDuration(timeout), " (", status.message(), "); is it still running?"));
   }
+  // A standby of an HA job answered: its own words name the active leader and what to do (and
+  // its payload names it for ProbeLeaders); the leader is not lost.
+  if (StandbyActiveLeader(status)) return status;
   if (status.code() == absl::StatusCode::kUnavailable) {
     std::string hint;
     if (request_bytes + kFrameEnvelopeBytes > kLeastMaxFrameBytes) {

@@ -2,7 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <absl/flags/flag.h>
 #include <absl/strings/str_cat.h>
@@ -10,6 +14,7 @@
 #include <caf/send.hpp>
 
 #include "muster/messages/requests/task_requests.h"
+#include "muster/net/leader/standby_leader.h"
 #include "muster/net/process/shutdown_signals.h"
 #include "muster/tools/common/cli_common.h"
 #include "muster/tools/common/job_watch_actor.h"
@@ -48,11 +53,49 @@ void Print(const StatusReport& report, bool refresh) {
   std::fflush(stdout);
 }
 
+// Given an HA job's leaders (several addresses), asks each one on its own what it is now: the
+// active leader answers, a standby says it stands by and names the active one, and what does
+// not answer within `timeout` (at most 2 s) is unreachable. The report's leader becomes the
+// active one found.
+void ProbeLeaders(const LeaderAddress& leaders, absl::Duration timeout, StatusReport* report) {
+  if (leaders.others.empty()) return;
+  std::vector<LeaderAddress> each = {LeaderAddress{.host = leaders.host, .port = leaders.port}};
+  for (const std::string& other : leaders.others) {
+    if (auto address = ParseLeaderAddress(other); address.ok()) each.push_back(*address);
+  }
+  timeout = std::min(timeout, absl::Seconds(2));
+  for (const LeaderAddress& address : each) {
+    absl::Status status;
+    auto session = LeaderSession::Connect(address, timeout, /*wait_for_leader=*/false);
+    if (session.ok()) {
+      status = (*session)
+                   ->Ask<proto::WatchJobStateResponse>(
+                       timeout, requests::WatchJobState(/*job=*/"", /*version=*/std::nullopt))
+                   .status();
+    } else {
+      status = session.status();
+    }
+    LeaderRole* role = report->add_leaders();
+    role->set_address(address.ToString());
+    if (status.ok()) {
+      role->set_role("active");
+      report->set_leader(address.ToString());
+    } else if (std::optional<std::string> active = StandbyActiveLeader(status)) {
+      role->set_role("standby");
+      role->set_detail(*active);
+    } else {
+      role->set_role("unreachable");
+      role->set_detail(std::string(status.message()));
+    }
+  }
+}
+
 // Collects and prints the status for `job_state`; returns the exit code.
 int Show(LeaderSession& session, absl::Duration timeout,
          const proto::WatchJobStateResponse& job_state, bool refresh) {
   auto report = CollectStatus(session, timeout, job_state);
   if (!report.ok()) return ReportFailure(kCommand, report.status());
+  ProbeLeaders(session.address(), timeout, &*report);
   Print(*report, refresh);
   return kExitOk;
 }
@@ -91,13 +134,16 @@ int ShowOnChange(LeaderSession& session, absl::Duration timeout) {
 const CommandSpec& StatusSpec() {
   static const CommandSpec spec{
       .name = "status",
-      .synopsis = "--leader HOST:PORT [--watch] [--json] [--bring-up] [--timeout 5s]",
+      .synopsis =
+          "--leader HOST:PORT[,HOST:PORT...] [--watch] [--json] [--bring-up] [--timeout 5s]",
       .summary =
           "Shows what the leader knows: every task with its state, incarnation, last\n"
           "heartbeat and error; the open barriers with the tasks they still wait for; and\n"
           "the number of keys per key-value directory. --bring-up shows the registration\n"
           "timeline instead: the first and median registration and the last 10 tasks to\n"
-          "register. Exits 1 when the leader cannot be reached within --timeout.",
+          "register. Given an HA job's leaders (--leader H:P,H:P), it shows the active\n"
+          "leader's status and what each leader is now (active, standby, unreachable).\n"
+          "Exits 1 when the leader cannot be reached within --timeout.",
       .flags = {"leader", "watch", "json", "bring_up", "timeout", "wait_for_leader", "token_file",
                 "tls_cert", "tls_key", "tls_ca"},
   };

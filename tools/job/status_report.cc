@@ -223,10 +223,25 @@ std::string RenderBringUp(const StatusReport& report) {
   return text;
 }
 
+// An HA job's leaders and what each is; nothing when one leader was given.
+std::string LeaderTable(const StatusReport& report) {
+  if (report.leaders().empty()) return "";
+  std::vector<Row> rows = {{"LEADER", "ROLE", ""}};
+  for (const auto& leader : report.leaders()) {
+    std::string detail = leader.detail();
+    if (leader.role() == "standby") {
+      detail = detail.empty() ? "knows no active leader (an election is under way)"
+                              : absl::StrCat("names ", detail, " as the active leader");
+    }
+    rows.push_back({leader.address(), leader.role(), detail});
+  }
+  return absl::StrCat("LEADERS (", report.leaders_size(), ")\n", Table(rows), "\n");
+}
+
 std::string RenderStatusTable(const StatusReport& report) {
   return absl::StrCat("leader ", report.leader(), " (job-state version ", report.version(), ")\n\n",
-                      TaskTable(report), MembershipTable(report), BarrierTable(report),
-                      KvTable(report));
+                      LeaderTable(report), TaskTable(report), MembershipTable(report),
+                      BarrierTable(report), KvTable(report));
 }
 
 std::string RenderStatusJson(const StatusReport& report) {

@@ -31,6 +31,7 @@ absl::Status CheckHaName(const std::string& name) {
 std::string HaPrefix(const std::string& name) { return absl::StrCat("muster/", name, "/"); }
 std::string HaLeaderKey(const std::string& name) { return HaPrefix(name) + "leader"; }
 std::string HaStatePrefix(const std::string& name) { return HaPrefix(name) + "state/"; }
+std::string HaLeadersPrefix(const std::string& name) { return HaPrefix(name) + "leaders/"; }
 
 std::string PrefixEnd(const std::string& prefix) {
   std::string end = prefix;
@@ -48,6 +49,7 @@ EtcdElection::EtcdElection(std::shared_ptr<EtcdClient> etcd, std::string name,
                            std::string candidate, int64_t ttl_seconds, absl::Duration call_timeout)
     : etcd_(std::move(etcd)),
       key_(HaLeaderKey(name)),
+      registry_key_(HaLeadersPrefix(name) + candidate),
       candidate_(std::move(candidate)),
       ttl_seconds_(ttl_seconds),
       call_timeout_(call_timeout) {}
@@ -90,8 +92,19 @@ absl::StatusOr<LeaderClaim> EtcdElection::CampaignOnce() {
   put->set_value(candidate_);
   put->set_lease(lease_);
   txn.add_failure()->mutable_request_range()->set_key(key_);
+  // This candidate's address, under a lease of its own (once per lease: it goes with the lease).
+  const int64_t lease = lease_;
+  if (registered_lease_ != lease) {
+    etcdserverpb::PutRequest registered;
+    registered.set_key(registry_key_);
+    registered.set_value(candidate_);
+    registered.set_lease(lease);
+    *txn.add_success()->mutable_request_put() = registered;
+    *txn.add_failure()->mutable_request_put() = registered;
+  }
   absl::StatusOr<etcdserverpb::TxnResponse> done = etcd_->Txn(txn, call_timeout_);
   if (!done.ok()) return done.status();
+  registered_lease_ = lease;
   if (done->succeeded()) {
     return LeaderClaim{
         .holder = candidate_, .create_revision = done->header().revision(), .lease = lease_};

@@ -4,7 +4,10 @@
 // It keeps its lease alive; when it stops, or its host dies or is cut off, the lease ends
 // after its TTL and the key with it, and the next campaign of a standby creates the key anew.
 // Every write of the active leader's state carries Fence(): it applies only while the key the
-// leader created exists, so a leader that lost its lease can never write again.
+// leader created exists, so a leader that lost its lease can never write again. Every candidate
+// also registers its address under "muster/<name>/leaders/", with the same lease (standbys
+// refresh theirs at each campaign), so that a client given only etcd finds every leader of the
+// job (ReadHaLeaders, net/ha/etcd_leaders.h).
 //
 //   NO LEASE --Campaign: lease granted, key free--> ACTIVE (won)
 //            --Campaign: key held by another------> STANDBY (holder known; campaign again later)
@@ -41,6 +44,7 @@ absl::Status CheckHaName(const std::string& name);
 std::string HaPrefix(const std::string& name);
 std::string HaLeaderKey(const std::string& name);
 std::string HaStatePrefix(const std::string& name);
+std::string HaLeadersPrefix(const std::string& name);
 // The first key after every key that starts with `prefix` (etcd's range_end for a prefix).
 std::string PrefixEnd(const std::string& prefix);
 
@@ -84,11 +88,13 @@ class EtcdElection {
 
   std::shared_ptr<EtcdClient> etcd_;
   std::string key_;
+  std::string registry_key_;  // HaLeadersPrefix + candidate
   std::string candidate_;
   int64_t ttl_seconds_;
   absl::Duration call_timeout_;
   int64_t lease_ = 0;
   absl::Time lease_deadline_ = absl::InfinitePast();
+  int64_t registered_lease_ = 0;  // the lease this candidate's address was registered with
 };
 
 }  // namespace muster

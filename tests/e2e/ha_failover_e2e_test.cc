@@ -200,6 +200,21 @@ TEST_F(HaFailoverE2eTest, StandbyAnswersNamingTheActiveLeader_AndAnotherConfigur
                                        active_address, " as the active leader")),
             ContainsRegex("127.0.0.1:1 +unreachable +.*nothing listening")))
       << (*both)->output();
+  // Given only etcd and the HA name, it finds both leaders there, the active one first.
+  auto from_etcd = Subprocess::Start(
+      {MUSTER_CLI_BIN, "status", "--leader=etcd://" + etcd_->endpoints() + "/" + name_});
+  ASSERT_TRUE(from_etcd.ok());
+  ASSERT_EQ((*from_etcd)->Wait(kBound).value_or(-1), 0) << (*from_etcd)->output();
+  EXPECT_THAT((*from_etcd)->output(),
+              AllOf(HasSubstr("leader " + active_address + " (job-state version"),
+                    ContainsRegex("LEADERS \\(2\\)\nLEADER +ROLE\n" + active_address +
+                                  " +active\n127.0.0.1:[0-9]+ +standby")))
+      << (*from_etcd)->output();
+  auto unknown = Subprocess::Start(
+      {MUSTER_CLI_BIN, "status", "--leader=etcd://" + etcd_->endpoints() + "/no-such-job"});
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_EQ((*unknown)->Wait(kBound).value_or(-1), 1) << (*unknown)->output();
+  EXPECT_THAT((*unknown)->output(), HasSubstr("no leader of HA job no-such-job is registered"));
   // A third leader of the same name with other jobs is refused.
   auto other = Subprocess::Start({MUSTER_CLI_BIN, "serve", "--ha-etcd=" + etcd_->endpoints(),
                                   "--ha-name=" + name_, "--port=0", "--job=worker=3"});

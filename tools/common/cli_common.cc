@@ -9,6 +9,7 @@
 #include <absl/strings/match.h>
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
 #include <absl/strings/strip.h>
 #include <caf/send.hpp>
 
@@ -16,11 +17,15 @@
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/session/leader_addresses.h"
 #include "muster/net/agent/session/leader_session_actor.h"
+#include "muster/net/ha/etcd_leaders.h"
 #include "muster/net/leader/job_token.h"
 #include "muster/net/leader/standby_leader.h"
 #include "muster/net/transport/wire/frame_guard.h"
 
-ABSL_FLAG(std::string, leader, "", "The leader's address, HOST:PORT (as printed by muster serve)");
+ABSL_FLAG(std::string, leader, "",
+          "The leader's address, HOST:PORT (as printed by muster serve); an HA job's leaders, "
+          "HOST:PORT,HOST:PORT, or etcd://ETCD:2379[,ETCD:2379...]/HA-NAME to read them from "
+          "etcd");
 ABSL_FLAG(std::string, token_file, "",
           "A file holding the job token (serve: require it from every other node; other "
           "commands: present it). Default: the file named by $MUSTER_TOKEN_FILE, if set");
@@ -92,6 +97,14 @@ absl::StatusOr<LeaderAddress> LeaderFlag() {
     return absl::InvalidArgumentError(
         "--leader HOST:PORT is required: the address muster serve printed");
   }
+  if (absl::StartsWith(text, kEtcdLeaderScheme)) {
+    // An HA job's leaders, read from etcd once: the session then follows the active one.
+    absl::StatusOr<absl::Duration> timeout = TimeoutFlag(absl::Seconds(5));
+    if (!timeout.ok()) return timeout.status();
+    absl::StatusOr<std::vector<std::string>> leaders = ResolveEtcdLeaders(text, *timeout);
+    if (!leaders.ok()) return leaders.status();
+    return ParseLeaderAddress(absl::StrJoin(*leaders, ","));
+  }
   return ParseLeaderAddress(text);
 }
 
@@ -135,6 +148,11 @@ int ReportUsageError(absl::string_view command, const absl::Status& status) {
                std::string(command).c_str(), std::string(status.message()).c_str(),
                std::string(command).c_str());
   return kExitUsage;
+}
+
+int ReportLeaderFlagError(absl::string_view command, const absl::Status& status) {
+  return absl::IsInvalidArgument(status) ? ReportUsageError(command, status)
+                                         : ReportFailure(command, status);
 }
 
 std::optional<int> ParseOrExit(const CommandSpec& spec, const std::vector<std::string>& argv,

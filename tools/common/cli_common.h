@@ -52,7 +52,9 @@ struct LeaderAddress {
 // Possible errors: InvalidArgument naming the text and the expected form.
 absl::StatusOr<LeaderAddress> ParseLeaderAddress(absl::string_view text);
 
-// The --leader flag, parsed. Possible errors: InvalidArgument (missing or malformed).
+// The --leader flag, parsed; etcd://ENDPOINTS/NAME is read from etcd (within --timeout, 5 s by
+// default). Possible errors: InvalidArgument (missing or malformed); for etcd://, NotFound (no
+// leader of the job registered) and Unavailable (etcd did not answer).
 absl::StatusOr<LeaderAddress> LeaderFlag();
 
 // The --timeout flag, or `fallback` when it is not given.
@@ -73,6 +75,9 @@ int ExitCodeSoFar();
 
 // Prints "muster <command>: <message>" and a pointer to --help to stderr; returns kExitUsage.
 int ReportUsageError(absl::string_view command, const absl::Status& status);
+// LeaderFlag's error: a malformed --leader is a usage error (kExitUsage); leaders that could
+// not be read from etcd (etcd://) a failure (kExitFailed).
+int ReportLeaderFlagError(absl::string_view command, const absl::Status& status);
 
 // Parses `argv` for `spec`. Returns the exit code when the command is done already (--help
 // printed: kExitOk; usage error reported: kExitUsage), nullopt when it should run.

@@ -171,7 +171,7 @@ int RunEvents(const std::vector<std::string>& argv) {
   ParsedCommand parsed;
   if (auto done = ParseOrExit(EventsSpec(), argv, &parsed)) return *done;
   auto leader = LeaderFlag();
-  if (!leader.ok()) return ReportUsageError(kCommand, leader.status());
+  if (!leader.ok()) return ReportLeaderFlagError(kCommand, leader.status());
   auto timeout = TimeoutFlag(kDefaultTimeout);
   if (!timeout.ok()) return ReportUsageError(kCommand, timeout.status());
   const bool follow = absl::GetFlag(FLAGS_follow);

@@ -154,7 +154,7 @@ int RunStatus(const std::vector<std::string>& argv) {
   ParsedCommand parsed;
   if (auto done = ParseOrExit(StatusSpec(), argv, &parsed)) return *done;
   auto leader = LeaderFlag();
-  if (!leader.ok()) return ReportUsageError(kCommand, leader.status());
+  if (!leader.ok()) return ReportLeaderFlagError(kCommand, leader.status());
   auto timeout = TimeoutFlag(kDefaultTimeout);
   if (!timeout.ok()) return ReportUsageError(kCommand, timeout.status());
   const bool watch = absl::GetFlag(FLAGS_watch);

@@ -50,7 +50,7 @@ int Reset(const ParsedCommand& parsed) {
   auto task = ParseTaskName(parsed.args.front());
   if (!task.ok()) return ReportUsageError(spec.name, task.status());
   auto leader = LeaderFlag();
-  if (!leader.ok()) return ReportUsageError(spec.name, leader.status());
+  if (!leader.ok()) return ReportLeaderFlagError(spec.name, leader.status());
   auto timeout = TimeoutFlag(kDefaultTimeout);
   if (!timeout.ok()) return ReportUsageError(spec.name, timeout.status());
   auto session = LeaderSession::Connect(*leader, *timeout);

@@ -196,7 +196,7 @@ int Watch(LeaderSession& session, absl::Duration timeout, const std::string& key
 
 int RunVerb(const CommandSpec& spec, const ParsedCommand& parsed) {
   auto leader = LeaderFlag();
-  if (!leader.ok()) return ReportUsageError(spec.name, leader.status());
+  if (!leader.ok()) return ReportLeaderFlagError(spec.name, leader.status());
   auto timeout = TimeoutFlag(kDefaultTimeout);
   if (!timeout.ok()) return ReportUsageError(spec.name, timeout.status());
   if (absl::GetFlag(FLAGS_count) < 0) {

@@ -238,7 +238,7 @@ int Join(LauncherConfig config, const std::string& tasks, bool in_step) {
                                              "with --leader, that leader's policy decides"));
   }
   auto address = LeaderFlag();
-  if (!address.ok()) return ReportUsageError(kCommand, address.status());
+  if (!address.ok()) return ReportLeaderFlagError(kCommand, address.status());
   auto timeout = TimeoutFlag(absl::Seconds(30));
   if (!timeout.ok()) return ReportUsageError(kCommand, timeout.status());
   auto parsed = ParseTaskList(tasks, "worker");

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <absl/strings/match.h>
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
 #include <caf/defaults.hpp>
@@ -29,6 +30,15 @@ caf::timespan ToSpan(absl::Duration duration) { return absl::ToChronoNanoseconds
 
 absl::StatusOr<ConnectOptions> LeaderOptions(const AgentOptions& options) {
   ConnectOptions leader;
+  if (absl::StartsWith(options.leader, "etcd://")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "leader \"", options.leader,
+        "\": an agent does not read etcd itself; run the task under `muster run --leader ",
+        options.leader,
+        "` (which gives it every leader's address in MUSTER_LEADER), or give it the leaders' "
+        "addresses, HOST:PORT,HOST:PORT (`muster status --leader ",
+        options.leader, "` lists them)"));
+  }
   // "HOST:PORT", or an HA job's leaders "HOST:PORT,HOST:PORT" (tried in turn).
   std::vector<std::string> addresses = SplitLeaderList(options.leader);
   if (addresses.empty()) addresses.push_back(options.leader);

@@ -147,6 +147,14 @@ TEST_F(AgentApiTest, Error_OkUntilReportedThenTheErrorThatStoppedTheAgent) {
   EXPECT_THAT(agent->error(), IsOk());
 }
 
+TEST_F(AgentApiTest, EtcdLeaderUrl_InvalidArgumentSayingHowToRunTheTask) {
+  EXPECT_THAT(
+      Agent::Create(worker_system_, {.leader = "etcd://127.0.0.1:2379/train-7"}, nullptr).status(),
+      StatusIs(Code::kInvalidArgument,
+               ::testing::AllOf(HasSubstr("does not read etcd itself"),
+                                HasSubstr("muster run --leader etcd://127.0.0.1:2379/train-7"))));
+}
+
 TEST_F(AgentApiTest, LeaderReconnectTimeout_LostLeaderAwaitedAndShutdownEndsLocally) {
   StartLeader(Jobs(1));
   EXPECT_THAT(

@@ -14,7 +14,12 @@ URL parameters (MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE fill what the URL 
     external_leader    1: a leader already runs at HOST:PORT (muster serve); by default rank 0
                        hosts it in its process, like TCPStore's master
     leader_reconnect_timeout  seconds a rank waits for a lost external leader to come back
-                       (muster serve --state-dir restarted) before it fails (default 0: at once)
+                       (muster serve --state-dir restarted, or an HA job's standby taking
+                       over) before it fails (default 0: at once)
+
+An HA job's leaders (muster serve --ha-etcd, docs/operations.md "High availability") are given
+as a list, muster://HOST:PORT,HOST:PORT?...: they run on their own (external_leader), and each
+rank's agent follows the active one (give leader_reconnect_timeout to ride a failover).
     on_peer_failure    exit (default) | raise: what a rank does when another fails
 
 Under `muster run` (docs/operations.md) the launcher's environment names the leader, which
@@ -284,13 +289,30 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
     launched = launch_identity()
     # The leader: the URL's, muster run's, MUSTER_LEADER, MASTER_ADDR and MASTER_PORT, then the
     # detected launcher's.
-    host, port = parsed.hostname, parsed.port
+    # An HA job's leaders, "HOST:PORT,HOST:PORT" (in the URL, or MUSTER_LEADER from `muster run
+    # --leader LIST`): they run on their own, and the agent follows the active one.
+    leaders = None
+
+    def leader_list(text: str, where: str):
+        parts = [part.strip() for part in text.split(",") if part.strip()]
+        addresses = [split_address(part) for part in parts]
+        if not parts or any(address is None for address in addresses):
+            raise error(f"{where} {text!r} is not HOST:PORT or HOST:PORT,HOST:PORT")
+        return ",".join(parts), addresses[0]
+
+    if "," in parsed.netloc:
+        leaders, (host, port) = leader_list(parsed.netloc, "the leaders")
+    else:
+        host, port = parsed.hostname, parsed.port
     leader_env = os.environ.get("MUSTER_LEADER")  # muster run's too
     if not host and leader_env:
-        address = split_address(leader_env)
-        if address is None:
-            raise error(f"MUSTER_LEADER={leader_env!r} is not HOST:PORT")
-        host, port = address
+        if "," in leader_env:
+            leaders, (host, port) = leader_list(leader_env, "MUSTER_LEADER")
+        else:
+            address = split_address(leader_env)
+            if address is None:
+                raise error(f"MUSTER_LEADER={leader_env!r} is not HOST:PORT")
+            host, port = address
     host = host or os.environ.get("MASTER_ADDR")
     if port is None and os.environ.get("MASTER_PORT", "").isdigit():
         port = int(os.environ["MASTER_PORT"])
@@ -333,8 +355,10 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
     task = launched[2] if launched and job == launched[1] else rank
     heartbeat_timeout = float(_param(query, "heartbeat_timeout") or 10.0)
     reconnect_timeout = float(_param(query, "leader_reconnect_timeout") or 0.0)
-    external = (_param(query, "external_leader") or ("1" if launched else "0")).lower() in (
-        "1", "true", "yes")
+    external = (_param(query, "external_leader") or
+                ("1" if launched or leaders else "0")).lower() in ("1", "true", "yes")
+    if leaders and not external:
+        raise error("an HA job's leaders run on their own: external_leader=0 cannot host one")
     policy = _param(query, "on_peer_failure") or _peer_failure
     if isinstance(policy, str) and policy not in ("exit", "raise"):
         raise error(f"on_peer_failure={policy!r}: expected exit or raise")
@@ -356,7 +380,7 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
     else:
         on_error = policy
     # Ranks start in any order: like TCPStore's clients, they wait for the leader (rank 0's).
-    agent = Agent(join_address(host, port), job, task, heartbeat_timeout=heartbeat_timeout,
+    agent = Agent(leaders or join_address(host, port), job, task, heartbeat_timeout=heartbeat_timeout,
                   register_timeout=timeout, shutdown_barrier_timeout=timeout, on_error=on_error,
                   leader_reconnect_timeout=reconnect_timeout, wait_for_leader=True,
                   _exit_code_on_error=exit_code,

@@ -147,6 +147,15 @@ def test_rank_and_world_size_in_the_url_or_as_arguments_never_both(where):
         assert done.stdout == "joined\n"
 
 
+def test_a_list_of_leaders_is_an_ha_job_whose_leaders_run_on_their_own():
+    """docs/python.md, "An HA job's leaders"; python/tests/test_torch_ha.py runs one."""
+    handler = muster.torch._rendezvous_handler
+    with pytest.raises(ValueError, match="is not HOST:PORT or HOST:PORT,HOST:PORT"):
+        next(handler("muster://127.0.0.1:1,nohost?rank=0&world_size=1"))
+    with pytest.raises(ValueError, match="external_leader=0 cannot host one"):
+        next(handler("muster://127.0.0.1:1,127.0.0.1:2?rank=0&world_size=1&external_leader=0"))
+
+
 def test_four_ranks_all_reduce_and_leave_cleanly_with_a_late_leader():
     url = f"muster://127.0.0.1:{free_port()}"
     ranks = Ranks(url, ["ok"] * 4, delay_rank0=1.0)  # ranks 1-3 wait for rank 0's leader

@@ -141,6 +141,11 @@ absl::StatusOr<LeaderClaim> EtcdElection::Holder() const {
   return ClaimOf(found->kvs(0));
 }
 
+void EtcdElection::Forget() {
+  lease_ = 0;
+  lease_deadline_ = absl::InfinitePast();
+}
+
 void EtcdElection::Resign() {
   if (lease_ == 0) return;
   // Revoking the lease deletes every key attached to it, the leader key among them.

@@ -1,5 +1,7 @@
 #include "muster/net/ha/ha_leader.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <utility>
@@ -100,9 +102,15 @@ absl::StatusOr<std::unique_ptr<HaLeader>> HaLeader::Start(caf::actor_system& sys
   }
   leader->port_ = *port;
   if (leader->ha_.advertise.empty()) {
-    const std::string& host = leader->endpoint_.host;
-    leader->advertise_ =
-        absl::StrCat(host.empty() || host == "0.0.0.0" ? "127.0.0.1" : host, ":", leader->port_);
+    // Listening everywhere, it is reached by this host's name: 127.0.0.1 would send the agents
+    // of other hosts to themselves, and every such leader would register the same address.
+    std::string host = leader->endpoint_.host;
+    if (host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]") {
+      char name[256] = {};
+      host = gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0' ? std::string(name)
+                                                                         : "127.0.0.1";
+    }
+    leader->advertise_ = absl::StrCat(host, ":", leader->port_);
   } else {
     leader->advertise_ = leader->ha_.advertise;
   }
@@ -189,6 +197,7 @@ absl::Duration HaLeader::Step() {
       StepDown(absl::StrCat("lost its etcd lease (",
                             kept.ok() ? "not refreshed in time" : std::string(kept.message()),
                             ")"));
+      election_.Forget();  // a new term, if any, under a new lease, key and fence
       return ha_.campaign_interval;
     }
     // After a failed refresh, the next one comes before the margin runs out.

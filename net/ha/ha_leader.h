@@ -50,7 +50,8 @@ struct HaOptions {
   // How often a standby campaigns.
   absl::Duration campaign_interval = absl::Milliseconds(100);
   // The address the agents reach this leader at, HOST:PORT (the key's value while it is
-  // active). Empty: the endpoint's host and port (127.0.0.1 when it listens everywhere).
+  // active). Empty: the endpoint's host and port (this host's name, gethostname, when it
+  // listens everywhere).
   std::string advertise;
   // Told each change of role, as a line for a log (from the campaign's thread).
   std::function<void(const std::string&)> on_role;

@@ -25,7 +25,7 @@ ABSL_FLAG(absl::Duration, ha_lease_ttl, absl::Seconds(2),
           "With --ha-etcd: a lost active leader is replaced after about this long");
 ABSL_FLAG(std::string, ha_advertise, "",
           "With --ha-etcd: HOST:PORT the agents reach this leader at, as etcd names the active "
-          "leader (default: --host:--port, 127.0.0.1 for 0.0.0.0)");
+          "leader (default: --host:--port; with --host 0.0.0.0, this host's name)");
 
 namespace muster::cli {
 namespace {

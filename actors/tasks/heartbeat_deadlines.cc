@@ -72,10 +72,4 @@ std::optional<HeartbeatDeadlines::TimePoint> HeartbeatDeadlines::Next() {
   return records_.front().deadline;
 }
 
-void HeartbeatDeadlines::RenewAll(TimePoint now) {
-  for (uint32_t slot = 0; slot < entries_.size(); ++slot) {
-    if (entries_[slot].watched) Push(slot, now);
-  }
-}
-
 }  // namespace muster

@@ -37,10 +37,6 @@ class HeartbeatDeadlines {
   std::vector<Expired> TakeExpired(TimePoint now);
   // The earliest deadline of a watched task.
   std::optional<TimePoint> Next();
-  // Every watched task's deadline becomes now + timeout, as if each had just beaten (after the
-  // monitor itself was stalled: the time it did not run does not count against the tasks).
-  void RenewAll(TimePoint now);
-
   caf::timespan timeout() const { return timeout_; }
 
   size_t watched() const { return watched_; }

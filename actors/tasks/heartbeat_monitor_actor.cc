@@ -22,6 +22,7 @@ struct MonitorState {
   std::optional<HeartbeatDeadlines> deadlines;
   bool armed = false;                // a deadline_atom is pending
   caf::actor_clock::time_point due;  // when the pending deadline_atom should arrive
+  bool deferred = false;             // the pending deadline_atom is the grace after a late one
 };
 
 using MonitorPointer = HeartbeatMonitorActor::stateful_pointer<MonitorState>;
@@ -40,16 +41,25 @@ void Arm(MonitorPointer self) {
   self->delayed_send(self, delay, deadline_atom::value);
 }
 
-// A timer that comes a quarter timeout late means that this process did not run meanwhile (it
-// was stopped, swapped out, or starved): the tasks' beats of that time wait unread. Instead of
-// declaring them dead for its own silence, the monitor gives every task a whole timeout again.
-// (An HA leader paused past its lease is the case that matters: on waking it must not tell the
-// tasks that each other died while its successor serves them.)
+// A timer that comes more than a quarter timeout late means that this process did not run
+// meanwhile (it was stopped, swapped out, or starved), and the tasks' beats of that time wait
+// unread in its mailbox and sockets. The verdict waits a quarter timeout more, once, for them:
+// then every task whose deadline passed without a beat is judged as ever. (An HA leader paused
+// past its lease is the case that matters: on waking it must not tell the tasks that each other
+// died, for its own silence, while its successor serves them; it steps down within that grace.)
 void OnDeadline(MonitorPointer self) {
   auto& st = self->state;
   st.armed = false;
   const auto now = self->clock().now();
-  if (now - st.due > st.deadlines->timeout() / 4) st.deadlines->RenewAll(now);
+  const caf::timespan grace = st.deadlines->timeout() / 4;
+  if (!st.deferred && now - st.due > grace) {
+    st.deferred = true;
+    st.armed = true;
+    st.due = now + grace;
+    self->delayed_send(self, grace, deadline_atom::value);
+    return;
+  }
+  st.deferred = false;
   for (auto& expired : st.deadlines->TakeExpired(now)) {
     SendTaskEvent(self, expired.actor, TaskEvent::kHeartbeatDeadline, expired.incarnation);
   }

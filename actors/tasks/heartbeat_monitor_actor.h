@@ -12,7 +12,8 @@
 // sequence number, deadline) with lazy deletion and a single timer on its oldest live entry.
 // A beat costs O(1) and no message; a timer fires about once per timeout, not once per beat.
 // A timer that fires more than a quarter timeout late (this process was stopped or starved)
-// renews every deadline instead: the leader's own silence is not the tasks' fault.
+// defers the verdict by a quarter timeout, once: the beats that waited during the stall are
+// read first, and the leader's own silence is not the tasks' fault.
 //
 //   per task:  UNWATCHED --hb_watch--> WATCHED --beat--> WATCHED (deadline = now + timeout)
 //                  ^                      |

@@ -72,18 +72,5 @@ TEST(HeartbeatDeadlinesTest, ManyBeats_RecordsStayProportionalToWatchedTasks) {
   EXPECT_EQ(deadlines.TakeExpired(kStart + 1000ms + 10s).size(), 100u);
 }
 
-TEST(HeartbeatDeadlinesTest, RenewAll_EveryWatchedTaskGetsAWholeTimeoutFromNow) {
-  HeartbeatDeadlines deadlines(10s);
-  deadlines.Watch(0, 1, TaskActor{}, kStart);
-  deadlines.Watch(1, 2, TaskActor{}, kStart + 1s);
-  deadlines.Watch(2, 3, TaskActor{}, kStart);
-  deadlines.Unwatch(2);
-  deadlines.RenewAll(kStart + 30s);
-  EXPECT_EQ(deadlines.watched(), 2u);
-  EXPECT_EQ(deadlines.Next(), kStart + 40s);
-  EXPECT_TRUE(deadlines.TakeExpired(kStart + 40s - 1ns).empty());
-  EXPECT_EQ(Incarnations(deadlines.TakeExpired(kStart + 40s)), (std::vector<uint64_t>{1, 2}));
-}
-
 }  // namespace
 }  // namespace muster

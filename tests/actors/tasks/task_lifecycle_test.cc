@@ -152,23 +152,35 @@ TEST_F(LeaderTest, Heartbeat_MovesTheDeadline) {
   EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
 }
 
-// The leader's process did not run for three timeouts (stopped, or starved): its timer comes
-// late, and the tasks get a whole timeout again instead of a verdict for the leader's silence.
-TEST_F(LeaderTest, HeartbeatDeadline_LeaderStalled_TasksGetAWholeTimeoutAgain) {
+// The leader's process did not run for two timeouts (stopped, or starved): its timer comes
+// late, and the verdict waits a quarter timeout for the beats that waited meanwhile.
+TEST_F(LeaderTest, HeartbeatDeadline_LeaderStalled_VerdictWaitsForTheBeatsThatWaited) {
   Spawn(Config(2));
   Reports first, second;
   ASSERT_TRUE(Register("worker", 0, 5, Agent(&first)).ok());
   ASSERT_TRUE(Register("worker", 1, 6, Agent(&second)).ok());
   Stall(30s);  // the timer due at 10 s fires at 30 s
   EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
-  EXPECT_EQ(State("worker", 1).state(), proto::TASKSTATE_CONNECTED);
   EXPECT_TRUE(first->empty());
   ASSERT_THAT(Heartbeat("worker", 1, 6), IsOk());  // a beat that waited during the stall
-  AdvanceTime(9999ms);
+  AdvanceTime(2499ms);
   EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
-  AdvanceTime(1ms);  // a whole timeout after the stall, task 0 is judged as ever
+  AdvanceTime(1ms);  // a quarter timeout after the stall: task 0 sent nothing, task 1 did
   EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
   EXPECT_THAT(State("worker", 0).error_message(), HasSubstr("heartbeat timeout"));
+  EXPECT_EQ(State("worker", 1).state(), proto::TASKSTATE_CONNECTED);
+}
+
+// Late again right after the grace (the leader starved all along): judged then, not deferred
+// again.
+TEST_F(LeaderTest, HeartbeatDeadline_LateTwiceInARow_JudgedAfterOneGrace) {
+  Spawn(Config(1));
+  Reports reports;
+  ASSERT_TRUE(Register("worker", 0, 5, Agent(&reports)).ok());
+  Stall(30s);
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);
+  Stall(30s);  // the grace's timer, due at 32.5 s, fires at 60 s
+  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_ERROR);
 }
 
 TEST_F(LeaderTest, StaleTask_PropagatedWithSourceTask) {

@@ -104,7 +104,9 @@ inline auto SharedHandlers(AgentPointer self) {
       [=](const proto::KeyValueChangeEvent& event) {
         if (!FromFormerLeader(self)) OnChange(self, event);
       },
-      [=](const proto::PreemptionNotice& notice) { return OnPreemptionNotice(self, notice); },
+      [=](const proto::PreemptionNotice& notice) {
+        return FromFormerLeader(self) ? proto::PreemptionAck() : OnPreemptionNotice(self, notice);
+      },
       [=](const proto::SyncPointNotice& notice) {
         if (!FromFormerLeader(self)) OnSyncPoint(self, notice);
       },

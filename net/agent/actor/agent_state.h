@@ -252,8 +252,8 @@ void OnRetry(AgentPointer self);
 void HandlePushedError(AgentPointer self, const proto::ReportErrorToTaskRequest& report);
 // Whether the message being handled came from another process than this one and the agent's
 // current leader: a leader the agent left (an HA leader that stepped down, or one paused past
-// its lease) whose pushes (errors, watch events, notices) arrive late. They are dropped: only
-// the current leader speaks for the job.
+// its lease) whose pushes (errors, watch events, notices) arrive late. They are dropped (a
+// preemption notice is acknowledged unseen): only the current leader speaks for the job.
 bool FromFormerLeader(AgentPointer self);
 // The rule, by nodes: a message from `sender` (none: sent anonymously) to an agent in process
 // `own` whose current leader runs on `leader` (none: it has none now) is a former leader's when

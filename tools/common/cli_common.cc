@@ -1,5 +1,6 @@
 #include "muster/tools/common/cli_common.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_join.h>
 #include <absl/strings/strip.h>
+#include <absl/time/clock.h>
 #include <caf/send.hpp>
 
 #include "muster/messages/status/caf_text.h"
@@ -92,6 +94,10 @@ absl::StatusOr<LeaderAddress> ParseLeaderAddress(absl::string_view text) {
 }
 
 absl::StatusOr<LeaderAddress> LeaderFlag() {
+  return LeaderFlag(absl::GetFlag(FLAGS_wait_for_leader));
+}
+
+absl::StatusOr<LeaderAddress> LeaderFlag(bool wait_for_leader) {
   std::string text = absl::GetFlag(FLAGS_leader);
   if (text.empty()) {
     return absl::InvalidArgumentError(
@@ -101,7 +107,18 @@ absl::StatusOr<LeaderAddress> LeaderFlag() {
     // An HA job's leaders, read from etcd once: the session then follows the active one.
     absl::StatusOr<absl::Duration> timeout = TimeoutFlag(absl::Seconds(5));
     if (!timeout.ok()) return timeout.status();
-    absl::StatusOr<std::vector<std::string>> leaders = ResolveEtcdLeaders(text, *timeout);
+    // Waiting for the leader, none registered yet (or etcd not up yet) is asked again until
+    // --timeout.
+    const absl::Time end = absl::Now() + *timeout;
+    absl::StatusOr<std::vector<std::string>> leaders;
+    while (true) {
+      leaders = ResolveEtcdLeaders(text, std::max(end - absl::Now(), absl::Milliseconds(100)));
+      if (leaders.ok() || !wait_for_leader || absl::IsInvalidArgument(leaders.status()) ||
+          absl::Now() >= end) {
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(200));
+    }
     if (!leaders.ok()) return leaders.status();
     return ParseLeaderAddress(absl::StrJoin(*leaders, ","));
   }

@@ -56,6 +56,9 @@ absl::StatusOr<LeaderAddress> ParseLeaderAddress(absl::string_view text);
 // default). Possible errors: InvalidArgument (missing or malformed); for etcd://, NotFound (no
 // leader of the job registered) and Unavailable (etcd did not answer).
 absl::StatusOr<LeaderAddress> LeaderFlag();
+// The same; with `wait_for_leader` (--wait-for-leader, or `muster run` joining), leaders not in
+// etcd yet are asked for again until --timeout.
+absl::StatusOr<LeaderAddress> LeaderFlag(bool wait_for_leader);
 
 // The --timeout flag, or `fallback` when it is not given.
 // Possible errors: InvalidArgument (zero or negative).

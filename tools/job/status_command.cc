@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <absl/flags/flag.h>
@@ -53,10 +54,36 @@ void Print(const StatusReport& report, bool refresh) {
   std::fflush(stdout);
 }
 
-// Given an HA job's leaders (several addresses), asks each one on its own what it is now: the
-// active leader answers, a standby says it stands by and names the active one, and what does
-// not answer within `timeout` (at most 2 s) is unreachable. The report's leader becomes the
-// active one found.
+// What the leader at `address` is now, asked on its own (a session of its own, within
+// `timeout` to connect and as much to answer): the active leader answers, a standby says it
+// stands by and names the active one, and anything else is unreachable.
+LeaderRole ProbeLeader(const LeaderAddress& address, absl::Duration timeout) {
+  absl::Status status;
+  auto session = LeaderSession::Connect(address, timeout, /*wait_for_leader=*/false);
+  if (session.ok()) {
+    status = (*session)
+                 ->Ask<proto::WatchJobStateResponse>(
+                     timeout, requests::WatchJobState(/*job=*/"", /*version=*/std::nullopt))
+                 .status();
+  } else {
+    status = session.status();
+  }
+  LeaderRole role;
+  role.set_address(address.ToString());
+  if (status.ok()) {
+    role.set_role("active");
+  } else if (std::optional<std::string> active = StandbyActiveLeader(status)) {
+    role.set_role("standby");
+    role.set_detail(*active);
+  } else {
+    role.set_role("unreachable");
+    role.set_detail(std::string(status.message()));
+  }
+  return role;
+}
+
+// Given an HA job's leaders (several addresses), what each one is now (ProbeLeader, all at once,
+// at most 2 s each to connect and to answer). The report's leader becomes the active one found.
 void ProbeLeaders(const LeaderAddress& leaders, absl::Duration timeout, StatusReport* report) {
   if (leaders.others.empty()) return;
   std::vector<LeaderAddress> each = {LeaderAddress{.host = leaders.host, .port = leaders.port}};
@@ -64,29 +91,15 @@ void ProbeLeaders(const LeaderAddress& leaders, absl::Duration timeout, StatusRe
     if (auto address = ParseLeaderAddress(other); address.ok()) each.push_back(*address);
   }
   timeout = std::min(timeout, absl::Seconds(2));
-  for (const LeaderAddress& address : each) {
-    absl::Status status;
-    auto session = LeaderSession::Connect(address, timeout, /*wait_for_leader=*/false);
-    if (session.ok()) {
-      status = (*session)
-                   ->Ask<proto::WatchJobStateResponse>(
-                       timeout, requests::WatchJobState(/*job=*/"", /*version=*/std::nullopt))
-                   .status();
-    } else {
-      status = session.status();
-    }
-    LeaderRole* role = report->add_leaders();
-    role->set_address(address.ToString());
-    if (status.ok()) {
-      role->set_role("active");
-      report->set_leader(address.ToString());
-    } else if (std::optional<std::string> active = StandbyActiveLeader(status)) {
-      role->set_role("standby");
-      role->set_detail(*active);
-    } else {
-      role->set_role("unreachable");
-      role->set_detail(std::string(status.message()));
-    }
+  std::vector<LeaderRole> roles(each.size());
+  std::vector<std::thread> probes;
+  for (size_t i = 0; i < each.size(); ++i) {
+    probes.emplace_back([&, i] { roles[i] = ProbeLeader(each[i], timeout); });
+  }
+  for (std::thread& probe : probes) probe.join();
+  for (LeaderRole& role : roles) {
+    if (role.role() == "active") report->set_leader(role.address());
+    *report->add_leaders() = std::move(role);
   }
 }
 

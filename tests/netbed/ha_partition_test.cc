@@ -161,7 +161,7 @@ TEST_F(HaPartitionTest, ActiveCutFromEtcdFromAllThenPaused_StandbyTakesOver_NoLo
   std::vector<std::unique_ptr<Subprocess>>& writers = writers_;
   for (int task = 0; task < kWriters; ++task) {
     std::vector<std::string> argv = Worker(task, "loss");
-    argv.insert(argv.end(), {"--history", "--duration_ms=30000", "--reconnect_timeout_ms=30000"});
+    argv.insert(argv.end(), {"--history", "--duration_ms=36000", "--reconnect_timeout_ms=30000"});
     writers.push_back(Start(kWriterHost, std::move(argv)));
     ASSERT_NE(writers.back(), nullptr);
   }

@@ -178,6 +178,35 @@ std::string EtcdCluster::endpoints() const {
   return absl::StrJoin(all, ",");
 }
 
+int EtcdCluster::Follower() const {
+  for (size_t i = 0; i < members_.size(); ++i) {
+    if (!members_[i].process) continue;
+    std::vector<std::string> argv = {"/usr/bin/etcdctl",
+                                     "--endpoints=" + endpoint(static_cast<int>(i)),
+                                     "--dial-timeout=1s",
+                                     "endpoint",
+                                     "status",
+                                     "-w",
+                                     "json"};
+    if (placement_.in) argv = placement_.in(0, std::move(argv));
+    auto status = Subprocess::Start(argv);
+    if (!status.ok() || (*status)->Wait(absl::Seconds(5)).value_or(-1) != 0) continue;
+    // [{"Endpoint":"...","Status":{"header":{...,"member_id":M,...},...,"leader":L,...}}]
+    const std::string& out = (*status)->output();
+    auto number = [&](const std::string& name) {
+      size_t at = out.find("\"" + name + "\":");
+      return at == std::string::npos
+                 ? std::string()
+                 : out.substr(at + name.size() + 3,
+                              out.find_first_not_of("0123456789", at + name.size() + 3) -
+                                  (at + name.size() + 3));
+    };
+    const std::string member = number("member_id"), leader = number("leader");
+    if (!member.empty() && !leader.empty() && member != leader) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 void EtcdCluster::Kill(int member) {
   if (!members_[member].process) return;
   members_[member].process->Signal(SIGKILL);

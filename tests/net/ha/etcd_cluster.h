@@ -44,6 +44,8 @@ class EtcdCluster {
   // "127.0.0.1:P0,127.0.0.1:P1,..." (the client endpoints).
   std::string endpoints() const;
   std::string endpoint(int member) const;
+  // A member that is not etcd's raft leader now (asked with etcdctl); -1 when none answered.
+  int Follower() const;
   // Kills member `i` (SIGKILL) and waits until it is gone.
   void Kill(int member);
   // Starts member `i` again on its data dir and ports.

@@ -39,9 +39,9 @@ class EtcdLeadersTest : public testing::SharedEtcdTest {};
 TEST_F(EtcdLeadersTest, ActiveFirstThenStandbys_AResignedOneIsGone) {
   EXPECT_THAT(ReadHaLeaders(*etcd_, name_, absl::Seconds(5)),
               StatusIs(Code::kNotFound, HasSubstr("no leader of HA job " + name_)));
-  EtcdElection b(etcd_, name_, "host-b:7400", 2);
-  EtcdElection a(etcd_, name_, "host-a:7400", 2);
-  EtcdElection c(etcd_, name_, "host-c:7400", 2);
+  EtcdElection b(etcd_, name_, "host-b:7400", 10);
+  EtcdElection a(etcd_, name_, "host-a:7400", 10);
+  EtcdElection c(etcd_, name_, "host-c:7400", 10);
   ASSERT_THAT(b.Campaign(), IsOk());  // b wins
   ASSERT_THAT(a.Campaign(), IsOk());
   ASSERT_THAT(c.Campaign(), IsOk());

@@ -154,8 +154,6 @@ caf::result<proto::RegisterTaskResponse> RegisterTask(CoordinatorPointer self,
   if (absl::Status current = IsCurrentGeneration(self, request); !current.ok()) {
     return ToError(current);
   }
-  st.tasks.SlotOf(request.source_task()).launched_generation =
-      request.has_generation() ? std::optional<int64_t>(request.generation()) : std::nullopt;
   if (!st.service.register_id.empty()) return RegisterThroughBarrier(self, *actor, request, agent);
   // The task actor answers in the coordinator's name (actors/caf/answer_as.h).
   if (!st.records.gate().enabled()) return self->delegate(*actor, request, agent);

@@ -55,10 +55,7 @@ absl::Status CheckLauncherTasks(CoordinatorPointer self,
     }
     const TaskSlot& slot = st.tasks.SlotOf(task);
     const LauncherActor& other = st.launchers.LauncherOf(slot.index);
-    // A process a launcher started, connected while no launcher is known for its task: its
-    // launcher is coming back (an HA job's new leader took over before it) and takes it back.
-    const bool launched_unclaimed = !other && slot.launched_generation.has_value();
-    if (slot.agent && other != launcher && !launched_unclaimed) {
+    if (slot.agent && other != launcher) {
       return absl::FailedPreconditionError(
           absl::StrCat(name,
                        " is connected already, from a process no launcher started; a launcher "

@@ -111,30 +111,6 @@ TEST_F(LauncherTest, Register_ATaskConnectedWithoutIt_FailedPrecondition) {
   EXPECT_EQ(status->launchers(), 0);  // nothing was recorded
 }
 
-// An HA job's new leader: the processes a launcher started (they say their generation)
-// reconnect before their launcher does; it takes them back. A process no launcher started is
-// not taken.
-TEST_F(LauncherTest, Register_TasksItsProcessesConnectedFirst_TakenBack) {
-  Spawn(Config(2));
-  Reports r0, r1;
-  proto::RegisterTaskRequest launched;
-  *launched.mutable_source_task() = MakeTask("worker", 0);
-  launched.set_incarnation(10);
-  launched.set_generation(0);
-  ASSERT_THAT(Call<proto::RegisterTaskResponse>(leader_, launched, Agent(&r0)), IsOk());
-  ASSERT_THAT(Register("worker", 1, 11, Agent(&r1)), IsOk());  // no generation: not launched
-  Events events;
-  auto launcher = Launcher(&events);
-  EXPECT_THAT(RegisterLauncher(launcher, Workers(2)),
-              StatusIs(Code::kFailedPrecondition, HasSubstr("/job:worker/task:1 is connected")));
-  proto::RegisterLauncherRequest only_launched;
-  *only_launched.add_tasks() = MakeTask("worker", 0);
-  auto reply = Call<proto::RegisterLauncherResponse>(leader_, only_launched, launcher);
-  ASSERT_THAT(reply, IsOk());
-  EXPECT_THAT(reply->generations(), ::testing::ElementsAre(0));
-  EXPECT_EQ(State("worker", 0).incarnation(), 10u);  // its process goes on
-}
-
 TEST_F(LauncherTest, LauncherGone_ItsTasksMayBeTakenByAnother) {
   Spawn(Config(2));
   Events events;

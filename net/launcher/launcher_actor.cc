@@ -285,47 +285,6 @@ void OnRegistered(LauncherPointer self, const proto::RegisterLauncherResponse& r
 
 constexpr auto kTick = std::chrono::milliseconds(20);
 
-proto::RegisterLauncherRequest RegisterRequest(const LauncherState& st) {
-  proto::RegisterLauncherRequest request;
-  request.set_host(st.config.host);
-  for (const auto& task : st.config.tasks) *request.add_tasks() = task;
-  return request;
-}
-
-void LeaderLost(LauncherPointer self, const std::string& why) {
-  Say(absl::StrCat("lost the leader (", why, "); stopping every task"));
-  EndJob(self, why);
-  StopAll(self, SIGTERM);
-}
-
-// An HA job's active leader was lost: a session finds the active one among the leaders (the
-// standby that takes over), and this launcher registers with it again. Its processes go on:
-// their agents find the new leader by themselves.
-void FollowActiveLeader(LauncherPointer self) {
-  auto& st = self->state;
-  Say(absl::StrCat("lost the leader; looking for the active one of ", st.config.leader_address));
-  OpenLeaderSession(self, *st.config.follow, [self](LeaderSessionReply reply) {
-    auto& st = self->state;
-    if (st.done) return;
-    if (!reply.status.ok()) {
-      return LeaderLost(self, absl::StrCat("no active leader of ", st.config.leader_address,
-                                           " took it back: ", StatusText(reply.status)));
-    }
-    st.config.leader = std::move(reply.leader);
-    self->monitor(st.config.leader);
-    // Registered again with the new leader: it sends its supervision events here from now on.
-    // The processes run already; what the first registration started stays as it is.
-    self->request(st.config.leader, std::chrono::seconds(30), RegisterRequest(st),
-                  caf::actor_cast<LauncherActor>(self))
-        .then(
-            [self](const proto::RegisterLauncherResponse&) { Say("following the active leader"); },
-            [self](const caf::error& error) {
-              LeaderLost(self, absl::StrCat("the active leader refused this launcher: ",
-                                            StatusText(ToStatus(error))));
-            });
-  });
-}
-
 LauncherControlActor::behavior_type LauncherBehavior(LauncherPointer self, LauncherConfig config,
                                                      LauncherListener listener) {
   auto& st = self->state;
@@ -340,12 +299,15 @@ LauncherControlActor::behavior_type LauncherBehavior(LauncherPointer self, Launc
   }
   self->monitor(st.config.leader);
   self->set_down_handler([self](caf::down_msg& down) {
-    auto& st = self->state;
-    if (down.source != st.config.leader.address()) return;
-    if (st.config.follow && !st.stopping) return FollowActiveLeader(self);
-    LeaderLost(self, "the leader went away");
+    if (down.source != self->state.config.leader.address()) return;
+    Say("lost the leader; stopping every task");
+    EndJob(self, "the leader went away");
+    StopAll(self, SIGTERM);
   });
-  self->request(st.config.leader, std::chrono::seconds(30), RegisterRequest(st),
+  proto::RegisterLauncherRequest request;
+  request.set_host(st.config.host);
+  for (const auto& task : st.config.tasks) *request.add_tasks() = task;
+  self->request(st.config.leader, std::chrono::seconds(30), request,
                 caf::actor_cast<LauncherActor>(self))
       .then([self](const proto::RegisterLauncherResponse& r) { OnRegistered(self, r); },
             [self](const caf::error& error) {

@@ -13,10 +13,6 @@
 //        |                         |  (hosting the leader: DONE once no other launcher is
 //        |                         |   registered and no task is connected)
 //        +--refused--> DONE(1)     +--stop signal | leader lost | job failed--> STOPPING --> DONE
-//                                  |
-//   (an HA job's leaders: follow)  +--leader lost--> FINDING --active one found, registered
-//                                     again--> RUNNING (its processes untouched); none found
-//                                     within the session's timeout--> STOPPING
 //
 // A restart (or a start) takes a spare process when one runs (--spares): the launcher writes the
 // task's variables to the spare's key and the spare becomes the task's process.
@@ -31,7 +27,6 @@
 // signal N.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,7 +35,6 @@
 #include <caf/typed_actor.hpp>
 
 #include "muster/messages/vocabulary/interfaces.h"
-#include "muster/net/agent/session/leader_session_actor.h"
 #include "muster/net/launcher/task_process.h"
 #include "muster/net/process/shutdown_signals.h"
 
@@ -73,10 +67,6 @@ struct LauncherConfig {
   // Spare processes kept running (net/launcher/spare_pool.h): a restarted task takes one, if
   // any, instead of a new process.
   int spares = 0;
-  // An HA job's leaders (leader_address lists several): how to find the active one again when
-  // the leader is lost (a session like the one that found the first). Unset: a lost leader ends
-  // the job.
-  std::optional<LeaderSessionOptions> follow;
 };
 
 LauncherControlActor SpawnLauncher(caf::actor_system& system, LauncherConfig config,

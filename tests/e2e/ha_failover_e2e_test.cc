@@ -26,7 +26,6 @@ using ::testing::AllOf;
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using ::testing::Not;
 
 int64_t NowMicros() { return absl::ToUnixMicros(absl::Now()); }
 
@@ -172,35 +171,6 @@ TEST_F(HaFailoverE2eTest, EtcdMembersLost_OneUnnoticed_TwoPauseWritesThatThenRes
   EXPECT_THAT(history.Between(quorum_lost + 250'000, quorum_back), IsEmpty())
       << WriteHistory::Describe(history.Between(quorum_lost + 250'000, quorum_back));
   EXPECT_FALSE(history.Between(quorum_back, NowMicros()).empty());
-}
-
-// `muster run --leader LEADERS` on a host of an HA job: when the active leader dies, the
-// launcher finds the standby that took over and registers with it, its task processes go on
-// (their agents follow by themselves), and the job finishes.
-TEST_F(HaFailoverE2eTest, MusterRunJoined_FollowsTheStandbyAndItsTasksFinish) {
-  std::vector<std::string> flags = kFlags;
-  flags.push_back("--job=worker=2");
-  StartBoth(flags);
-  const int active = Active();
-  ASSERT_GE(active, 0);
-  auto run = Subprocess::Start({MUSTER_CLI_BIN, "run", "--leader=" + address_, "--tasks=0-1", "--",
-                                MUSTER_RUN_WORKER_BIN, "--leader_reconnect_timeout=30s"});
-  ASSERT_TRUE(run.ok()) << run.status();
-  for (int task : {0, 1}) {
-    ASSERT_TRUE((*run)->WaitForLine(absl::StrCat("READY task=", task), kBound).ok())
-        << (*run)->output();
-  }
-  Kill(active);
-  ASSERT_EQ(Active(), 1 - active);
-  ASSERT_TRUE((*run)->WaitForLine("following the active leader", kBound).ok()) << (*run)->output();
-  auto go = Subprocess::Start({MUSTER_CLI_BIN, "kv", "put", "--leader=" + address_, "go", "1"});
-  ASSERT_TRUE(go.ok());
-  EXPECT_EQ((*go)->Wait(kBound).value_or(-1), 0) << (*go)->output();
-  EXPECT_EQ((*run)->Wait(kBound).value_or(-1), 0) << (*run)->output();
-  EXPECT_THAT((*run)->output(),
-              AllOf(HasSubstr("lost the leader; looking for the active one of " + address_),
-                    HasSubstr("DONE task=0"), HasSubstr("DONE task=1")));
-  EXPECT_THAT((*run)->output(), Not(HasSubstr("ERROR CALLBACK")));
 }
 
 TEST_F(HaFailoverE2eTest, StandbyAnswersNamingTheActiveLeader_AndAnotherConfigurationIsRefused) {

@@ -253,17 +253,6 @@ int Join(LauncherConfig config, const std::string& tasks, bool in_step) {
   if (!session.ok()) return ReportFailure(kCommand, session.status());
   config.leader = (*session)->leader();
   config.leader_address = address->List();
-  if (!address->others.empty()) {
-    // An HA job: when its active leader is lost, find the one that takes over, within
-    // --timeout (the tasks' agents do the same).
-    auto token = TokenFromFlags();
-    config.follow = LeaderSessionOptions{.connect = {.host = address->host,
-                                                     .port = address->port,
-                                                     .timeout = ToTimespan(*timeout),
-                                                     .other_leaders = address->others},
-                                         .token = token.ok() ? *token : std::string(),
-                                         .authenticate_timeout = ToTimespan(*timeout)};
-  }
   return Launch((*session)->system(), (*session)->self(), std::move(config));
 }
 

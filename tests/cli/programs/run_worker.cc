@@ -5,7 +5,6 @@
 // the leader prints "ERROR CALLBACK" and ends the process with exit status 2 at once.
 // --crash_task=N --crash_below_generation=G: task N exits 3 after connecting while its
 // generation is below G (a crash loop).
-// --leader_reconnect_timeout: the agent's (an HA job's tasks ride a failover with it).
 // --membership: a task of an elastic job. At its safe point every 20 ms it prints each new
 // membership ("MEMBERSHIP task=T generation=G version=V members=0,1"); once it is a member of
 // version --membership_done or later it shuts down and exits 0.
@@ -41,8 +40,6 @@ ABSL_FLAG(int, linger_task, -1, "This task id, generation 0, goes on after its e
 ABSL_FLAG(bool, membership, false, "A task of an elastic job: follow its membership");
 ABSL_FLAG(int64_t, membership_done, 3, "With --membership: the version at which members finish");
 ABSL_FLAG(absl::Duration, heartbeat_timeout, absl::Seconds(2), "The leader's heartbeat timeout");
-ABSL_FLAG(absl::Duration, leader_reconnect_timeout, absl::ZeroDuration(),
-          "How long the agent waits for a lost leader (an HA job's standby taking over)");
 
 namespace {
 
@@ -101,19 +98,18 @@ int main(int argc, char** argv) {
   static std::atomic<bool> errored{false};
   const bool linger = me.task_id == absl::GetFlag(FLAGS_linger_task) && me.generation == 0;
   if (linger) signal(SIGTERM, SIG_IGN);
-  auto agent = muster::Agent::Create(
-      system,
-      {.leader = me.leader,
-       .job_name = me.job,
-       .task_id = me.task_id,
-       .heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout),
-       .register_timeout = absl::Seconds(20),
-       .leader_reconnect_timeout = absl::GetFlag(FLAGS_leader_reconnect_timeout)},
-      [linger](const absl::Status& error) {
-        Say(absl::StrCat("ERROR CALLBACK ", muster::StatusText(error)));
-        if (!linger) std::_Exit(2);
-        errored.store(true);
-      });
+  auto agent =
+      muster::Agent::Create(system,
+                            {.leader = me.leader,
+                             .job_name = me.job,
+                             .task_id = me.task_id,
+                             .heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout),
+                             .register_timeout = absl::Seconds(20)},
+                            [linger](const absl::Status& error) {
+                              Say(absl::StrCat("ERROR CALLBACK ", muster::StatusText(error)));
+                              if (!linger) std::_Exit(2);
+                              errored.store(true);
+                            });
   if (!agent.ok()) return Fail("create", agent.status());
   if (absl::Status s = (*agent)->Connect(); !s.ok()) return Fail("connect", s);
   Say(absl::StrCat("READY task=", me.task_id, " generation=", me.generation, " round=", me.round,

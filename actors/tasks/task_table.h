@@ -37,10 +37,6 @@ struct TaskSlot {
   // An error was pushed to the current agent, which is in ERROR since: it would ignore another.
   // When many tasks fail at once, each agent gets one report, not one per failed task.
   bool error_pushed = false;
-  // The generation a launcher started the process of the last registration for (its
-  // RegisterTaskRequest.generation); unset: a process no launcher started. After a failover of
-  // an HA job, a launcher takes back the tasks its processes run, connected before it came.
-  std::optional<int64_t> launched_generation;
 };
 
 class TaskTable {

@@ -16,11 +16,12 @@ URL parameters (MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE fill what the URL 
     leader_reconnect_timeout  seconds a rank waits for a lost external leader to come back
                        (muster serve --state-dir restarted, or an HA job's standby taking
                        over) before it fails (default 0: at once)
+    on_peer_failure    exit (default) | raise: what a rank does when another fails
 
 An HA job's leaders (muster serve --ha-etcd, docs/operations.md "High availability") are given
 as a list, muster://HOST:PORT,HOST:PORT?...: they run on their own (external_leader), and each
-rank's agent follows the active one (give leader_reconnect_timeout to ride a failover).
-    on_peer_failure    exit (default) | raise: what a rank does when another fails
+rank's agent finds the active one; with leader_reconnect_timeout it follows a failover (without
+it, a rank fails when the active leader is lost).
 
 Under `muster run` (docs/operations.md) the launcher's environment names the leader, which
 already runs, and this rank's task (MUSTER_LEADER, MUSTER_JOB, MUSTER_TASK): "muster://" alone

@@ -94,10 +94,10 @@ absl::StatusOr<LeaderAddress> ParseLeaderAddress(absl::string_view text) {
 }
 
 absl::StatusOr<LeaderAddress> LeaderFlag() {
-  return LeaderFlag(absl::GetFlag(FLAGS_wait_for_leader));
+  return LeaderFlag(absl::GetFlag(FLAGS_wait_for_leader), absl::Seconds(5));
 }
 
-absl::StatusOr<LeaderAddress> LeaderFlag(bool wait_for_leader) {
+absl::StatusOr<LeaderAddress> LeaderFlag(bool wait_for_leader, absl::Duration default_timeout) {
   std::string text = absl::GetFlag(FLAGS_leader);
   if (text.empty()) {
     return absl::InvalidArgumentError(
@@ -105,7 +105,7 @@ absl::StatusOr<LeaderAddress> LeaderFlag(bool wait_for_leader) {
   }
   if (absl::StartsWith(text, kEtcdLeaderScheme)) {
     // An HA job's leaders, read from etcd once: the session then follows the active one.
-    absl::StatusOr<absl::Duration> timeout = TimeoutFlag(absl::Seconds(5));
+    absl::StatusOr<absl::Duration> timeout = TimeoutFlag(default_timeout);
     if (!timeout.ok()) return timeout.status();
     // Waiting for the leader, none registered yet (or etcd not up yet) is asked again until
     // --timeout.

@@ -57,8 +57,8 @@ absl::StatusOr<LeaderAddress> ParseLeaderAddress(absl::string_view text);
 // leader of the job registered) and Unavailable (etcd did not answer).
 absl::StatusOr<LeaderAddress> LeaderFlag();
 // The same; with `wait_for_leader` (--wait-for-leader, or `muster run` joining), leaders not in
-// etcd yet are asked for again until --timeout.
-absl::StatusOr<LeaderAddress> LeaderFlag(bool wait_for_leader);
+// etcd yet are asked for again until --timeout (`default_timeout` when it is not given).
+absl::StatusOr<LeaderAddress> LeaderFlag(bool wait_for_leader, absl::Duration default_timeout);
 
 // The --timeout flag, or `fallback` when it is not given.
 // Possible errors: InvalidArgument (zero or negative).

@@ -237,7 +237,7 @@ int Join(LauncherConfig config, const std::string& tasks, bool in_step) {
         kCommand, absl::InvalidArgumentError("--restart is for the leader that muster run hosts; "
                                              "with --leader, that leader's policy decides"));
   }
-  auto address = LeaderFlag(/*wait_for_leader=*/true);
+  auto address = LeaderFlag(/*wait_for_leader=*/true, absl::Seconds(30));
   if (!address.ok()) return ReportLeaderFlagError(kCommand, address.status());
   auto timeout = TimeoutFlag(absl::Seconds(30));
   if (!timeout.ok()) return ReportUsageError(kCommand, timeout.status());

@@ -141,15 +141,10 @@ absl::StatusOr<LeaderClaim> EtcdElection::Holder() const {
   return ClaimOf(found->kvs(0));
 }
 
-void EtcdElection::Forget() {
-  lease_ = 0;
-  lease_deadline_ = absl::InfinitePast();
-}
-
-void EtcdElection::Resign() {
+void EtcdElection::Resign(absl::Duration timeout) {
   if (lease_ == 0) return;
   // Revoking the lease deletes every key attached to it, the leader key among them.
-  (void)etcd_->LeaseRevoke(lease_, call_timeout_);
+  (void)etcd_->LeaseRevoke(lease_, timeout > absl::ZeroDuration() ? timeout : call_timeout_);
   lease_ = 0;
   lease_deadline_ = absl::InfinitePast();
 }

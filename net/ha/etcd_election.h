@@ -11,7 +11,7 @@
 //
 //   NO LEASE --Campaign: lease granted, key free--> ACTIVE (won)
 //            --Campaign: key held by another------> STANDBY (holder known; campaign again later)
-//   ACTIVE --KeepAlive NotFound (lease expired) | Forget--> NO LEASE
+//   ACTIVE --KeepAlive NotFound (lease expired)--> NO LEASE
 //   any --Resign--> NO LEASE (key deleted if it was ours, lease revoked)
 //
 // Blocking (etcd calls): for the campaign's own thread. Not thread-safe.
@@ -73,13 +73,12 @@ class EtcdElection {
   // Who holds the key now. Possible errors: NotFound (nobody), Unavailable.
   absl::StatusOr<LeaderClaim> Holder() const;
 
-  // Deletes the key if this candidate holds it and revokes the lease (best effort).
-  void Resign();
-  // Drops the lease without asking etcd (a leader that lost it, or cannot reach etcd): the next
-  // campaign takes a new lease, so a key this candidate still held under the old one (etcd keeps
+  // Deletes the key if this candidate holds it and revokes the lease (best effort, waiting at
+  // most `timeout`; the call timeout when zero). Either way the lease is dropped: the next
+  // campaign takes a new one, so a key this candidate still held under the old one (etcd keeps
   // leases alive while it has no quorum) is never won back with the old key's fence, which an
   // old write still on its way may carry.
-  void Forget();
+  void Resign(absl::Duration timeout = absl::ZeroDuration());
 
   // The condition every write of the holder of `claim` carries.
   etcdserverpb::Compare Fence(const LeaderClaim& claim) const;

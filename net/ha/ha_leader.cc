@@ -197,7 +197,9 @@ absl::Duration HaLeader::Step() {
       StepDown(absl::StrCat("lost its etcd lease (",
                             kept.ok() ? "not refreshed in time" : std::string(kept.message()),
                             ")"));
-      election_.Forget();  // a new term, if any, under a new lease, key and fence
+      // A new term, if any, under a new lease, key and fence. Revoking the old lease (when etcd
+      // answers: a leader that was paused, or slow) frees the key for a standby at once.
+      election_.Resign(ha_.lease_ttl / 4);
       return ha_.campaign_interval;
     }
     // After a failed refresh, the next one comes before the margin runs out.

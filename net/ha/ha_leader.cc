@@ -154,6 +154,8 @@ void HaLeader::FailureSink::Report(uint64_t of_term, std::string problem) {
   owner->changed_.notify_all();
 }
 
+absl::Time HaLeader::StepDownAt() const { return election_.lease_deadline() - ha_.lease_ttl / 4; }
+
 void HaLeader::Tell(const std::string& line) {
   if (ha_.on_role) ha_.on_role(line);
 }
@@ -188,11 +190,11 @@ absl::Duration HaLeader::Step() {
     }
     // Not refreshed in time: step down a quarter TTL before the lease may end, so that this
     // leader no longer answers once a standby may serve. A refresh never waits past that.
-    const absl::Duration left = election_.lease_deadline() - ha_.lease_ttl / 4 - absl::Now();
+    const absl::Duration left = StepDownAt() - absl::Now();
     absl::Status kept = left > absl::ZeroDuration()
                             ? election_.KeepAlive(left)
                             : absl::DeadlineExceededError("the lease was not refreshed in time");
-    const absl::Duration still = election_.lease_deadline() - ha_.lease_ttl / 4 - absl::Now();
+    const absl::Duration still = StepDownAt() - absl::Now();
     if (absl::IsNotFound(kept) || still <= absl::ZeroDuration()) {
       StepDown(absl::StrCat("lost its etcd lease (",
                             kept.ok() ? "not refreshed in time" : std::string(kept.message()),
@@ -271,8 +273,7 @@ bool HaLeader::TakeOver(const LeaderClaim& claim) {
   absl::Status kept = started_leader.ok() ? election_.KeepAlive() : absl::OkStatus();
   started = true;
   keeper.join();
-  if (started_leader.ok() &&
-      (!kept.ok() || absl::Now() >= election_.lease_deadline() - ha_.lease_ttl / 4)) {
+  if (started_leader.ok() && (!kept.ok() || absl::Now() >= StepDownAt())) {
     (*started_leader)->Stop();
     started_leader = absl::UnavailableError(absl::StrCat(
         "its etcd lease ended while it loaded the state (",

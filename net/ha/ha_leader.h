@@ -110,6 +110,9 @@ class HaLeader {
   bool TakeOver(const LeaderClaim& claim);
   void StepDown(const std::string& why);
   void Tell(const std::string& line);
+  // When the active leader steps down unless its lease was refreshed: a quarter TTL before the
+  // lease may end, so that it no longer answers once a standby may serve.
+  absl::Time StepDownAt() const;
 
   // Where the state writer reports a failed write. Shared with the writer, which may outlive a
   // term and this object: a report of an ended term (or after Stop) is dropped.

@@ -30,7 +30,7 @@ caf::timespan ToSpan(absl::Duration duration) { return absl::ToChronoNanoseconds
 
 absl::StatusOr<ConnectOptions> LeaderOptions(const AgentOptions& options) {
   ConnectOptions leader;
-  if (absl::StartsWith(options.leader, "etcd://")) {
+  if (absl::StartsWith(options.leader, kEtcdLeaderScheme)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "leader \"", options.leader,
         "\": an agent does not read etcd itself; run the task under `muster run --leader ",

@@ -13,11 +13,10 @@
 #include <absl/strings/string_view.h>
 #include <absl/time/time.h>
 
+#include "muster/net/agent/session/leader_addresses.h"  // kEtcdLeaderScheme
 #include "muster/net/ha/etcd_client.h"
 
 namespace muster {
-
-inline constexpr absl::string_view kEtcdLeaderScheme = "etcd://";
 
 struct EtcdLeaderUrl {
   std::vector<std::string> endpoints;  // HOST:PORT of etcd's members

@@ -19,6 +19,10 @@ namespace muster {
 // InvalidArgument, naming the text and the expected form.
 absl::StatusOr<std::pair<std::string, uint16_t>> ParseLeaderAddress(absl::string_view text);
 
+// An HA job's leaders read from etcd: "etcd://ENDPOINTS/NAME" (net/ha/etcd_leaders.h reads them;
+// the agent itself does not).
+inline constexpr absl::string_view kEtcdLeaderScheme = "etcd://";
+
 // The addresses of a leader list, "HOST:PORT,HOST:PORT" (an HA job's leaders; one address is a
 // list of one), each without the whitespace around it; none for a text of only commas and
 // spaces. Each is then parsed by whoever asked.

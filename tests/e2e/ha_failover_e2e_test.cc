@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/e2e/e2e_fixture.h"
+#include "tests/e2e/programs/worker_events.h"
 #include "tests/net/ha/etcd_cluster.h"
 #include "tests/net/ha/ha_leader_pair.h"
 #include "tests/net/ha/write_history.h"
@@ -26,8 +27,6 @@ using ::testing::AllOf;
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-
-int64_t NowMicros() { return absl::ToUnixMicros(absl::Now()); }
 
 class HaFailoverE2eTest : public E2eTest {
  protected:

@@ -26,6 +26,7 @@
 #include <gtest/gtest.h>
 
 #include "muster/tools/run/subprocess.h"
+#include "tests/e2e/programs/worker_events.h"
 #include "tests/net/ha/etcd_cluster.h"
 #include "tests/net/ha/ha_leader_pair.h"
 #include "tests/net/ha/write_history.h"
@@ -38,6 +39,7 @@ namespace {
 using ::muster::testing::EtcdCluster;
 using ::muster::testing::HaLeaderPair;
 using ::muster::testing::LineStampMicros;
+using ::muster::testing::NowMicros;
 using ::muster::testing::WriteHistory;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -48,8 +50,6 @@ constexpr int kWriterHost = 5;
 constexpr int64_t kTtlUs = 2'000'000;  // --ha-lease-ttl=2s
 // A reply already on its way when a cut is made may still arrive.
 constexpr int64_t kInFlightUs = 250'000;
-
-int64_t NowMicros() { return absl::ToUnixMicros(absl::Now()); }
 
 // Leader `i` runs on host 3 + i.
 int LeaderHost(int i) { return 3 + i; }

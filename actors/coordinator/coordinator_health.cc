@@ -95,7 +95,7 @@ void CheckProgress(CoordinatorPointer self) {
     if (slot->agent) {
       proto::ReportErrorToTaskRequest report;
       SetStatusFields(error, &report);
-      self->send(slot->agent, report);
+      SendErrorOnceDurable(self, slot->agent, std::move(report));
     }
     SendTaskEvent(self, slot->actor, TaskEvent::kStuck, info->incarnation(), ToError(error));
   }

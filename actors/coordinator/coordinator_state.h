@@ -110,6 +110,11 @@ void RegisterTaskStateListeners(CoordinatorPointer self);
 // it connected.
 void PushError(CoordinatorPointer self, TaskSlot& slot,
                const proto::ReportErrorToTaskRequest& report);
+// Sends `report` to `agent` once the task states persisted before it are durable, and never
+// after a failed write: a failure told is a change revealed. (An HA leader that lost its lease
+// unnoticed, e.g. paused, fails its fenced write and so tells the job nothing.)
+void SendErrorOnceDurable(CoordinatorPointer self, const AgentActor& agent,
+                          proto::ReportErrorToTaskRequest report);
 
 // Routes a heartbeat (a request, or sent one-way: then only an error is told, pushed to the
 // sending agent) to the heartbeat monitor with its task's slot and actor.

@@ -113,7 +113,17 @@ proto::WatchJobStateResponse JobState(CoordinatorPointer self, const std::string
 
 void PushError(CoordinatorPointer self, TaskSlot& slot,
                const proto::ReportErrorToTaskRequest& report) {
-  if (AgentActor agent = self->state.tasks.TakeUntold(slot)) self->send(agent, report);
+  if (AgentActor agent = self->state.tasks.TakeUntold(slot)) {
+    SendErrorOnceDurable(self, agent, report);
+  }
+}
+
+void SendErrorOnceDurable(CoordinatorPointer self, const AgentActor& agent,
+                          proto::ReportErrorToTaskRequest report) {
+  self->state.records.gate().After(
+      [self, agent, report = std::move(report)](const absl::Status& durable) {
+        if (durable.ok()) self->send(agent, report);
+      });
 }
 
 void OnTaskState(CoordinatorPointer self, const proto::CoordinatedTaskStateInfo& info,

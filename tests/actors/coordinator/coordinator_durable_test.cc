@@ -267,6 +267,55 @@ TEST_F(CoordinatorDurableTest, FailedWrite_ErrorAndTheChangeIsNeverRevealed) {
   EXPECT_FALSE(parked->has_value());
 }
 
+// A task's failure, reported while its record is not durable yet.
+proto::ReportErrorToServiceRequest FailureOf(int task) {
+  proto::ReportErrorToServiceRequest report;
+  report.set_error_code(static_cast<int>(Code::kDataLoss));
+  report.set_error_message("disk on fire");
+  *report.mutable_error_origin() = MakeTask("worker", task);
+  return report;
+}
+
+// A failure told is a change revealed: the others hear of it once the failed task's record is
+// durable, and never when its write failed (an HA leader that lost its lease unnoticed, e.g.
+// paused, fails its fenced write and must not tell the job that a task it lost sight of died).
+TEST_F(CoordinatorDurableTest, TaskFailure_PushedToTheOthersOnlyOnceItsRecordIsDurable) {
+  SpawnDurable(nullptr, std::chrono::seconds(2), Config(2));
+  Reports r0, r1;
+  ASSERT_THAT(Register("worker", 0, 5, Agent(&r0)), IsOk());
+  ASSERT_THAT(Register("worker", 1, 6, Agent(&r1)), IsOk());
+  disk_->hold = true;
+  auto reported = Send<proto::ReportErrorToServiceResponse>(leader_, FailureOf(0));
+  auto task = OnDisk<proto::TaskRecord>(TaskStateKey("/job:worker/task:0"));
+  ASSERT_TRUE(task.has_value());
+  EXPECT_EQ(task->state(), proto::TASKSTATE_ERROR);  // sent to the writer, not answered yet
+  EXPECT_TRUE(r1->empty());
+  Release();
+  ASSERT_EQ(r1->size(), 1u);
+  EXPECT_EQ((*r1)[0].error_code(), static_cast<int>(Code::kDataLoss));
+  EXPECT_EQ(TaskName((*r1)[0].error_payload().source_task()), "/job:worker/task:0");
+  ASSERT_TRUE(reported->has_value());
+  EXPECT_THAT(**reported, IsOk());
+}
+
+TEST_F(CoordinatorDurableTest, TaskFailure_RecordNotWritten_NobodyIsTold) {
+  SpawnDurable(nullptr, std::chrono::seconds(2), Config(3));
+  Reports r0, r1, r2;
+  ASSERT_THAT(Register("worker", 0, 5, Agent(&r0)), IsOk());
+  ASSERT_THAT(Register("worker", 1, 6, Agent(&r1)), IsOk());
+  ASSERT_THAT(Register("worker", 2, 7, Agent(&r2)), IsOk());
+  disk_->hold = true;
+  (void)Send<proto::ReportErrorToServiceResponse>(leader_, FailureOf(0));
+  disk_->fail = absl::FailedPreconditionError("this leader's election key is gone (fenced)");
+  Release();
+  EXPECT_TRUE(r1->empty());
+  EXPECT_TRUE(r2->empty());
+  // Nor later: the writer fails every batch after a failed one.
+  (void)Send<proto::ReportErrorToServiceResponse>(leader_, FailureOf(1));
+  EXPECT_TRUE(r2->empty());
+  EXPECT_TRUE(r0->empty());
+}
+
 // ---- Re-sent writes ----
 
 TEST_F(CoordinatorDurableTest, Increment_SameRequestIdTwice_AppliedOnce) {

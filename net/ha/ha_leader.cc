@@ -308,7 +308,7 @@ void HaLeader::StepDown(const std::string& why) {
   failures_->NewTerm();  // what this term's writer reports from now on is of no concern
   CoordinatorActor old = front_;
   front_ = SpawnHaFront(system_, ha_.name);
-  system_.middleman().unpublish(old, port_);
+  UnpublishCoordinator(system_, old, port_);
   absl::StatusOr<uint16_t> port = PublishCoordinator(system_, front_, port_, endpoint_.host);
   caf::anon_send_exit(old, caf::exit_reason::user_shutdown);
   std::unique_ptr<Leader> leader;
@@ -352,7 +352,7 @@ void HaLeader::Stop() {
   TellHaFrontStandby(front_, "");
   if (leader) leader->Stop();
   election_.Resign();  // a standby takes over now, not after the lease's TTL
-  if (port_ != 0) system_.middleman().unpublish(front_, port_);
+  if (port_ != 0) UnpublishCoordinator(system_, front_, port_);
   caf::anon_send_exit(front_, caf::exit_reason::user_shutdown);
   changed_.notify_all();
 }

@@ -163,7 +163,7 @@ void Leader::Stop(absl::Duration timeout) {
   running_ = false;
   ThreadLoggerGuard logger_guard;
   if (http_) http_->Stop();  // its requests wait for the observer, which needs the coordinator
-  if (published_on_port_) system_.middleman().unpublish(published_, port_);
+  if (published_on_port_) UnpublishCoordinator(system_, published_, port_);
   caf::scoped_actor self{system_};
   self->monitor(coordinator_);
   if (state_writer_) self->monitor(state_writer_);  // stopped with the coordinator's children

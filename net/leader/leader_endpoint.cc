@@ -20,11 +20,20 @@ absl::StatusOr<uint16_t> PublishCoordinator(caf::actor_system& system,
   const char* in = host.empty() || host == "0.0.0.0" ? nullptr : host.c_str();
   caf::expected<uint16_t> bound = system.middleman().publish(coordinator, port, in, true);
   if (!bound) {
+    if (guarded != nullptr) guarded->published().Remove(coordinator->id());
     return absl::UnavailableError(absl::StrCat("cannot listen on ", host.empty() ? "*" : host, ":",
                                                port, ": ", system.render(bound.error()),
                                                "; pick another --port or free this one"));
   }
   return *bound;
+}
+
+void UnpublishCoordinator(caf::actor_system& system, const CoordinatorActor& coordinator,
+                          uint16_t port) {
+  system.middleman().unpublish(coordinator, port);
+  if (auto* guarded = dynamic_cast<GuardedMultiplexer*>(&system.middleman().backend())) {
+    guarded->published().Remove(coordinator->id());
+  }
 }
 
 }  // namespace muster

@@ -20,4 +20,9 @@ absl::StatusOr<uint16_t> PublishCoordinator(caf::actor_system& system,
                                             const CoordinatorActor& coordinator, uint16_t port,
                                             const std::string& host = "127.0.0.1");
 
+// Closes `port` for `coordinator` (published by PublishCoordinator) and frees its place among
+// the node's published actors: peers may no longer send it messages.
+void UnpublishCoordinator(caf::actor_system& system, const CoordinatorActor& coordinator,
+                          uint16_t port);
+
 }  // namespace muster

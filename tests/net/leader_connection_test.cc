@@ -17,6 +17,7 @@
 #include "muster/net/agent/connect/leader_connector_actor.h"
 #include "muster/net/leader/leader.h"
 #include "muster/net/transport/node_config.h"
+#include "muster/net/transport/wire/frame_guard.h"
 #include "tests/testing/status_matchers.h"
 
 namespace muster {
@@ -37,22 +38,21 @@ absl::StatusOr<CoordinatorActor> Connect(caf::actor_system& system, ConnectOptio
   return result;
 }
 
-TEST(LeaderConnectionTest, WorkerSystem_ConnectsAndRegisters) {
-  NodeConfig leader_cfg;
-  NodeConfig worker_cfg;
-  caf::actor_system leader_system{leader_cfg};
-  caf::actor_system worker_system{worker_cfg};
+CoordinatorOptions OneWorker(uint64_t incarnation) {
   CoordinatorOptions options;
-  options.incarnation = 99;
+  options.incarnation = incarnation;
   auto* job = options.config.add_coordinated_job_list();
   job->set_name("worker");
   job->set_num_tasks(1);
-  auto published = Leader::Start(leader_system, options);
-  ASSERT_TRUE(published.ok()) << published.status();
+  return options;
+}
 
-  auto leader =
-      Connect(worker_system, {.host = "127.0.0.1", .port = (*published)->port(), .timeout = 5s});
-  ASSERT_TRUE(leader.ok()) << leader.status();
+// Registers /job:worker/task:0 from `worker_system` with the leader on `port`; returns the
+// leader's incarnation (0 when it failed, after reporting why).
+uint64_t RegisterThrough(caf::actor_system& worker_system, uint16_t port) {
+  auto leader = Connect(worker_system, {.host = "127.0.0.1", .port = port, .timeout = 5s});
+  EXPECT_TRUE(leader.ok()) << leader.status();
+  if (!leader.ok()) return 0;
   caf::scoped_actor self{worker_system};
   auto agent = worker_system.spawn([]() -> AgentActor::behavior_type {
     return {[](const proto::ReportErrorToTaskRequest&) {},
@@ -69,8 +69,36 @@ TEST(LeaderConnectionTest, WorkerSystem_ConnectsAndRegisters) {
             leader_incarnation = r.leader_incarnation();
           },
           [&](caf::error& error) { ADD_FAILURE() << worker_system.render(error); });
-  EXPECT_EQ(leader_incarnation, 99u);
   caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
+  return leader_incarnation;
+}
+
+TEST(LeaderConnectionTest, WorkerSystem_ConnectsAndRegisters) {
+  NodeConfig leader_cfg;
+  NodeConfig worker_cfg;
+  caf::actor_system leader_system{leader_cfg};
+  caf::actor_system worker_system{worker_cfg};
+  auto published = Leader::Start(leader_system, OneWorker(99));
+  ASSERT_TRUE(published.ok()) << published.status();
+  EXPECT_EQ(RegisterThrough(worker_system, (*published)->port()), 99u);
+}
+
+// A node publishes at most PublishedActors::kCapacity coordinators at once; a stopped leader
+// frees its place (an HA leader publishes a new front at each step down, a Python process may
+// host leader after leader in one actor system).
+TEST(LeaderConnectionTest, LeadersStartedAndStoppedPastTheCapacity_TheLastStillServes) {
+  NodeConfig leader_cfg;
+  NodeConfig worker_cfg;
+  caf::actor_system leader_system{leader_cfg};
+  caf::actor_system worker_system{worker_cfg};
+  for (int i = 0; i < PublishedActors::kCapacity + 6; ++i) {
+    auto stopped = Leader::Start(leader_system, OneWorker(1000 + i));
+    ASSERT_TRUE(stopped.ok()) << "leader " << i << ": " << stopped.status();
+    (*stopped)->Stop();
+  }
+  auto last = Leader::Start(leader_system, OneWorker(99));
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(RegisterThrough(worker_system, (*last)->port()), 99u);
 }
 
 TEST(LeaderConnectionTest, NoLeader_DeadlineExceededSayingNothingListens) {

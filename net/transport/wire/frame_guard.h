@@ -69,22 +69,40 @@ struct WireLimits {
 // without one on every message.
 class PublishedActors {
  public:
+  // Published at once; a leader that steps down and up again (an HA leader publishes a new
+  // front each time) removes the one it replaces.
   static constexpr int kCapacity = 64;
 
-  // False when kCapacity actors were published already.
+  // False when kCapacity actors are published already.
   bool Add(uint64_t actor_id) {
     absl::MutexLock lock(&add_mutex_);
     int n = count_.load(std::memory_order_relaxed);
     if (n == kCapacity) return false;
     ids_[n].store(actor_id, std::memory_order_relaxed);
+    restricted_.store(true, std::memory_order_relaxed);
     count_.store(n + 1, std::memory_order_release);
     return true;
   }
-  // With none added, every actor may receive (CAF's own rule), so a node that publishes only
-  // through CAF keeps working.
+  // Takes `actor_id` out (unpublished): its slot is free again. False when it is not in.
+  // A reader at the same time sees the set before or after, never without another id: the
+  // last id is copied into the freed slot before the count drops.
+  bool Remove(uint64_t actor_id) {
+    absl::MutexLock lock(&add_mutex_);
+    const int n = count_.load(std::memory_order_relaxed);
+    for (int i = 0; i < n; ++i) {
+      if (ids_[i].load(std::memory_order_relaxed) != actor_id) continue;
+      ids_[i].store(ids_[n - 1].load(std::memory_order_relaxed), std::memory_order_relaxed);
+      count_.store(n - 1, std::memory_order_release);
+      return true;
+    }
+    return false;
+  }
+  // Before any was added, every actor may receive (CAF's own rule), so a node that publishes
+  // only through CAF keeps working; once one was, only those published now (none, between an
+  // unpublish and the next publish).
   bool MayReceive(uint64_t actor_id) const {
     const int n = count_.load(std::memory_order_acquire);
-    if (n == 0) return true;
+    if (n == 0) return !restricted_.load(std::memory_order_relaxed);
     for (int i = 0; i < n; ++i) {
       if (ids_[i].load(std::memory_order_relaxed) == actor_id) return true;
     }
@@ -95,6 +113,7 @@ class PublishedActors {
   absl::Mutex add_mutex_;
   std::array<std::atomic<uint64_t>, kCapacity> ids_{};
   std::atomic<int> count_{0};
+  std::atomic<bool> restricted_{false};  // an actor was added once
 };
 
 class FrameGuard {

@@ -333,6 +333,29 @@ TEST(PublishedActorsTest, AnyActorUntilOneIsAddedThenOnlyThoseUpToTheCapacity) {
   EXPECT_FALSE(published.MayReceive(1000));
 }
 
+TEST(PublishedActorsTest, Removed_NoLongerReceivesAndItsPlaceIsFree) {
+  PublishedActors published;
+  for (uint64_t id = 1; id <= PublishedActors::kCapacity; ++id) ASSERT_TRUE(published.Add(id));
+  EXPECT_TRUE(published.Remove(3));
+  EXPECT_FALSE(published.Remove(3));
+  EXPECT_FALSE(published.MayReceive(3));
+  EXPECT_TRUE(published.MayReceive(PublishedActors::kCapacity));  // moved into the freed place
+  EXPECT_TRUE(published.Add(1000));
+  EXPECT_TRUE(published.MayReceive(1000));
+  EXPECT_FALSE(published.Add(1001));
+}
+
+TEST(PublishedActorsTest, AllRemoved_NobodyReceivesUntilTheNextIsAdded) {
+  PublishedActors published;
+  ASSERT_TRUE(published.Add(7));
+  ASSERT_TRUE(published.Remove(7));
+  EXPECT_FALSE(published.MayReceive(7));
+  EXPECT_FALSE(published.MayReceive(9));  // not CAF's open rule again
+  ASSERT_TRUE(published.Add(8));
+  EXPECT_TRUE(published.MayReceive(8));
+  EXPECT_FALSE(published.MayReceive(7));
+}
+
 TEST(FrameGuardTest, Outbound_ControlMessagesFromTheLeader_Pass) {
   FrameGuard guard(Limits(), /*inbound=*/false);
   ASSERT_THAT(guard.Check(Bytes(Header(kServerHandshake, 10))), IsOk());

@@ -18,6 +18,8 @@
 // proxy that dies with its connection sends its down and exit messages that way, as does
 // anon_send. The node's scheduler (MakeNodeScheduler) keeps a hosted actor woken like that on
 // the network thread too, so a lost connection is handled there from end to end.
+#include <utility>
+
 #include <caf/atom.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/policy/work_sharing.hpp>
@@ -27,9 +29,12 @@
 #include <caf/scheduled_actor.hpp>
 #include <caf/scheduler/coordinator.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
 #include <caf/settings.hpp>
 
 #include "muster/actors/caf/placement.h"
+#include "muster/actors/caf/scheduled_printer.h"
 #include "muster/net/transport/wire/guarded_multiplexer.h"
 
 namespace muster {
@@ -43,16 +48,39 @@ constexpr int kDrainBudget = 4096;
 // The loop this thread serves while its run() does: set only on a network thread.
 thread_local GuardedMultiplexer* this_thread_loop = nullptr;
 
-// CAF's coordinator for `Policy`, with hosted actors kept on the network thread.
+// CAF's coordinator for `Policy`, with hosted actors kept on the network thread, and CAF's
+// printer (aout) on the scheduler instead of a thread of its own (actors/caf/scheduled_printer.h).
 template <class Policy>
 class NodeScheduler final : public caf::scheduler::coordinator<Policy> {
+  using Base = caf::scheduler::coordinator<Policy>;
+
  public:
-  using caf::scheduler::coordinator<Policy>::coordinator;
+  using Base::Base;
 
   void enqueue(caf::resumable* job) override {
     if (GuardedMultiplexer::AdoptOnNetworkThread(job)) return;
     if (GuardedMultiplexer::PostToNetworkThread(job)) return;
-    caf::scheduler::coordinator<Policy>::enqueue(job);
+    Base::enqueue(job);
+  }
+
+ protected:
+  void start() override {
+    Base::start();  // the workers, the clock's thread, and CAF's detached printer
+    caf::actor& printer = this->utility_actors_[caf::scheduler::abstract_coordinator::printer_id];
+    caf::actor detached = std::exchange(
+        printer, this->system().template spawn<caf::hidden>(ScheduledPrinter, PrinterSink()));
+    caf::anon_send_exit(detached, caf::exit_reason::user_shutdown);  // its thread ends
+  }
+
+  void stop() override {
+    // CAF stops its utility actors after its workers, which an event-based printer needs.
+    caf::actor printer = this->printer();
+    {
+      caf::scoped_actor self{this->system(), /*hide=*/true};
+      caf::anon_send_exit(printer, caf::exit_reason::user_shutdown);
+      self->wait_for(printer);
+    }
+    Base::stop();
   }
 };
 

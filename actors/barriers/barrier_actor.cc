@@ -91,6 +91,7 @@ void AnswerAll(BarrierPointer self) {
   state.durable.After(
       [self, parked = std::move(state.parked)](const absl::Status& written) mutable {
         const BarrierState& barrier = *self->state.barrier;
+        if (LeavesCallsUnanswered(written)) return;
         for (auto& [index, promise] : parked) {
           if (written.ok()) {
             Deliver(promise, barrier.result(), barrier.counter());
@@ -117,6 +118,7 @@ void Apply(BarrierPointer self, BarrierEffects effects, BarrierPromise* caller) 
     BarrierPromise promise = *caller;
     absl::Status reply = *effects.reply;
     state.durable.After([self, promise, reply](const absl::Status& written) mutable {
+      if (LeavesCallsUnanswered(written)) return;
       Deliver(promise, written.ok() ? reply : written, self->state.barrier->counter());
     });
   }

@@ -90,13 +90,7 @@ void CheckProgress(CoordinatorPointer self) {
     if (slot == nullptr || info == nullptr) continue;
     absl::Status error = StuckTaskError(stuck);
     if (EventsWanted(self)) EmitEvent(self, TaskStuckEvent(stuck, error, info->incarnation()));
-    // The stuck task hears it first, with the same report as the others (its error callback
-    // fires even if the policy tells nobody else).
-    if (slot->agent) {
-      proto::ReportErrorToTaskRequest report;
-      SetStatusFields(error, &report);
-      SendErrorOnceDurable(self, slot->agent, std::move(report));
-    }
+    // The task actor fails with `error`; the stuck task hears it then (OnChildDown).
     SendTaskEvent(self, slot->actor, TaskEvent::kStuck, info->incarnation(), ToError(error));
   }
   self->delayed_send(self, st.health.check_period, progress_check_atom::value);

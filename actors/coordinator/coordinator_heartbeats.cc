@@ -1,6 +1,10 @@
 // The coordinator's heartbeat routing: a beat (a request, or sent one-way) or a batch of beats
 // is checked against the task table, its step recorded, and handed to the heartbeat monitor
-// with the task's slot and actor.
+// with the task's slot and actor. With a state writer, a refusal (a task in ERROR) is told once
+// the task states persisted before it are durable, as every failure the leader tells.
+#include <type_traits>
+#include <utility>
+
 #include "muster/actors/cluster/cluster_view.h"
 #include "muster/actors/coordinator/coordinator_state.h"
 #include "muster/messages/status/status_codec.h"
@@ -33,7 +37,47 @@ void OneWayHeartbeat(CoordinatorPointer self, const proto::HeartbeatRequest& req
     if (agent) self->send(agent, ErrorReport(slot.status(), request.source_task()));
     return;
   }
-  self->send(self->state.heartbeats, request, (*slot)->index, (*slot)->actor, agent);
+  if (!self->state.records.gate().enabled()) {
+    self->send(self->state.heartbeats, request, (*slot)->index, (*slot)->actor, agent);
+    return;
+  }
+  self->request(self->state.heartbeats, caf::infinite, request, (*slot)->index, (*slot)->actor)
+      .then([](const proto::HeartbeatResponse&) {},
+            [self, agent, task = request.source_task()](caf::error& error) {
+              absl::Status status = ToStatus(error);
+              if (agent && GetCoordinationError(status)) {
+                SendErrorOnceDurable(self, agent, ErrorReport(status, task));
+              }
+            });
+}
+
+// The monitor's answer to `beat...`, an error once what was persisted before it is durable.
+template <class Response, class... Beat>
+caf::result<Response> RefusalOnceDurable(CoordinatorPointer self, Beat&&... beat) {
+  if (!self->state.records.gate().enabled()) {
+    return self->delegate(self->state.heartbeats, std::forward<Beat>(beat)...);
+  }
+  auto promise = self->make_response_promise<Response>();
+  self->request(self->state.heartbeats, caf::infinite, std::forward<Beat>(beat)...)
+      .then(
+          [self, promise](Response& response) mutable {
+            if constexpr (std::is_same_v<Response, proto::HeartbeatBatchResponse>) {
+              if (response.failures_size() > 0) {
+                return self->state.records.gate().Deliver(promise, std::move(response));
+              }
+            }
+            promise.deliver(std::move(response));
+          },
+          [self, promise](caf::error& error) mutable {
+            self->state.records.gate().After([promise, error](const absl::Status& written) mutable {
+              if (written.ok()) {
+                promise.deliver(std::move(error));
+              } else if (!LeavesCallsUnanswered(written)) {
+                promise.deliver(ToError(written));
+              }
+            });
+          });
+  return promise;
 }
 
 }  // namespace
@@ -47,7 +91,8 @@ caf::result<proto::HeartbeatResponse> Heartbeat(CoordinatorPointer self,
   }
   auto slot = BeatingSlot(self, request);
   if (!slot.ok()) return ToError(slot.status());
-  return self->delegate(self->state.heartbeats, request, (*slot)->index, (*slot)->actor);
+  return RefusalOnceDurable<proto::HeartbeatResponse>(self, request, (*slot)->index,
+                                                      (*slot)->actor);
 }
 
 caf::result<proto::HeartbeatBatchResponse> HeartbeatBatch(CoordinatorPointer self,
@@ -74,7 +119,8 @@ caf::result<proto::HeartbeatBatchResponse> HeartbeatBatch(CoordinatorPointer sel
     slots.push_back(slot->index);
     actors.push_back(slot->actor);
   }
-  return self->delegate(st.heartbeats, std::move(request), std::move(slots), std::move(actors));
+  return RefusalOnceDurable<proto::HeartbeatBatchResponse>(self, std::move(request),
+                                                           std::move(slots), std::move(actors));
 }
 
 }  // namespace muster

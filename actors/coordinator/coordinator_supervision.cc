@@ -198,8 +198,16 @@ void OnChildDown(CoordinatorPointer self, const caf::down_msg& down) {
   proto::CoordinatedTaskStateInfo info = *st.tasks.view().Find(task);
   info.set_state(proto::TASKSTATE_ERROR);
   SetStatusFields(error, &info);
+  const AgentActor own = st.tasks.SlotOf(task).agent;
   SpawnTask(self, task, info);
   OnTaskState(self, info, AgentActor{});
+  // A stuck task hears it first, with the report the others get (its error callback fires
+  // even if the policy tells nobody else), once its ERROR state is durable.
+  if (own && GetTaskStuck(error)) {
+    proto::ReportErrorToTaskRequest report;
+    SetStatusFields(error, &report);
+    SendErrorOnceDurable(self, own, std::move(report));
+  }
   ApplyPolicy(self, task, error);
 }
 

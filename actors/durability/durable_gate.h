@@ -15,6 +15,8 @@
 #include <utility>
 
 #include <absl/status/status.h>
+#include <absl/strings/cord.h>
+#include <absl/strings/string_view.h>
 #include <caf/typed_response_promise.hpp>
 
 #include "muster/actors/durability/state_writer_actor.h"
@@ -29,6 +31,20 @@ inline caf::error LeaderPauseReason() {
   return ToError(absl::UnavailableError("the Muster leader stopped; its state dir keeps the job"));
 }
 inline bool IsLeaderPause(const caf::error& reason) { return reason == LeaderPauseReason(); }
+
+// A failed write after which the leader stops as a pause, marked so by its store (an HA leader's
+// etcd store: the leader then steps down): the calls that wait on it are left unanswered, for
+// their agents to re-send to the next leader, which has what was written, instead of failing
+// with the write's error. (Without the mark a failed write fails the calls: a leader with a
+// state dir has no next leader to send them to.)
+inline constexpr absl::string_view kPausesLeaderPayload = "type.muster/PausesLeader";
+inline absl::Status PausesLeader(absl::Status status) {
+  if (!status.ok()) status.SetPayload(kPausesLeaderPayload, absl::Cord("1"));
+  return status;
+}
+inline bool LeavesCallsUnanswered(const absl::Status& written) {
+  return written.GetPayload(kPausesLeaderPayload).has_value();
+}
 
 class DurableGate {
  public:
@@ -60,13 +76,14 @@ class DurableGate {
     if (!in_flight_) Flush(self);
   }
 
-  // Delivers `response` through `promise` once durable (an error if the write failed).
+  // Delivers `response` through `promise` once durable (an error if the write failed; nothing
+  // when the failure pauses the leader: LeavesCallsUnanswered).
   template <class Response>
   void Deliver(caf::typed_response_promise<Response> promise, Response response) {
     After([promise, response = std::move(response)](const absl::Status& status) mutable {
       if (status.ok()) {
         promise.deliver(std::move(response));
-      } else {
+      } else if (!LeavesCallsUnanswered(status)) {
         promise.deliver(ToError(status));
       }
     });

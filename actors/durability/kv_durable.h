@@ -115,7 +115,7 @@ caf::result<Response> AfterDurable(Self* self, DurableGate& gate, caf::result<Re
   auto promise = self->template make_response_promise<Response>();
   gate.After([promise, result](const absl::Status& written) mutable {
     if (written.ok()) return DeliverResult(promise, result);
-    promise.deliver(ToError(written));
+    if (!LeavesCallsUnanswered(written)) promise.deliver(ToError(written));
   });
   return promise;
 }

@@ -310,7 +310,7 @@ void QueueResume(KvDirectoryPointer self, uint64_t id) {
     if (written.ok()) return self->send(self, resume_watch_atom::value, id);
     auto it = self->state.resuming.find(id);
     if (it == self->state.resuming.end()) return;
-    it->second.promise.deliver(ToKvError(written));
+    if (!LeavesCallsUnanswered(written)) it->second.promise.deliver(ToKvError(written));
     self->state.resuming.erase(it);
   });
 }

@@ -9,6 +9,7 @@
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
 
+#include "muster/actors/durability/durable_gate.h"
 #include "muster/net/ha/etcd_election.h"
 
 namespace muster {
@@ -87,8 +88,12 @@ absl::StatusOr<proto::RecoveredState> EtcdStateStore::Load() const {
 }
 
 absl::Status EtcdStateStore::Failed(absl::Status status) {
-  if (options_.on_failure) options_.on_failure(status);
-  return status;
+  if (!options_.on_failure) return status;
+  options_.on_failure(status);
+  // Its leader steps down: the calls that wait on this write are re-sent to the next leader,
+  // unless the write itself is at fault (a change over etcd's limits would fail there too).
+  if (absl::IsInvalidArgument(status)) return status;
+  return PausesLeader(std::move(status));
 }
 
 absl::Status EtcdStateStore::Commit(etcdserverpb::TxnRequest& txn) {

@@ -55,7 +55,8 @@ class EtcdStateStore : public StateStore {
   // election; or another writer moved the counter; nothing of the batch from that transaction
   // on is written), Unavailable (etcd did not answer within write_timeout: the batch may or may
   // not be written), InvalidArgument (one change is over etcd's limits, naming the limit to
-  // raise). Each failure is also told to on_failure.
+  // raise). Each failure is also told to on_failure, and then (but InvalidArgument) carries
+  // PausesLeader's mark (durable_gate.h): the calls waiting on it are left for the next leader.
   absl::Status Write(const StateBatch& batch) override;
   void Close() override { closed_ = true; }
   // "etcd HOST:PORT,... under muster/<name>/state/"

@@ -172,6 +172,36 @@ TEST_F(HaFailoverE2eTest, EtcdMembersLost_OneUnnoticed_TwoPauseWritesThatThenRes
   EXPECT_FALSE(history.Between(quorum_back, NowMicros()).empty());
 }
 
+// The state moved under the active leader (another writer moved etcd's write counter, as a
+// second leader would): its next write fails, it steps down, and the calls that waited on that
+// write are answered by the other leader (re-sent by their agents), none failed.
+TEST_F(HaFailoverE2eTest, StateMovedUnderTheActiveLeader_ItStepsDownAndTheOtherAnswersItsCalls) {
+  std::vector<std::string> flags = kFlags;
+  flags.push_back("--job=worker=4");
+  StartBoth(flags);
+  const int active = Active();
+  ASSERT_GE(active, 0);
+  std::vector<Subprocess*> clients;
+  for (int task = 0; task < 4; ++task) {
+    clients.push_back(StartProgram(MUSTER_RESTART_WORKER_BIN, task, "loss",
+                                   {"--duration_ms=8000", "--reconnect_timeout_ms=30000"}));
+  }
+  for (Subprocess* client : clients) {
+    ASSERT_TRUE(client->WaitForLine("EVENT connect code=OK", kBound).ok()) << client->output();
+  }
+  absl::SleepFor(absl::Seconds(1));
+  auto put = Subprocess::Start({"/usr/bin/etcdctl", "--endpoints=" + etcd_->endpoints(), "put",
+                                "muster/" + name_ + "/writes", "999999 intruder"});
+  ASSERT_TRUE(put.ok()) << put.status();
+  ASSERT_EQ((*put)->Wait(kBound).value_or(-1), 0) << (*put)->output();
+  const std::string stepped = leaders_.Saw(active, "standby: stepped down", kBound);
+  EXPECT_THAT(stepped, AllOf(HasSubstr("could not write the job's state"),
+                             HasSubstr("another writer changed the state")))
+      << leaders_.Outputs();
+  EXPECT_EQ(Active(), 1 - active) << leaders_.Outputs();
+  ExpectAcknowledgedWritesExactlyOnce(MUSTER_RESTART_WORKER_BIN, clients);
+}
+
 TEST_F(HaFailoverE2eTest, StandbyAnswersNamingTheActiveLeader_AndAnotherConfigurationIsRefused) {
   std::vector<std::string> flags = kFlags;
   flags.push_back("--job=worker=2");

@@ -69,49 +69,63 @@ struct WireLimits {
 // without one on every message.
 class PublishedActors {
  public:
-  // Published at once; a leader that steps down and up again (an HA leader publishes a new
-  // front each time) removes the one it replaces.
+  // Published at once. A leader that stops (an HA leader's front, replaced at each step down)
+  // retires its id: still accepted (a message already on its way is bounced by CAF, not a
+  // reason to close the connection it shares with other leaders' agents), and its place is
+  // taken by the next one added when no other is free.
   static constexpr int kCapacity = 64;
 
-  // False when kCapacity actors are published already.
+  // False when kCapacity actors are published and none retired.
   bool Add(uint64_t actor_id) {
     absl::MutexLock lock(&add_mutex_);
-    int n = count_.load(std::memory_order_relaxed);
-    if (n == kCapacity) return false;
-    ids_[n].store(actor_id, std::memory_order_relaxed);
+    const int n = count_.load(std::memory_order_relaxed);
+    int at = n;
+    if (n == kCapacity) {
+      at = FindRetired();
+      if (at < 0) return false;
+    }
+    // A reader sees the retired id or the new one in that place; the others never move.
+    ids_[at].store(actor_id, std::memory_order_release);
+    retired_[at] = false;
     restricted_.store(true, std::memory_order_relaxed);
-    count_.store(n + 1, std::memory_order_release);
+    if (at == n) count_.store(n + 1, std::memory_order_release);
     return true;
   }
-  // Takes `actor_id` out (unpublished): its slot is free again. False when it is not in.
-  // A reader at the same time sees the set before or after, never without another id: the
-  // last id is copied into the freed slot before the count drops.
+  // Retires `actor_id` (unpublished). False when it is not published.
   bool Remove(uint64_t actor_id) {
     absl::MutexLock lock(&add_mutex_);
     const int n = count_.load(std::memory_order_relaxed);
     for (int i = 0; i < n; ++i) {
-      if (ids_[i].load(std::memory_order_relaxed) != actor_id) continue;
-      ids_[i].store(ids_[n - 1].load(std::memory_order_relaxed), std::memory_order_relaxed);
-      count_.store(n - 1, std::memory_order_release);
-      return true;
+      if (!retired_[i] && ids_[i].load(std::memory_order_relaxed) == actor_id) {
+        retired_[i] = true;
+        return true;
+      }
     }
     return false;
   }
   // Before any was added, every actor may receive (CAF's own rule), so a node that publishes
-  // only through CAF keeps working; once one was, only those published now (none, between an
-  // unpublish and the next publish).
+  // only through CAF keeps working; once one was, only those published or retired.
   bool MayReceive(uint64_t actor_id) const {
     const int n = count_.load(std::memory_order_acquire);
     if (n == 0) return !restricted_.load(std::memory_order_relaxed);
     for (int i = 0; i < n; ++i) {
-      if (ids_[i].load(std::memory_order_relaxed) == actor_id) return true;
+      if (ids_[i].load(std::memory_order_acquire) == actor_id) return true;
     }
     return false;
   }
 
  private:
+  // The place of the retired id to give away (the lowest); -1 when none. Under the mutex.
+  int FindRetired() const {
+    for (int i = 0; i < kCapacity; ++i) {
+      if (retired_[i]) return i;
+    }
+    return -1;
+  }
+
   absl::Mutex add_mutex_;
   std::array<std::atomic<uint64_t>, kCapacity> ids_{};
+  std::array<bool, kCapacity> retired_{};  // guarded by add_mutex_
   std::atomic<int> count_{0};
   std::atomic<bool> restricted_{false};  // an actor was added once
 };

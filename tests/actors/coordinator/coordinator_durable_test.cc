@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "muster/actors/coordinator/coordinator_actor.h"
+#include "muster/actors/durability/durable_gate.h"
 #include "muster/actors/durability/state_store.h"
 #include "muster/actors/durability/state_writer_actor.h"
 #include "muster/messages/task_name.h"
@@ -298,6 +299,38 @@ TEST_F(CoordinatorDurableTest, TaskFailure_PushedToTheOthersOnlyOnceItsRecordIsD
   EXPECT_THAT(**reported, IsOk());
 }
 
+// A beat of a task its job's failure put in ERROR is refused once that is durable, and never
+// by a leader whose write failed (an HA leader paused past its lease reads the beats that
+// waited: its refusals would tell the job a failure nobody recorded).
+TEST_F(CoordinatorDurableTest,
+       BeatOfATaskPutInError_RefusedOnlyOnceDurable_NeverAfterAFailedWrite) {
+  for (bool write_fails : {false, true}) {
+    SCOPED_TRACE(write_fails ? "the write fails" : "the write succeeds");
+    disk_ = std::make_shared<FakeDisk>();
+    SpawnDurable(nullptr, std::chrono::seconds(2), Config(2));
+    Reports r0, r1;
+    ASSERT_THAT(Register("worker", 0, 5, Agent(&r0)), IsOk());
+    ASSERT_THAT(Register("worker", 1, 6, Agent(&r1)), IsOk());
+    disk_->hold = true;
+    (void)Send<proto::ReportErrorToServiceResponse>(leader_, FailureOf(1));
+    proto::HeartbeatRequest beat;
+    *beat.mutable_source_task() = MakeTask("worker", 1);
+    beat.set_incarnation(6);
+    auto refused = Send<proto::HeartbeatResponse>(leader_, beat);
+    EXPECT_FALSE(refused->has_value());
+    if (write_fails) {
+      disk_->fail = PausesLeader(absl::FailedPreconditionError("no longer the active leader"));
+    }
+    Release();
+    if (write_fails) {
+      EXPECT_FALSE(refused->has_value());
+    } else {
+      ASSERT_TRUE(refused->has_value());
+      EXPECT_THAT(**refused, StatusIs(Code::kAborted, HasSubstr("already-in-error")));
+    }
+  }
+}
+
 TEST_F(CoordinatorDurableTest, TaskFailure_RecordNotWritten_NobodyIsTold) {
   SpawnDurable(nullptr, std::chrono::seconds(2), Config(3));
   Reports r0, r1, r2;
@@ -310,10 +343,24 @@ TEST_F(CoordinatorDurableTest, TaskFailure_RecordNotWritten_NobodyIsTold) {
   Release();
   EXPECT_TRUE(r1->empty());
   EXPECT_TRUE(r2->empty());
-  // Nor later: the writer fails every batch after a failed one.
-  (void)Send<proto::ReportErrorToServiceResponse>(leader_, FailureOf(1));
-  EXPECT_TRUE(r2->empty());
-  EXPECT_TRUE(r0->empty());
+}
+
+// A failed write marked as pausing the leader (an HA leader's: it steps down) leaves the calls
+// waiting on it unanswered, and the later ones too: their agents re-send them to the next
+// leader, which has what was written.
+TEST_F(CoordinatorDurableTest, FailedWriteThatPausesTheLeader_CallsLeftForTheNextLeader) {
+  SpawnDurable();
+  disk_->hold = true;
+  auto insert = Send<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/x", "1"));
+  auto get = Send<proto::GetKeyValueResponse>(leader_, GetRequest("d/x"));
+  disk_->fail = PausesLeader(absl::FailedPreconditionError("no longer the active leader"));
+  Release();
+  EXPECT_FALSE(insert->has_value());
+  EXPECT_FALSE(get->has_value());
+  auto try_get = Send<proto::TryGetKeyValueResponse>(leader_, TryGetRequest("d/x"));
+  auto later = Send<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/y", "2"));
+  EXPECT_FALSE(try_get->has_value());
+  EXPECT_FALSE(later->has_value());
 }
 
 // ---- Re-sent writes ----

@@ -37,7 +37,8 @@ void OneWayHeartbeat(CoordinatorPointer self, const proto::HeartbeatRequest& req
     if (agent) self->send(agent, ErrorReport(slot.status(), request.source_task()));
     return;
   }
-  if (!self->state.records.gate().enabled()) {
+  // While task states are on their way to disk, a refusal (a task in ERROR) waits for them.
+  if (self->state.records.gate().idle()) {
     self->send(self->state.heartbeats, request, (*slot)->index, (*slot)->actor, agent);
     return;
   }
@@ -51,31 +52,31 @@ void OneWayHeartbeat(CoordinatorPointer self, const proto::HeartbeatRequest& req
             });
 }
 
-// The monitor's answer to `beat...`, an error once what was persisted before it is durable.
+// The monitor's answer to `beat...`. While task states are on their way to disk (rarely: only
+// task state changes are), a refusal waits for them, and is left unanswered when the write
+// failed and pauses the leader (LeavesCallsUnanswered); a batch's refusals are its failures.
+// Otherwise, and for the beats accepted, delegated: no pending request per beat.
 template <class Response, class... Beat>
 caf::result<Response> RefusalOnceDurable(CoordinatorPointer self, Beat&&... beat) {
-  if (!self->state.records.gate().enabled()) {
+  if (self->state.records.gate().idle()) {
     return self->delegate(self->state.heartbeats, std::forward<Beat>(beat)...);
   }
   auto promise = self->make_response_promise<Response>();
+  auto deliver_once_durable = [self, promise](auto answer) mutable {
+    self->state.records.gate().After([promise, answer](const absl::Status& written) mutable {
+      if (!LeavesCallsUnanswered(written)) promise.deliver(std::move(answer));
+    });
+  };
   self->request(self->state.heartbeats, caf::infinite, std::forward<Beat>(beat)...)
       .then(
-          [self, promise](Response& response) mutable {
+          [promise, deliver_once_durable](Response& response) mutable {
             if constexpr (std::is_same_v<Response, proto::HeartbeatBatchResponse>) {
-              if (response.failures_size() > 0) {
-                return self->state.records.gate().Deliver(promise, std::move(response));
-              }
+              if (response.failures_size() > 0) return deliver_once_durable(std::move(response));
             }
             promise.deliver(std::move(response));
           },
-          [self, promise](caf::error& error) mutable {
-            self->state.records.gate().After([promise, error](const absl::Status& written) mutable {
-              if (written.ok()) {
-                promise.deliver(std::move(error));
-              } else if (!LeavesCallsUnanswered(written)) {
-                promise.deliver(ToError(written));
-              }
-            });
+          [deliver_once_durable](caf::error& error) mutable {
+            deliver_once_durable(std::move(error));
           });
   return promise;
 }

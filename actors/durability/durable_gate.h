@@ -99,7 +99,13 @@ class DurableGate {
     waiting_ = StateBatch();
     self->request(writer_, caf::infinite, persist_atom::value, std::move(batch))
         .then([this, self, seq](bool) { Done(self, seq, absl::OkStatus()); },
-              [this, self, seq](caf::error& error) { Done(self, seq, ToStatus(error)); });
+              [this, self, seq](caf::error& error) {
+                // Not the store's answer but CAF's (the writer is gone: the leader stops, as
+                // a pause when it has a state dir): the calls are left for the next leader.
+                absl::Status status = ToStatus(error);
+                if (error.category() != kStatusCategory) status = PausesLeader(std::move(status));
+                Done(self, seq, status);
+              });
   }
 
   template <class Self>

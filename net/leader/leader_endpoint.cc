@@ -20,7 +20,7 @@ absl::StatusOr<uint16_t> PublishCoordinator(caf::actor_system& system,
   const char* in = host.empty() || host == "0.0.0.0" ? nullptr : host.c_str();
   caf::expected<uint16_t> bound = system.middleman().publish(coordinator, port, in, true);
   if (!bound) {
-    if (guarded != nullptr) guarded->published().Remove(coordinator->id());
+    if (guarded != nullptr) guarded->published().Forget(coordinator->id());
     return absl::UnavailableError(absl::StrCat("cannot listen on ", host.empty() ? "*" : host, ":",
                                                port, ": ", system.render(bound.error()),
                                                "; pick another --port or free this one"));

@@ -63,6 +63,22 @@ class HaFailoverE2eTest : public E2eTest {
 
   void Kill(int i) { leaders_.Kill(i, kBound); }
 
+  // `n` writers (restart_worker loss, with `flags`) that follow a failover, each connected;
+  // none when one did not connect.
+  std::vector<Subprocess*> StartWriters(int n, std::vector<std::string> flags) {
+    flags.push_back("--reconnect_timeout_ms=30000");
+    std::vector<Subprocess*> writers;
+    for (int task = 0; task < n; ++task) {
+      writers.push_back(StartProgram(MUSTER_RESTART_WORKER_BIN, task, "loss", flags));
+    }
+    for (Subprocess* writer : writers) {
+      auto connected = writer->WaitForLine("EVENT connect code=OK", kBound);
+      EXPECT_TRUE(connected.ok()) << connected.status() << writer->output();
+      if (!connected.ok()) return {};
+    }
+    return writers;
+  }
+
   std::unique_ptr<EtcdCluster> etcd_;
   std::string name_;
   int ports_[2] = {0, 0};
@@ -108,14 +124,8 @@ TEST_F(HaFailoverE2eTest, EightWritersFiveFailovers_EveryAcknowledgedWriteIsTher
   StartBoth(flags);
   int active = Active();
   ASSERT_GE(active, 0);
-  std::vector<Subprocess*> clients;
-  for (int task = 0; task < 8; ++task) {
-    clients.push_back(StartProgram(MUSTER_RESTART_WORKER_BIN, task, "loss",
-                                   {"--duration_ms=16000", "--reconnect_timeout_ms=30000"}));
-  }
-  for (Subprocess* client : clients) {
-    ASSERT_TRUE(client->WaitForLine("EVENT connect code=OK", kBound).ok()) << client->output();
-  }
+  std::vector<Subprocess*> clients = StartWriters(8, {"--duration_ms=16000"});
+  ASSERT_EQ(clients.size(), 8u);
   std::mt19937 random(20261129);
   for (int failover = 0; failover < 5; ++failover) {
     absl::SleepFor(absl::Milliseconds(std::uniform_int_distribution<int>(100, 600)(random)));
@@ -134,15 +144,8 @@ TEST_F(HaFailoverE2eTest, EtcdMembersLost_OneUnnoticed_TwoPauseWritesThatThenRes
   StartBoth(flags);
   const int active = Active();
   ASSERT_GE(active, 0);
-  std::vector<Subprocess*> clients;
-  for (int task = 0; task < 4; ++task) {
-    clients.push_back(
-        StartProgram(MUSTER_RESTART_WORKER_BIN, task, "loss",
-                     {"--history", "--duration_ms=16000", "--reconnect_timeout_ms=30000"}));
-  }
-  for (Subprocess* client : clients) {
-    ASSERT_TRUE(client->WaitForLine("EVENT connect code=OK", kBound).ok()) << client->output();
-  }
+  std::vector<Subprocess*> clients = StartWriters(4, {"--history", "--duration_ms=16000"});
+  ASSERT_EQ(clients.size(), 4u);
   absl::SleepFor(absl::Seconds(1));
   // One member of three lost (not etcd's raft leader, whose loss costs an etcd election of up
   // to a second): the job does not notice (no step-down, no takeover).
@@ -181,14 +184,8 @@ TEST_F(HaFailoverE2eTest, StateMovedUnderTheActiveLeader_ItStepsDownAndTheOtherA
   StartBoth(flags);
   const int active = Active();
   ASSERT_GE(active, 0);
-  std::vector<Subprocess*> clients;
-  for (int task = 0; task < 4; ++task) {
-    clients.push_back(StartProgram(MUSTER_RESTART_WORKER_BIN, task, "loss",
-                                   {"--duration_ms=8000", "--reconnect_timeout_ms=30000"}));
-  }
-  for (Subprocess* client : clients) {
-    ASSERT_TRUE(client->WaitForLine("EVENT connect code=OK", kBound).ok()) << client->output();
-  }
+  std::vector<Subprocess*> clients = StartWriters(4, {"--duration_ms=8000"});
+  ASSERT_EQ(clients.size(), 4u);
   absl::SleepFor(absl::Seconds(1));
   auto put = Subprocess::Start({"/usr/bin/etcdctl", "--endpoints=" + etcd_->endpoints(), "put",
                                 "muster/" + name_ + "/writes", "999999 intruder"});

@@ -103,6 +103,20 @@ class PublishedActors {
     }
     return false;
   }
+  // Takes `actor_id` out for good (it was never reachable: its port did not open), its place
+  // free. False when it is not published.
+  bool Forget(uint64_t actor_id) {
+    absl::MutexLock lock(&add_mutex_);
+    const int n = count_.load(std::memory_order_relaxed);
+    for (int i = 0; i < n; ++i) {
+      if (!retired_[i] && ids_[i].load(std::memory_order_relaxed) == actor_id) {
+        ids_[i].store(kNoActor, std::memory_order_release);
+        retired_[i] = true;
+        return true;
+      }
+    }
+    return false;
+  }
   // Before any was added, every actor may receive (CAF's own rule), so a node that publishes
   // only through CAF keeps working; once one was, only those published or retired.
   bool MayReceive(uint64_t actor_id) const {
@@ -115,6 +129,8 @@ class PublishedActors {
   }
 
  private:
+  static constexpr uint64_t kNoActor = ~uint64_t{0};  // an id CAF never gives
+
   // The place of the retired id to give away (the lowest); -1 when none. Under the mutex.
   int FindRetired() const {
     for (int i = 0; i < kCapacity; ++i) {

@@ -317,16 +317,29 @@ TEST_F(CoordinatorDurableTest,
     *beat.mutable_source_task() = MakeTask("worker", 1);
     beat.set_incarnation(6);
     auto refused = Send<proto::HeartbeatResponse>(leader_, beat);
+    // A batch of the process's beats, one refused: its answer waits too.
+    proto::HeartbeatBatchRequest batch;
+    *batch.add_beats() = beat;
+    proto::HeartbeatRequest* fine = batch.add_beats();
+    *fine->mutable_source_task() = MakeTask("worker", 0);
+    fine->set_incarnation(5);
+    auto batched = Send<proto::HeartbeatBatchResponse>(leader_, batch);
     EXPECT_FALSE(refused->has_value());
+    EXPECT_FALSE(batched->has_value());
     if (write_fails) {
       disk_->fail = PausesLeader(absl::FailedPreconditionError("no longer the active leader"));
     }
     Release();
     if (write_fails) {
       EXPECT_FALSE(refused->has_value());
+      EXPECT_FALSE(batched->has_value());
     } else {
       ASSERT_TRUE(refused->has_value());
       EXPECT_THAT(**refused, StatusIs(Code::kAborted, HasSubstr("already-in-error")));
+      ASSERT_TRUE(batched->has_value());
+      ASSERT_THAT(**batched, IsOk());
+      ASSERT_EQ((*batched)->value().failures_size(), 1);
+      EXPECT_EQ((*batched)->value().failures(0).index(), 0);
     }
   }
 }

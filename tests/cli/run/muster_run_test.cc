@@ -61,6 +61,16 @@ std::map<int, Ready> WaitReady(Subprocess& process, const std::vector<int>& task
   return ready;
 }
 
+// Waits until `process` printed `text` anywhere in its output (tasks print in any order).
+bool Printed(Subprocess& process, const std::string& text) {
+  absl::Time deadline = absl::Now() + kBound;
+  while (process.output().find(text) == std::string::npos) {
+    if (absl::Now() >= deadline) return false;
+    (void)process.WaitForLine("\x01", absl::Milliseconds(50));
+  }
+  return true;
+}
+
 bool Gone(int pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
 
 std::unique_ptr<Subprocess> StartRun(std::vector<std::string> flags,
@@ -128,10 +138,8 @@ TEST(MusterRunTest, Elastic_AKilledMemberShrinksTheJobAndItsRestartIsAdmittedAtT
   auto first = WaitReady(*run, {0, 1, 2}, 0);
   ASSERT_EQ(first.size(), 3u);
   for (int task : {0, 1, 2}) {
-    ASSERT_TRUE(run->WaitForLine(absl::StrCat("MEMBERSHIP task=", task,
-                                              " generation=0 version=1 members=0,1,2"),
-                                 kBound)
-                    .ok())
+    ASSERT_TRUE(Printed(
+        *run, absl::StrCat("MEMBERSHIP task=", task, " generation=0 version=1 members=0,1,2")))
         << run->output();
   }
   kill(first[2].pid, SIGKILL);

@@ -348,6 +348,17 @@ TEST(PublishedActorsTest, Retired_StillAcceptedUntilItsPlaceIsTaken_OthersNeverM
   EXPECT_FALSE(published.MayReceive(1001));
 }
 
+TEST(PublishedActorsTest, Forgotten_NotAcceptedAndItsPlaceIsFree) {
+  PublishedActors published;
+  for (uint64_t id = 1; id <= PublishedActors::kCapacity; ++id) ASSERT_TRUE(published.Add(id));
+  EXPECT_TRUE(published.Forget(5));
+  EXPECT_FALSE(published.MayReceive(5));
+  EXPECT_FALSE(published.MayReceive(0));
+  EXPECT_TRUE(published.Add(1000));
+  EXPECT_TRUE(published.MayReceive(1000));
+  EXPECT_TRUE(published.MayReceive(6));
+}
+
 TEST(PublishedActorsTest, AllRetired_OnlyThoseAccepted_NotCafsOpenRuleAgain) {
   PublishedActors published;
   ASSERT_TRUE(published.Add(7));

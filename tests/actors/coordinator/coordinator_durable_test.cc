@@ -344,6 +344,46 @@ TEST_F(CoordinatorDurableTest,
   }
 }
 
+// A stuck task (--stuck-after) hears its report, and the others theirs, once its ERROR is
+// durable: the stuck task first, with the same report.
+TEST_F(CoordinatorDurableTest, StuckTask_ToldOnceItsErrorIsDurable) {
+  proto::CoordinationServiceConfig config = Config(3);
+  config.set_heartbeat_timeout_in_ms(2'000);
+  config.set_stuck_after_ms(2'000);
+  SpawnDurable(nullptr, std::chrono::seconds(2), config);
+  std::vector<Reports> reports(3);
+  for (int id = 0; id < 3; ++id) {
+    ASSERT_THAT(Register("worker", id, 10 + id, Agent(&reports[id])), IsOk());
+  }
+  auto beat = [&](int id, int64_t step) {
+    proto::HeartbeatRequest request;
+    *request.mutable_source_task() = MakeTask("worker", id);
+    request.set_incarnation(10 + id);
+    request.set_step(step);
+    return Call<proto::HeartbeatResponse>(leader_, request);
+  };
+  for (int id = 0; id < 3; ++id) ASSERT_THAT(beat(id, 5), IsOk());
+  // Workers 0 and 1 advance every 450 ms; worker 2 stays at step 5 (as in HealthTest).
+  for (int64_t step = 6; step <= 12; ++step) {
+    AdvanceTime(450ms);
+    ASSERT_THAT(beat(0, step), IsOk());
+    ASSERT_THAT(beat(1, step), IsOk());
+    ASSERT_THAT(beat(2, 5), IsOk());
+  }
+  disk_->hold = true;
+  AdvanceTime(450ms);  // 3.6 s: found stuck at 3.5 s
+  auto task = OnDisk<proto::TaskRecord>(TaskStateKey("/job:worker/task:2"));
+  ASSERT_TRUE(task.has_value());
+  EXPECT_EQ(task->state(), proto::TASKSTATE_ERROR);  // sent to the writer, not answered yet
+  EXPECT_TRUE(reports[2]->empty());
+  EXPECT_TRUE(reports[0]->empty());
+  Release();
+  ASSERT_EQ(reports[2]->size(), 1u);
+  EXPECT_EQ((*reports[2])[0].error_payload().stuck().step(), 5);
+  ASSERT_EQ(reports[0]->size(), 1u);
+  EXPECT_TRUE((*reports[0])[0].error_payload().has_stuck());
+}
+
 TEST_F(CoordinatorDurableTest, TaskFailure_RecordNotWritten_NobodyIsTold) {
   SpawnDurable(nullptr, std::chrono::seconds(2), Config(3));
   Reports r0, r1, r2;

@@ -94,28 +94,20 @@ class PublishedActors {
   // Retires `actor_id` (unpublished). False when it is not published.
   bool Remove(uint64_t actor_id) {
     absl::MutexLock lock(&add_mutex_);
-    const int n = count_.load(std::memory_order_relaxed);
-    for (int i = 0; i < n; ++i) {
-      if (!retired_[i] && ids_[i].load(std::memory_order_relaxed) == actor_id) {
-        retired_[i] = true;
-        return true;
-      }
-    }
-    return false;
+    const int at = FindPublished(actor_id);
+    if (at < 0) return false;
+    retired_[at] = true;
+    return true;
   }
   // Takes `actor_id` out for good (it was never reachable: its port did not open), its place
   // free. False when it is not published.
   bool Forget(uint64_t actor_id) {
     absl::MutexLock lock(&add_mutex_);
-    const int n = count_.load(std::memory_order_relaxed);
-    for (int i = 0; i < n; ++i) {
-      if (!retired_[i] && ids_[i].load(std::memory_order_relaxed) == actor_id) {
-        ids_[i].store(kNoActor, std::memory_order_release);
-        retired_[i] = true;
-        return true;
-      }
-    }
-    return false;
+    const int at = FindPublished(actor_id);
+    if (at < 0) return false;
+    ids_[at].store(kNoActor, std::memory_order_release);
+    retired_[at] = true;
+    return true;
   }
   // Before any was added, every actor may receive (CAF's own rule), so a node that publishes
   // only through CAF keeps working; once one was, only those published or retired.
@@ -131,6 +123,14 @@ class PublishedActors {
  private:
   static constexpr uint64_t kNoActor = ~uint64_t{0};  // an id CAF never gives
 
+  // The place of published (not retired) `actor_id`; -1 when none. Under the mutex.
+  int FindPublished(uint64_t actor_id) const {
+    const int n = count_.load(std::memory_order_relaxed);
+    for (int i = 0; i < n; ++i) {
+      if (!retired_[i] && ids_[i].load(std::memory_order_relaxed) == actor_id) return i;
+    }
+    return -1;
+  }
   // The place of the retired id to give away (the lowest); -1 when none. Under the mutex.
   int FindRetired() const {
     for (int i = 0; i < kCapacity; ++i) {

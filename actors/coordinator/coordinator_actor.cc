@@ -165,7 +165,14 @@ caf::result<proto::RegisterTaskResponse> RegisterTask(CoordinatorPointer self,
           [self, promise](proto::RegisterTaskResponse& response) mutable {
             self->state.records.gate().Deliver(promise, std::move(response));
           },
-          [promise](caf::error& error) mutable { promise.deliver(std::move(error)); });
+          [self, promise](caf::error& error) mutable {
+            // A refusal reveals the task's state too (e.g. ERROR): once that is durable, and
+            // never from a leader whose write failed and pauses it (an HA leader that woke
+            // after losing its lease: the agent then registers with the next leader).
+            self->state.records.gate().After([promise, error](const absl::Status& written) mutable {
+              if (!LeavesCallsUnanswered(written)) promise.deliver(std::move(error));
+            });
+          });
   return promise;
 }
 

@@ -384,6 +384,33 @@ TEST_F(CoordinatorDurableTest, StuckTask_ToldOnceItsErrorIsDurable) {
   EXPECT_TRUE((*reports[0])[0].error_payload().has_stuck());
 }
 
+// A reconnect refused because the task is in ERROR is answered once that is durable, and never
+// by a leader whose write failed and pauses it (the agent registers with the next leader).
+TEST_F(CoordinatorDurableTest, ReconnectOfATaskInError_RefusedOnlyOnceDurable) {
+  for (bool write_fails : {false, true}) {
+    SCOPED_TRACE(write_fails ? "the write fails" : "the write succeeds");
+    disk_ = std::make_shared<FakeDisk>();
+    SpawnDurable(nullptr, std::chrono::seconds(2), Config(2));
+    Reports r0;
+    AgentActor agent = Agent(&r0);
+    ASSERT_THAT(Register("worker", 0, 5, agent), IsOk());
+    disk_->hold = true;
+    (void)Send<proto::ReportErrorToServiceResponse>(leader_, FailureOf(0));
+    auto refused = Send<proto::RegisterTaskResponse>(leader_, Reconnect("worker", 0, 5), agent);
+    EXPECT_FALSE(refused->has_value());
+    if (write_fails) {
+      disk_->fail = PausesLeader(absl::FailedPreconditionError("no longer the active leader"));
+    }
+    Release();
+    if (write_fails) {
+      EXPECT_FALSE(refused->has_value());
+    } else {
+      ASSERT_TRUE(refused->has_value());
+      EXPECT_THAT(**refused, StatusIs(Code::kFailedPrecondition, HasSubstr("TASKSTATE_ERROR")));
+    }
+  }
+}
+
 TEST_F(CoordinatorDurableTest, TaskFailure_RecordNotWritten_NobodyIsTold) {
   SpawnDurable(nullptr, std::chrono::seconds(2), Config(3));
   Reports r0, r1, r2;

@@ -55,6 +55,10 @@ void CallThrough(AgentPointer self, AgentActorState::Pending info,
         [self, id, current](caf::error& error) {
           AgentActorState::Pending* call = current();
           if (call == nullptr || Reconnecting(self)) return;
+          // Bounced by the leader's node: the actor it was for stopped, as a leader's do when it
+          // stops or steps down. Left for the reconnect to re-send, or to fail with the leader's
+          // loss (or the call's own deadline) as any call in flight then.
+          if (error == caf::sec::request_receiver_down) return;
           auto fail = std::move(call->fail);
           self->state.call_deadlines.Remove(id);
           self->state.pending.erase(id);

@@ -169,9 +169,7 @@ caf::result<proto::RegisterTaskResponse> RegisterTask(CoordinatorPointer self,
             // A refusal reveals the task's state too (e.g. ERROR): once that is durable, and
             // never from a leader whose write failed and pauses it (an HA leader that woke
             // after losing its lease: the agent then registers with the next leader).
-            self->state.records.gate().After([promise, error](const absl::Status& written) mutable {
-              if (!LeavesCallsUnanswered(written)) promise.deliver(std::move(error));
-            });
+            AnswerOnceDurable(self, promise, std::move(error));
           });
   return promise;
 }

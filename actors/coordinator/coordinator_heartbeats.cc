@@ -62,21 +62,18 @@ caf::result<Response> RefusalOnceDurable(CoordinatorPointer self, Beat&&... beat
     return self->delegate(self->state.heartbeats, std::forward<Beat>(beat)...);
   }
   auto promise = self->make_response_promise<Response>();
-  auto deliver_once_durable = [self, promise](auto answer) mutable {
-    self->state.records.gate().After([promise, answer](const absl::Status& written) mutable {
-      if (!LeavesCallsUnanswered(written)) promise.deliver(std::move(answer));
-    });
-  };
   self->request(self->state.heartbeats, caf::infinite, std::forward<Beat>(beat)...)
       .then(
-          [promise, deliver_once_durable](Response& response) mutable {
+          [self, promise](Response& response) mutable {
             if constexpr (std::is_same_v<Response, proto::HeartbeatBatchResponse>) {
-              if (response.failures_size() > 0) return deliver_once_durable(std::move(response));
+              if (response.failures_size() > 0) {
+                return AnswerOnceDurable(self, promise, std::move(response));
+              }
             }
             promise.deliver(std::move(response));
           },
-          [deliver_once_durable](caf::error& error) mutable {
-            deliver_once_durable(std::move(error));
+          [self, promise](caf::error& error) mutable {
+            AnswerOnceDurable(self, promise, std::move(error));
           });
   return promise;
 }

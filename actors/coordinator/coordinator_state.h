@@ -110,6 +110,16 @@ void RegisterTaskStateListeners(CoordinatorPointer self);
 // it connected.
 void PushError(CoordinatorPointer self, TaskSlot& slot,
                const proto::ReportErrorToTaskRequest& report);
+// Delivers `answer` (a response, or a refusal as a caf::error) through `promise` once the task
+// states persisted before it are durable; nothing when the write failed and pauses the leader
+// (LeavesCallsUnanswered: the agent re-sends the call to the next leader).
+template <class Promise, class Answer>
+void AnswerOnceDurable(CoordinatorPointer self, Promise promise, Answer answer) {
+  self->state.records.gate().After(
+      [promise, answer = std::move(answer)](const absl::Status& written) mutable {
+        if (!LeavesCallsUnanswered(written)) promise.deliver(std::move(answer));
+      });
+}
 // Sends `report` to `agent` once the task states persisted before it are durable, and never
 // after a failed write: a failure told is a change revealed. (An HA leader that lost its lease
 // unnoticed, e.g. paused, fails its fenced write and so tells the job nothing.)

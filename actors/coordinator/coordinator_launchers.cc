@@ -18,6 +18,11 @@
 namespace muster {
 namespace {
 
+// How far ahead of the recorded generation a rejoining launcher's process may be: a leader
+// tells a restart before the new generation is recorded, so a launcher that restarted a task
+// just before a failover runs one the next leader has not recorded.
+constexpr int64_t kMaxRejoinGenerationLead = 16;
+
 // OK when the current message comes from this process or from the node of `slot`'s launcher.
 absl::Status FromLauncherOf(CoordinatorPointer self, const TaskSlot& slot,
                             const proto::CoordinatedTask& task) {
@@ -44,8 +49,25 @@ absl::Status CheckLauncherTasks(CoordinatorPointer self,
                                                    " tasks; the cluster has ",
                                                    st.tasks.view().tasks().size()));
   }
+  if (!request.rejoin() && request.generations_size() > 0) {
+    return absl::InvalidArgumentError(
+        "RegisterLauncher gives generations without rejoin; only a rejoining launcher says which "
+        "generations it runs");
+  }
+  if (request.rejoin() && !st.options.state_writer) {
+    return absl::FailedPreconditionError(
+        "RegisterLauncher rejoins, but this leader took over no earlier leader's state (it runs "
+        "without --state-dir or --ha-etcd): a launcher rejoins only an HA job's next leader; "
+        "register as a new launcher");
+  }
+  if (request.rejoin() && request.generations_size() != request.tasks_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "RegisterLauncher rejoins with ", request.generations_size(), " generations for ",
+        request.tasks_size(), " tasks; give the generation of each task's process"));
+  }
   absl::flat_hash_set<std::string> seen;
-  for (const auto& task : request.tasks()) {
+  for (int i = 0; i < request.tasks_size(); ++i) {
+    const proto::CoordinatedTask& task = request.tasks(i);
     if (!st.tasks.view().IsKnown(task))
       return UnknownTaskError("RegisterLauncher for unknown task ", task);
     std::string name = TaskName(task);
@@ -55,7 +77,21 @@ absl::Status CheckLauncherTasks(CoordinatorPointer self,
     }
     const TaskSlot& slot = st.tasks.SlotOf(task);
     const LauncherActor& other = st.launchers.LauncherOf(slot.index);
-    if (slot.agent && other != launcher) {
+    if (request.rejoin()) {
+      const int64_t recorded = st.launchers.generation(slot.index);
+      const int64_t running = request.generations(i);
+      if (running < 0 || running > recorded + kMaxRejoinGenerationLead) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("RegisterLauncher rejoins with generation ", running, " of ", name,
+                         ", whose recorded generation is ", recorded,
+                         "; a launcher rejoins with the "
+                         "generation of the process it runs (at most ",
+                         kMaxRejoinGenerationLead, " ahead)"));
+      }
+    }
+    // A rejoining launcher's tasks reconnected to this leader before it did: their processes
+    // are its own.
+    if (slot.agent && other != launcher && !request.rejoin()) {
       return absl::FailedPreconditionError(
           absl::StrCat(name,
                        " is connected already, from a process no launcher started; a launcher "
@@ -151,9 +187,13 @@ caf::result<proto::RegisterLauncherResponse> RegisterLauncher(
   proto::RegisterLauncherResponse response;
   response.set_leader_incarnation(st.options.incarnation);
   response.set_round(st.launchers.round());
-  for (const auto& task : request.tasks()) {
-    uint32_t index = st.tasks.SlotOf(task).index;
+  for (int i = 0; i < request.tasks_size(); ++i) {
+    uint32_t index = st.tasks.SlotOf(request.tasks(i)).index;
     st.launchers.Assign(index, launcher);
+    // A process started for a restart this leader did not record is the task's current one.
+    if (request.rejoin() && request.generations(i) > st.launchers.generation(index)) {
+      st.launchers.set_generation(index, request.generations(i));
+    }
     response.add_generations(st.launchers.generation(index));
   }
   for (const auto& task : st.tasks.view().tasks()) *response.add_cluster() = task;

@@ -61,10 +61,6 @@ TaskProcess::Environment EnvironmentOf(LauncherPointer self, const TaskEntry& en
   return env;
 }
 
-void StopAll(LauncherPointer self, int signal);
-void EndJob(LauncherPointer self, const std::string& why);
-void Report(LauncherPointer self, TaskEntry& entry, const ProcessExit& exit);
-
 void Finish(LauncherPointer self, int code, const std::string& message) {
   if (self->state.done) return;
   self->state.done = true;
@@ -96,7 +92,6 @@ void Start(LauncherPointer self, TaskEntry& entry, int64_t generation) {
                    ", generation ", generation, ")"));
 }
 
-// Asks the process to leave: `signal` now, SIGKILL after the stop timeout.
 void StopProcess(LauncherPointer self, TaskEntry& entry, int signal) {
   if (!entry.process || entry.phase == Phase::kStopping) return;
   entry.process->Signal(signal);
@@ -120,6 +115,7 @@ void StopRestarting(LauncherPointer self) {
   StopSpares(self);  // no task will need them
   for (TaskEntry& entry : st.tasks) {
     entry.restart_to.reset();
+    entry.unreported.reset();
     if (entry.phase == Phase::kReported) entry.phase = Phase::kFinished;
   }
 }
@@ -130,6 +126,10 @@ void EndJob(LauncherPointer self, const std::string& why) {
 }
 
 void Report(LauncherPointer self, TaskEntry& entry, const ProcessExit& exit) {
+  if (self->state.following) {
+    KeepExit(self, entry, exit);  // for the next leader, once it took this launcher back
+    return;
+  }
   proto::TaskExitedRequest request;
   *request.mutable_task() = entry.task;
   request.set_generation(entry.generation);
@@ -153,7 +153,20 @@ void Report(LauncherPointer self, TaskEntry& entry, const ProcessExit& exit) {
   // Bounded: a leader that went away after the request left never answers it.
   self->request(self->state.config.leader, std::chrono::seconds(10), request)
       .then([settle](const proto::TaskExitedResponse& r) { settle(r.failure_recorded()); },
-            [settle](const caf::error& error) {
+            [self, settle, task, generation, exit](const caf::error& error) {
+              // An HA job's launcher: a leader going away (bounced, no answer, a standby's
+              // Unavailable) does not decide; the exit is reported again, to whichever leader
+              // is there then. Service errors are answers.
+              if (self->state.config.follow && !self->state.stopping &&
+                  (error.category() != kStatusCategory ||
+                   ToStatus(error).code() == absl::StatusCode::kUnavailable)) {
+                --self->state.pending_reports;
+                TaskEntry* e = Find(self, task);
+                if (e && e->generation == generation && e->phase == Phase::kReported) {
+                  KeepExit(self, *e, exit);
+                }
+                return;
+              }
               Say(absl::StrCat("reporting an exit failed: ", StatusText(ToStatus(error))));
               settle(false);
             });
@@ -212,6 +225,7 @@ void Poll(LauncherPointer self) {
   }
   PollSpares(self, now, out, err);
   Flush(out, err);
+  ReportKeptExits(self, now);
   if (st.job_end_deadline && now >= *st.job_end_deadline) {
     st.job_end_deadline.reset();
     StopAll(self, SIGTERM);
@@ -231,6 +245,10 @@ std::string Decision(const proto::SupervisionEvent& event) {
 
 void OnEvent(LauncherPointer self, const proto::SupervisionEvent& event) {
   auto& st = self->state;
+  // Only the current leader decides: a leader that was lost (or that this launcher left) may
+  // still say what it decided before it stepped down; the next one restarts what it recorded.
+  const caf::strong_actor_ptr& sender = self->current_sender();
+  if (st.following || (sender && sender->node() != st.config.leader.node())) return;
   st.round = event.round();
   // Stopping: tasks leave because they were told to (or the job is over); none is restarted,
   // so what the policy made of their exits is not news.
@@ -300,6 +318,11 @@ LauncherControlActor::behavior_type LauncherBehavior(LauncherPointer self, Launc
   self->monitor(st.config.leader);
   self->set_down_handler([self](caf::down_msg& down) {
     if (down.source != self->state.config.leader.address()) return;
+    // (Also the leader found while FOLLOWING, lost before it took the launcher back.)
+    if (self->state.config.follow && self->state.registered && !self->state.stopping) {
+      FollowLeader(self);
+      return;
+    }
     Say("lost the leader; stopping every task");
     EndJob(self, "the leader went away");
     StopAll(self, SIGTERM);

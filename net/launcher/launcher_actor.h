@@ -13,6 +13,14 @@
 //        |                         |  (hosting the leader: DONE once no other launcher is
 //        |                         |   registered and no task is connected)
 //        +--refused--> DONE(1)     +--stop signal | leader lost | job failed--> STOPPING --> DONE
+//                                  |
+//                                  +--leader lost, following an HA job's leaders--> FOLLOWING
+//   FOLLOWING --the active leader took it back (rejoin)--> RUNNING
+//   FOLLOWING --no leader took it back within the timeout--> STOPPING
+//
+// While FOLLOWING the processes run on (their agents follow the leaders by themselves), exits
+// are kept to be reported to the next leader, and the registration names the generation of
+// each process it runs: the next leader restarts what it recorded as restarted meanwhile.
 //
 // A restart (or a start) takes a spare process when one runs (--spares): the launcher writes the
 // task's variables to the spare's key and the spare becomes the task's process.
@@ -27,6 +35,7 @@
 // signal N.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +44,7 @@
 #include <caf/typed_actor.hpp>
 
 #include "muster/messages/vocabulary/interfaces.h"
+#include "muster/net/agent/session/leader_session_actor.h"
 #include "muster/net/launcher/task_process.h"
 #include "muster/net/process/shutdown_signals.h"
 
@@ -67,6 +77,10 @@ struct LauncherConfig {
   // Spare processes kept running (net/launcher/spare_pool.h): a restarted task takes one, if
   // any, instead of a new process.
   int spares = 0;
+  // An HA job's leaders (net/ha/ha_leader.h): when the leader is lost, a session with these
+  // options finds the next active leader, and the launcher registers with it again (rejoin)
+  // instead of stopping its tasks. Without it a lost leader stops every task.
+  std::optional<LeaderSessionOptions> follow;
 };
 
 LauncherControlActor SpawnLauncher(caf::actor_system& system, LauncherConfig config,

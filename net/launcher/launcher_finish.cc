@@ -42,10 +42,10 @@ void CheckFinished(LauncherPointer self) {
     Finish(self, 1, absl::StrCat("the job failed: ", failures));
   } else if (st.spares_stopped_at_the_end) {
     Finish(self, 0, "every task finished");
-  } else if (!st.asking_cluster) {
+  } else if (!st.asking_cluster && !st.following) {
     // This host's tasks finished, but a failure elsewhere may still restart them (one-for-all):
     // a launcher stays until no task of the job is connected, and the one that hosts the leader
-    // also until no other launcher is registered.
+    // also until no other launcher is registered. (While FOLLOWING, the next leader is asked.)
     st.asking_cluster = true;
     self->request(st.config.leader, std::chrono::seconds(5), proto::LauncherStatusRequest())
         .then(

@@ -31,6 +31,10 @@ struct TaskEntry {
   caf::actor_clock::time_point kill_at;  // while stopping: SIGKILL then
   std::optional<ProcessExit> last_exit;
   std::optional<std::string> failure;  // why the task failed for good
+  // An exit not reported yet (the leader was lost, or its report bounced): reported again by
+  // the tick once a leader is there, from `report_at` (launcher_follow.cc).
+  std::optional<ProcessExit> unreported;
+  caf::actor_clock::time_point report_at;
 };
 
 struct LauncherState {
@@ -41,6 +45,9 @@ struct LauncherState {
   int world_size = 0;
   int64_t round = 0;
   bool registered = false;
+  bool following = false;       // the leader was lost; looking for the next one (config.follow)
+  uint64_t follow_attempt = 0;  // the current search; answers of an earlier one are dropped
+  caf::actor_clock::time_point follow_deadline;  // no leader took it back by then: give up
   bool stopping = false;  // no restarts any more: a stop signal, a lost leader, a failed job
   int stop_signal = 0;
   std::optional<std::string> job_error;                          // what ended the job
@@ -66,6 +73,23 @@ TaskProcess::Environment EnvironmentOf(LauncherPointer self, const TaskEntry& en
 // Writes the task output gathered so far, before any line of the launcher's own.
 void Flush(std::string& out, std::string& err);
 void Finish(LauncherPointer self, int code, const std::string& message);
+// Starts `entry`'s process of `generation` (from a spare when one runs).
+void Start(LauncherPointer self, TaskEntry& entry, int64_t generation);
+// Asks the process to leave: `signal` now, SIGKILL after the stop timeout.
+void StopProcess(LauncherPointer self, TaskEntry& entry, int signal);
+void StopAll(LauncherPointer self, int signal);
+// The job is over (`why`): no restarts from now on.
+void EndJob(LauncherPointer self, const std::string& why);
+// Tells the leader that `entry`'s process exited without being told to: the policy decides.
+void Report(LauncherPointer self, TaskEntry& entry, const ProcessExit& exit);
+
+// launcher_follow.cc: an HA job's leader was lost (FOLLOWING): finds the next active leader and
+// registers with it again, or stops every task when none takes the launcher back in time.
+void FollowLeader(LauncherPointer self);
+// An exit whose report could not reach the leader: kept for ReportKeptExits.
+void KeepExit(LauncherPointer self, TaskEntry& entry, const ProcessExit& exit);
+// Reports the kept exits whose time came, while a leader is there (from the tick).
+void ReportKeptExits(LauncherPointer self, caf::actor_clock::time_point now);
 
 // launcher_spares.cc
 std::unique_ptr<SparePool> MakeSpares(const LauncherConfig& config);  // null without --spares

@@ -3,10 +3,12 @@
 // The active leader is killed with SIGKILL: the standby takes over once its lease ends, the
 // workers' blocked calls complete against it, every acknowledged write is there exactly once,
 // and no error callback fires. etcd losing one member of three goes unnoticed; losing two
-// pauses the writes, which resume once a quorum is back.
+// pauses the writes, which resume once a quorum is back. `muster run` given both leaders follows
+// a failover with its tasks running.
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <random>
 
 #include <absl/strings/str_join.h>
@@ -253,6 +255,84 @@ TEST_F(HaFailoverE2eTest, StandbyAnswersNamingTheActiveLeader_AndAnotherConfigur
   ASSERT_TRUE(refused.ok());
   EXPECT_NE(*refused, 0);
   EXPECT_THAT((*other)->output(), HasSubstr("runs another configuration"));
+}
+
+// `muster run --leader A,B` (an HA job's launcher, run_worker tasks that follow the leaders)
+// until every task printed its READY line; the pid of each task's process.
+std::unique_ptr<Subprocess> StartRunOf(const std::string& leaders, int tasks,
+                                       std::vector<int>* pids) {
+  auto run = Subprocess::Start({MUSTER_CLI_BIN, "run", "--leader=" + leaders,
+                                absl::StrCat("--tasks=0-", tasks - 1), "--stop-timeout=3s", "--",
+                                MUSTER_RUN_WORKER_BIN, "--leader_reconnect_timeout=30s"});
+  EXPECT_TRUE(run.ok()) << run.status();
+  if (!run.ok()) return nullptr;
+  for (int task = 0; task < tasks; ++task) {
+    const std::string needle = absl::StrCat("READY task=", task, " generation=0 ");
+    EXPECT_TRUE((*run)->WaitForOutput(needle, kBound)) << (*run)->output();
+    const std::string& out = (*run)->output();
+    const size_t at = out.find(" pid=", out.find(needle));
+    pids->push_back(at == std::string::npos ? 0 : std::atoi(out.c_str() + at + 5));
+  }
+  return *std::move(run);
+}
+
+// The launcher of an HA job follows a failover: its tasks run on (the same processes, no
+// error), it registers with the next leader again, and the job completes there.
+TEST_F(HaFailoverE2eTest, MusterRunFollowsAFailover_TheSameProcessesFinishTheJob) {
+  std::vector<std::string> flags = kFlags;
+  flags.push_back("--job=worker=2");
+  StartBoth(flags);
+  const int active = Active();
+  ASSERT_GE(active, 0);
+  std::vector<int> pids;
+  auto run = StartRunOf(address_, 2, &pids);
+  ASSERT_NE(run, nullptr);
+  Kill(active);
+  ASSERT_EQ(Active(), 1 - active) << leaders_.Outputs();
+  EXPECT_TRUE(run->WaitForOutput("muster run: rejoined the job at its active leader", kBound))
+      << run->output();
+  // The tasks wait for "go" (run_worker): given by hand, the job completes at the new leader.
+  auto put = Subprocess::Start({MUSTER_CLI_BIN, "kv", "put", "--leader=" + address_, "go", "1"});
+  ASSERT_TRUE(put.ok());
+  EXPECT_EQ((*put)->Wait(kBound).value_or(-1), 0) << (*put)->output();
+  auto code = run->Wait(kBound);
+  ASSERT_TRUE(code.ok()) << run->output();
+  EXPECT_EQ(*code, 0) << run->output();
+  const std::string out = run->output();
+  EXPECT_THAT(out,
+              AllOf(HasSubstr("lost the leader; looking for the job's active leader"),
+                    HasSubstr("DONE task=0 generation=0"), HasSubstr("DONE task=1 generation=0"),
+                    HasSubstr("muster run: every task finished")));
+  EXPECT_EQ(out.find("ERROR CALLBACK"), std::string::npos) << out;
+  EXPECT_EQ(out.find("stopping every task"), std::string::npos) << out;
+  EXPECT_EQ(HaLeaderPair::Count(out, "READY task="), 2) << out;  // no process started again
+}
+
+// A task process that dies while the job has no leader is reported to the next one once the
+// launcher rejoined it: its policy (fate-sharing) fails the job, naming that process's end.
+TEST_F(HaFailoverE2eTest, MusterRunFollowsAFailover_AnExitWhileLeaderlessIsReportedToTheNext) {
+  std::vector<std::string> flags = kFlags;
+  flags.push_back("--job=worker=2");
+  StartBoth(flags);
+  const int active = Active();
+  ASSERT_GE(active, 0);
+  std::vector<int> pids;
+  auto run = StartRunOf(address_, 2, &pids);
+  ASSERT_NE(run, nullptr);
+  ASSERT_GT(pids[1], 0);
+  Kill(active);
+  kill(pids[1], SIGKILL);
+  ASSERT_EQ(Active(), 1 - active) << leaders_.Outputs();
+  auto code = run->Wait(kBound);
+  ASSERT_TRUE(code.ok()) << run->output();
+  EXPECT_EQ(*code, 1) << run->output();
+  EXPECT_THAT(run->output(),
+              AllOf(HasSubstr("muster run: rejoined the job at its active leader"),
+                    HasSubstr("/job:worker/task:1 failed: UNAVAILABLE: The process of "
+                              "/job:worker/task:1 was killed by signal 9 (SIGKILL) (reported by "
+                              "its launcher)"),
+                    HasSubstr("muster run: the job failed")))
+      << run->output();
 }
 
 TEST_F(HaFailoverE2eTest, EtcdUnreachableAtStart_IsRefusedNamingTheEndpoints) {

@@ -253,6 +253,19 @@ int Join(LauncherConfig config, const std::string& tasks, bool in_step) {
   if (!session.ok()) return ReportFailure(kCommand, session.status());
   config.leader = (*session)->leader();
   config.leader_address = address->List();
+  if (!address->others.empty()) {
+    // An HA job: when its leader is lost, the launcher looks for the next one for --timeout
+    // and registers with it again, its tasks running on.
+    auto token = TokenFromFlags();
+    if (!token.ok()) return ReportFailure(kCommand, token.status());
+    config.follow = LeaderSessionOptions{.connect = {.host = address->host,
+                                                     .port = address->port,
+                                                     .timeout = ToTimespan(*timeout),
+                                                     .wait_for_leader = true,
+                                                     .other_leaders = address->others},
+                                         .token = *std::move(token),
+                                         .authenticate_timeout = ToTimespan(*timeout)};
+  }
   return Launch((*session)->system(), (*session)->self(), std::move(config));
 }
 
@@ -271,7 +284,9 @@ const CommandSpec& RunSpec() {
           "with the task's name. Exits 0 when every process exited 0 and the job did not fail;\n"
           "1 naming the task and error that ended it; 128+N after signal N (forwarded to the\n"
           "tasks, SIGKILL after --stop-timeout). Under srun (one launcher per node), the\n"
-          "launchers share the tasks and the step's first node hosts the leader.",
+          "launchers share the tasks and the step's first node hosts the leader. Given an HA\n"
+          "job's leaders, it follows a failover: the tasks run on, and it registers with the\n"
+          "next active leader (looking for it up to --timeout).",
       .flags = {"job",
                 "settle_time",
                 "host",

@@ -87,6 +87,17 @@ absl::StatusOr<std::string> Subprocess::WaitForLine(absl::string_view needle,
   }
 }
 
+bool Subprocess::WaitForOutput(absl::string_view text, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  bool open = true;
+  while (output_.find(text.data(), 0, text.size()) == std::string::npos) {
+    const absl::Duration left = deadline - absl::Now();
+    if (!open || left <= absl::ZeroDuration()) return false;
+    open = ReadSome(std::min(left, absl::Milliseconds(100)));
+  }
+  return true;
+}
+
 absl::StatusOr<int> Subprocess::Wait(absl::Duration timeout) {
   absl::Time deadline = absl::Now() + timeout;
   bool open = true;

@@ -25,6 +25,10 @@ class Subprocess {
   // Possible errors: DeadlineExceeded (with the output so far), NotFound (the child exited).
   absl::StatusOr<std::string> WaitForLine(absl::string_view needle, absl::Duration timeout);
 
+  // Reads output until `text` appears anywhere in it (earlier output included, nothing
+  // consumed: processes that print in any order); false after `timeout` or at its end without it.
+  bool WaitForOutput(absl::string_view text, absl::Duration timeout);
+
   // Waits for the child to exit and returns its exit code (128+N when killed by signal N).
   // Possible errors: DeadlineExceeded, after which the child is killed.
   absl::StatusOr<int> Wait(absl::Duration timeout);

@@ -5,6 +5,7 @@
 
 #include "muster/actors/supervision/supervision_policy.h"
 #include "muster/messages/status/status_codec.h"
+#include "tests/actors/durability/fake_state_writer.h"
 #include "tests/actors/leader_fixture.h"
 #include "tests/testing/status_matchers.h"
 
@@ -16,6 +17,9 @@ using Code = absl::StatusCode;
 
 class LauncherTest : public LeaderTest {
  protected:
+  // How far ahead of the recorded generation a rejoining launcher's process may be.
+  static constexpr int64_t kMaxLead = 16;
+
   using Events = std::shared_ptr<std::vector<proto::SupervisionEvent>>;
 
   // A launcher that records every event the coordinator sends it.
@@ -25,6 +29,15 @@ class LauncherTest : public LeaderTest {
     return Keep(system_.spawn([sink]() -> LauncherActor::behavior_type {
       return {[sink](const proto::SupervisionEvent& e) { sink->push_back(e); }};
     }));
+  }
+
+  // A coordinator that records its state (a durable or HA leader), on a fake disk.
+  void SpawnDurable(proto::CoordinationServiceConfig config) {
+    auto writer = Keep(system_.spawn(FakeWriter, std::make_shared<FakeDisk>()));
+    CoordinatorOptions options{.config = std::move(config), .incarnation = 77};
+    options.state_writer = caf::actor_cast<StateWriterActor>(writer);
+    leader_ = Keep(SpawnCoordinator(system_, std::move(options)));
+    Drain();
   }
 
   absl::StatusOr<proto::RegisterLauncherResponse> RegisterLauncher(
@@ -109,6 +122,73 @@ TEST_F(LauncherTest, Register_ATaskConnectedWithoutIt_FailedPrecondition) {
   auto status = Call<proto::LauncherStatusResponse>(leader_, proto::LauncherStatusRequest());
   ASSERT_THAT(status, IsOk());
   EXPECT_EQ(status->launchers(), 0);  // nothing was recorded
+}
+
+// A launcher that ran the tasks under an earlier leader (an HA failover) registers again while
+// its tasks are connected; a process started for a restart the leader did not record is taken
+// as the task's generation; what does not add up is refused.
+TEST_F(LauncherTest, Rejoin_TasksConnectedAlready_AcceptedWithTheGenerationItRuns) {
+  SpawnDurable(Config(2));
+  Reports r0;
+  Reports r1;
+  ASSERT_THAT(Register("worker", 0, 10, Agent(&r0)), IsOk());
+  ASSERT_THAT(Register("worker", 1, 11, Agent(&r1)), IsOk());
+  Events events;
+  auto launcher = Launcher(&events);
+  proto::RegisterLauncherRequest request;
+  request.set_host("host-a");
+  for (const auto& task : Workers(2)) *request.add_tasks() = task;
+  request.set_rejoin(true);
+  request.add_generations(0);
+  EXPECT_THAT(Call<proto::RegisterLauncherResponse>(leader_, request, launcher),
+              StatusIs(Code::kInvalidArgument, HasSubstr("1 generations for 2 tasks")));
+  request.add_generations(kMaxLead + 1);
+  EXPECT_THAT(Call<proto::RegisterLauncherResponse>(leader_, request, launcher),
+              StatusIs(Code::kInvalidArgument,
+                       HasSubstr("generation 17 of /job:worker/task:1, whose recorded generation "
+                                 "is 0")));
+  request.set_generations(1, -1);
+  EXPECT_THAT(Call<proto::RegisterLauncherResponse>(leader_, request, launcher),
+              StatusIs(Code::kInvalidArgument));
+  request.set_generations(1, 2);
+  auto reply = Call<proto::RegisterLauncherResponse>(leader_, request, launcher);
+  ASSERT_THAT(reply, IsOk());
+  EXPECT_THAT(reply->generations(), ::testing::ElementsAre(0, 2));
+  // Its reports are the launcher's own now: the generation it runs fails the task.
+  auto exited = Exited(1, 2, 3);
+  ASSERT_THAT(exited, IsOk());
+  EXPECT_TRUE(exited->failure_recorded());
+  Drain();
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ(TaskName((*events)[0].failed_task()), "/job:worker/task:1");
+}
+
+// Only a leader that took over an earlier one's state (a durable or HA leader) takes a launcher
+// back: elsewhere a rejoin could take tasks whose processes connected on their own.
+TEST_F(LauncherTest, RejoinAtALeaderWithoutState_FailedPrecondition) {
+  Spawn(Config(2));
+  Reports reports;
+  ASSERT_THAT(Register("worker", 1, 11, Agent(&reports)), IsOk());
+  Events events;
+  proto::RegisterLauncherRequest request;
+  request.set_host("host-a");
+  *request.add_tasks() = MakeTask("worker", 1);
+  request.set_rejoin(true);
+  request.add_generations(0);
+  EXPECT_THAT(
+      Call<proto::RegisterLauncherResponse>(leader_, request, Launcher(&events)),
+      StatusIs(Code::kFailedPrecondition, HasSubstr("took over no earlier leader's state")));
+}
+
+TEST_F(LauncherTest, GenerationsWithoutRejoin_Refused) {
+  Spawn(Config(2));
+  Events events;
+  proto::RegisterLauncherRequest request;
+  request.set_host("host-a");
+  *request.add_tasks() = MakeTask("worker", 0);
+  request.add_generations(3);
+  EXPECT_THAT(Call<proto::RegisterLauncherResponse>(leader_, request, Launcher(&events)),
+              StatusIs(Code::kInvalidArgument, HasSubstr("generations without rejoin")));
 }
 
 TEST_F(LauncherTest, LauncherGone_ItsTasksMayBeTakenByAnother) {

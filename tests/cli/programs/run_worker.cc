@@ -8,6 +8,7 @@
 // --membership: a task of an elastic job. At its safe point every 20 ms it prints each new
 // membership ("MEMBERSHIP task=T generation=G version=V members=0,1"); once it is a member of
 // version --membership_done or later it shuts down and exits 0.
+// --leader_reconnect_timeout=D: the agent follows a lost leader for D (an HA job's tasks).
 // --linger_task=N: task N of generation 0 ignores SIGTERM and outlives the error the leader
 // pushes: it then writes the key "stale" and prints "STALE WRITE <status>" (an old process that
 // goes on after a restart), and waits for its SIGKILL.
@@ -40,6 +41,8 @@ ABSL_FLAG(int, linger_task, -1, "This task id, generation 0, goes on after its e
 ABSL_FLAG(bool, membership, false, "A task of an elastic job: follow its membership");
 ABSL_FLAG(int64_t, membership_done, 3, "With --membership: the version at which members finish");
 ABSL_FLAG(absl::Duration, heartbeat_timeout, absl::Seconds(2), "The leader's heartbeat timeout");
+ABSL_FLAG(absl::Duration, leader_reconnect_timeout, absl::ZeroDuration(),
+          "How long the agent follows a lost leader (an HA job's failover)");
 
 namespace {
 
@@ -98,18 +101,19 @@ int main(int argc, char** argv) {
   static std::atomic<bool> errored{false};
   const bool linger = me.task_id == absl::GetFlag(FLAGS_linger_task) && me.generation == 0;
   if (linger) signal(SIGTERM, SIG_IGN);
-  auto agent =
-      muster::Agent::Create(system,
-                            {.leader = me.leader,
-                             .job_name = me.job,
-                             .task_id = me.task_id,
-                             .heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout),
-                             .register_timeout = absl::Seconds(20)},
-                            [linger](const absl::Status& error) {
-                              Say(absl::StrCat("ERROR CALLBACK ", muster::StatusText(error)));
-                              if (!linger) std::_Exit(2);
-                              errored.store(true);
-                            });
+  auto agent = muster::Agent::Create(
+      system,
+      {.leader = me.leader,
+       .job_name = me.job,
+       .task_id = me.task_id,
+       .heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout),
+       .register_timeout = absl::Seconds(20),
+       .leader_reconnect_timeout = absl::GetFlag(FLAGS_leader_reconnect_timeout)},
+      [linger](const absl::Status& error) {
+        Say(absl::StrCat("ERROR CALLBACK ", muster::StatusText(error)));
+        if (!linger) std::_Exit(2);
+        errored.store(true);
+      });
   if (!agent.ok()) return Fail("create", agent.status());
   if (absl::Status s = (*agent)->Connect(); !s.ok()) return Fail("connect", s);
   Say(absl::StrCat("READY task=", me.task_id, " generation=", me.generation, " round=", me.round,

@@ -63,12 +63,7 @@ std::map<int, Ready> WaitReady(Subprocess& process, const std::vector<int>& task
 
 // Waits until `process` printed `text` anywhere in its output (tasks print in any order).
 bool Printed(Subprocess& process, const std::string& text) {
-  absl::Time deadline = absl::Now() + kBound;
-  while (process.output().find(text) == std::string::npos) {
-    if (absl::Now() >= deadline) return false;
-    (void)process.WaitForLine("\x01", absl::Milliseconds(50));
-  }
-  return true;
+  return process.WaitForOutput(text, kBound);
 }
 
 bool Gone(int pid) { return kill(pid, 0) != 0 && errno == ESRCH; }

@@ -7,6 +7,8 @@
 #include <absl/strings/match.h>
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
+#include <absl/time/clock.h>
 #include <caf/defaults.hpp>
 #include <caf/event_based_actor.hpp>
 
@@ -16,6 +18,7 @@
 #include "muster/messages/requests/task_requests.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
+#include "muster/net/agent/session/ha_leader_registry.h"
 #include "muster/net/agent/session/leader_addresses.h"
 #include "muster/net/leader/job_token.h"
 #include "muster/net/process/cluster_environment.h"
@@ -28,20 +31,35 @@ namespace {
 
 caf::timespan ToSpan(absl::Duration duration) { return absl::ToChronoNanoseconds(duration); }
 
+// An HA job's leaders read from etcd (`etcd://ENDPOINTS/NAME`), as "HOST:PORT,HOST:PORT", the
+// active one first. With wait_for_leader, a job none of whose leaders is registered yet (or
+// whose etcd does not answer yet) is asked again until register_timeout.
+absl::StatusOr<std::string> LeadersFromEtcd(const AgentOptions& options) {
+  const absl::Time end = absl::Now() + options.register_timeout;
+  while (true) {
+    const absl::Duration left = std::max(end - absl::Now(), absl::Milliseconds(100));
+    absl::StatusOr<std::vector<std::string>> leaders =
+        ReadHaLeadersThroughGateway(options.leader, std::min(left, absl::Seconds(10)));
+    if (leaders.ok()) return absl::StrJoin(*leaders, ",");
+    if (!options.wait_for_leader || absl::IsInvalidArgument(leaders.status()) ||
+        absl::Now() >= end) {
+      return leaders.status();
+    }
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+}
+
 absl::StatusOr<ConnectOptions> LeaderOptions(const AgentOptions& options) {
   ConnectOptions leader;
+  std::string list = options.leader;
   if (absl::StartsWith(options.leader, kEtcdLeaderScheme)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "leader \"", options.leader,
-        "\": an agent does not read etcd itself; run the task under `muster run --leader ",
-        options.leader,
-        "` (which gives it every leader's address in MUSTER_LEADER), or give it the leaders' "
-        "addresses, HOST:PORT,HOST:PORT (`muster status --leader ",
-        options.leader, "` lists them)"));
+    absl::StatusOr<std::string> read = LeadersFromEtcd(options);
+    if (!read.ok()) return read.status();
+    list = *std::move(read);
   }
   // "HOST:PORT", or an HA job's leaders "HOST:PORT,HOST:PORT" (tried in turn).
-  std::vector<std::string> addresses = SplitLeaderList(options.leader);
-  if (addresses.empty()) addresses.push_back(options.leader);
+  std::vector<std::string> addresses = SplitLeaderList(list);
+  if (addresses.empty()) addresses.push_back(list);
   for (size_t i = 0; i < addresses.size(); ++i) {
     auto parsed = ParseLeaderAddress(addresses[i]);
     if (!parsed.ok()) return parsed.status();

@@ -45,31 +45,6 @@ std::shared_ptr<grpc::Channel> ChannelTo(const std::string& endpoint) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(absl::string_view text) {
-  std::vector<std::string> endpoints;
-  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
-    part = absl::StripAsciiWhitespace(part);
-    if (absl::StartsWith(part, "https://")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "etcd endpoint ", part, ": TLS to etcd is not supported; give http:// endpoints"));
-    }
-    absl::ConsumePrefix(&part, "http://");
-    size_t colon = part.rfind(':');
-    uint32_t port = 0;
-    if (colon == absl::string_view::npos || colon == 0 ||
-        !absl::SimpleAtoi(part.substr(colon + 1), &port) || port == 0 || port > 65535) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("etcd endpoint \"", part, "\" is not HOST:PORT (e.g. 127.0.0.1:2379)"));
-    }
-    endpoints.emplace_back(part);
-  }
-  if (endpoints.empty()) {
-    return absl::InvalidArgumentError(
-        "no etcd endpoints given: name the members as HOST:PORT,HOST:PORT");
-  }
-  return endpoints;
-}
-
 EtcdClient::EtcdClient(EtcdOptions options)
     : options_(std::move(options)), endpoints_text_(absl::StrJoin(options_.endpoints, ",")) {
   for (const std::string& endpoint : options_.endpoints) {

@@ -18,6 +18,7 @@
 #include <absl/time/time.h>
 
 #include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
+#include "muster/net/agent/session/ha_leader_registry.h"  // ParseEtcdEndpoints
 
 namespace muster {
 
@@ -27,11 +28,6 @@ struct EtcdOptions {
   // How long one member may take to answer one call before the next is tried.
   absl::Duration attempt_timeout = absl::Milliseconds(500);
 };
-
-// Parses "HOST:PORT,HOST:PORT" (an "http://" in front of each is accepted, as etcdctl's
-// --endpoints takes them). Possible errors: InvalidArgument (empty, a malformed endpoint, or
-// https://, which this client does not speak), naming the endpoint.
-absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(absl::string_view text);
 
 class EtcdClient {
  public:

@@ -16,34 +16,7 @@ LeaderClaim ClaimOf(const mvccpb::KeyValue& kv) {
 
 }  // namespace
 
-absl::Status CheckHaName(const std::string& name) {
-  bool valid = !name.empty() && name.size() <= 128;
-  for (char c : name) {
-    valid = valid && (absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ||
-                      c == '.');
-  }
-  if (valid) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "HA name \"", absl::CHexEscape(name.substr(0, 140)),
-      "\" is not valid: give 1 to 128 letters, digits, '-', '_' or '.' (the job's name)"));
-}
-
-std::string HaPrefix(const std::string& name) { return absl::StrCat("muster/", name, "/"); }
-std::string HaLeaderKey(const std::string& name) { return HaPrefix(name) + "leader"; }
 std::string HaStatePrefix(const std::string& name) { return HaPrefix(name) + "state/"; }
-std::string HaLeadersPrefix(const std::string& name) { return HaPrefix(name) + "leaders/"; }
-
-std::string PrefixEnd(const std::string& prefix) {
-  std::string end = prefix;
-  while (!end.empty()) {
-    if (static_cast<unsigned char>(end.back()) < 0xff) {
-      end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
-      return end;
-    }
-    end.pop_back();
-  }
-  return std::string(1, '\0');  // every key
-}
 
 EtcdElection::EtcdElection(std::shared_ptr<EtcdClient> etcd, std::string name,
                            std::string candidate, int64_t ttl_seconds, absl::Duration call_timeout)

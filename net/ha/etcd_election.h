@@ -7,7 +7,7 @@
 // leader created exists, so a leader that lost its lease can never write again. Every candidate
 // also registers its address under "muster/<name>/leaders/", with the same lease (standbys
 // refresh theirs at each campaign), so that a client given only etcd finds every leader of the
-// job (ReadHaLeaders, net/ha/etcd_leaders.h).
+// job (ReadHaLeadersThroughGateway, net/agent/session/ha_leader_registry.h).
 //
 //   NO LEASE --Campaign: lease granted, key free--> ACTIVE (won)
 //            --Campaign: key held by another------> STANDBY (holder known; campaign again later)
@@ -25,6 +25,7 @@
 #include <absl/status/statusor.h>
 #include <absl/time/time.h>
 
+#include "muster/net/agent/session/ha_leader_registry.h"
 #include "muster/net/ha/etcd_client.h"
 
 namespace muster {
@@ -36,17 +37,9 @@ struct LeaderClaim {
   int64_t lease = 0;            // the holder's lease
 };
 
-// Possible errors: InvalidArgument (empty, longer than 128 characters, or another character
-// than letters, digits, '-', '_' and '.').
-absl::Status CheckHaName(const std::string& name);
-
-// etcd's keys of job `name`: "muster/<name>/" and below.
-std::string HaPrefix(const std::string& name);
-std::string HaLeaderKey(const std::string& name);
+// etcd's keys of job `name` (the others are in net/agent/session/ha_leader_registry.h): its
+// state, "muster/<name>/state/".
 std::string HaStatePrefix(const std::string& name);
-std::string HaLeadersPrefix(const std::string& name);
-// The first key after every key that starts with `prefix` (etcd's range_end for a prefix).
-std::string PrefixEnd(const std::string& prefix);
 
 class EtcdElection {
  public:

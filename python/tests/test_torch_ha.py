@@ -1,7 +1,8 @@
 """PyTorch on an HA job's leaders: an etcd member (Debian's etcd-server), two `muster serve
 --ha-etcd` leaders of one job, and two gloo ranks joined through muster://LEADER,LEADER. The
 active leader is killed with SIGKILL while the ranks add to the store: the standby takes over,
-the ranks' calls complete against it, every add is counted once, and the ranks finish."""
+the ranks' calls complete against it, every add is counted once, and the ranks finish. An agent
+given only etcd (etcd://ENDPOINT/NAME) finds the active leader there."""
 
 import os
 import shutil
@@ -149,4 +150,32 @@ def test_active_leader_killed_the_ranks_go_on_against_the_standby(etcd):
         assert "recovered 2 tasks (2 connected" in "\n".join(leaders[1 - active].lines)
     finally:
         for process in ranks + leaders:
+            process.kill()
+
+
+def test_an_agent_given_only_etcd_finds_the_active_leader(etcd):
+    import muster
+    name = f"agent-{os.getpid()}"
+    ports = free_ports(2)
+    leaders = [Lines([MUSTER_CLI, "serve", f"--ha-etcd={etcd}", f"--ha-name={name}",
+                      f"--port={port}", "--job=worker=1", "--ha-lease-ttl=2s"]) for port in ports]
+    try:
+        for leader in leaders:
+            leader.wait_for("muster leader ready at")
+        deadline = time.monotonic() + 30
+        while not any(leader.count("active: serving") for leader in leaders):
+            assert time.monotonic() < deadline, [leader.lines for leader in leaders]
+            time.sleep(0.05)
+        agent = muster.Agent(f"etcd://{etcd}/{name}", "worker", 0)
+        agent.connect()
+        agent.insert_key_value("found", b"yes")
+        assert agent.get_key_value("found") == b"yes"
+        agent.shutdown()
+        # A job with no leader registered, waiting no longer than register_timeout.
+        with pytest.raises(muster.NotFoundError, match=f"no leader of HA job {name}-none"):
+            muster.Agent(f"etcd://{etcd}/{name}-none", "worker", 0, register_timeout=0.5)
+        with pytest.raises(muster.InvalidArgumentError, match="etcd://HOST:PORT"):
+            muster.Agent("etcd://127.0.0.1:1", "worker", 0)
+    finally:
+        for process in leaders:
             process.kill()

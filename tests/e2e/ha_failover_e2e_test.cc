@@ -115,7 +115,10 @@ TEST_F(HaFailoverE2eTest, ActiveKilled_StandbyTakesOver_BlockedGetAndBarrierComp
   const absl::Duration failover = absl::Now() - killed;
   EXPECT_THAT(leaders_.process[next]->output(), HasSubstr("recovered 4 tasks (4 connected"));
   EXPECT_LT(failover, absl::Seconds(6)) << "lease TTL 2s";
-  Subprocess* put = StartProgram(MUSTER_RESTART_WORKER_BIN, 9, "put", {"--value=after-failover"});
+  // Given only etcd and the HA name (the later --leader wins), a new agent finds the new leader.
+  Subprocess* put = StartProgram(
+      MUSTER_RESTART_WORKER_BIN, 9, "put",
+      {"--value=after-failover", "--leader=etcd://" + etcd_->endpoints() + "/" + name_});
   ExpectExit(put, 0);
   ExpectGetAndBarrierCompleted(getter, waiting, put, "after-failover");
 }

@@ -17,9 +17,9 @@
 
 #include "muster/messages/status/caf_text.h"
 #include "muster/messages/task_name.h"
+#include "muster/net/agent/session/ha_leader_registry.h"
 #include "muster/net/agent/session/leader_addresses.h"
 #include "muster/net/agent/session/leader_session_actor.h"
-#include "muster/net/ha/etcd_leaders.h"
 #include "muster/net/leader/job_token.h"
 #include "muster/net/leader/standby_leader.h"
 #include "muster/net/transport/wire/frame_guard.h"
@@ -112,7 +112,8 @@ absl::StatusOr<LeaderAddress> LeaderFlag(bool wait_for_leader, absl::Duration de
     const absl::Time end = absl::Now() + *timeout;
     absl::StatusOr<std::vector<std::string>> leaders;
     while (true) {
-      leaders = ResolveEtcdLeaders(text, std::max(end - absl::Now(), absl::Milliseconds(100)));
+      leaders =
+          ReadHaLeadersThroughGateway(text, std::max(end - absl::Now(), absl::Milliseconds(100)));
       if (leaders.ok() || !wait_for_leader || absl::IsInvalidArgument(leaders.status()) ||
           absl::Now() >= end) {
         break;

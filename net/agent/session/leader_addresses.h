@@ -19,8 +19,7 @@ namespace muster {
 // InvalidArgument, naming the text and the expected form.
 absl::StatusOr<std::pair<std::string, uint16_t>> ParseLeaderAddress(absl::string_view text);
 
-// An HA job's leaders read from etcd: "etcd://ENDPOINTS/NAME" (net/ha/etcd_leaders.h reads them;
-// the agent itself does not).
+// An HA job's leaders read from etcd: "etcd://ENDPOINTS/NAME" (ha_leader_registry.h).
 inline constexpr absl::string_view kEtcdLeaderScheme = "etcd://";
 
 // The addresses of a leader list, "HOST:PORT,HOST:PORT" (an HA job's leaders; one address is a

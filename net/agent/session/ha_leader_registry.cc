@@ -1,0 +1,217 @@
+#include "muster/net/agent/session/ha_leader_registry.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include <absl/strings/ascii.h>
+#include <absl/strings/escaping.h>
+#include <absl/strings/match.h>
+#include <absl/strings/numbers.h>
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
+#include <absl/strings/str_split.h>
+#include <absl/strings/strip.h>
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
+#include "muster/net/observe/httplib.h"
+
+namespace muster {
+namespace {
+
+// The most leaders read (more would be a misconfiguration: LeaderAddresses keeps 16).
+constexpr int kMaxRegistered = 64;
+// A reply of etcd's gateway larger than this is not the two small ranges asked for.
+constexpr size_t kMaxReplyBytes = 256 << 10;
+
+using google::protobuf::Struct;
+using google::protobuf::Value;
+
+// The base64 values of the kvs of `response` (one of a txn's responses, {"response_range":
+// {"kvs": [{"value": ...}]}}), decoded.
+std::vector<std::string> RangeValues(const Value& response) {
+  std::vector<std::string> values;
+  const auto& fields = response.struct_value().fields();
+  auto range = fields.find("response_range");
+  if (range == fields.end()) return values;
+  const auto& range_fields = range->second.struct_value().fields();
+  auto kvs = range_fields.find("kvs");
+  if (kvs == range_fields.end()) return values;
+  for (const Value& kv : kvs->second.list_value().values()) {
+    const auto& kv_fields = kv.struct_value().fields();
+    auto value = kv_fields.find("value");
+    std::string decoded;
+    if (value != kv_fields.end() && absl::Base64Unescape(value->second.string_value(), &decoded)) {
+      values.push_back(std::move(decoded));
+    }
+    if (static_cast<int>(values.size()) >= kMaxRegistered) break;
+  }
+  return values;
+}
+
+// One member's answer to the txn `body`: the registered leaders and the active one.
+absl::StatusOr<std::pair<std::vector<std::string>, std::optional<std::string>>> AskMember(
+    const std::string& endpoint, const std::string& body, absl::Duration timeout) {
+  const size_t colon = endpoint.rfind(':');
+  int port = 0;
+  (void)absl::SimpleAtoi(endpoint.substr(colon + 1), &port);
+  httplib::Client client(endpoint.substr(0, colon), port);
+  const auto bound = std::max(absl::ToChronoMicroseconds(timeout), std::chrono::microseconds(1000));
+  client.set_connection_timeout(bound);
+  client.set_read_timeout(bound);
+  client.set_write_timeout(bound);
+  httplib::Result reply = client.Post("/v3/kv/txn", body, "application/json");
+  if (!reply) {
+    return absl::UnavailableError(
+        absl::StrCat("etcd at ", endpoint, ": ", httplib::to_string(reply.error())));
+  }
+  if (reply->status != 200 || reply->body.size() > kMaxReplyBytes) {
+    return absl::UnavailableError(absl::StrCat(
+        "etcd at ", endpoint, " answered HTTP ", reply->status, " (", reply->body.size(),
+        " bytes): ", absl::CHexEscape(reply->body.substr(0, 200))));
+  }
+  Struct parsed;
+  if (!google::protobuf::util::JsonStringToMessage(reply->body, &parsed).ok()) {
+    return absl::UnavailableError(absl::StrCat("etcd at ", endpoint, " answered what is not JSON: ",
+                                               absl::CHexEscape(reply->body.substr(0, 200))));
+  }
+  auto responses = parsed.fields().find("responses");
+  if (responses == parsed.fields().end() || responses->second.list_value().values_size() != 2) {
+    return absl::UnavailableError(absl::StrCat("etcd at ", endpoint,
+                                               " answered without the two ranges asked for: ",
+                                               absl::CHexEscape(reply->body.substr(0, 200))));
+  }
+  const auto& both = responses->second.list_value().values();
+  std::optional<std::string> active;
+  if (std::vector<std::string> holder = RangeValues(both[1]); holder.size() == 1) {
+    active = std::move(holder[0]);
+  }
+  return std::make_pair(RangeValues(both[0]), std::move(active));
+}
+
+}  // namespace
+
+absl::Status CheckHaName(const std::string& name) {
+  bool valid = !name.empty() && name.size() <= 128;
+  for (char c : name) {
+    valid = valid && (absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ||
+                      c == '.');
+  }
+  if (valid) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "HA name \"", absl::CHexEscape(name.substr(0, 140)),
+      "\" is not valid: give 1 to 128 letters, digits, '-', '_' or '.' (the job's name)"));
+}
+
+std::string HaPrefix(const std::string& name) { return absl::StrCat("muster/", name, "/"); }
+std::string HaLeaderKey(const std::string& name) { return HaPrefix(name) + "leader"; }
+std::string HaLeadersPrefix(const std::string& name) { return HaPrefix(name) + "leaders/"; }
+
+std::string PrefixEnd(const std::string& prefix) {
+  std::string end = prefix;
+  while (!end.empty()) {
+    if (static_cast<unsigned char>(end.back()) < 0xff) {
+      end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+      return end;
+    }
+    end.pop_back();
+  }
+  return std::string(1, '\0');  // every key
+}
+
+absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(absl::string_view text) {
+  std::vector<std::string> endpoints;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    part = absl::StripAsciiWhitespace(part);
+    if (absl::StartsWith(part, "https://")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "etcd endpoint ", part, ": TLS to etcd is not supported; give http:// endpoints"));
+    }
+    absl::ConsumePrefix(&part, "http://");
+    size_t colon = part.rfind(':');
+    uint32_t port = 0;
+    if (colon == absl::string_view::npos || colon == 0 ||
+        !absl::SimpleAtoi(part.substr(colon + 1), &port) || port == 0 || port > 65535) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("etcd endpoint \"", part, "\" is not HOST:PORT (e.g. 127.0.0.1:2379)"));
+    }
+    endpoints.emplace_back(part);
+  }
+  if (endpoints.empty()) {
+    return absl::InvalidArgumentError(
+        "no etcd endpoints given: name the members as HOST:PORT,HOST:PORT");
+  }
+  return endpoints;
+}
+
+absl::StatusOr<EtcdLeaderUrl> ParseEtcdLeaderUrl(absl::string_view text) {
+  auto form = [&] {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", text, "\" is not etcd://HOST:PORT[,HOST:PORT...]/NAME (etcd's members, ",
+                     "then the HA name the leaders were started with: --ha-name)"));
+  };
+  if (!absl::StartsWith(text, kEtcdLeaderScheme)) return form();
+  absl::string_view rest = text.substr(kEtcdLeaderScheme.size());
+  const size_t slash = rest.rfind('/');
+  if (slash == absl::string_view::npos || slash == 0 || slash + 1 == rest.size()) return form();
+  EtcdLeaderUrl url;
+  absl::StatusOr<std::vector<std::string>> endpoints = ParseEtcdEndpoints(rest.substr(0, slash));
+  if (!endpoints.ok()) return endpoints.status();
+  url.endpoints = *std::move(endpoints);
+  url.name = std::string(rest.substr(slash + 1));
+  if (absl::Status name = CheckHaName(url.name); !name.ok()) return name;
+  return url;
+}
+
+absl::StatusOr<std::vector<std::string>> OrderHaLeaders(std::vector<std::string> registered,
+                                                        const std::optional<std::string>& active,
+                                                        const std::string& name,
+                                                        const std::string& endpoints) {
+  std::vector<std::string> leaders = std::move(registered);
+  std::sort(leaders.begin(), leaders.end());
+  if (active) {
+    leaders.erase(std::remove(leaders.begin(), leaders.end(), *active), leaders.end());
+    leaders.insert(leaders.begin(), *active);
+  }
+  if (leaders.empty()) {
+    return absl::NotFoundError(absl::StrCat("no leader of HA job ", name,
+                                            " is registered in etcd at ", endpoints,
+                                            ": start one (muster serve --ha-etcd ", endpoints,
+                                            " --ha-name ", name, "), or check the name"));
+  }
+  return leaders;
+}
+
+absl::StatusOr<std::vector<std::string>> ReadHaLeadersThroughGateway(absl::string_view url,
+                                                                     absl::Duration timeout) {
+  absl::StatusOr<EtcdLeaderUrl> parsed = ParseEtcdLeaderUrl(url);
+  if (!parsed.ok()) return parsed.status();
+  // Both ranges in one transaction: at one revision.
+  const std::string prefix = HaLeadersPrefix(parsed->name);
+  const std::string body = absl::StrCat(
+      R"({"success":[{"request_range":{"key":")", absl::Base64Escape(prefix), R"(","range_end":")",
+      absl::Base64Escape(PrefixEnd(prefix)), R"(","limit":)", kMaxRegistered,
+      R"(}},{"request_range":{"key":")", absl::Base64Escape(HaLeaderKey(parsed->name)), R"("}}]})");
+  const std::string endpoints = absl::StrJoin(parsed->endpoints, ",");
+  const absl::Time deadline = absl::Now() + timeout;
+  absl::Status last = absl::DeadlineExceededError("no time to ask");
+  // Every member in turn (a member down or cut off), again until the time is up.
+  for (size_t i = 0; absl::Now() < deadline; ++i) {
+    const std::string& endpoint = parsed->endpoints[i % parsed->endpoints.size()];
+    const absl::Duration left = deadline - absl::Now();
+    auto answer = AskMember(endpoint, body, std::min(left, absl::Seconds(1)));
+    if (answer.ok()) {
+      return OrderHaLeaders(std::move(answer->first), answer->second, parsed->name, endpoints);
+    }
+    last = answer.status();
+    if ((i + 1) % parsed->endpoints.size() == 0 && absl::Now() < deadline) {
+      absl::SleepFor(std::min(deadline - absl::Now(), absl::Milliseconds(100)));
+    }
+  }
+  return absl::UnavailableError(
+      absl::StrCat("cannot read the leaders of ", url, ": no etcd member ", "answered within ",
+                   absl::FormatDuration(timeout), " (", last.message(), ")"));
+}
+
+}  // namespace muster

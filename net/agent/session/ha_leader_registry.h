@@ -1,0 +1,65 @@
+// Where an HA job's leaders are found in etcd (docs/operations.md, "High availability"), for
+// those who know only etcd: `etcd://ENDPOINTS/NAME` (e.g. etcd://etcd1:2379,etcd2:2379/train-7)
+// names the etcd cluster and the job. Every leader of the job registers its address under
+// "muster/<name>/leaders/" while it runs, and the active one holds "muster/<name>/leader"
+// (net/ha/etcd_election.h). The leaders themselves talk to etcd over gRPC (net/ha/); an agent
+// reads the two keys through etcd's JSON gateway (POST /v3/kv/txn on the client port), with
+// the HTTP client the library has already, so that a task needs no gRPC.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <absl/status/status.h>
+#include <absl/status/statusor.h>
+#include <absl/strings/string_view.h>
+#include <absl/time/clock.h>
+#include <absl/time/time.h>
+
+#include "muster/net/agent/session/leader_addresses.h"  // kEtcdLeaderScheme
+
+namespace muster {
+
+// Possible errors: InvalidArgument (empty, longer than 128 characters, or another character
+// than letters, digits, '-', '_' and '.').
+absl::Status CheckHaName(const std::string& name);
+
+// etcd's keys of job `name`: "muster/<name>/" and below.
+std::string HaPrefix(const std::string& name);
+std::string HaLeaderKey(const std::string& name);
+std::string HaLeadersPrefix(const std::string& name);
+// The first key after every key that starts with `prefix` (etcd's range_end for a prefix).
+std::string PrefixEnd(const std::string& prefix);
+
+// Parses "HOST:PORT,HOST:PORT" (an "http://" in front of each is accepted, as etcdctl's
+// --endpoints takes them). Possible errors: InvalidArgument (empty, a malformed endpoint, or
+// https://, which Muster does not speak to etcd), naming the endpoint.
+absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(absl::string_view text);
+
+struct EtcdLeaderUrl {
+  std::vector<std::string> endpoints;  // HOST:PORT of etcd's members
+  std::string name;                    // the HA name
+};
+
+// Parses "etcd://HOST:PORT[,HOST:PORT...]/NAME". Possible errors: InvalidArgument naming the
+// text and the expected form (or the bad endpoint, or the bad name).
+absl::StatusOr<EtcdLeaderUrl> ParseEtcdLeaderUrl(absl::string_view text);
+
+// The leaders registered (`registered`, at most 64) in the order a client tries them: the
+// active one (`active`, when a leader holds the key) first, then the others in address order.
+// Possible errors: NotFound (none registered: no leader of job `name` runs), naming `endpoints`.
+absl::StatusOr<std::vector<std::string>> OrderHaLeaders(std::vector<std::string> registered,
+                                                        const std::optional<std::string>& active,
+                                                        const std::string& name,
+                                                        const std::string& endpoints);
+
+// ParseEtcdLeaderUrl, then the leaders read through etcd's JSON gateway, one member after the
+// other until one answers, within `timeout`; ordered as by OrderHaLeaders. Blocking: for a
+// caller's thread (Agent::Create), never an actor's. Possible errors: InvalidArgument (the
+// URL), Unavailable (no member answered, naming the URL and the last error), NotFound (no
+// leader registered).
+absl::StatusOr<std::vector<std::string>> ReadHaLeadersThroughGateway(absl::string_view url,
+                                                                     absl::Duration timeout);
+
+}  // namespace muster

@@ -34,26 +34,27 @@ caf::timespan ToSpan(absl::Duration duration) { return absl::ToChronoNanoseconds
 // An HA job's leaders read from etcd (`etcd://ENDPOINTS/NAME`), as "HOST:PORT,HOST:PORT", the
 // active one first. With wait_for_leader, a job none of whose leaders is registered yet (or
 // whose etcd does not answer yet) is asked again until register_timeout.
-absl::StatusOr<std::string> LeadersFromEtcd(const AgentOptions& options) {
-  const absl::Time end = absl::Now() + options.register_timeout;
+absl::StatusOr<std::string> LeadersFromEtcd(const AgentOptions& options, absl::Time end) {
   while (true) {
     const absl::Duration left = std::max(end - absl::Now(), absl::Milliseconds(100));
     absl::StatusOr<std::vector<std::string>> leaders =
         ReadHaLeadersThroughGateway(options.leader, std::min(left, absl::Seconds(10)));
     if (leaders.ok()) return absl::StrJoin(*leaders, ",");
-    if (!options.wait_for_leader || absl::IsInvalidArgument(leaders.status()) ||
-        absl::Now() >= end) {
+    // Only what may change by waiting is asked again: no etcd member up yet, no leader yet.
+    if (!options.wait_for_leader || absl::Now() >= end ||
+        !(absl::IsUnavailable(leaders.status()) || absl::IsNotFound(leaders.status()))) {
       return leaders.status();
     }
     absl::SleepFor(absl::Milliseconds(200));
   }
 }
 
-absl::StatusOr<ConnectOptions> LeaderOptions(const AgentOptions& options) {
+// `end`: when register_timeout runs out (reading etcd counts against it).
+absl::StatusOr<ConnectOptions> LeaderOptions(const AgentOptions& options, absl::Time end) {
   ConnectOptions leader;
   std::string list = options.leader;
   if (absl::StartsWith(options.leader, kEtcdLeaderScheme)) {
-    absl::StatusOr<std::string> read = LeadersFromEtcd(options);
+    absl::StatusOr<std::string> read = LeadersFromEtcd(options, end);
     if (!read.ok()) return read.status();
     list = *std::move(read);
   }
@@ -138,9 +139,11 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(caf::actor_system& system,
         absl::StrCat("invalid task: job \"", options.job_name, "\", task id ", options.task_id));
   }
   if (absl::Status tls = CheckTlsFiles(TlsFilesOf(system.config())); !tls.ok()) return tls;
-  auto leader = options.local_leader ? ConnectOptions{} : LeaderOptions(options);
+  const absl::Time register_end = absl::Now() + options.register_timeout;
+  auto leader = options.local_leader ? ConnectOptions{} : LeaderOptions(options, register_end);
   if (!leader.ok()) return leader.status();
-  leader->timeout = ToSpan(options.register_timeout);
+  // What reading the leaders from etcd left of register_timeout.
+  leader->timeout = ToSpan(std::max(register_end - absl::Now(), absl::Milliseconds(1)));
   AgentConfig config;
   config.task = MakeTask(options.job_name, options.task_id);
   config.task.set_recoverable(options.recoverable);

@@ -89,7 +89,8 @@ struct AgentOptions {
   // with FailedPrecondition naming both; a shorter one is kept. The actor system's CAF
   // connection timeout is set before connecting: see WorkerNodeOptions.
   absl::Duration heartbeat_timeout = absl::ZeroDuration();
-  // Connect() retries until this deadline (a leader that is not up yet is normal).
+  // Connect() retries until this deadline (a leader that is not up yet is normal); with an
+  // etcd:// leader, Create() reading the leaders counts against it.
   absl::Duration register_timeout = absl::Hours(1);
   // A leader that is not up yet is expected (job start: workers may start before it): a
   // refused connection (nothing listening at `leader`) is retried until register_timeout, whose
@@ -190,6 +191,10 @@ class Agent {
   // Creates an agent in DISCONNECTED state. `system` must be configured with ConfigureNode
   // (or NodeConfig) and outlive the agent.
   // Possible errors: InvalidArgument (bad leader address, empty job name, negative task id).
+  // With an etcd:// leader (AgentOptions::leader) it reads the leaders from etcd first, which
+  // blocks (with wait_for_leader up to register_timeout, which Connect() then has less of):
+  // NotFound (no leader of the job registered), Unavailable (etcd did not answer),
+  // FailedPrecondition (etcd refused the request: its gRPC gateway is off).
   static absl::StatusOr<std::unique_ptr<Agent>> Create(caf::actor_system& system,
                                                        AgentOptions options,
                                                        ErrorCallback on_error);

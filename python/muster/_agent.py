@@ -128,7 +128,8 @@ class Agent(HealthCalls):
             which it sends when the agent connects. A value longer than the leader's makes
             connect() raise FailedPreconditionError naming both (leave it None, lower it, or
             start the leader with a longer --heartbeat-timeout); a shorter one is kept.
-        register_timeout: how long connect() keeps trying (None: an hour).
+        register_timeout: how long connect() keeps trying (None: an hour); with an etcd://
+            leader, reading the leaders when the agent is made counts against it.
         wait_for_leader: what connect() does when nothing listens at `leader` (the connection
             is refused). False: raise UnavailableError "nothing listening at HOST:PORT" at
             once. True: a leader that is not up yet is expected; keep trying until

@@ -171,9 +171,12 @@ def test_an_agent_given_only_etcd_finds_the_active_leader(etcd):
         agent.insert_key_value("found", b"yes")
         assert agent.get_key_value("found") == b"yes"
         agent.shutdown()
-        # A job with no leader registered, waiting no longer than register_timeout.
+        # A job with no leader registered: asked again until register_timeout, then NotFound.
+        start = time.monotonic()
         with pytest.raises(muster.NotFoundError, match=f"no leader of HA job {name}-none"):
-            muster.Agent(f"etcd://{etcd}/{name}-none", "worker", 0, register_timeout=0.5)
+            muster.Agent(f"etcd://{etcd}/{name}-none", "worker", 0, register_timeout=0.5,
+                         wait_for_leader=True)
+        assert 0.4 < time.monotonic() - start < 5
         with pytest.raises(muster.InvalidArgumentError, match="etcd://HOST:PORT"):
             muster.Agent("etcd://127.0.0.1:1", "worker", 0)
     finally:

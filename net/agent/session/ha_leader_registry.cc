@@ -12,6 +12,7 @@
 #include <absl/strings/str_join.h>
 #include <absl/strings/str_split.h>
 #include <absl/strings/strip.h>
+#include <absl/time/clock.h>
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
@@ -50,37 +51,72 @@ std::vector<std::string> RangeValues(const Value& response) {
   return values;
 }
 
-// One member's answer to the txn `body`: the registered leaders and the active one.
+// One member's answer to the txn `body`: the registered leaders and the active one. A reply
+// is read up to kMaxReplyBytes and `timeout` (not per read: a server that drips is cut off).
+// Possible errors: Unavailable (the member did not answer well: the next may), FailedPrecondition
+// (it refused the request: its gateway is off, or it is not etcd).
 absl::StatusOr<std::pair<std::vector<std::string>, std::optional<std::string>>> AskMember(
     const std::string& endpoint, const std::string& body, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
   const size_t colon = endpoint.rfind(':');
   int port = 0;
   (void)absl::SimpleAtoi(endpoint.substr(colon + 1), &port);
-  httplib::Client client(endpoint.substr(0, colon), port);
+  std::string host = endpoint.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);  // [IPv6]
+  }
+  httplib::Client client(host, port);
   const auto bound = std::max(absl::ToChronoMicroseconds(timeout), std::chrono::microseconds(1000));
   client.set_connection_timeout(bound);
   client.set_read_timeout(bound);
   client.set_write_timeout(bound);
-  httplib::Result reply = client.Post("/v3/kv/txn", body, "application/json");
-  if (!reply) {
+  client.set_decompress(false);
+  httplib::Request request;
+  request.method = "POST";
+  request.path = "/v3/kv/txn";
+  request.body = body;
+  request.set_header("Content-Type", "application/json");
+  std::string received;
+  bool cut = false;
+  request.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
+    if (received.size() + size > kMaxReplyBytes || absl::Now() > deadline) {
+      cut = true;
+      return false;
+    }
+    received.append(data, size);
+    return true;
+  };
+  httplib::Response reply;
+  httplib::Error error = httplib::Error::Success;
+  if (!client.send(request, reply, error)) {
     return absl::UnavailableError(
-        absl::StrCat("etcd at ", endpoint, ": ", httplib::to_string(reply.error())));
+        absl::StrCat("etcd at ", endpoint, ": ",
+                     cut ? absl::StrCat("its reply was longer than ", kMaxReplyBytes,
+                                        " bytes or took over ", absl::FormatDuration(timeout))
+                         : httplib::to_string(error)));
   }
-  if (reply->status != 200 || reply->body.size() > kMaxReplyBytes) {
-    return absl::UnavailableError(absl::StrCat(
-        "etcd at ", endpoint, " answered HTTP ", reply->status, " (", reply->body.size(),
-        " bytes): ", absl::CHexEscape(reply->body.substr(0, 200))));
+  if (reply.status >= 400 && reply.status < 500) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "etcd at ", endpoint, " refused POST /v3/kv/txn with HTTP ", reply.status, " (",
+        absl::CHexEscape(received.substr(0, 200)),
+        "): is it etcd 3.4 or later, with its gRPC gateway on (--enable-grpc-gateway, the "
+        "default)?"));
+  }
+  if (reply.status != 200) {
+    return absl::UnavailableError(absl::StrCat("etcd at ", endpoint, " answered HTTP ",
+                                               reply.status, ": ",
+                                               absl::CHexEscape(received.substr(0, 200))));
   }
   Struct parsed;
-  if (!google::protobuf::util::JsonStringToMessage(reply->body, &parsed).ok()) {
+  if (!google::protobuf::util::JsonStringToMessage(received, &parsed).ok()) {
     return absl::UnavailableError(absl::StrCat("etcd at ", endpoint, " answered what is not JSON: ",
-                                               absl::CHexEscape(reply->body.substr(0, 200))));
+                                               absl::CHexEscape(received.substr(0, 200))));
   }
   auto responses = parsed.fields().find("responses");
   if (responses == parsed.fields().end() || responses->second.list_value().values_size() != 2) {
-    return absl::UnavailableError(absl::StrCat("etcd at ", endpoint,
-                                               " answered without the two ranges asked for: ",
-                                               absl::CHexEscape(reply->body.substr(0, 200))));
+    return absl::UnavailableError(absl::StrCat(
+        "etcd at ", endpoint,
+        " answered without the two ranges asked for: ", absl::CHexEscape(received.substr(0, 200))));
   }
   const auto& both = responses->second.list_value().values();
   std::optional<std::string> active;
@@ -168,12 +204,18 @@ absl::StatusOr<std::vector<std::string>> OrderHaLeaders(std::vector<std::string>
                                                         const std::optional<std::string>& active,
                                                         const std::string& name,
                                                         const std::string& endpoints) {
+  // What is not one address (a value etcd holds that no leader of Muster wrote) is skipped.
+  auto malformed = [](const std::string& value) {
+    return value.find_first_of(", \t\n") != std::string::npos || !ParseLeaderAddress(value).ok();
+  };
   std::vector<std::string> leaders = std::move(registered);
+  leaders.erase(std::remove_if(leaders.begin(), leaders.end(), malformed), leaders.end());
   std::sort(leaders.begin(), leaders.end());
-  if (active) {
+  if (active && !malformed(*active)) {
     leaders.erase(std::remove(leaders.begin(), leaders.end(), *active), leaders.end());
     leaders.insert(leaders.begin(), *active);
   }
+  if (leaders.size() > LeaderAddresses::kMax) leaders.resize(LeaderAddresses::kMax);
   if (leaders.empty()) {
     return absl::NotFoundError(absl::StrCat("no leader of HA job ", name,
                                             " is registered in etcd at ", endpoints,
@@ -205,6 +247,7 @@ absl::StatusOr<std::vector<std::string>> ReadHaLeadersThroughGateway(absl::strin
       return OrderHaLeaders(std::move(answer->first), answer->second, parsed->name, endpoints);
     }
     last = answer.status();
+    if (!absl::IsUnavailable(last)) return last;  // an answer, not a member down
     if ((i + 1) % parsed->endpoints.size() == 0 && absl::Now() < deadline) {
       absl::SleepFor(std::min(deadline - absl::Now(), absl::Milliseconds(100)));
     }

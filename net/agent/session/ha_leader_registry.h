@@ -14,7 +14,6 @@
 #include <absl/status/status.h>
 #include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
-#include <absl/time/clock.h>
 #include <absl/time/time.h>
 
 #include "muster/net/agent/session/leader_addresses.h"  // kEtcdLeaderScheme
@@ -47,7 +46,8 @@ struct EtcdLeaderUrl {
 absl::StatusOr<EtcdLeaderUrl> ParseEtcdLeaderUrl(absl::string_view text);
 
 // The leaders registered (`registered`, at most 64) in the order a client tries them: the
-// active one (`active`, when a leader holds the key) first, then the others in address order.
+// active one (`active`, when a leader holds the key) first, then the others in address order;
+// at most LeaderAddresses::kMax, each one HOST:PORT (other values are skipped).
 // Possible errors: NotFound (none registered: no leader of job `name` runs), naming `endpoints`.
 absl::StatusOr<std::vector<std::string>> OrderHaLeaders(std::vector<std::string> registered,
                                                         const std::optional<std::string>& active,
@@ -57,8 +57,9 @@ absl::StatusOr<std::vector<std::string>> OrderHaLeaders(std::vector<std::string>
 // ParseEtcdLeaderUrl, then the leaders read through etcd's JSON gateway, one member after the
 // other until one answers, within `timeout`; ordered as by OrderHaLeaders. Blocking: for a
 // caller's thread (Agent::Create), never an actor's. Possible errors: InvalidArgument (the
-// URL), Unavailable (no member answered, naming the URL and the last error), NotFound (no
-// leader registered).
+// URL), Unavailable (no member answered, or not with JSON of the ranges asked for, within at
+// most 256 KiB, naming the URL and the last error), NotFound (no leader registered),
+// FailedPrecondition (a member refused the request with HTTP 4xx: its gateway is off).
 absl::StatusOr<std::vector<std::string>> ReadHaLeadersThroughGateway(absl::string_view url,
                                                                      absl::Duration timeout);
 

@@ -37,6 +37,7 @@
 #include "muster/messages/requests/kv_requests.h"
 #include "muster/net/agent/agent.h"
 #include "muster/net/ha/etcd_election.h"
+#include "muster/net/ha/etcd_grpc_member.h"
 #include "muster/net/ha/etcd_state_store.h"
 #include "muster/net/leader/leader.h"
 #include "muster/net/transport/node_config.h"
@@ -332,7 +333,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto endpoints = muster::ParseEtcdEndpoints((*cluster)->endpoints());
-  auto etcd = muster::EtcdClient::Connect({.endpoints = *endpoints});
+  auto etcd =
+      muster::EtcdClient::Connect({.endpoints = *endpoints, .member = muster::NewEtcdGrpcMember});
   if (!etcd.ok()) return 1;
   std::printf("## ha_bench: etcd 3.4, 3 members on this host (fsync on), 2 cores\n");
   muster::bench::Inserts(*etcd);

@@ -1,13 +1,16 @@
-// A client of etcd's v3 API (the KV, Lease and Maintenance services of etcd's rpc.proto, over
-// gRPC) for a cluster given by its members' endpoints. A call goes to one member; when that
-// member does not answer (down, cut off, without a quorum: gRPC's Unavailable or
-// DeadlineExceeded) it tries the next, until the call's time is up. Requests and replies are
-// etcd's own protobuf messages. Blocking: for threads of their own (the state writer, a
-// leader's campaign), never for an actor's handler. Thread-safe.
+// A client of etcd's v3 API (the KV and Lease services of etcd's rpc.proto) for a cluster given
+// by its members' endpoints. A call goes to one member; when that member does not answer (down,
+// cut off, without a quorum: Unavailable or DeadlineExceeded) it tries the next, until the
+// call's time is up. Requests and replies are etcd's own protobuf messages, carried to a member
+// by an EtcdMember: over gRPC (etcd_grpc_member.h, in muster_ha_grpc: what `muster serve` uses)
+// or through etcd's JSON gateway (etcd_gateway_member.h, without gRPC: the default, and what the
+// Python package uses). Blocking: for threads of their own (the state writer, a leader's
+// campaign), never for an actor's handler. Thread-safe.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,17 +19,38 @@
 #include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
 #include <absl/time/time.h>
+#include <google/protobuf/message.h>
 
-#include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
+#include "etcd/etcdserver/etcdserverpb/rpc.pb.h"
 #include "muster/net/agent/session/ha_leader_registry.h"  // ParseEtcdEndpoints
 
 namespace muster {
+
+// The calls of etcd's API the client makes.
+enum class EtcdMethod { kRange, kTxn, kLeaseGrant, kLeaseKeepAlive, kLeaseRevoke };
+
+// One member of the cluster, reached over one protocol.
+class EtcdMember {
+ public:
+  virtual ~EtcdMember() = default;
+  // Calls `method` with `request` (etcd's request message of that method; LeaseKeepAlive: one
+  // request, one answer) and fills `response` (cleared first), before `deadline`. Unavailable or
+  // DeadlineExceeded: the member did not answer (down, cut off, no quorum), and the client tries
+  // another; any other error is etcd's answer, with its code and message. Thread-safe.
+  virtual absl::Status Call(EtcdMethod method, const google::protobuf::Message& request,
+                            google::protobuf::Message* response, absl::Time deadline) const = 0;
+};
+
+// Makes the member at "HOST:PORT".
+using EtcdMemberFactory = std::function<std::unique_ptr<EtcdMember>(const std::string& endpoint)>;
 
 struct EtcdOptions {
   // "HOST:PORT" (or "http://HOST:PORT") of each member.
   std::vector<std::string> endpoints;
   // How long one member may take to answer one call before the next is tried.
   absl::Duration attempt_timeout = absl::Milliseconds(500);
+  // How a member is reached: empty, through etcd's JSON gateway (NewEtcdGatewayMember).
+  EtcdMemberFactory member;
 };
 
 class EtcdClient {
@@ -56,16 +80,16 @@ class EtcdClient {
  private:
   struct Member {
     std::string endpoint;
-    std::unique_ptr<etcdserverpb::KV::Stub> kv;
-    std::unique_ptr<etcdserverpb::Lease::Stub> lease;
+    std::unique_ptr<EtcdMember> call;
   };
 
   explicit EtcdClient(EtcdOptions options);
 
-  // Runs `call(member, context)` on the members in turn, from the one that answered last,
-  // until one answers or `timeout` passes.
-  template <class Call>
-  absl::Status OnSomeMember(absl::string_view what, absl::Duration timeout, Call call) const;
+  // Calls `method` on the members in turn, from the one that answered last, until one answers
+  // or `timeout` passes; etcd's errors name `what` and the member.
+  absl::Status OnSomeMember(absl::string_view what, absl::Duration timeout, EtcdMethod method,
+                            const google::protobuf::Message& request,
+                            google::protobuf::Message* response) const;
 
   EtcdOptions options_;
   std::string endpoints_text_;

@@ -86,7 +86,7 @@ absl::StatusOr<std::unique_ptr<HaLeader>> HaLeader::Start(caf::actor_system& sys
   absl::StatusOr<std::vector<std::string>> endpoints = ParseEtcdEndpoints(ha.etcd);
   if (!endpoints.ok()) return endpoints.status();
   absl::StatusOr<std::shared_ptr<EtcdClient>> etcd =
-      EtcdClient::Connect({.endpoints = *std::move(endpoints)});
+      EtcdClient::Connect({.endpoints = *std::move(endpoints), .member = ha.etcd_member});
   if (!etcd.ok()) return etcd.status();
   if (absl::Status same = CheckConfiguration(**etcd, ha.name, options); !same.ok()) return same;
   auto leader = std::unique_ptr<HaLeader>(new HaLeader(

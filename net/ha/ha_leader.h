@@ -58,6 +58,9 @@ struct HaOptions {
   // Told when the leader stopped campaigning on its own (it could not publish its port again):
   // the process should end and be started again.
   std::function<void(const absl::Status&)> on_stopped;
+  // How etcd's members are reached (EtcdOptions::member): empty, through etcd's JSON gateway;
+  // `muster serve` gives NewEtcdGrpcMember (net/ha/etcd_grpc_member.h).
+  EtcdMemberFactory etcd_member;
 };
 
 enum class HaRole { kStandby, kActive, kStopped };

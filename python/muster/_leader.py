@@ -49,6 +49,17 @@ class Leader:
             Empty: none. As muster serve --http (docs/operations.md, "Watching a job").
         settle_time: an elastic job forms this long (seconds) after its MIN-th task
             connected, or at once when all MAX did. None: 5 s. As muster serve --settle-time.
+        ha_etcd: etcd's members, "HOST:PORT,HOST:PORT": this is one of an HA job's leaders
+            (docs/operations.md, "High availability"). It campaigns for the job on etcd, serves
+            while it holds the job's leader key (role "active") and stands by otherwise, its
+            port answering every agent with UNAVAILABLE naming the active leader; the job's
+            state is in etcd, each change there before it is acknowledged. It reaches etcd
+            through etcd's JSON gateway (on by default). Not with state_dir or http.
+        ha_name: with ha_etcd, the HA job's name, the same on every leader of the job.
+        ha_lease_ttl: with ha_etcd, the lease of the active leader, whole seconds (default 2):
+            how long a dead active leader goes unnoticed.
+        ha_advertise: with ha_etcd, the "HOST:PORT" agents reach this leader at (default:
+            host and the port).
 
     Usable as a context manager; stop() (or interpreter exit) stops it.
     """
@@ -60,7 +71,8 @@ class Leader:
                  recoverable_jobs: Iterable[str] = (), policy: str = "", token: str = "",
                  stuck_after: Duration = None, max_step_lag: int = 0,
                  state_dir: str = "", reconnect_window: Duration = None, http: str = "",
-                 settle_time: Duration = None):
+                 settle_time: Duration = None, ha_etcd: str = "", ha_name: str = "",
+                 ha_lease_ttl: Duration = None, ha_advertise: str = ""):
         self._core = _CoreLeader(
             jobs={str(k): _job_size(v) for k, v in dict(jobs).items()}, host=host, port=int(port),
             heartbeat_timeout=seconds(heartbeat_timeout) or 10.0,
@@ -69,7 +81,9 @@ class Leader:
             recoverable_jobs=list(recoverable_jobs), policy=policy, token=token,
             stuck_after=seconds(stuck_after), max_step_lag=int(max_step_lag),
             state_dir=str(state_dir or ""), reconnect_window=seconds(reconnect_window),
-            http=str(http or ""), settle_time=seconds(settle_time))
+            http=str(http or ""), settle_time=seconds(settle_time), ha_etcd=str(ha_etcd or ""),
+            ha_name=str(ha_name or ""), ha_lease_ttl=seconds(ha_lease_ttl),
+            ha_advertise=str(ha_advertise or ""))
 
     @property
     def address(self) -> str:
@@ -83,7 +97,8 @@ class Leader:
 
     @property
     def incarnation(self) -> int:
-        """The leader's incarnation id, returned to every task that registers."""
+        """The leader's incarnation id, returned to every task that registers (0 with ha_etcd:
+        the job's, kept from leader to leader, is in etcd)."""
         return self._core.incarnation
 
     @property
@@ -95,6 +110,23 @@ class Leader:
     def http_url(self) -> str:
         """With http: "http://HOST:PORT" (https with TLS) of the HTTP endpoint; "" without."""
         return self._core.http_url
+
+    @property
+    def role(self) -> str:
+        """"active" (serving), "standby" (one of an HA job's leaders, not serving now) or
+        "stopped"."""
+        return self._core.role if self.running else "stopped"
+
+    @property
+    def active_leader(self) -> str:
+        """The active leader's "HOST:PORT" (with ha_etcd: as etcd names it at the last campaign;
+        "" when none holds the job)."""
+        return self._core.active_leader
+
+    def wait_active(self, timeout: Duration = None) -> bool:
+        """Waits until this leader serves (an HA leader: until it holds the job), at most
+        `timeout` seconds (None: a day); False when it did not."""
+        return self._core.wait_active(seconds(timeout) or 86400.0)
 
     @property
     def running(self) -> bool:

@@ -1,4 +1,5 @@
-// muster._muster.Leader: a coordinator hosted by this Python process (muster::Leader), in the
+// muster._muster.Leader: a coordinator hosted by this Python process (muster::Leader), or one of
+// an HA job's leaders (muster::HaLeader, reaching etcd through its JSON gateway), in the
 // process's leader actor system. muster/_leader.py wraps it.
 #include <pybind11/stl.h>
 
@@ -13,6 +14,7 @@
 #include "bindings.h"
 #include "common.h"
 #include "muster/actors/supervision/supervision_policy.h"
+#include "muster/net/ha/ha_leader.h"
 #include "muster/net/leader/job_spec.h"
 #include "muster/net/leader/leader.h"
 #include "runtime.h"
@@ -26,9 +28,14 @@ class PyLeader : public Closable {
       : address_(leader->address()),
         port_(leader->port()),
         incarnation_(leader->incarnation()),
-        recovery_(leader->recovery()),
         http_url_(leader->http_url()),
+        recovery_(leader->recovery()),
         leader_(std::move(leader)) {
+    Runtime::Get().Register(this);
+  }
+  // One of an HA job's leaders: active or standing by (role()).
+  explicit PyLeader(std::unique_ptr<HaLeader> leader)
+      : address_(leader->address()), port_(leader->port()), ha_(std::move(leader)) {
     Runtime::Get().Register(this);
   }
   ~PyLeader() override {
@@ -44,26 +51,55 @@ class PyLeader : public Closable {
 
   void Close() override {
     std::unique_ptr<Leader> leader;
+    std::unique_ptr<HaLeader> ha;
     {
       absl::MutexLock lock(&mutex_);
       leader = std::move(leader_);
+      ha = std::move(ha_);
     }
     if (leader) leader->Stop();
+    if (ha) ha->Stop();  // resigns: a standby takes over at once
   }
   bool running() {
     absl::MutexLock lock(&mutex_);
-    return leader_ != nullptr;
+    return leader_ != nullptr || ha_ != nullptr;
+  }
+
+  // An HA leader's role now: "active", "standby" or "stopped" (a leader of no HA job: "active"
+  // while running).
+  std::string role() {
+    absl::MutexLock lock(&mutex_);
+    if (ha_) return ha_->role() == HaRole::kActive ? "active" : "standby";
+    return leader_ ? "active" : "stopped";
+  }
+  // The active leader's address as etcd names it ("" when none; this one's when active).
+  std::string active_leader() {
+    absl::MutexLock lock(&mutex_);
+    if (ha_) return ha_->active_leader();
+    return leader_ ? address_ : std::string();
+  }
+  // Waits up to `timeout` seconds until this leader is active.
+  bool wait_active(double timeout) {
+    absl::MutexLock lock(&mutex_);
+    if (!ha_) return leader_ != nullptr;
+    return ha_->AwaitActive(absl::Seconds(timeout));
+  }
+  // What the leader recovered when it started (an HA leader: at its last takeover).
+  std::string recovery() {
+    absl::MutexLock lock(&mutex_);
+    return ha_ ? ha_->recovery() : recovery_;
   }
 
   const std::string address_;
   const uint16_t port_;
-  const uint64_t incarnation_;
-  const std::string recovery_;
+  const uint64_t incarnation_ = 0;
   const std::string http_url_;
 
  private:
+  const std::string recovery_;
   absl::Mutex mutex_;
   std::unique_ptr<Leader> leader_ ABSL_GUARDED_BY(mutex_);
+  std::unique_ptr<HaLeader> ha_ ABSL_GUARDED_BY(mutex_);
 };
 
 int64_t Millis(std::optional<double> seconds) {
@@ -93,16 +129,15 @@ std::shared_ptr<SupervisionPolicy> PolicyOf(const std::string& policy,
       "unknown policy \"", name, "\"; expected fate-sharing, job-scoped or recoverable")));
 }
 
-std::unique_ptr<PyLeader> MakeLeader(const std::map<std::string, std::string>& jobs,
-                                     const std::string& host, int port, double heartbeat_timeout,
-                                     std::optional<double> register_timeout,
-                                     std::optional<double> shutdown_barrier_timeout,
-                                     const std::vector<std::string>& recoverable_jobs,
-                                     const std::string& policy, const std::string& token,
-                                     std::optional<double> stuck_after, int64_t max_step_lag,
-                                     const std::string& state_dir,
-                                     std::optional<double> reconnect_window,
-                                     const std::string& http, std::optional<double> settle_time) {
+std::unique_ptr<PyLeader> MakeLeader(
+    const std::map<std::string, std::string>& jobs, const std::string& host, int port,
+    double heartbeat_timeout, std::optional<double> register_timeout,
+    std::optional<double> shutdown_barrier_timeout,
+    const std::vector<std::string>& recoverable_jobs, const std::string& policy,
+    const std::string& token, std::optional<double> stuck_after, int64_t max_step_lag,
+    const std::string& state_dir, std::optional<double> reconnect_window, const std::string& http,
+    std::optional<double> settle_time, const std::string& ha_etcd, const std::string& ha_name,
+    std::optional<double> ha_lease_ttl, const std::string& ha_advertise) {
   if (jobs.empty())
     throw StatusError(absl::InvalidArgumentError("jobs is empty: e.g. {\"worker\": 4}"));
   if (port < 0 || port > 65535) throw py::value_error("port must be 0 to 65535");
@@ -138,15 +173,34 @@ std::unique_ptr<PyLeader> MakeLeader(const std::map<std::string, std::string>& j
   if (reconnect_window.has_value() && *reconnect_window < 0) {
     throw py::value_error("reconnect_window must be >= 0 seconds");
   }
-  if (Millis(reconnect_window) > 0 && state_dir.empty()) {
+  if (Millis(reconnect_window) > 0 && state_dir.empty() && ha_etcd.empty()) {
     throw StatusError(absl::InvalidArgumentError(
-        "reconnect_window needs state_dir: without one a restarted leader knows no task"));
+        "reconnect_window needs state_dir or ha_etcd: without them a restarted leader knows no "
+        "task"));
   }
   options.state_dir = state_dir;
   options.reconnect_window = std::chrono::milliseconds(Millis(reconnect_window));
   LeaderEndpoint endpoint{.host = host, .port = static_cast<uint16_t>(port), .token = token};
   if (!http.empty()) endpoint.http = ValueOrThrow(ParseHttpAddress(http));
   caf::actor_system* system = ValueOrThrow(Runtime::Get().LeaderSystem());
+  if (!ha_etcd.empty()) {
+    if (!http.empty()) {
+      throw StatusError(absl::InvalidArgumentError(
+          "http with ha_etcd: an HA leader's HTTP endpoint is not offered in Python; run muster "
+          "serve --ha-etcd --http for it"));
+    }
+    HaOptions ha{.etcd = ha_etcd, .name = ha_name, .advertise = ha_advertise};
+    if (ha_lease_ttl.has_value()) ha.lease_ttl = ToDuration(ha_lease_ttl);
+    absl::StatusOr<std::unique_ptr<HaLeader>> started;
+    {
+      py::gil_scoped_release release;
+      started = HaLeader::Start(*system, std::move(options), std::move(endpoint), std::move(ha));
+    }
+    return std::make_unique<PyLeader>(ValueOrThrow(std::move(started)));
+  }
+  if (!ha_name.empty()) {
+    throw StatusError(absl::InvalidArgumentError("ha_name needs ha_etcd: etcd's members"));
+  }
   absl::StatusOr<std::unique_ptr<Leader>> leader;
   {
     py::gil_scoped_release release;
@@ -163,13 +217,18 @@ void BindLeader(py::module_& m) {
            py::arg("heartbeat_timeout"), py::arg("register_timeout"),
            py::arg("shutdown_barrier_timeout"), py::arg("recoverable_jobs"), py::arg("policy"),
            py::arg("token"), py::arg("stuck_after"), py::arg("max_step_lag"), py::arg("state_dir"),
-           py::arg("reconnect_window"), py::arg("http"), py::arg("settle_time"))
+           py::arg("reconnect_window"), py::arg("http"), py::arg("settle_time"), py::arg("ha_etcd"),
+           py::arg("ha_name"), py::arg("ha_lease_ttl"), py::arg("ha_advertise"))
       .def("stop", &PyLeader::Close, py::call_guard<py::gil_scoped_release>())
+      .def("wait_active", &PyLeader::wait_active, py::arg("timeout"),
+           py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("running", &PyLeader::running)
+      .def_property_readonly("role", &PyLeader::role)
+      .def_property_readonly("active_leader", &PyLeader::active_leader)
+      .def_property_readonly("recovery", &PyLeader::recovery)
       .def_readonly("address", &PyLeader::address_)
       .def_readonly("port", &PyLeader::port_)
       .def_readonly("incarnation", &PyLeader::incarnation_)
-      .def_readonly("recovery", &PyLeader::recovery_)
       .def_readonly("http_url", &PyLeader::http_url_);
 }
 

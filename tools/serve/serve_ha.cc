@@ -11,6 +11,7 @@
 #include <absl/time/clock.h>
 #include <caf/scoped_actor.hpp>
 
+#include "muster/net/ha/etcd_grpc_member.h"
 #include "muster/net/ha/ha_leader.h"
 #include "muster/net/process/shutdown_signals.h"
 #include "muster/tools/common/cli_common.h"
@@ -44,6 +45,7 @@ int ServeHa(caf::actor_system& system, const CoordinatorOptions& options, Leader
                .lease_ttl = absl::GetFlag(FLAGS_ha_lease_ttl),
                .advertise = absl::GetFlag(FLAGS_ha_advertise),
                .on_role = PrintLine};
+  ha.etcd_member = NewEtcdGrpcMember;  // gRPC: the command links it anyway (muster_ha_grpc)
   // A leader that stopped campaigning on its own ends the process, with a failure.
   static std::atomic<bool> stopped_on_its_own{false};
   ha.on_stopped = [](const absl::Status&) {

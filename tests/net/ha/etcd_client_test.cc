@@ -1,6 +1,9 @@
-// EtcdClient against a real 3-member etcd cluster: the calls the election and the state use,
-// a member's death, and etcd that is not there.
+// EtcdClient against a real 3-member etcd cluster, over gRPC and through etcd's JSON gateway:
+// the calls the election and the state use, a member's death, a lost quorum, etcd's own errors,
+// and etcd that is not there.
 #include "muster/net/ha/etcd_client.h"
+
+#include "muster/net/ha/etcd_gateway_member.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -32,18 +35,45 @@ TEST(EtcdEndpointsTest, ParsesListsAndRefusesWhatItCannotUse) {
               StatusIs(Code::kInvalidArgument, HasSubstr("TLS to etcd is not supported")));
 }
 
-TEST(EtcdClientTest, NothingListening_ConnectFailsNamingTheEndpoints) {
+// How a test's client reaches the members.
+enum class Transport { kGrpc, kGateway };
+
+EtcdMemberFactory MemberOf(Transport transport) {
+  return transport == Transport::kGrpc ? EtcdMemberFactory(NewEtcdGrpcMember)
+                                       : EtcdMemberFactory(NewEtcdGatewayMember);
+}
+
+std::string TransportName(const ::testing::TestParamInfo<Transport>& info) {
+  return info.param == Transport::kGrpc ? "Grpc" : "Gateway";
+}
+
+class EtcdClientTest : public ::testing::TestWithParam<Transport> {};
+
+TEST_P(EtcdClientTest, NothingListening_ConnectFailsNamingTheEndpoints) {
   // Port 1 on loopback: nobody listens, connections are refused.
-  auto client =
-      EtcdClient::Connect({.endpoints = {"127.0.0.1:1", "127.0.0.1:2"}}, absl::Milliseconds(300));
+  auto client = EtcdClient::Connect(
+      {.endpoints = {"127.0.0.1:1", "127.0.0.1:2"}, .member = MemberOf(GetParam())},
+      absl::Milliseconds(300));
   EXPECT_THAT(client,
               StatusIs(Code::kUnavailable,
                        AllOf(HasSubstr("no etcd member answered at 127.0.0.1:1,127.0.0.1:2"),
                              HasSubstr("--ha-etcd"))));
 }
 
-class EtcdClusterTest : public testing::EtcdTest {
+INSTANTIATE_TEST_SUITE_P(Transports, EtcdClientTest,
+                         ::testing::Values(Transport::kGrpc, Transport::kGateway), TransportName);
+
+class EtcdClusterTest : public ::testing::TestWithParam<Transport> {
  protected:
+  void SetUp() override {
+    auto cluster = EtcdCluster::Start();
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = *std::move(cluster);
+    auto client = cluster_->Client(MemberOf(GetParam()));
+    ASSERT_TRUE(client.ok()) << client.status();
+    etcd_ = *std::move(client);
+  }
+
   absl::Status Put(const std::string& key, const std::string& value, absl::Duration timeout) {
     etcdserverpb::TxnRequest txn;
     auto* put = txn.add_success()->mutable_request_put();
@@ -59,14 +89,20 @@ class EtcdClusterTest : public testing::EtcdTest {
     EXPECT_THAT(found, IsOk());
     return found.ok() && found->kvs_size() == 1 ? found->kvs(0).value() : "<none>";
   }
+
+  std::unique_ptr<EtcdCluster> cluster_;
+  std::shared_ptr<EtcdClient> etcd_;
 };
 
-TEST_F(EtcdClusterTest, WritesAndReadsThroughAnyMember) {
+INSTANTIATE_TEST_SUITE_P(Transports, EtcdClusterTest,
+                         ::testing::Values(Transport::kGrpc, Transport::kGateway), TransportName);
+
+TEST_P(EtcdClusterTest, WritesAndReadsThroughAnyMember) {
   ASSERT_THAT(Put("a", "1", absl::Seconds(5)), IsOk());
   EXPECT_EQ(Get("a"), "1");
 }
 
-TEST_F(EtcdClusterTest, OneMemberKilled_CallsGoToTheOthers) {
+TEST_P(EtcdClusterTest, OneMemberKilled_CallsGoToTheOthers) {
   ASSERT_THAT(Put("a", "1", absl::Seconds(5)), IsOk());
   for (int member = 0; member < 3; ++member) {
     cluster_->Kill(member);
@@ -76,7 +112,7 @@ TEST_F(EtcdClusterTest, OneMemberKilled_CallsGoToTheOthers) {
   }
 }
 
-TEST_F(EtcdClusterTest, TwoMembersKilled_WritesWaitThenFailUnavailableAndResumeWithAQuorum) {
+TEST_P(EtcdClusterTest, TwoMembersKilled_WritesWaitThenFailUnavailableAndResumeWithAQuorum) {
   cluster_->Kill(0);
   cluster_->Kill(1);
   EXPECT_THAT(Put("a", "no quorum", absl::Milliseconds(1500)),
@@ -86,7 +122,7 @@ TEST_F(EtcdClusterTest, TwoMembersKilled_WritesWaitThenFailUnavailableAndResumeW
   EXPECT_EQ(Get("a"), "quorum again");
 }
 
-TEST_F(EtcdClusterTest, Lease_KeptAliveThenRevoked) {
+TEST_P(EtcdClusterTest, Lease_KeptAliveThenRevoked) {
   auto lease = etcd_->LeaseGrant(5, absl::Seconds(5));
   ASSERT_THAT(lease, IsOk());
   EXPECT_EQ(lease->ttl(), 5);
@@ -94,6 +130,32 @@ TEST_F(EtcdClusterTest, Lease_KeptAliveThenRevoked) {
   ASSERT_THAT(etcd_->LeaseRevoke(lease->id(), absl::Seconds(5)), IsOk());
   EXPECT_THAT(etcd_->LeaseKeepAliveOnce(lease->id(), absl::Seconds(5)),
               StatusIs(Code::kNotFound, HasSubstr("is gone")));
+}
+
+// What the election and the fence send: a compare of a key's create revision with 0 (the key
+// is absent), which protobuf's JSON leaves out unless the oneof is set; and etcd's own errors
+// with their codes (a lease that does not exist is NotFound).
+TEST_P(EtcdClusterTest, CompareCreateRevisionZero_AndEtcdsErrorsKeepTheirCodes) {
+  auto create_once = [&] {
+    etcdserverpb::TxnRequest txn;
+    auto* absent = txn.add_compare();
+    absent->set_key("once");
+    absent->set_target(etcdserverpb::Compare::CREATE);
+    absent->set_result(etcdserverpb::Compare::EQUAL);
+    absent->set_create_revision(0);
+    auto* put = txn.add_success()->mutable_request_put();
+    put->set_key("once");
+    put->set_value("1");
+    return etcd_->Txn(txn, absl::Seconds(5));
+  };
+  auto first = create_once();
+  ASSERT_THAT(first, IsOk());
+  EXPECT_TRUE(first->succeeded());
+  auto second = create_once();
+  ASSERT_THAT(second, IsOk());
+  EXPECT_FALSE(second->succeeded());
+  EXPECT_THAT(etcd_->LeaseRevoke(0x12345, absl::Seconds(5)),
+              StatusIs(Code::kNotFound, HasSubstr("lease not found")));
 }
 
 }  // namespace

@@ -83,7 +83,8 @@ absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(int members,
   // Formed: a linearizable read goes through the cluster's leader.
   absl::StatusOr<std::vector<std::string>> endpoints = ParseEtcdEndpoints((*cluster)->endpoints());
   if (!endpoints.ok()) return endpoints.status();
-  auto client = EtcdClient::Connect({.endpoints = *std::move(endpoints)}, timeout);
+  auto client = EtcdClient::Connect(
+      {.endpoints = *std::move(endpoints), .member = NewEtcdGrpcMember}, timeout);
   if (!client.ok()) {
     return absl::UnavailableError(
         absl::StrCat(client.status().message(), "\n", (*cluster)->LogTail(0)));
@@ -216,10 +217,10 @@ void EtcdCluster::Kill(int member) {
 
 absl::Status EtcdCluster::Restart(int member) { return Launch(member); }
 
-absl::StatusOr<std::shared_ptr<EtcdClient>> EtcdCluster::Client() const {
+absl::StatusOr<std::shared_ptr<EtcdClient>> EtcdCluster::Client(EtcdMemberFactory member) const {
   absl::StatusOr<std::vector<std::string>> endpoints = ParseEtcdEndpoints(this->endpoints());
   if (!endpoints.ok()) return endpoints.status();
-  return EtcdClient::Connect({.endpoints = *std::move(endpoints)});
+  return EtcdClient::Connect({.endpoints = *std::move(endpoints), .member = std::move(member)});
 }
 
 std::string EtcdCluster::LogTail(int member) const {

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "muster/net/ha/etcd_client.h"
+#include "muster/net/ha/etcd_grpc_member.h"
 #include "muster/tools/run/subprocess.h"
 
 namespace muster::testing {
@@ -52,8 +53,10 @@ class EtcdCluster {
   absl::Status Restart(int member);
   // The end of a member's log, for failure messages.
   std::string LogTail(int member) const;
-  // A client of the whole cluster.
-  absl::StatusOr<std::shared_ptr<EtcdClient>> Client() const;
+  // A client of the whole cluster, over gRPC unless `member` says otherwise
+  // (NewEtcdGatewayMember: through etcd's JSON gateway).
+  absl::StatusOr<std::shared_ptr<EtcdClient>> Client(
+      EtcdMemberFactory member = NewEtcdGrpcMember) const;
 
  private:
   struct Member {

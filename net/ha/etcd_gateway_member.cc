@@ -1,0 +1,168 @@
+#include "muster/net/ha/etcd_gateway_member.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include <absl/strings/escaping.h>
+#include <absl/strings/numbers.h>
+#include <absl/strings/str_cat.h>
+#include <absl/time/clock.h>
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
+#include "muster/net/observe/httplib.h"
+
+namespace muster {
+namespace {
+
+// A reply larger than this is not etcd's (a page of the state is at most a few MiB).
+constexpr size_t kMaxReplyBytes = 64 << 20;
+
+const char* PathOf(EtcdMethod method) {
+  switch (method) {
+    case EtcdMethod::kRange:
+      return "/v3/kv/range";
+    case EtcdMethod::kTxn:
+      return "/v3/kv/txn";
+    case EtcdMethod::kLeaseGrant:
+      return "/v3/lease/grant";
+    case EtcdMethod::kLeaseKeepAlive:
+      return "/v3/lease/keepalive";
+    case EtcdMethod::kLeaseRevoke:
+      return "/v3/lease/revoke";
+  }
+  return "/";
+}
+
+std::string Excerpt(const std::string& text) { return absl::CHexEscape(text.substr(0, 200)); }
+
+// etcd's error reply, {"error": ..., "code": N, "message": ...}, as a status of code N; an HTTP
+// error without one: Unavailable (5xx: the member), FailedPrecondition (4xx: not a gateway).
+absl::Status ErrorOf(int http_status, const std::string& body) {
+  google::protobuf::Struct parsed;
+  if (google::protobuf::util::JsonStringToMessage(body, &parsed).ok()) {
+    const auto& fields = parsed.fields();
+    auto code = fields.find("code");
+    auto message = fields.find("message");
+    if (code != fields.end() && code->second.number_value() >= 1 &&
+        code->second.number_value() <= 16) {
+      return absl::Status(static_cast<absl::StatusCode>(code->second.number_value()),
+                          message != fields.end() ? message->second.string_value() : Excerpt(body));
+    }
+  }
+  if (http_status >= 400 && http_status < 500) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "HTTP ", http_status, " (", Excerpt(body),
+        "): is it etcd 3.4 or later, with its gRPC gateway on (--enable-grpc-gateway)?"));
+  }
+  return absl::UnavailableError(absl::StrCat("HTTP ", http_status, ": ", Excerpt(body)));
+}
+
+class GatewayMember : public EtcdMember {
+ public:
+  explicit GatewayMember(const std::string& endpoint) {
+    const size_t colon = endpoint.rfind(':');
+    host_ = endpoint.substr(0, colon);
+    if (host_.size() > 2 && host_.front() == '[' && host_.back() == ']') {
+      host_ = host_.substr(1, host_.size() - 2);
+    }
+    (void)absl::SimpleAtoi(endpoint.substr(colon + 1), &port_);
+  }
+
+  absl::Status Call(EtcdMethod method, const google::protobuf::Message& request,
+                    google::protobuf::Message* response, absl::Time deadline) const override {
+    response->Clear();
+    google::protobuf::util::JsonPrintOptions print;
+    print.preserve_proto_field_names = true;
+    std::string json;
+    if (!google::protobuf::util::MessageToJsonString(request, &json, print).ok()) {
+      return absl::InternalError("cannot write the request as JSON");
+    }
+    std::string received;
+    int http_status = 0;
+    if (absl::Status sent = Post(PathOf(method), json, deadline, &received, &http_status);
+        !sent.ok()) {
+      return sent;
+    }
+    if (http_status != 200) return ErrorOf(http_status, received);
+    google::protobuf::util::JsonParseOptions parse;
+    parse.ignore_unknown_fields = true;
+    if (method == EtcdMethod::kLeaseKeepAlive) {
+      // A stream's answers come as {"result": ...} (or {"error": ...}).
+      google::protobuf::Struct wrapper;
+      if (!google::protobuf::util::JsonStringToMessage(received, &wrapper).ok()) {
+        return absl::UnavailableError(absl::StrCat("not etcd's answer: ", Excerpt(received)));
+      }
+      auto result = wrapper.fields().find("result");
+      if (result == wrapper.fields().end()) {
+        auto error = wrapper.fields().find("error");
+        if (error == wrapper.fields().end()) return absl::UnavailableError("stream closed");
+        std::string text;
+        (void)google::protobuf::util::MessageToJsonString(error->second, &text);
+        return ErrorOf(500, text);
+      }
+      std::string answer;  // (MessageToJsonString appends)
+      if (!google::protobuf::util::MessageToJsonString(result->second, &answer).ok()) {
+        return absl::UnavailableError("not etcd's answer");
+      }
+      received = std::move(answer);
+    }
+    if (!google::protobuf::util::JsonStringToMessage(received, response, parse).ok()) {
+      return absl::UnavailableError(absl::StrCat("not etcd's answer: ", Excerpt(received)));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Post(const char* path, const std::string& body, absl::Time deadline,
+                    std::string* received, int* http_status) const {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) return absl::DeadlineExceededError("no time left");
+    const auto bound = std::max(absl::ToChronoMicroseconds(left), std::chrono::microseconds(1000));
+    httplib::Client client(host_, port_);
+    client.set_connection_timeout(bound);
+    client.set_read_timeout(bound);
+    client.set_write_timeout(bound);
+    client.set_decompress(false);
+    httplib::Request request;
+    request.method = "POST";
+    request.path = path;
+    request.body = body;
+    request.set_header("Content-Type", "application/json");
+    bool cut = false;
+    request.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
+      if (received->size() + size > kMaxReplyBytes || absl::Now() > deadline) {
+        cut = true;
+        return false;
+      }
+      received->append(data, size);
+      return true;
+    };
+    httplib::Response reply;
+    httplib::Error error = httplib::Error::Success;
+    // etcd's error replies end with a trailer (Grpc-Trailer-Content-Type) that this HTTP client
+    // does not read: a reply whose status and body arrived is whole.
+    if (!client.send(request, reply, error) &&
+        !(error == httplib::Error::Read && reply.status >= 400 && !received->empty() && !cut)) {
+      if (cut || absl::Now() >= deadline) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("no whole answer to ", path, " within ", absl::FormatDuration(left)));
+      }
+      return absl::UnavailableError(absl::StrCat(path, ": ", httplib::to_string(error)));
+    }
+    *http_status = reply.status;
+    return absl::OkStatus();
+  }
+
+  std::string host_;
+  int port_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<EtcdMember> NewEtcdGatewayMember(const std::string& endpoint) {
+  return std::make_unique<GatewayMember>(endpoint);
+}
+
+}  // namespace muster

@@ -1,0 +1,119 @@
+"""An HA job's leaders in Python: muster.Leader(ha_etcd=..., ha_name=...) in two processes over
+a real etcd member (Debian's etcd-server), reached through etcd's JSON gateway. One serves, the
+other stands by naming it; the active process is killed with SIGKILL and the standby takes over
+with the job's state, while an agent given both leaders goes on. An agent given only etcd
+(etcd://ENDPOINT/NAME) finds the active leader there. Bad HA arguments raise typed errors."""
+
+import os
+import time
+
+import pytest
+
+import muster
+from ha_processes import Lines, free_ports
+
+PYTHON = "/usr/bin/python3"
+MUSTER_CLI = os.environ.get("MUSTER_CLI", os.path.join(
+    os.path.dirname(__file__), "..", "..", "build", "tools", "muster"))
+
+# One HA leader process: prints its address, then each role it takes and the active leader it
+# knows, until killed.
+LEADER = r"""
+import sys, time
+import muster
+etcd, name, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+leader = muster.Leader({"worker": 2}, port=port, ha_etcd=etcd, ha_name=name, ha_lease_ttl=2,
+                       heartbeat_timeout=5, reconnect_window=15)
+print("ready", leader.address, flush=True)
+seen = None
+while True:
+    now = (leader.role, leader.active_leader)
+    if now != seen:
+        seen = now
+        print("role", now[0], "active", now[1], flush=True)
+    time.sleep(0.02)
+"""
+
+
+def start_leaders(etcd, name, count=2):
+    ports = free_ports(count)
+    leaders = [Lines([PYTHON, "-c", LEADER, etcd, name, str(port)]) for port in ports]
+    for leader in leaders:
+        leader.wait_for("ready")
+    return leaders, [f"127.0.0.1:{port}" for port in ports]
+
+
+def active_of(leaders, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for i, leader in enumerate(leaders):
+            if leader.process.poll() is None and leader.lines and \
+                    leader.lines[-1].startswith("role active"):
+                return i
+        time.sleep(0.02)
+    raise AssertionError([leader.lines for leader in leaders])
+
+
+def test_active_killed_the_python_standby_takes_over_with_the_state(etcd):
+    name = f"pyha-{os.getpid()}"
+    leaders, addresses = start_leaders(etcd, name)
+    try:
+        active = active_of(leaders)
+        standby = 1 - active
+        leaders[standby].wait_for(f"role standby active {addresses[active]}")
+        agent = muster.Agent(",".join(addresses), "worker", 0, leader_reconnect_timeout=30)
+        agent.connect()
+        agent.insert_key_value("before", b"failover")
+        leaders[active].kill()
+        leaders[standby].wait_for(f"role active active {addresses[standby]}", timeout=30)
+        # The state came from etcd; the agent follows to the new leader.
+        assert agent.get_key_value("before", timeout=30) == b"failover"
+        agent.insert_key_value("after", b"yes")
+        assert agent.try_get_key_value("after") == b"yes"
+        agent.shutdown()
+    finally:
+        for leader in leaders:
+            leader.kill()
+
+
+def test_bad_ha_arguments_raise_typed_errors(etcd):
+    with pytest.raises(muster.UnavailableError, match="no etcd member answered at 127.0.0.1:1"):
+        muster.Leader({"worker": 1}, ha_etcd="127.0.0.1:1", ha_name="x")
+    with pytest.raises(muster.InvalidArgumentError, match="ha_name needs ha_etcd"):
+        muster.Leader({"worker": 1}, ha_name="x")
+    with pytest.raises(muster.InvalidArgumentError, match="HA name"):
+        muster.Leader({"worker": 1}, ha_etcd=etcd, ha_name="bad name")
+    with pytest.raises(muster.InvalidArgumentError, match="lease TTL"):
+        muster.Leader({"worker": 1}, ha_etcd=etcd, ha_name="x", ha_lease_ttl=0.5)
+    with pytest.raises(muster.InvalidArgumentError, match="http"):
+        muster.Leader({"worker": 1}, ha_etcd=etcd, ha_name="x", http="127.0.0.1:0")
+
+
+def test_an_agent_given_only_etcd_finds_the_active_leader(etcd):
+    name = f"agent-{os.getpid()}"
+    ports = free_ports(2)
+    leaders = [Lines([MUSTER_CLI, "serve", f"--ha-etcd={etcd}", f"--ha-name={name}",
+                      f"--port={port}", "--job=worker=1", "--ha-lease-ttl=2s"]) for port in ports]
+    try:
+        for leader in leaders:
+            leader.wait_for("muster leader ready at")
+        deadline = time.monotonic() + 30
+        while not any(leader.count("active: serving") for leader in leaders):
+            assert time.monotonic() < deadline, [leader.lines for leader in leaders]
+            time.sleep(0.05)
+        agent = muster.Agent(f"etcd://{etcd}/{name}", "worker", 0)
+        agent.connect()
+        agent.insert_key_value("found", b"yes")
+        assert agent.get_key_value("found") == b"yes"
+        agent.shutdown()
+        # A job with no leader registered: asked again until register_timeout, then NotFound.
+        start = time.monotonic()
+        with pytest.raises(muster.NotFoundError, match=f"no leader of HA job {name}-none"):
+            muster.Agent(f"etcd://{etcd}/{name}-none", "worker", 0, register_timeout=0.5,
+                         wait_for_leader=True)
+        assert 0.4 < time.monotonic() - start < 5
+        with pytest.raises(muster.InvalidArgumentError, match="etcd://HOST:PORT"):
+            muster.Agent("etcd://127.0.0.1:1", "worker", 0)
+    finally:
+        for process in leaders:
+            process.kill()

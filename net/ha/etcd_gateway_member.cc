@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 #include <absl/strings/escaping.h>
 #include <absl/strings/numbers.h>
@@ -37,13 +39,15 @@ const char* PathOf(EtcdMethod method) {
 
 std::string Excerpt(const std::string& text) { return absl::CHexEscape(text.substr(0, 200)); }
 
-// etcd's error reply, {"error": ..., "code": N, "message": ...}, as a status of code N; an HTTP
-// error without one: Unavailable (5xx: the member), FailedPrecondition (4xx: not a gateway).
+// etcd's error reply, {"error": ..., "code": N, "message": ...} (a stream's: {"grpc_code": N,
+// "message": ...}), as a status of code N; an HTTP error without one: Unavailable (5xx: the
+// member), FailedPrecondition (4xx: not a gateway).
 absl::Status ErrorOf(int http_status, const std::string& body) {
   google::protobuf::Struct parsed;
   if (google::protobuf::util::JsonStringToMessage(body, &parsed).ok()) {
     const auto& fields = parsed.fields();
     auto code = fields.find("code");
+    if (code == fields.end()) code = fields.find("grpc_code");
     auto message = fields.find("message");
     if (code != fields.end() && code->second.number_value() >= 1 &&
         code->second.number_value() <= 16) {
@@ -61,6 +65,9 @@ absl::Status ErrorOf(int http_status, const std::string& body) {
 
 class GatewayMember : public EtcdMember {
  public:
+  // Idle connections kept for the next calls (several threads call at once).
+  static constexpr size_t kMaxIdle = 4;
+
   explicit GatewayMember(const std::string& endpoint) {
     const size_t colon = endpoint.rfind(':');
     host_ = endpoint.substr(0, colon);
@@ -120,11 +127,10 @@ class GatewayMember : public EtcdMember {
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) return absl::DeadlineExceededError("no time left");
     const auto bound = std::max(absl::ToChronoMicroseconds(left), std::chrono::microseconds(1000));
-    httplib::Client client(host_, port_);
-    client.set_connection_timeout(bound);
-    client.set_read_timeout(bound);
-    client.set_write_timeout(bound);
-    client.set_decompress(false);
+    std::unique_ptr<httplib::Client> client = Take();
+    client->set_connection_timeout(bound);
+    client->set_read_timeout(bound);
+    client->set_write_timeout(bound);
     httplib::Request request;
     request.method = "POST";
     request.path = path;
@@ -143,7 +149,9 @@ class GatewayMember : public EtcdMember {
     httplib::Error error = httplib::Error::Success;
     // etcd's error replies end with a trailer (Grpc-Trailer-Content-Type) that this HTTP client
     // does not read: a reply whose status and body arrived is whole.
-    if (!client.send(request, reply, error) &&
+    const bool sent = client->send(request, reply, error);
+    if (sent) Give(std::move(client));  // else the connection is dropped with it
+    if (!sent &&
         !(error == httplib::Error::Read && reply.status >= 400 && !received->empty() && !cut)) {
       if (cut || absl::Now() >= deadline) {
         return absl::DeadlineExceededError(
@@ -155,8 +163,29 @@ class GatewayMember : public EtcdMember {
     return absl::OkStatus();
   }
 
+  std::unique_ptr<httplib::Client> Take() const {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!idle_.empty()) {
+        std::unique_ptr<httplib::Client> client = std::move(idle_.back());
+        idle_.pop_back();
+        return client;
+      }
+    }
+    auto client = std::make_unique<httplib::Client>(host_, port_);
+    client->set_keep_alive(true);
+    client->set_decompress(false);
+    return client;
+  }
+  void Give(std::unique_ptr<httplib::Client> client) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (idle_.size() < kMaxIdle) idle_.push_back(std::move(client));
+  }
+
   std::string host_;
   int port_ = 0;
+  mutable std::mutex mutex_;
+  mutable std::vector<std::unique_ptr<httplib::Client>> idle_;
 };
 
 }  // namespace

@@ -13,9 +13,11 @@
 
 namespace muster {
 
-// A member at "HOST:PORT" (or "[IPv6]:PORT"). Each call is a request on a connection of its own
-// (calls come from several threads), its reply read up to 64 MiB and the call's deadline.
-// etcd's errors come back as the gateway gives them (HTTP status and {"code", "message"}); no
+// A member at "HOST:PORT" (or "[IPv6]:PORT"). A call takes an idle keep-alive connection (up to
+// 4 kept: calls come from several threads) or opens one; its reply is read up to 64 MiB and the
+// call's deadline, checked as the body arrives (a member that stalls before its body is bounded
+// by the socket's read timeout, the time left: a call may end up to that much late). etcd's
+// errors come back as the gateway gives them (HTTP status and {"code", "message"}); no
 // connection, no answer in time or a reply that is not etcd's are Unavailable.
 std::unique_ptr<EtcdMember> NewEtcdGatewayMember(const std::string& endpoint);
 

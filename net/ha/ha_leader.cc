@@ -315,7 +315,7 @@ void HaLeader::StepDown(const std::string& why) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     leader = std::move(leader_);
-    role_ = HaRole::kStandby;
+    role_ = port.ok() ? HaRole::kStandby : HaRole::kStopped;
     active_.clear();
     if (!port.ok()) stopping_ = true;  // unreachable: campaigning would win the job for nobody
   }
@@ -379,8 +379,10 @@ CoordinatorActor HaLeader::coordinator() const {
 
 bool HaLeader::AwaitActive(absl::Duration timeout) const {
   std::unique_lock<std::mutex> lock(mutex_);
-  return changed_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
-                           [this] { return role_ == HaRole::kActive; });
+  // (A stopped leader will not become active: no need to wait.)
+  changed_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
+                    [this] { return role_ == HaRole::kActive || stopping_; });
+  return role_ == HaRole::kActive;
 }
 
 }  // namespace muster

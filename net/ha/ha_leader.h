@@ -91,7 +91,8 @@ class HaLeader {
   // Whom etcd named active at the last campaign ("" when nobody; this leader's address when it
   // is active).
   std::string active_leader() const;
-  // Waits until this leader is active; false after `timeout`.
+  // Waits until this leader is active; false after `timeout`, or at once once it stops (Stop(),
+  // or it could not publish its port again: role() kStopped).
   bool AwaitActive(absl::Duration timeout) const;
   // The coordinator while active (null otherwise).
   CoordinatorActor coordinator() const;

@@ -114,7 +114,8 @@ class Leader:
     @property
     def role(self) -> str:
         """"active" (serving), "standby" (one of an HA job's leaders, not serving now) or
-        "stopped"."""
+        "stopped" (stop() was called, or an HA leader could not publish its port again after
+        stepping down: start another)."""
         return self._core.role if self.running else "stopped"
 
     @property
@@ -126,7 +127,7 @@ class Leader:
     def wait_active(self, timeout: Duration = None) -> bool:
         """Waits until this leader serves (an HA leader: until it holds the job), at most
         `timeout` seconds (None: a day); False when it did not."""
-        return self._core.wait_active(seconds(timeout) or 86400.0)
+        return self._core.wait_active(86400.0 if timeout is None else seconds(timeout))
 
     @property
     def running(self) -> bool:

@@ -34,7 +34,7 @@ class PyLeader : public Closable {
     Runtime::Get().Register(this);
   }
   // One of an HA job's leaders: active or standing by (role()).
-  explicit PyLeader(std::unique_ptr<HaLeader> leader)
+  explicit PyLeader(std::shared_ptr<HaLeader> leader)
       : address_(leader->address()), port_(leader->port()), ha_(std::move(leader)) {
     Runtime::Get().Register(this);
   }
@@ -51,7 +51,7 @@ class PyLeader : public Closable {
 
   void Close() override {
     std::unique_ptr<Leader> leader;
-    std::unique_ptr<HaLeader> ha;
+    std::shared_ptr<HaLeader> ha;
     {
       absl::MutexLock lock(&mutex_);
       leader = std::move(leader_);
@@ -68,26 +68,44 @@ class PyLeader : public Closable {
   // An HA leader's role now: "active", "standby" or "stopped" (a leader of no HA job: "active"
   // while running).
   std::string role() {
-    absl::MutexLock lock(&mutex_);
-    if (ha_) return ha_->role() == HaRole::kActive ? "active" : "standby";
-    return leader_ ? "active" : "stopped";
+    if (std::shared_ptr<HaLeader> ha = Ha()) {
+      switch (ha->role()) {
+        case HaRole::kActive:
+          return "active";
+        case HaRole::kStandby:
+          return "standby";
+        case HaRole::kStopped:
+          return "stopped";
+      }
+    }
+    return running() ? "active" : "stopped";
   }
   // The active leader's address as etcd names it ("" when none; this one's when active).
   std::string active_leader() {
-    absl::MutexLock lock(&mutex_);
-    if (ha_) return ha_->active_leader();
-    return leader_ ? address_ : std::string();
+    if (std::shared_ptr<HaLeader> ha = Ha()) return ha->active_leader();
+    return running() ? address_ : std::string();
   }
-  // Waits up to `timeout` seconds until this leader is active.
+  // Waits up to `timeout` seconds until this leader is active (false when it stopped), in short
+  // steps with the GIL released between them, so that Ctrl-C interrupts it.
   bool wait_active(double timeout) {
-    absl::MutexLock lock(&mutex_);
-    if (!ha_) return leader_ != nullptr;
-    return ha_->AwaitActive(absl::Seconds(timeout));
+    std::shared_ptr<HaLeader> ha = Ha();
+    if (!ha) return running();
+    const absl::Time deadline = absl::Now() + absl::Seconds(std::max(0.0, timeout));
+    while (true) {
+      bool active = false;
+      {
+        py::gil_scoped_release release;
+        active = ha->AwaitActive(std::min(absl::Milliseconds(100), deadline - absl::Now()));
+      }
+      if (active) return true;
+      if (ha->role() == HaRole::kStopped || absl::Now() >= deadline) return false;
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    }
   }
   // What the leader recovered when it started (an HA leader: at its last takeover).
   std::string recovery() {
-    absl::MutexLock lock(&mutex_);
-    return ha_ ? ha_->recovery() : recovery_;
+    if (std::shared_ptr<HaLeader> ha = Ha()) return ha->recovery();
+    return recovery_;
   }
 
   const std::string address_;
@@ -96,10 +114,17 @@ class PyLeader : public Closable {
   const std::string http_url_;
 
  private:
+  // The HA leader, shared: a wait or a read of it runs without the mutex (Close may come
+  // meanwhile).
+  std::shared_ptr<HaLeader> Ha() {
+    absl::MutexLock lock(&mutex_);
+    return ha_;
+  }
+
   const std::string recovery_;
   absl::Mutex mutex_;
   std::unique_ptr<Leader> leader_ ABSL_GUARDED_BY(mutex_);
-  std::unique_ptr<HaLeader> ha_ ABSL_GUARDED_BY(mutex_);
+  std::shared_ptr<HaLeader> ha_ ABSL_GUARDED_BY(mutex_);
 };
 
 int64_t Millis(std::optional<double> seconds) {
@@ -190,7 +215,12 @@ std::unique_ptr<PyLeader> MakeLeader(
           "serve --ha-etcd --http for it"));
     }
     HaOptions ha{.etcd = ha_etcd, .name = ha_name, .advertise = ha_advertise};
-    if (ha_lease_ttl.has_value()) ha.lease_ttl = ToDuration(ha_lease_ttl);
+    if (ha_lease_ttl.has_value()) {
+      if (!(*ha_lease_ttl >= 1 && *ha_lease_ttl <= 3600)) {
+        throw py::value_error("ha_lease_ttl must be whole seconds from 1 to 3600 (default 2)");
+      }
+      ha.lease_ttl = ToDuration(ha_lease_ttl);
+    }
     absl::StatusOr<std::unique_ptr<HaLeader>> started;
     {
       py::gil_scoped_release release;
@@ -198,8 +228,9 @@ std::unique_ptr<PyLeader> MakeLeader(
     }
     return std::make_unique<PyLeader>(ValueOrThrow(std::move(started)));
   }
-  if (!ha_name.empty()) {
-    throw StatusError(absl::InvalidArgumentError("ha_name needs ha_etcd: etcd's members"));
+  if (!ha_name.empty() || ha_lease_ttl.has_value() || !ha_advertise.empty()) {
+    throw StatusError(absl::InvalidArgumentError(
+        "ha_name, ha_lease_ttl and ha_advertise need ha_etcd: etcd's members"));
   }
   absl::StatusOr<std::unique_ptr<Leader>> leader;
   {
@@ -220,12 +251,13 @@ void BindLeader(py::module_& m) {
            py::arg("reconnect_window"), py::arg("http"), py::arg("settle_time"), py::arg("ha_etcd"),
            py::arg("ha_name"), py::arg("ha_lease_ttl"), py::arg("ha_advertise"))
       .def("stop", &PyLeader::Close, py::call_guard<py::gil_scoped_release>())
-      .def("wait_active", &PyLeader::wait_active, py::arg("timeout"),
-           py::call_guard<py::gil_scoped_release>())
+      .def("wait_active", &PyLeader::wait_active, py::arg("timeout"))
       .def_property_readonly("running", &PyLeader::running)
-      .def_property_readonly("role", &PyLeader::role)
-      .def_property_readonly("active_leader", &PyLeader::active_leader)
-      .def_property_readonly("recovery", &PyLeader::recovery)
+      .def_property_readonly("role", &PyLeader::role, py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("active_leader", &PyLeader::active_leader,
+                             py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("recovery", &PyLeader::recovery,
+                             py::call_guard<py::gil_scoped_release>())
       .def_readonly("address", &PyLeader::address_)
       .def_readonly("port", &PyLeader::port_)
       .def_readonly("incarnation", &PyLeader::incarnation_)

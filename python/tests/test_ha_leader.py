@@ -1,7 +1,8 @@
 """An HA job's leaders in Python: muster.Leader(ha_etcd=..., ha_name=...) in two processes over
 a real etcd member (Debian's etcd-server), reached through etcd's JSON gateway. One serves, the
 other stands by naming it; the active process is killed with SIGKILL and the standby takes over
-with the job's state, while an agent given both leaders goes on. An agent given only etcd
+with the job's state, while an agent given both leaders goes on; one in this process, stopped,
+hands the job over at once. An agent given only etcd
 (etcd://ENDPOINT/NAME) finds the active leader there. Bad HA arguments raise typed errors."""
 
 import os
@@ -21,8 +22,8 @@ MUSTER_CLI = os.environ.get("MUSTER_CLI", os.path.join(
 LEADER = r"""
 import sys, time
 import muster
-etcd, name, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
-leader = muster.Leader({"worker": 2}, port=port, ha_etcd=etcd, ha_name=name, ha_lease_ttl=2,
+etcd, name, port, ttl = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+leader = muster.Leader({"worker": 2}, port=port, ha_etcd=etcd, ha_name=name, ha_lease_ttl=ttl,
                        heartbeat_timeout=5, reconnect_window=15)
 print("ready", leader.address, flush=True)
 seen = None
@@ -35,9 +36,9 @@ while True:
 """
 
 
-def start_leaders(etcd, name, count=2):
+def start_leaders(etcd, name, count=2, ttl=2):
     ports = free_ports(count)
-    leaders = [Lines([PYTHON, "-c", LEADER, etcd, name, str(port)]) for port in ports]
+    leaders = [Lines([PYTHON, "-c", LEADER, etcd, name, str(port), str(ttl)]) for port in ports]
     for leader in leaders:
         leader.wait_for("ready")
     return leaders, [f"127.0.0.1:{port}" for port in ports]
@@ -61,6 +62,11 @@ def test_active_killed_the_python_standby_takes_over_with_the_state(etcd):
         active = active_of(leaders)
         standby = 1 - active
         leaders[standby].wait_for(f"role standby active {addresses[active]}")
+        # Its lease is kept alive through the gateway: it stays active over three TTLs.
+        time.sleep(6)
+        lines = list(leaders[active].lines)
+        since = lines[next(i for i, line in enumerate(lines) if line.startswith("role active")):]
+        assert [line for line in since if line.startswith("role")] == [since[0]], lines
         agent = muster.Agent(",".join(addresses), "worker", 0, leader_reconnect_timeout=30)
         agent.connect()
         agent.insert_key_value("before", b"failover")
@@ -76,15 +82,40 @@ def test_active_killed_the_python_standby_takes_over_with_the_state(etcd):
             leader.kill()
 
 
+def test_in_this_process_active_then_stopped_the_other_takes_over_at_once(etcd):
+    name = f"pyha-stop-{os.getpid()}"
+    # The options of the other leader's (start_leaders): leaders of one job run one configuration.
+    with muster.Leader({"worker": 2}, ha_etcd=etcd, ha_name=name, ha_lease_ttl=5,
+                       heartbeat_timeout=5, reconnect_window=15) as here:
+        assert here.wait_active(30)
+        assert here.role == "active" and here.active_leader == here.address
+        others, addresses = start_leaders(etcd, name, count=1, ttl=5)
+        try:
+            others[0].wait_for(f"role standby active {here.address}")
+            stopped = time.monotonic()
+            here.stop()
+            assert here.role == "stopped" and not here.running
+            assert not here.wait_active(5)
+            # It resigned (its lease revoked through the gateway): no waiting out the 5 s TTL.
+            others[0].wait_for(f"role active active {addresses[0]}", timeout=30)
+            assert time.monotonic() - stopped < 3
+        finally:
+            others[0].kill()
+
+
 def test_bad_ha_arguments_raise_typed_errors(etcd):
     with pytest.raises(muster.UnavailableError, match="no etcd member answered at 127.0.0.1:1"):
         muster.Leader({"worker": 1}, ha_etcd="127.0.0.1:1", ha_name="x")
-    with pytest.raises(muster.InvalidArgumentError, match="ha_name needs ha_etcd"):
+    with pytest.raises(muster.InvalidArgumentError, match="need ha_etcd"):
         muster.Leader({"worker": 1}, ha_name="x")
+    with pytest.raises(muster.InvalidArgumentError, match="need ha_etcd"):
+        muster.Leader({"worker": 1}, ha_lease_ttl=3)
     with pytest.raises(muster.InvalidArgumentError, match="HA name"):
         muster.Leader({"worker": 1}, ha_etcd=etcd, ha_name="bad name")
     with pytest.raises(muster.InvalidArgumentError, match="lease TTL"):
-        muster.Leader({"worker": 1}, ha_etcd=etcd, ha_name="x", ha_lease_ttl=0.5)
+        muster.Leader({"worker": 1}, ha_etcd=etcd, ha_name="x", ha_lease_ttl=1.5)
+    with pytest.raises(ValueError, match="ha_lease_ttl"):
+        muster.Leader({"worker": 1}, ha_etcd=etcd, ha_name="x", ha_lease_ttl=float("inf"))
     with pytest.raises(muster.InvalidArgumentError, match="http"):
         muster.Leader({"worker": 1}, ha_etcd=etcd, ha_name="x", http="127.0.0.1:0")
 

@@ -1,19 +1,16 @@
 #include "muster/net/ha/etcd_gateway_member.h"
 
 #include <algorithm>
-#include <chrono>
 #include <mutex>
 #include <utility>
 #include <vector>
 
 #include <absl/strings/escaping.h>
-#include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
-#include <absl/time/clock.h>
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
-#include "muster/net/observe/httplib.h"
+#include "muster/net/agent/session/etcd_gateway_post.h"
 
 namespace muster {
 namespace {
@@ -68,14 +65,7 @@ class GatewayMember : public EtcdMember {
   // Idle connections kept for the next calls (several threads call at once).
   static constexpr size_t kMaxIdle = 4;
 
-  explicit GatewayMember(const std::string& endpoint) {
-    const size_t colon = endpoint.rfind(':');
-    host_ = endpoint.substr(0, colon);
-    if (host_.size() > 2 && host_.front() == '[' && host_.back() == ']') {
-      host_ = host_.substr(1, host_.size() - 2);
-    }
-    (void)absl::SimpleAtoi(endpoint.substr(colon + 1), &port_);
-  }
+  explicit GatewayMember(const std::string& endpoint) : endpoint_(endpoint) {}
 
   absl::Status Call(EtcdMethod method, const google::protobuf::Message& request,
                     google::protobuf::Message* response, absl::Time deadline) const override {
@@ -124,42 +114,13 @@ class GatewayMember : public EtcdMember {
  private:
   absl::Status Post(const char* path, const std::string& body, absl::Time deadline,
                     std::string* received, int* http_status) const {
-    const absl::Duration left = deadline - absl::Now();
-    if (left <= absl::ZeroDuration()) return absl::DeadlineExceededError("no time left");
-    const auto bound = std::max(absl::ToChronoMicroseconds(left), std::chrono::microseconds(1000));
     std::unique_ptr<httplib::Client> client = Take();
-    client->set_connection_timeout(bound);
-    client->set_read_timeout(bound);
-    client->set_write_timeout(bound);
-    httplib::Request request;
-    request.method = "POST";
-    request.path = path;
-    request.body = body;
-    request.set_header("Content-Type", "application/json");
-    bool cut = false;
-    request.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
-      if (received->size() + size > kMaxReplyBytes || absl::Now() > deadline) {
-        cut = true;
-        return false;
-      }
-      received->append(data, size);
-      return true;
-    };
-    httplib::Response reply;
-    httplib::Error error = httplib::Error::Success;
-    // etcd's error replies end with a trailer (Grpc-Trailer-Content-Type) that this HTTP client
-    // does not read: a reply whose status and body arrived is whole.
-    const bool sent = client->send(request, reply, error);
-    if (sent) Give(std::move(client));  // else the connection is dropped with it
-    if (!sent &&
-        !(error == httplib::Error::Read && reply.status >= 400 && !received->empty() && !cut)) {
-      if (cut || absl::Now() >= deadline) {
-        return absl::DeadlineExceededError(
-            absl::StrCat("no whole answer to ", path, " within ", absl::FormatDuration(left)));
-      }
-      return absl::UnavailableError(absl::StrCat(path, ": ", httplib::to_string(error)));
-    }
-    *http_status = reply.status;
+    absl::StatusOr<GatewayReply> reply =
+        PostToGateway(*client, path, body, deadline, kMaxReplyBytes);
+    if (!reply.ok()) return reply.status();  // the connection is dropped with the client
+    Give(std::move(client));
+    *http_status = reply->status;
+    *received = std::move(reply->body);
     return absl::OkStatus();
   }
 
@@ -172,18 +133,14 @@ class GatewayMember : public EtcdMember {
         return client;
       }
     }
-    auto client = std::make_unique<httplib::Client>(host_, port_);
-    client->set_keep_alive(true);
-    client->set_decompress(false);
-    return client;
+    return NewGatewayClient(endpoint_);
   }
   void Give(std::unique_ptr<httplib::Client> client) const {
     std::lock_guard<std::mutex> lock(mutex_);
     if (idle_.size() < kMaxIdle) idle_.push_back(std::move(client));
   }
 
-  std::string host_;
-  int port_ = 0;
+  const std::string endpoint_;
   mutable std::mutex mutex_;
   mutable std::vector<std::unique_ptr<httplib::Client>> idle_;
 };

@@ -51,6 +51,29 @@ class Lines:
         self.process.wait(10)
 
 
+def serve_ha_leaders(etcd, name, flags, count=2):
+    """`count` muster serve --ha-etcd processes of HA job `name` with `flags`, once one of them
+    serves; returns them, the index of the active one, and their addresses."""
+    cli = os.environ.get("MUSTER_CLI", os.path.join(
+        os.path.dirname(__file__), "..", "..", "build", "tools", "muster"))
+    ports = free_ports(count)
+    leaders = [Lines([cli, "serve", f"--ha-etcd={etcd}", f"--ha-name={name}", f"--port={port}"]
+                     + list(flags)) for port in ports]
+    try:
+        for leader in leaders:
+            leader.wait_for("muster leader ready at")
+        deadline = time.monotonic() + 30
+        while not any(leader.count("active: serving") for leader in leaders):
+            assert time.monotonic() < deadline, [leader.lines for leader in leaders]
+            time.sleep(0.05)
+    except BaseException:
+        for leader in leaders:
+            leader.kill()
+        raise
+    active = next(i for i, leader in enumerate(leaders) if leader.count("active: serving"))
+    return leaders, active, [f"127.0.0.1:{port}" for port in ports]
+
+
 @contextmanager
 def etcd_member():
     """A one-member etcd cluster on free ports; its endpoint."""

@@ -11,11 +11,9 @@ import time
 import pytest
 
 import muster
-from ha_processes import Lines, free_ports
+from ha_processes import Lines, free_ports, serve_ha_leaders
 
 PYTHON = "/usr/bin/python3"
-MUSTER_CLI = os.environ.get("MUSTER_CLI", os.path.join(
-    os.path.dirname(__file__), "..", "..", "build", "tools", "muster"))
 
 # One HA leader process: prints its address, then each role it takes and the active leader it
 # knows, until killed.
@@ -122,16 +120,8 @@ def test_bad_ha_arguments_raise_typed_errors(etcd):
 
 def test_an_agent_given_only_etcd_finds_the_active_leader(etcd):
     name = f"agent-{os.getpid()}"
-    ports = free_ports(2)
-    leaders = [Lines([MUSTER_CLI, "serve", f"--ha-etcd={etcd}", f"--ha-name={name}",
-                      f"--port={port}", "--job=worker=1", "--ha-lease-ttl=2s"]) for port in ports]
+    leaders, _, _ = serve_ha_leaders(etcd, name, ["--job=worker=1", "--ha-lease-ttl=2s"])
     try:
-        for leader in leaders:
-            leader.wait_for("muster leader ready at")
-        deadline = time.monotonic() + 30
-        while not any(leader.count("active: serving") for leader in leaders):
-            assert time.monotonic() < deadline, [leader.lines for leader in leaders]
-            time.sleep(0.05)
         agent = muster.Agent(f"etcd://{etcd}/{name}", "worker", 0)
         agent.connect()
         agent.insert_key_value("found", b"yes")

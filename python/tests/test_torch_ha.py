@@ -8,12 +8,9 @@ import time
 
 import pytest
 
-from ha_processes import Lines, free_ports
+from ha_processes import Lines, serve_ha_leaders
 
 PYTHON = "/usr/bin/python3"
-MUSTER_CLI = os.environ.get("MUSTER_CLI", os.path.join(
-    os.path.dirname(__file__), "..", "..", "build", "tools", "muster"))
-
 pytestmark = pytest.mark.skipif(not os.access("/usr/bin/etcd", os.X_OK),
                                 reason="/usr/bin/etcd is missing: run tools/install-deps.sh")
 
@@ -47,20 +44,12 @@ print("joined", flush=True)
 
 
 def test_active_leader_killed_the_ranks_go_on_against_the_standby(etcd):
-    ports = free_ports(2)
-    leaders = [Lines([MUSTER_CLI, "serve", f"--ha-etcd={etcd}", f"--ha-name=torch-{os.getpid()}",
-                      f"--port={port}", "--job=worker=2", "--reconnect-window=15s",
-                      "--ha-lease-ttl=2s"]) for port in ports]
+    leaders, active, addresses = serve_ha_leaders(
+        etcd, f"torch-{os.getpid()}", ["--job=worker=2", "--reconnect-window=15s",
+                                       "--ha-lease-ttl=2s"])
     ranks = []
     try:
-        for leader in leaders:
-            leader.wait_for("muster leader ready at")
-        deadline = time.monotonic() + 30
-        while not any(leader.count("active: serving") for leader in leaders):
-            assert time.monotonic() < deadline, [leader.lines for leader in leaders]
-            time.sleep(0.05)
-        active = 0 if leaders[0].count("active: serving") else 1
-        url = f"muster://127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}"
+        url = "muster://" + ",".join(addresses)
         ranks = [Lines([PYTHON, "-c", RANK, url, str(rank), "8"]) for rank in range(2)]
         for rank in ranks:
             rank.wait_for("ready", timeout=60)

@@ -81,6 +81,8 @@ class HaFailoverE2eTest : public E2eTest {
     return writers;
   }
 
+  void StartJobAndRun(int* active, std::vector<int>* pids, std::unique_ptr<Subprocess>* run);
+
   std::unique_ptr<EtcdCluster> etcd_;
   std::string name_;
   int ports_[2] = {0, 0};
@@ -263,6 +265,22 @@ TEST_F(HaFailoverE2eTest, StandbyAnswersNamingTheActiveLeader_AndAnotherConfigur
 // `muster run --leader A,B` (an HA job's launcher, run_worker tasks that follow the leaders)
 // until every task printed its READY line; the pid of each task's process.
 std::unique_ptr<Subprocess> StartRunOf(const std::string& leaders, int tasks,
+                                       std::vector<int>* pids);
+
+// Both leaders of job worker=2 and `muster run` of its two tasks through them, the tasks ready:
+// the active leader's index, the tasks' pids, the launcher.
+void HaFailoverE2eTest::StartJobAndRun(int* active, std::vector<int>* pids,
+                                       std::unique_ptr<Subprocess>* run) {
+  std::vector<std::string> flags = kFlags;
+  flags.push_back("--job=worker=2");
+  StartBoth(flags);
+  *active = Active();
+  ASSERT_GE(*active, 0);
+  *run = StartRunOf(address_, 2, pids);
+  ASSERT_NE(*run, nullptr);
+}
+
+std::unique_ptr<Subprocess> StartRunOf(const std::string& leaders, int tasks,
                                        std::vector<int>* pids) {
   auto run = Subprocess::Start({MUSTER_CLI_BIN, "run", "--leader=" + leaders,
                                 absl::StrCat("--tasks=0-", tasks - 1), "--stop-timeout=3s", "--",
@@ -282,14 +300,10 @@ std::unique_ptr<Subprocess> StartRunOf(const std::string& leaders, int tasks,
 // The launcher of an HA job follows a failover: its tasks run on (the same processes, no
 // error), it registers with the next leader again, and the job completes there.
 TEST_F(HaFailoverE2eTest, MusterRunFollowsAFailover_TheSameProcessesFinishTheJob) {
-  std::vector<std::string> flags = kFlags;
-  flags.push_back("--job=worker=2");
-  StartBoth(flags);
-  const int active = Active();
-  ASSERT_GE(active, 0);
+  int active = -1;
   std::vector<int> pids;
-  auto run = StartRunOf(address_, 2, &pids);
-  ASSERT_NE(run, nullptr);
+  std::unique_ptr<Subprocess> run;
+  ASSERT_NO_FATAL_FAILURE(StartJobAndRun(&active, &pids, &run));
   Kill(active);
   ASSERT_EQ(Active(), 1 - active) << leaders_.Outputs();
   EXPECT_TRUE(run->WaitForOutput("muster run: rejoined the job at its active leader", kBound))
@@ -314,14 +328,10 @@ TEST_F(HaFailoverE2eTest, MusterRunFollowsAFailover_TheSameProcessesFinishTheJob
 // A task process that dies while the job has no leader is reported to the next one once the
 // launcher rejoined it: its policy (fate-sharing) fails the job, naming that process's end.
 TEST_F(HaFailoverE2eTest, MusterRunFollowsAFailover_AnExitWhileLeaderlessIsReportedToTheNext) {
-  std::vector<std::string> flags = kFlags;
-  flags.push_back("--job=worker=2");
-  StartBoth(flags);
-  const int active = Active();
-  ASSERT_GE(active, 0);
+  int active = -1;
   std::vector<int> pids;
-  auto run = StartRunOf(address_, 2, &pids);
-  ASSERT_NE(run, nullptr);
+  std::unique_ptr<Subprocess> run;
+  ASSERT_NO_FATAL_FAILURE(StartJobAndRun(&active, &pids, &run));
   ASSERT_GT(pids[1], 0);
   Kill(active);
   kill(pids[1], SIGKILL);

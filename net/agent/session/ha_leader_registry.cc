@@ -1,7 +1,6 @@
 #include "muster/net/agent/session/ha_leader_registry.h"
 
 #include <algorithm>
-#include <chrono>
 #include <utility>
 
 #include <absl/strings/ascii.h>
@@ -16,7 +15,7 @@
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
-#include "muster/net/observe/httplib.h"
+#include "muster/net/agent/session/etcd_gateway_post.h"
 
 namespace muster {
 namespace {
@@ -51,60 +50,29 @@ std::vector<std::string> RangeValues(const Value& response) {
   return values;
 }
 
-// One member's answer to the txn `body`: the registered leaders and the active one. A reply
-// is read up to kMaxReplyBytes and `timeout` (not per read: a server that drips is cut off).
-// Possible errors: Unavailable (the member did not answer well: the next may), FailedPrecondition
-// (it refused the request: its gateway is off, or it is not etcd).
+// One member's answer to the txn `body`: the registered leaders and the active one.
+// Possible errors: Unavailable or DeadlineExceeded (the member did not answer well: the next
+// may), FailedPrecondition (it refused the request: its gateway is off, or it is not etcd).
 absl::StatusOr<std::pair<std::vector<std::string>, std::optional<std::string>>> AskMember(
     const std::string& endpoint, const std::string& body, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  const size_t colon = endpoint.rfind(':');
-  int port = 0;
-  (void)absl::SimpleAtoi(endpoint.substr(colon + 1), &port);
-  std::string host = endpoint.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);  // [IPv6]
+  std::unique_ptr<httplib::Client> client = NewGatewayClient(endpoint);
+  absl::StatusOr<GatewayReply> reply =
+      PostToGateway(*client, "/v3/kv/txn", body, absl::Now() + timeout, kMaxReplyBytes);
+  if (!reply.ok()) {
+    return absl::Status(reply.status().code(),
+                        absl::StrCat("etcd at ", endpoint, ": ", reply.status().message()));
   }
-  httplib::Client client(host, port);
-  const auto bound = std::max(absl::ToChronoMicroseconds(timeout), std::chrono::microseconds(1000));
-  client.set_connection_timeout(bound);
-  client.set_read_timeout(bound);
-  client.set_write_timeout(bound);
-  client.set_decompress(false);
-  httplib::Request request;
-  request.method = "POST";
-  request.path = "/v3/kv/txn";
-  request.body = body;
-  request.set_header("Content-Type", "application/json");
-  std::string received;
-  bool cut = false;
-  request.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
-    if (received.size() + size > kMaxReplyBytes || absl::Now() > deadline) {
-      cut = true;
-      return false;
-    }
-    received.append(data, size);
-    return true;
-  };
-  httplib::Response reply;
-  httplib::Error error = httplib::Error::Success;
-  if (!client.send(request, reply, error)) {
-    return absl::UnavailableError(
-        absl::StrCat("etcd at ", endpoint, ": ",
-                     cut ? absl::StrCat("its reply was longer than ", kMaxReplyBytes,
-                                        " bytes or took over ", absl::FormatDuration(timeout))
-                         : httplib::to_string(error)));
-  }
-  if (reply.status >= 400 && reply.status < 500) {
+  const std::string& received = reply->body;
+  if (reply->status >= 400 && reply->status < 500) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "etcd at ", endpoint, " refused POST /v3/kv/txn with HTTP ", reply.status, " (",
+        "etcd at ", endpoint, " refused POST /v3/kv/txn with HTTP ", reply->status, " (",
         absl::CHexEscape(received.substr(0, 200)),
         "): is it etcd 3.4 or later, with its gRPC gateway on (--enable-grpc-gateway, the "
         "default)?"));
   }
-  if (reply.status != 200) {
+  if (reply->status != 200) {
     return absl::UnavailableError(absl::StrCat("etcd at ", endpoint, " answered HTTP ",
-                                               reply.status, ": ",
+                                               reply->status, ": ",
                                                absl::CHexEscape(received.substr(0, 200))));
   }
   Struct parsed;
@@ -247,7 +215,8 @@ absl::StatusOr<std::vector<std::string>> ReadHaLeadersThroughGateway(absl::strin
       return OrderHaLeaders(std::move(answer->first), answer->second, parsed->name, endpoints);
     }
     last = answer.status();
-    if (!absl::IsUnavailable(last)) return last;  // an answer, not a member down
+    // An answer, not a member down:
+    if (!absl::IsUnavailable(last) && !absl::IsDeadlineExceeded(last)) return last;
     if ((i + 1) % parsed->endpoints.size() == 0 && absl::Now() < deadline) {
       absl::SleepFor(std::min(deadline - absl::Now(), absl::Milliseconds(100)));
     }

@@ -1,0 +1,39 @@
+// One POST of JSON to an etcd member's JSON gateway (etcd 3.4's grpc-gateway on its client port),
+// with the HTTP client the library links (cpp-httplib): what the leader registry
+// (ha_leader_registry.h) and an HA leader's gateway member (net/ha/etcd_gateway_member.h) send.
+// The reply is read up to a size and a deadline, both checked as its body arrives.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include <absl/status/statusor.h>
+#include <absl/time/time.h>
+
+#include "muster/net/observe/httplib.h"
+
+namespace muster {
+
+struct GatewayReply {
+  int status = 0;  // HTTP status
+  std::string body;
+};
+
+// "HOST:PORT" or "[IPv6]:PORT" -> the host (without brackets) and port an httplib client takes.
+std::pair<std::string, int> GatewayHostPort(const std::string& endpoint);
+
+// A client of the member at `endpoint`, keeping its connection between requests, without
+// decompressing replies.
+std::unique_ptr<httplib::Client> NewGatewayClient(const std::string& endpoint);
+
+// POSTs `body` to `path` through `client`, its timeouts set to what is left until `deadline`.
+// An error reply whose trailer (Grpc-Trailer-Content-Type) the client cannot read is whole.
+// Possible errors: Unavailable (no connection or no whole reply; a reply over `max_bytes`,
+// saying so), DeadlineExceeded (the reply not whole by `deadline`). After an error the client's
+// connection is not to be used again.
+absl::StatusOr<GatewayReply> PostToGateway(httplib::Client& client, const char* path,
+                                           const std::string& body, absl::Time deadline,
+                                           size_t max_bytes);
+
+}  // namespace muster

@@ -3,8 +3,10 @@
 //
 //   inserts  KV inserts per second through muster::Agent at 1 and 64 clients, each client
 //            inserting its own keys for --duration: a leader keeping its state in memory, in a
-//            state dir (LevelDB), and in etcd (fenced transactions); and etcd's own floor, the
-//            same number of clients putting one key per transaction straight to etcd.
+//            state dir (LevelDB), and in etcd (fenced transactions, over gRPC as `muster serve`
+//            writes them, and through etcd's JSON gateway as a Python HA leader does); and
+//            etcd's own floor, the same number of clients putting one key per transaction
+//            straight to etcd.
 //   failover kill -9 of the leader with --tasks agents connected (each with
 //            leader_reconnect_timeout): until a standby serves, and until every agent has had an
 //            answer to a call made right after the kill; against a `muster serve --state-dir`
@@ -147,7 +149,23 @@ void PrintRow(const std::string& what, std::vector<double> samples, const std::s
   std::fflush(stdout);
 }
 
-void Inserts(const std::shared_ptr<EtcdClient>& etcd) {
+// The inserts of a leader with its state in etcd, job `name`, reached through `etcd`.
+double EtcdInserts(const std::shared_ptr<EtcdClient>& etcd, const std::string& name, int clients,
+                   absl::Duration duration, const std::string& tag) {
+  EtcdElection election(etcd, name, "bench:1", 10);
+  auto claim = election.Campaign();
+  double rate = -1;
+  if (claim.ok() && election.won(*claim)) {
+    rate =
+        LeaderInserts(EtcdStateStore::Open(etcd, {.name = name, .fence = election.Fence(*claim)}),
+                      clients, duration, tag);
+  }
+  election.Resign();
+  return rate;
+}
+
+void Inserts(const std::shared_ptr<EtcdClient>& etcd,
+             const std::shared_ptr<EtcdClient>& through_gateway) {
   const absl::Duration duration = absl::GetFlag(FLAGS_duration);
   const int reps = absl::GetFlag(FLAGS_reps);
   std::printf("\n### KV inserts per second (median of %d runs of %s)\n\n", reps,
@@ -155,7 +173,7 @@ void Inserts(const std::shared_ptr<EtcdClient>& etcd) {
   std::printf("| clients, state | median | min | max |\n|---|---|---|---|\n");
   int run = 0;
   for (int clients : {1, 64}) {
-    std::vector<double> memory, leveldb, in_etcd, floor;
+    std::vector<double> memory, leveldb, in_etcd, in_etcd_gateway, floor;
     for (int rep = 0; rep < reps; ++rep) {
       const std::string tag = absl::StrCat("r", run++);
       memory.push_back(LeaderInserts(nullptr, clients, duration, tag));
@@ -164,20 +182,16 @@ void Inserts(const std::shared_ptr<EtcdClient>& etcd) {
       leveldb.push_back(dir_store.ok() ? LeaderInserts(*dir_store, clients, duration, tag) : -1);
       fs::remove_all(dir);
       const std::string name = absl::StrCat("bench-", getpid(), "-", tag);
-      EtcdElection election(etcd, name, "bench:1", 10);
-      auto claim = election.Campaign();
-      in_etcd.push_back(
-          claim.ok() && election.won(*claim)
-              ? LeaderInserts(
-                    EtcdStateStore::Open(etcd, {.name = name, .fence = election.Fence(*claim)}),
-                    clients, duration, tag)
-              : -1);
-      election.Resign();
+      in_etcd.push_back(EtcdInserts(etcd, name, clients, duration, tag));
+      in_etcd_gateway.push_back(
+          EtcdInserts(through_gateway, name + "-gateway", clients, duration, tag));
       floor.push_back(EtcdFloor(etcd, clients, duration));
     }
     PrintRow(absl::StrCat(clients, ", memory"), memory, "/s");
     PrintRow(absl::StrCat(clients, ", state dir (LevelDB)"), leveldb, "/s");
-    PrintRow(absl::StrCat(clients, ", etcd (fenced transactions)"), in_etcd, "/s");
+    PrintRow(absl::StrCat(clients, ", etcd (fenced transactions, gRPC)"), in_etcd, "/s");
+    PrintRow(absl::StrCat(clients, ", etcd (fenced transactions, JSON gateway)"), in_etcd_gateway,
+             "/s");
     PrintRow(absl::StrCat(clients, ", etcd's own put, one key per transaction"), floor, "/s");
     const double ratio_memory = Summarize(in_etcd).median / Summarize(memory).median;
     const double ratio_floor = Summarize(in_etcd).median / Summarize(floor).median;
@@ -335,9 +349,10 @@ int main(int argc, char** argv) {
   auto endpoints = muster::ParseEtcdEndpoints((*cluster)->endpoints());
   auto etcd =
       muster::EtcdClient::Connect({.endpoints = *endpoints, .member = muster::NewEtcdGrpcMember});
-  if (!etcd.ok()) return 1;
+  auto through_gateway = muster::EtcdClient::Connect({.endpoints = *endpoints});
+  if (!etcd.ok() || !through_gateway.ok()) return 1;
   std::printf("## ha_bench: etcd 3.4, 3 members on this host (fsync on), 2 cores\n");
-  muster::bench::Inserts(*etcd);
+  muster::bench::Inserts(*etcd, *through_gateway);
   muster::bench::Failovers(**cluster);
   return 0;
 }

@@ -24,7 +24,7 @@ struct GatewayReply {
 std::pair<std::string, int> GatewayHostPort(const std::string& endpoint);
 
 // A client of the member at `endpoint`, keeping its connection between requests, without
-// decompressing replies.
+// decompressing replies, with TCP_NODELAY.
 std::unique_ptr<httplib::Client> NewGatewayClient(const std::string& endpoint);
 
 // POSTs `body` to `path` through `client`, its timeouts set to what is left until `deadline`.

@@ -17,7 +17,7 @@ def _job_size(size: Union[int, str, Tuple[int, int]]) -> str:
 
 class Leader:
     """A coordinator in this process, published on host:port (the library's muster::Leader,
-    what `muster serve` runs).
+    what `muster serve` runs), or, with ha_etcd, one of an HA job's leaders (muster::HaLeader).
 
     Args:
         jobs: tasks per job, e.g. {"worker": 4}; an elastic job of MIN to MAX tasks as
@@ -42,8 +42,9 @@ class Leader:
             acknowledged; a leader started again on the same dir (and port) continues the job,
             and agents with leader_reconnect_timeout reconnect to it. Empty: memory only. As
             muster serve --state-dir (docs/operations.md).
-        reconnect_window: with state_dir, how long tasks that were connected have to come back
-            to the restarted leader before they fail. None: heartbeat_timeout.
+        reconnect_window: with state_dir or ha_etcd, how long tasks that were connected have to
+            come back to the restarted (or next) leader before they fail. None:
+            heartbeat_timeout.
         http: "HOST:PORT" of the HTTP endpoint (port 0: any free port): Prometheus metrics at
             /metrics and the live page at /, with the leader's token (http_url says where).
             Empty: none. As muster serve --http (docs/operations.md, "Watching a job").
@@ -87,7 +88,9 @@ class Leader:
 
     @property
     def address(self) -> str:
-        """"HOST:PORT" for agents (127.0.0.1 when listening on every interface)."""
+        """"HOST:PORT" for agents (127.0.0.1 when listening on every interface; with ha_etcd
+        the address etcd names it by: ha_advertise, by default host and port, this host's name
+        when listening on every interface)."""
         return self._core.address
 
     @property
@@ -103,7 +106,8 @@ class Leader:
 
     @property
     def recovery(self) -> str:
-        """With state_dir: what the leader recovered, in one line ("" without one)."""
+        """With state_dir: what the leader recovered, in one line ("" without one); with
+        ha_etcd: what its last takeover recovered."""
         return self._core.recovery
 
     @property

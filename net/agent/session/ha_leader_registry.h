@@ -2,7 +2,7 @@
 // those who know only etcd: `etcd://ENDPOINTS/NAME` (e.g. etcd://etcd1:2379,etcd2:2379/train-7)
 // names the etcd cluster and the job. Every leader of the job registers its address under
 // "muster/<name>/leaders/" while it runs, and the active one holds "muster/<name>/leader"
-// (net/ha/etcd_election.h). The leaders themselves talk to etcd over gRPC (net/ha/); an agent
+// (net/ha/etcd_election.h). The leaders talk to etcd through net/ha's EtcdClient; an agent
 // reads the two keys through etcd's JSON gateway (POST /v3/kv/txn on the client port), with
 // the HTTP client the library has already, so that a task needs no gRPC.
 #pragma once

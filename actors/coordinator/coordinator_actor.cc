@@ -9,7 +9,7 @@
 #include "muster/actors/caf/hardening.h"
 #include "muster/actors/caf/placement.h"
 #include "muster/actors/coordinator/coordinator_state.h"
-#include "muster/actors/kv/kv_stats.h"
+#include "muster/actors/kv/store/kv_stats.h"
 #include "muster/messages/incarnation.h"
 #include "muster/messages/status/caf_text.h"
 #include "muster/messages/status/status_codec.h"

@@ -17,7 +17,7 @@
 
 #include "muster/actors/durability/durable_gate.h"
 #include "muster/actors/durability/state_store.h"
-#include "muster/actors/kv/kv_store.h"
+#include "muster/actors/kv/store/kv_store.h"
 #include "muster/proto/leader_state.pb.h"
 
 namespace muster {

@@ -18,8 +18,8 @@
 
 #include "muster/actors/caf/hardening.h"
 #include "muster/actors/coordinator/coordinator_actor.h"
-#include "muster/actors/kv/kv_directory_actor.h"
-#include "muster/actors/kv/kv_fanout_actor.h"
+#include "muster/actors/kv/directory/kv_directory_actor.h"
+#include "muster/actors/kv/routing/kv_fanout_actor.h"
 #include "muster/actors/tasks/heartbeat_monitor_actor.h"
 #include "muster/actors/tasks/task_actor.h"
 #include "muster/net/leader/token_gate_actor.h"

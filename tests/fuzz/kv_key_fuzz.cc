@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "muster/actors/kv/kv_key.h"
+#include "muster/actors/kv/store/kv_key.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string key(reinterpret_cast<const char*>(data), size);

@@ -6,7 +6,7 @@
 
 #include <absl/strings/str_cat.h>
 
-#include "muster/actors/kv/kv_key.h"
+#include "muster/actors/kv/store/kv_key.h"
 #include "muster/messages/requests/kv_requests.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/net/agent/actor/agent_forward.h"

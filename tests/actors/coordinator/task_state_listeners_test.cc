@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "muster/actors/kv/ephemeral_owners.h"
+#include "muster/actors/kv/store/ephemeral_owners.h"
 
 namespace muster {
 namespace {

@@ -10,7 +10,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 
-#include "muster/actors/kv/kv_directory_actor.h"
+#include "muster/actors/kv/directory/kv_directory_actor.h"
 #include "muster/messages/status/status_codec.h"
 #include "tests/testing/deterministic_fixture.h"
 

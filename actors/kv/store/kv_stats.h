@@ -8,7 +8,7 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "muster/actors/fan_in.h"
-#include "muster/actors/kv/kv_directory_actor.h"
+#include "muster/actors/kv/directory/kv_directory_actor.h"
 #include "muster/proto/observe.pb.h"
 
 namespace muster {

@@ -1,4 +1,4 @@
-#include "muster/actors/kv/kv_store.h"
+#include "muster/actors/kv/store/kv_store.h"
 
 #include <algorithm>
 #include <iterator>

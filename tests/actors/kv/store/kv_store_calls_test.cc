@@ -6,7 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "muster/actors/kv/kv_store.h"
+#include "muster/actors/kv/store/kv_store.h"
 #include "muster/messages/requests/kv_requests.h"
 #include "tests/testing/status_matchers.h"
 

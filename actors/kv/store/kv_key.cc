@@ -1,4 +1,4 @@
-#include "muster/actors/kv/kv_key.h"
+#include "muster/actors/kv/store/kv_key.h"
 
 #include <absl/strings/str_cat.h>
 

@@ -7,7 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "muster/actors/kv/kv_directory_actor.h"
+#include "muster/actors/kv/directory/kv_directory_actor.h"
 #include "tests/actors/kv/kv_test_helpers.h"
 #include "tests/testing/deterministic_fixture.h"
 #include "tests/testing/status_matchers.h"

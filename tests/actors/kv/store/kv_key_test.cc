@@ -1,5 +1,5 @@
 // Key normalisation, sharding and limits of the key-value store (no actors).
-#include "muster/actors/kv/kv_key.h"
+#include "muster/actors/kv/store/kv_key.h"
 
 #include <string>
 

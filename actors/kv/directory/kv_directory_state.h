@@ -14,9 +14,9 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "muster/actors/durability/kv_durable.h"
-#include "muster/actors/kv/kv_directory_actor.h"
-#include "muster/actors/kv/kv_store.h"
-#include "muster/actors/kv/kv_subscribers.h"
+#include "muster/actors/kv/directory/kv_directory_actor.h"
+#include "muster/actors/kv/store/kv_store.h"
+#include "muster/actors/kv/directory/kv_subscribers.h"
 #include "muster/actors/observe/leader_metrics.h"
 
 namespace muster::kv_directory_internal {

@@ -1,4 +1,4 @@
-#include "muster/actors/kv/kv_directory_actor.h"
+#include "muster/actors/kv/directory/kv_directory_actor.h"
 
 #include <chrono>
 #include <optional>
@@ -15,10 +15,10 @@
 #include "muster/actors/caf/hardening.h"
 #include "muster/actors/caf/placement.h"
 #include "muster/actors/durability/kv_durable.h"
-#include "muster/actors/kv/kv_counting.h"
-#include "muster/actors/kv/kv_directory_state.h"
-#include "muster/actors/kv/kv_store.h"
-#include "muster/actors/kv/kv_subscribers.h"
+#include "muster/actors/kv/directory/kv_counting.h"
+#include "muster/actors/kv/directory/kv_directory_state.h"
+#include "muster/actors/kv/store/kv_store.h"
+#include "muster/actors/kv/directory/kv_subscribers.h"
 #include "muster/actors/observe/leader_metrics.h"
 #include "muster/messages/status/caf_text.h"
 #include "muster/messages/status/status_codec.h"

@@ -18,7 +18,7 @@
 #include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
 
-#include "muster/actors/kv/kv_key.h"
+#include "muster/actors/kv/store/kv_key.h"
 #include "muster/proto/coordination_service.pb.h"
 
 namespace muster {

@@ -1,4 +1,4 @@
-#include "muster/actors/kv/kv_subscribers.h"
+#include "muster/actors/kv/directory/kv_subscribers.h"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-#include "muster/actors/kv/kv_router.h"
+#include "muster/actors/kv/routing/kv_router.h"
 
 #include <utility>
 

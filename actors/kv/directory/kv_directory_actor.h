@@ -19,7 +19,7 @@
 #include <caf/error.hpp>
 
 #include "muster/actors/durability/state_writer_actor.h"
-#include "muster/actors/kv/kv_key.h"
+#include "muster/actors/kv/store/kv_key.h"
 #include "muster/messages/vocabulary/atoms.h"
 #include "muster/messages/vocabulary/interfaces.h"
 #include "muster/proto/leader_state.pb.h"

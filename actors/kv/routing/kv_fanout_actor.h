@@ -11,7 +11,7 @@
 
 #include <caf/actor_system.hpp>
 
-#include "muster/actors/kv/kv_directory_actor.h"
+#include "muster/actors/kv/directory/kv_directory_actor.h"
 
 namespace muster {
 

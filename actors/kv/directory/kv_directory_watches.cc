@@ -10,8 +10,8 @@
 #include <absl/strings/str_cat.h>
 
 #include "muster/actors/durability/durable_gate.h"
-#include "muster/actors/kv/kv_directory_state.h"
-#include "muster/actors/kv/kv_key.h"
+#include "muster/actors/kv/directory/kv_directory_state.h"
+#include "muster/actors/kv/store/kv_key.h"
 #include "muster/messages/status/status_codec.h"
 
 namespace muster::kv_directory_internal {

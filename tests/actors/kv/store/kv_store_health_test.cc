@@ -11,7 +11,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "muster/actors/kv/kv_store.h"
+#include "muster/actors/kv/store/kv_store.h"
 #include "tests/testing/status_matchers.h"
 
 namespace muster {

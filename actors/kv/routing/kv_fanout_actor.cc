@@ -1,4 +1,4 @@
-#include "muster/actors/kv/kv_fanout_actor.h"
+#include "muster/actors/kv/routing/kv_fanout_actor.h"
 
 #include <algorithm>
 #include <utility>

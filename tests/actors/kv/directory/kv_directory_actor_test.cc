@@ -1,6 +1,6 @@
 // The key-value directory actor: values, blocking gets (deadlines, withdrawal, requester
 // death), increments, compare-and-swap, listings and deletes. Deterministic, simulated time.
-#include "muster/actors/kv/kv_directory_actor.h"
+#include "muster/actors/kv/directory/kv_directory_actor.h"
 
 #include <chrono>
 #include <limits>

@@ -16,9 +16,9 @@
 #include <absl/status/statusor.h>
 #include <caf/result.hpp>
 
-#include "muster/actors/kv/kv_directory_actor.h"
-#include "muster/actors/kv/kv_fanout_actor.h"
-#include "muster/actors/kv/kv_key.h"
+#include "muster/actors/kv/directory/kv_directory_actor.h"
+#include "muster/actors/kv/routing/kv_fanout_actor.h"
+#include "muster/actors/kv/store/kv_key.h"
 #include "muster/messages/vocabulary/kv_calls.h"
 
 namespace muster {

@@ -1,7 +1,7 @@
 // Routing of key-value requests: normalisation, sharding by first path segment, validation,
 // root fan-out, withdrawal and directory replacement, through a test-only router actor that
 // does what the coordinator does. Deterministic, simulated time.
-#include "muster/actors/kv/kv_router.h"
+#include "muster/actors/kv/routing/kv_router.h"
 
 #include <string>
 #include <utility>

@@ -1,6 +1,6 @@
 // The data of one key-value directory (no actors): values, increments, compare-and-swap,
 // listings, deletes, limits, and the changes and revisions each mutation records.
-#include "muster/actors/kv/kv_store.h"
+#include "muster/actors/kv/store/kv_store.h"
 
 #include <cstdint>
 #include <limits>

@@ -47,6 +47,10 @@ struct CoordinatorOptions {
   std::shared_ptr<const proto::RecoveredState> recovered;
   // 0: the heartbeat timeout.
   caf::timespan reconnect_window{0};
+  // The calendar time this leader started, in Unix milliseconds, recorded with the durable
+  // state for operators (Leader::Start sets it; the coordinator reads no clock but its actor
+  // clock, and times nothing by this).
+  int64_t started_unix_ms = 0;
   // The event file (muster serve --events): Leader::Start opens it for appending and gives the
   // event log a writer of it; empty: the events stay in memory only.
   std::string events_file;

@@ -1,7 +1,6 @@
 // The coordinator's part of durable state (a leader with a state dir): what it restores at
 // start from CoordinatorOptions::recovered, and the records it keeps up to date (its own, and
 // every task's). Key-value directories and barriers record their own state.
-#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -82,11 +81,8 @@ caf::timespan RestoreCoordinator(CoordinatorPointer self) {
     }
   }
   if (st.records.enabled()) {
-    // A calendar time for operators reading the record, never used to time anything.
-    auto now = std::chrono::system_clock::now().time_since_epoch();
-    int64_t unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now).count();
-    st.records.gate().Persist(
-        self, st.records.Started(unix_ms, st.tasks.version(), st.launchers.round()));
+    st.records.gate().Persist(self, st.records.Started(st.options.started_unix_ms,
+                                                       st.tasks.version(), st.launchers.round()));
   }
   return st.options.reconnect_window > caf::timespan{0} ? st.options.reconnect_window
                                                         : st.heartbeat_timeout;

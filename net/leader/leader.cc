@@ -90,11 +90,14 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
   }
   if (options.incarnation == 0) options.incarnation = NewIncarnation();
   uint64_t incarnation = options.incarnation;
+  // The calendar time of the start, read once: for the observers, the event log and the record.
+  const absl::Time started = absl::Now();
+  options.started_unix_ms = absl::ToUnixMillis(started);
   ObserverOptions observed{.leader_incarnation = incarnation,
-                           .start_unix_ms = absl::ToUnixMillis(absl::Now())};
+                           .start_unix_ms = options.started_unix_ms};
   // Every leader keeps its last events in memory; with an event file it appends them there too.
   EventLogActor events =
-      SpawnEventLog(system, {.wall_start = absl::Now(),
+      SpawnEventLog(system, {.wall_start = started,
                              .writer = event_file ? SpawnEventWriter(system, std::move(event_file))
                                                   : EventWriterActor{}});
   options.events = events;

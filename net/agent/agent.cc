@@ -31,32 +31,16 @@ namespace {
 
 caf::timespan ToSpan(absl::Duration duration) { return absl::ToChronoNanoseconds(duration); }
 
-// An HA job's leaders read from etcd (`etcd://ENDPOINTS/NAME`), as "HOST:PORT,HOST:PORT", the
-// active one first. With wait_for_leader, a job none of whose leaders is registered yet (or
-// whose etcd does not answer yet) is asked again until register_timeout.
-absl::StatusOr<std::string> LeadersFromEtcd(const AgentOptions& options, absl::Time end) {
-  while (true) {
-    const absl::Duration left = std::max(end - absl::Now(), absl::Milliseconds(100));
-    absl::StatusOr<std::vector<std::string>> leaders =
-        ReadHaLeadersThroughGateway(options.leader, std::min(left, absl::Seconds(10)));
-    if (leaders.ok()) return absl::StrJoin(*leaders, ",");
-    // Only what may change by waiting is asked again: no etcd member up yet, no leader yet.
-    if (!options.wait_for_leader || absl::Now() >= end ||
-        !(absl::IsUnavailable(leaders.status()) || absl::IsNotFound(leaders.status()))) {
-      return leaders.status();
-    }
-    absl::SleepFor(absl::Milliseconds(200));
-  }
-}
-
 // `end`: when register_timeout runs out (reading etcd counts against it).
 absl::StatusOr<ConnectOptions> LeaderOptions(const AgentOptions& options, absl::Time end) {
   ConnectOptions leader;
   std::string list = options.leader;
   if (absl::StartsWith(options.leader, kEtcdLeaderScheme)) {
-    absl::StatusOr<std::string> read = LeadersFromEtcd(options, end);
+    // An HA job's leaders, the active one first; with wait_for_leader, waited for.
+    absl::StatusOr<std::vector<std::string>> read =
+        AwaitHaLeaders(options.leader, end - absl::Now(), options.wait_for_leader);
     if (!read.ok()) return read.status();
-    list = *std::move(read);
+    list = absl::StrJoin(*read, ",");
   }
   // "HOST:PORT", or an HA job's leaders "HOST:PORT,HOST:PORT" (tried in turn).
   std::vector<std::string> addresses = SplitLeaderList(list);

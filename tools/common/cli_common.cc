@@ -109,17 +109,8 @@ absl::StatusOr<LeaderAddress> LeaderFlag(bool wait_for_leader, absl::Duration de
     if (!timeout.ok()) return timeout.status();
     // Waiting for the leader, none registered yet (or etcd not up yet) is asked again until
     // --timeout.
-    const absl::Time end = absl::Now() + *timeout;
-    absl::StatusOr<std::vector<std::string>> leaders;
-    while (true) {
-      leaders =
-          ReadHaLeadersThroughGateway(text, std::max(end - absl::Now(), absl::Milliseconds(100)));
-      if (leaders.ok() || !wait_for_leader || absl::IsInvalidArgument(leaders.status()) ||
-          absl::Now() >= end) {
-        break;
-      }
-      absl::SleepFor(absl::Milliseconds(200));
-    }
+    absl::StatusOr<std::vector<std::string>> leaders =
+        AwaitHaLeaders(text, *timeout, wait_for_leader);
     if (!leaders.ok()) return leaders.status();
     return ParseLeaderAddress(absl::StrJoin(*leaders, ","));
   }

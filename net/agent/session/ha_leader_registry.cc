@@ -226,4 +226,19 @@ absl::StatusOr<std::vector<std::string>> ReadHaLeadersThroughGateway(absl::strin
                    absl::FormatDuration(timeout), " (", last.message(), ")"));
 }
 
+absl::StatusOr<std::vector<std::string>> AwaitHaLeaders(absl::string_view url,
+                                                        absl::Duration timeout, bool wait) {
+  const absl::Time end = absl::Now() + timeout;
+  while (true) {
+    const absl::Duration left = std::max(end - absl::Now(), absl::Milliseconds(100));
+    absl::StatusOr<std::vector<std::string>> leaders = ReadHaLeadersThroughGateway(url, left);
+    // Only what may change by waiting is asked again: no etcd member up yet, no leader yet.
+    if (leaders.ok() || !wait || absl::Now() >= end ||
+        !(absl::IsUnavailable(leaders.status()) || absl::IsNotFound(leaders.status()))) {
+      return leaders;
+    }
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+}
+
 }  // namespace muster

@@ -63,4 +63,11 @@ absl::StatusOr<std::vector<std::string>> OrderHaLeaders(std::vector<std::string>
 absl::StatusOr<std::vector<std::string>> ReadHaLeadersThroughGateway(absl::string_view url,
                                                                      absl::Duration timeout);
 
+// The same, for a client that waits for its leaders (an agent's wait_for_leader, `muster run`
+// joining): while no etcd member answers yet (Unavailable) or no leader is registered yet
+// (NotFound), asks again every 200 ms until `timeout` has passed. Without `wait`, one read.
+// Possible errors: as ReadHaLeadersThroughGateway's, the last one.
+absl::StatusOr<std::vector<std::string>> AwaitHaLeaders(absl::string_view url,
+                                                        absl::Duration timeout, bool wait);
+
 }  // namespace muster

@@ -41,6 +41,8 @@ absl::StatusOr<ConnectOptions> LeaderOptions(const AgentOptions& options, absl::
         AwaitHaLeaders(options.leader, end - absl::Now(), options.wait_for_leader);
     if (!read.ok()) return read.status();
     list = absl::StrJoin(*read, ",");
+    // Read again by the session when none of these takes it: a leader started since.
+    leader.registry = options.leader;
   }
   // "HOST:PORT", or an HA job's leaders "HOST:PORT,HOST:PORT" (tried in turn).
   std::vector<std::string> addresses = SplitLeaderList(list);

@@ -51,13 +51,16 @@ class Lines:
         self.process.wait(10)
 
 
+def _cli():
+    return os.environ.get("MUSTER_CLI", os.path.join(
+        os.path.dirname(__file__), "..", "..", "build", "tools", "muster"))
+
+
 def serve_ha_leaders(etcd, name, flags, count=2):
     """`count` muster serve --ha-etcd processes of HA job `name` with `flags`, once one of them
     serves; returns them, the index of the active one, and their addresses."""
-    cli = os.environ.get("MUSTER_CLI", os.path.join(
-        os.path.dirname(__file__), "..", "..", "build", "tools", "muster"))
     ports = free_ports(count)
-    leaders = [Lines([cli, "serve", f"--ha-etcd={etcd}", f"--ha-name={name}", f"--port={port}"]
+    leaders = [Lines([_cli(), "serve", f"--ha-etcd={etcd}", f"--ha-name={name}", f"--port={port}"]
                      + list(flags)) for port in ports]
     try:
         for leader in leaders:
@@ -72,6 +75,20 @@ def serve_ha_leaders(etcd, name, flags, count=2):
         raise
     active = next(i for i, leader in enumerate(leaders) if leader.count("active: serving"))
     return leaders, active, [f"127.0.0.1:{port}" for port in ports]
+
+
+def serve_ha_standby(etcd, name, flags):
+    """One more muster serve --ha-etcd process of HA job `name`, once it stands by; returns it
+    and its address."""
+    port = free_ports(1)[0]
+    leader = Lines([_cli(), "serve", f"--ha-etcd={etcd}", f"--ha-name={name}", f"--port={port}"]
+                   + list(flags))
+    try:
+        leader.wait_for("standby: the active leader is")
+    except BaseException:
+        leader.kill()
+        raise
+    return leader, f"127.0.0.1:{port}"
 
 
 @contextmanager

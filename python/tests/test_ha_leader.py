@@ -11,7 +11,7 @@ import time
 import pytest
 
 import muster
-from ha_processes import Lines, free_ports, serve_ha_leaders
+from ha_processes import Lines, free_ports, serve_ha_leaders, serve_ha_standby
 
 PYTHON = "/usr/bin/python3"
 
@@ -116,6 +116,32 @@ def test_bad_ha_arguments_raise_typed_errors(etcd):
         muster.Leader({"worker": 1}, ha_etcd=etcd, ha_name="x", ha_lease_ttl=float("inf"))
     with pytest.raises(muster.InvalidArgumentError, match="http"):
         muster.Leader({"worker": 1}, ha_etcd=etcd, ha_name="x", http="127.0.0.1:0")
+
+
+def test_an_agent_given_etcd_follows_a_leader_started_after_it_connected(etcd):
+    """The agent read leaders A and B; A is killed and B serves; C starts (a host replaced); B is
+    killed: the agent reads the leaders again and goes on with C, which it was never given."""
+    name = f"replaced-{os.getpid()}"
+    flags = ["--job=worker=1", "--ha-lease-ttl=1s"]
+    leaders, active, _ = serve_ha_leaders(etcd, name, flags)
+    late = None
+    try:
+        agent = muster.Agent(f"etcd://{etcd}/{name}", "worker", 0, leader_reconnect_timeout=30)
+        agent.connect()
+        agent.insert_key_value("first", b"1")
+        leaders[active].kill()
+        agent.insert_key_value("second", b"2")  # at the standby, once it took over
+        late, late_address = serve_ha_standby(etcd, name, flags)
+        leaders[1 - active].kill()
+        agent.insert_key_value("third", b"3")  # at the leader started late
+        late.wait_for("active: serving")
+        assert late.count(f"active: serving HA job {name} at {late_address}") == 1
+        assert [agent.get_key_value(key) for key in ("first", "second", "third")] == [
+            b"1", b"2", b"3"]
+        agent.shutdown()
+    finally:
+        for process in leaders + ([late] if late else []):
+            process.kill()
 
 
 def test_an_agent_given_only_etcd_finds_the_active_leader(etcd):

@@ -104,7 +104,8 @@ absl::StatusOr<LeaderAddress> LeaderFlag(bool wait_for_leader, absl::Duration de
         "--leader HOST:PORT is required: the address muster serve printed");
   }
   if (absl::StartsWith(text, kEtcdLeaderScheme)) {
-    // An HA job's leaders, read from etcd once: the session then follows the active one.
+    // An HA job's leaders, read from etcd: the session then follows the active one, and reads
+    // them again when none of them takes it.
     absl::StatusOr<absl::Duration> timeout = TimeoutFlag(default_timeout);
     if (!timeout.ok()) return timeout.status();
     // Waiting for the leader, none registered yet (or etcd not up yet) is asked again until
@@ -112,7 +113,9 @@ absl::StatusOr<LeaderAddress> LeaderFlag(bool wait_for_leader, absl::Duration de
     absl::StatusOr<std::vector<std::string>> leaders =
         AwaitHaLeaders(text, *timeout, wait_for_leader);
     if (!leaders.ok()) return leaders.status();
-    return ParseLeaderAddress(absl::StrJoin(*leaders, ","));
+    absl::StatusOr<LeaderAddress> address = ParseLeaderAddress(absl::StrJoin(*leaders, ","));
+    if (address.ok()) address->registry = text;
+    return address;
   }
   return ParseLeaderAddress(text);
 }
@@ -242,7 +245,8 @@ absl::StatusOr<std::unique_ptr<LeaderSession>> LeaderSession::Connect(const Lead
                                            .port = address.port,
                                            .timeout = ToTimespan(timeout),
                                            .wait_for_leader = wait_for_leader,
-                                           .other_leaders = address.others},
+                                           .other_leaders = address.others,
+                                           .registry = address.registry},
                                .token = token.ok() ? *token : std::string(),
                                .authenticate_timeout = ToTimespan(timeout)};
   // The session answers within twice `timeout` (connecting, then the token); the margin only

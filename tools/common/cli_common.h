@@ -43,6 +43,9 @@ struct LeaderAddress {
   uint16_t port = 0;
   // An HA job's other leaders, "HOST:PORT" each (the session tries them in turn).
   std::vector<std::string> others;
+  // An HA job's leaders given as "etcd://ENDPOINTS/NAME": read again by a session that finds
+  // none of them active (empty otherwise).
+  std::string registry;
   std::string ToString() const;
   // "HOST:PORT" and the others after it, comma-separated (what the tasks of `muster run` get).
   std::string List() const;

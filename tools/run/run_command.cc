@@ -253,7 +253,7 @@ int Join(LauncherConfig config, const std::string& tasks, bool in_step) {
   if (!session.ok()) return ReportFailure(kCommand, session.status());
   config.leader = (*session)->leader();
   config.leader_address = address->List();
-  if (!address->others.empty()) {
+  if (!address->others.empty() || !address->registry.empty()) {
     // An HA job: when its leader is lost, the launcher looks for the next one for --timeout
     // and registers with it again, its tasks running on.
     auto token = TokenFromFlags();
@@ -262,7 +262,8 @@ int Join(LauncherConfig config, const std::string& tasks, bool in_step) {
                                                      .port = address->port,
                                                      .timeout = ToTimespan(*timeout),
                                                      .wait_for_leader = true,
-                                                     .other_leaders = address->others},
+                                                     .other_leaders = address->others,
+                                                     .registry = address->registry},
                                          .token = *std::move(token),
                                          .authenticate_timeout = ToTimespan(*timeout)};
   }

@@ -54,6 +54,11 @@ struct ConnectOptions {
   // host and port only; a leader session (leader_session_actor.h) given others tries each in
   // turn and follows a standby's answer to the active leader.
   std::vector<std::string> other_leaders;
+  // Where an HA job's leaders are registered ("etcd://ENDPOINTS/NAME"; empty: nowhere). A leader
+  // session reads them again each time none of those it knows took it: a leader may have
+  // started since (one that replaced a lost host). It also makes the session an HA job's
+  // with one leader known.
+  std::string registry;
 };
 
 using LeaderConnectorActor =

@@ -86,4 +86,14 @@ bool LeaderAddresses::Follow(absl::string_view address) {
   return false;
 }
 
+bool LeaderAddresses::Add(absl::string_view address) {
+  absl::StatusOr<std::pair<std::string, uint16_t>> parsed = ParseLeaderAddress(address);
+  if (!parsed.ok() || addresses_.size() >= kMax) return false;
+  for (const auto& known : addresses_) {
+    if (known == *parsed) return false;
+  }
+  addresses_.push_back(*std::move(parsed));
+  return true;
+}
+
 }  // namespace muster

@@ -52,6 +52,9 @@ class LeaderAddresses {
   // round as Next() does (returns true when it completes one), so that leaders that name each
   // other are not asked in a tight loop; naming the current address is a Next().
   bool Follow(absl::string_view address);
+  // Adds `address` ("HOST:PORT") when it is well-formed, unknown, and there is room (kMax);
+  // whether it was added. The current address stays.
+  bool Add(absl::string_view address);
   // The current address worked: a new round starts from it.
   void Reached() { failed_in_round_ = 0; }
 

@@ -10,6 +10,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "muster/messages/status/status_codec.h"
+#include "muster/net/agent/session/ha_registry_reader.h"
 #include "muster/net/agent/session/leader_addresses.h"
 #include "muster/net/leader/standby_leader.h"
 
@@ -31,11 +32,20 @@ struct SessionActorState {
   uint64_t retry_for = 0;                 // the try a pending retry_atom belongs to
   caf::actor_clock::time_point deadline;  // with several: until when to try them
   std::string last_error;                 // with several: why the last one was not it
+  // With a registry: reads the job's leaders again after a round in which none took the
+  // session (one read at a time).
+  HaRegistryReaderActor reader;
+  bool reading = false;
 };
 
 using SessionPointer = LeaderSessionActor::stateful_pointer<SessionActorState>;
 
 std::string Address(SessionPointer self) { return self->state.addresses.current(); }
+
+// An HA job's session: several leaders to try, or a registry to read them from.
+bool Ha(SessionPointer self) {
+  return self->state.addresses.several() || !self->state.options.connect.registry.empty();
+}
 
 // A pause between rounds of an HA job's leaders that all failed.
 constexpr caf::timespan kRoundPause = std::chrono::milliseconds(100);
@@ -78,6 +88,7 @@ void Stop(SessionPointer self, const absl::Status& status) {
     st.promise.deliver(LeaderSessionReply{.status = status, .failed_in = failed_in});
   }
   if (st.connector) self->send_exit(st.connector, caf::exit_reason::user_shutdown);
+  if (st.reader) self->send_exit(st.reader, caf::exit_reason::user_shutdown);
   self->quit();
 }
 
@@ -88,8 +99,29 @@ void Run(SessionPointer self) {
   st.promise.deliver(LeaderSessionReply{.leader = st.leader});
 }
 
+// With a registry: the job's leaders read again, those not known added to the next round.
+void ReadRegistry(SessionPointer self) {
+  auto& st = self->state;
+  if (st.options.connect.registry.empty() || st.reading) return;
+  if (!st.reader) st.reader = SpawnHaRegistryReader(self->system());
+  st.reading = true;
+  auto left = std::chrono::duration_cast<caf::timespan>(st.deadline - self->clock().now());
+  caf::timespan timeout =
+      std::max(std::min(left, st.options.connect.attempt_timeout * 2), caf::timespan{1});
+  self->request(st.reader, timeout + std::chrono::seconds(1), caf::get_atom::value,
+                st.options.connect.registry, timeout)
+      .then(
+          [self](std::string& leaders) {
+            self->state.reading = false;
+            for (const std::string& address : SplitLeaderList(leaders)) {
+              self->state.addresses.Add(address);
+            }
+          },
+          [self](caf::error&) { self->state.reading = false; });
+}
+
 // With an HA job's leaders: on to the next one (or to the active one a standby named), after a
-// pause once every address failed; STOPPED when the time is up.
+// pause once every address failed (and the registry read again); STOPPED when the time is up.
 void NextLeader(SessionPointer self, const absl::Status& why) {
   auto& st = self->state;
   st.last_error = std::string(why.message());
@@ -120,6 +152,7 @@ void NextLeader(SessionPointer self, const absl::Status& why) {
   st.machine.Redirected();
   self->become(Connecting(self));
   if (!pause) return Connect(self);
+  ReadRegistry(self);
   st.retry_for = st.attempt;
   auto left = std::chrono::duration_cast<caf::timespan>(st.deadline - self->clock().now());
   self->delayed_send(self, std::max(std::min(kRoundPause, left), caf::timespan{0}),
@@ -129,9 +162,8 @@ void NextLeader(SessionPointer self, const absl::Status& why) {
 // The leader reached did not take the session: a standby (or a failure) sends a session with
 // other leaders on to the next; a single leader's answer is final.
 void NotThisLeader(SessionPointer self, const absl::Status& status) {
-  if (self->state.addresses.several() &&
-      (StandbyActiveLeader(status) || absl::IsUnavailable(status) ||
-       absl::IsDeadlineExceeded(status))) {
+  if (Ha(self) && (StandbyActiveLeader(status) || absl::IsUnavailable(status) ||
+                   absl::IsDeadlineExceeded(status))) {
     return NextLeader(self, status);
   }
   Stop(self, status);
@@ -146,7 +178,7 @@ void Authenticate(SessionPointer self) {
         std::chrono::duration_cast<caf::timespan>(st.options.deadline - self->clock().now()),
         caf::timespan{1});
   }
-  if (st.addresses.several()) {
+  if (Ha(self)) {
     // One leader that does not answer must not keep the session from the others.
     auto left = std::chrono::duration_cast<caf::timespan>(st.deadline - self->clock().now());
     timeout = std::max(std::min({timeout, left, st.options.connect.attempt_timeout * 2}),
@@ -182,7 +214,7 @@ void Connect(SessionPointer self) {
   ConnectOptions connect = st.options.connect;
   connect.host = st.addresses.host();
   connect.port = st.addresses.port();
-  if (st.addresses.several()) {
+  if (Ha(self)) {
     // One address may not take the whole time: another may be the active leader.
     auto left = std::chrono::duration_cast<caf::timespan>(st.deadline - self->clock().now());
     connect.timeout = std::max(std::min(left, connect.attempt_timeout * 2), caf::timespan{1});
@@ -201,7 +233,7 @@ void Connect(SessionPointer self) {
           [self, attempt](caf::error& error) {
             if (self->state.attempt != attempt) return;
             self->state.connector = nullptr;
-            if (self->state.addresses.several()) return NextLeader(self, ToStatus(error));
+            if (Ha(self)) return NextLeader(self, ToStatus(error));
             Stop(self, ToStatus(error));
           });
 }
@@ -215,7 +247,7 @@ void OnDown(SessionPointer self, const caf::down_msg& down) {
   absl::Status lost = absl::UnavailableError(absl::StrCat(
       "lost the connection to the Muster leader at ", Address(self), " (",
       ToStatus(down.reason).message(), ") while ", SessionStateName(self->state.machine.state())));
-  if (st.addresses.several() && st.machine.state() == SessionState::kAuthenticating) {
+  if (Ha(self) && st.machine.state() == SessionState::kAuthenticating) {
     return NextLeader(self, lost);
   }
   Stop(self, lost);
@@ -227,8 +259,8 @@ LeaderSessionActor::behavior_type Idle(SessionPointer self, LeaderSessionOptions
   st.addresses = LeaderAddresses(st.options.connect.host, st.options.connect.port,
                                  st.options.connect.other_leaders);
   // With an HA job's leaders the token (empty or not) also asks whether a leader is active.
-  st.machine = LeaderSessionMachine(
-      SessionPlan{.authenticate = !st.options.token.empty() || st.addresses.several()});
+  st.machine =
+      LeaderSessionMachine(SessionPlan{.authenticate = !st.options.token.empty() || Ha(self)});
   self->set_down_handler([self](caf::down_msg& down) { OnDown(self, down); });
   return {[self](caf::connect_atom) -> caf::result<LeaderSessionReply> {
             auto& st = self->state;

@@ -82,5 +82,24 @@ TEST(LeaderAddressesTest, Follow_StopsAddingAtTheBound) {
   EXPECT_EQ(commas + 1, LeaderAddresses::kMax);
 }
 
+TEST(LeaderAddressesTest, Add_KeepsTheCurrentAndSkipsKnownMalformedAndOverTheBound) {
+  LeaderAddresses one("h1", 1, {});
+  EXPECT_TRUE(one.Add("h2:2"));  // a leader registered since
+  EXPECT_FALSE(one.Add("h1:1"));
+  EXPECT_FALSE(one.Add("h2:2"));
+  EXPECT_FALSE(one.Add("not an address"));
+  EXPECT_FALSE(one.Add("h3:0"));
+  EXPECT_TRUE(one.several());
+  EXPECT_EQ(one.current(), "h1:1");
+  EXPECT_EQ(one.all(), "h1:1, h2:2");
+  // The next round reaches it.
+  EXPECT_FALSE(one.Next());
+  EXPECT_EQ(one.current(), "h2:2");
+  for (int i = 3; i < 40; ++i) one.Add(absl::StrCat("h", i, ":1"));
+  size_t commas = 0;
+  for (char c : one.all()) commas += c == ',';
+  EXPECT_EQ(commas + 1, LeaderAddresses::kMax);
+}
+
 }  // namespace
 }  // namespace muster

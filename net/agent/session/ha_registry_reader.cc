@@ -1,0 +1,31 @@
+#include "muster/net/agent/session/ha_registry_reader.h"
+
+#include <vector>
+
+#include <absl/strings/str_join.h>
+#include <absl/time/time.h>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "muster/messages/status/status_codec.h"
+#include "muster/net/agent/session/ha_leader_registry.h"
+
+namespace muster {
+namespace {
+
+HaRegistryReaderActor::behavior_type Reader() {
+  return {
+      [](caf::get_atom, const std::string& url, caf::timespan timeout) -> caf::result<std::string> {
+        absl::StatusOr<std::vector<std::string>> read =
+            ReadHaLeadersThroughGateway(url, absl::FromChrono(timeout));
+        if (!read.ok()) return ToError(read.status());
+        return absl::StrJoin(*read, ",");
+      }};
+}
+
+}  // namespace
+
+HaRegistryReaderActor SpawnHaRegistryReader(caf::actor_system& system) {
+  return system.spawn<caf::detached>(Reader);
+}
+
+}  // namespace muster

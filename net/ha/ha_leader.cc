@@ -372,6 +372,11 @@ std::string HaLeader::recovery() const {
   return recovery_;
 }
 
+std::string HaLeader::http_url() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return leader_ ? leader_->http_url() : std::string();
+}
+
 CoordinatorActor HaLeader::coordinator() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return leader_ ? leader_->coordinator() : CoordinatorActor{};

@@ -98,6 +98,9 @@ class HaLeader {
   CoordinatorActor coordinator() const;
   // What the last takeover recovered, in one line.
   std::string recovery() const;
+  // The HTTP endpoint's URL while active and given one (LeaderEndpoint::http: a standby serves
+  // none); "" otherwise.
+  std::string http_url() const;
 
   uint16_t port() const { return port_; }
   // HOST:PORT, as etcd names this leader.

@@ -55,7 +55,8 @@ class Leader:
             while it holds the job's leader key (role "active") and stands by otherwise, its
             port answering every agent with UNAVAILABLE naming the active leader; the job's
             state is in etcd, each change there before it is acknowledged. It reaches etcd
-            through etcd's JSON gateway (on by default). Not with state_dir or http.
+            through etcd's JSON gateway (on by default). Not with state_dir; with http, the
+            endpoint serves while this leader is active (http_url is "" standing by).
         ha_name: with ha_etcd, the HA job's name, the same on every leader of the job.
         ha_lease_ttl: with ha_etcd, the lease of the active leader, whole seconds (default 2):
             how long a dead active leader goes unnoticed.
@@ -112,7 +113,8 @@ class Leader:
 
     @property
     def http_url(self) -> str:
-        """With http: "http://HOST:PORT" (https with TLS) of the HTTP endpoint; "" without."""
+        """With http: "http://HOST:PORT" (https with TLS) of the HTTP endpoint; "" without. An HA
+        leader (ha_etcd) serves it only while active: "" standing by."""
         return self._core.http_url
 
     @property

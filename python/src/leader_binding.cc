@@ -102,6 +102,11 @@ class PyLeader : public Closable {
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     }
   }
+  // The HTTP endpoint's URL ("" without one; an HA leader: only while active).
+  std::string http_url() {
+    if (std::shared_ptr<HaLeader> ha = Ha()) return ha->http_url();
+    return http_url_;
+  }
   // What the leader recovered when it started (an HA leader: at its last takeover).
   std::string recovery() {
     if (std::shared_ptr<HaLeader> ha = Ha()) return ha->recovery();
@@ -209,11 +214,6 @@ std::unique_ptr<PyLeader> MakeLeader(
   if (!http.empty()) endpoint.http = ValueOrThrow(ParseHttpAddress(http));
   caf::actor_system* system = ValueOrThrow(Runtime::Get().LeaderSystem());
   if (!ha_etcd.empty()) {
-    if (!http.empty()) {
-      throw StatusError(absl::InvalidArgumentError(
-          "http with ha_etcd: an HA leader's HTTP endpoint is not offered in Python; run muster "
-          "serve --ha-etcd --http for it"));
-    }
     HaOptions ha{.etcd = ha_etcd, .name = ha_name, .advertise = ha_advertise};
     if (ha_lease_ttl.has_value()) {
       if (!(*ha_lease_ttl >= 1 && *ha_lease_ttl <= 3600)) {
@@ -261,7 +261,8 @@ void BindLeader(py::module_& m) {
       .def_readonly("address", &PyLeader::address_)
       .def_readonly("port", &PyLeader::port_)
       .def_readonly("incarnation", &PyLeader::incarnation_)
-      .def_readonly("http_url", &PyLeader::http_url_);
+      .def_property_readonly("http_url", &PyLeader::http_url,
+                             py::call_guard<py::gil_scoped_release>());
 }
 
 }  // namespace muster::python

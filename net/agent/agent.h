@@ -71,7 +71,8 @@ struct AgentOptions {
   // HOST:PORT of the leader; an HA job's leaders as HOST:PORT,HOST:PORT (tried in turn; a
   // standby names the active one: docs/operations.md, "High availability"), or
   // etcd://ETCD:2379[,ETCD:2379...]/HA-NAME to read them from etcd when the agent is created
-  // (asked again until register_timeout while none is registered, with wait_for_leader).
+  // (asked again until register_timeout while none is registered, with wait_for_leader), and,
+  // when there were two or more, again when none of those it knows is active.
   std::string leader = "127.0.0.1:7400";
   std::string job_name = "worker";
   int task_id = 0;

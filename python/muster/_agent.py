@@ -120,8 +120,9 @@ class Agent(HealthCalls):
     Args:
         leader: "HOST:PORT" of the leader (muster serve's ready line, or Leader.address); an
             HA job's leaders as "HOST:PORT,HOST:PORT", or "etcd://ETCD:2379[,...]/HA-NAME" to
-            read them from etcd now (NotFoundError when none is registered, UnavailableError
-            when etcd does not answer, both after register_timeout with wait_for_leader).
+            read them from etcd now, and again when none of those read is active (NotFoundError
+            when none is registered, UnavailableError when etcd does not answer, both after
+            register_timeout with wait_for_leader).
         job, task: this task's job name and index.
         heartbeat_timeout: seconds (or a timedelta) without heartbeats before the leader judges
             the task stale; heartbeats go out every half of it. None (default): the leader's,

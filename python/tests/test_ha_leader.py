@@ -129,7 +129,7 @@ def test_an_agent_given_etcd_follows_a_leader_started_after_it_connected(etcd):
     name = f"replaced-{os.getpid()}"
     flags = ["--job=worker=1", "--ha-lease-ttl=1s"]
     leaders, active, _ = serve_ha_leaders(etcd, name, flags)
-    late = None
+    late = agent = None
     try:
         agent = muster.Agent(f"etcd://{etcd}/{name}", "worker", 0, leader_reconnect_timeout=30)
         agent.connect()
@@ -143,8 +143,9 @@ def test_an_agent_given_etcd_follows_a_leader_started_after_it_connected(etcd):
         assert late.count(f"active: serving HA job {name} at {late_address}") == 1
         assert [agent.get_key_value(key) for key in ("first", "second", "third")] == [
             b"1", b"2", b"3"]
-        agent.shutdown()
     finally:
+        if agent is not None:
+            agent.shutdown()
         for process in leaders + ([late] if late else []):
             process.kill()
 

@@ -55,9 +55,8 @@ struct ConnectOptions {
   // turn and follows a standby's answer to the active leader.
   std::vector<std::string> other_leaders;
   // Where an HA job's leaders are registered ("etcd://ENDPOINTS/NAME"; empty: nowhere). A leader
-  // session reads them again each time none of those it knows took it: a leader may have
-  // started since (one that replaced a lost host). It also makes the session an HA job's
-  // with one leader known.
+  // session with other_leaders reads them again after a round in which none of those it knows
+  // took it: a leader may have started since (one that replaced a lost host).
   std::string registry;
 };
 

@@ -56,7 +56,8 @@ absl::StatusOr<std::vector<std::string>> OrderHaLeaders(std::vector<std::string>
 
 // ParseEtcdLeaderUrl, then the leaders read through etcd's JSON gateway, one member after the
 // other until one answers, within `timeout`; ordered as by OrderHaLeaders. Blocking: for a
-// caller's thread (Agent::Create), never an actor's. Possible errors: InvalidArgument (the
+// caller's thread (Agent::Create) or a detached actor's (ha_registry_reader.h), never an
+// event-based actor's. Possible errors: InvalidArgument (the
 // URL), Unavailable (no member answered, or not with JSON of the ranges asked for, within at
 // most 256 KiB, naming the URL and the last error), NotFound (no leader registered),
 // FailedPrecondition (a member refused the request with HTTP 4xx: its gateway is off).

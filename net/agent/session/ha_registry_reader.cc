@@ -12,14 +12,20 @@
 namespace muster {
 namespace {
 
-HaRegistryReaderActor::behavior_type Reader() {
-  return {
-      [](caf::get_atom, const std::string& url, caf::timespan timeout) -> caf::result<std::string> {
-        absl::StatusOr<std::vector<std::string>> read =
-            ReadHaLeadersThroughGateway(url, absl::FromChrono(timeout));
-        if (!read.ok()) return ToError(read.status());
-        return absl::StrJoin(*read, ",");
-      }};
+HaRegistryReaderActor::behavior_type Reader(HaRegistryReaderActor::pointer self) {
+  return {[self](caf::get_atom, const std::string& url,
+                 caf::timespan timeout) -> caf::result<std::string> {
+    absl::StatusOr<std::vector<std::string>> read =
+        ReadHaLeadersThroughGateway(url, absl::FromChrono(timeout));
+    auto promise = self->make_response_promise<std::string>();
+    if (read.ok()) {
+      promise.deliver(absl::StrJoin(*read, ","));
+    } else {
+      promise.deliver(ToError(read.status()));
+    }
+    self->quit();  // one read each
+    return promise;
+  }};
 }
 
 }  // namespace

@@ -32,20 +32,16 @@ struct SessionActorState {
   uint64_t retry_for = 0;                 // the try a pending retry_atom belongs to
   caf::actor_clock::time_point deadline;  // with several: until when to try them
   std::string last_error;                 // with several: why the last one was not it
-  // With a registry: reads the job's leaders again after a round in which none took the
-  // session (one read at a time).
-  HaRegistryReaderActor reader;
+  // With a registry: the job's leaders are read again after a round in which none took the
+  // session, one read at a time, at most once per read_interval (1 s, doubling up to 8 s).
   bool reading = false;
+  caf::actor_clock::time_point next_read{};
+  caf::timespan read_interval = std::chrono::seconds(1);
 };
 
 using SessionPointer = LeaderSessionActor::stateful_pointer<SessionActorState>;
 
 std::string Address(SessionPointer self) { return self->state.addresses.current(); }
-
-// An HA job's session: several leaders to try, or a registry to read them from.
-bool Ha(SessionPointer self) {
-  return self->state.addresses.several() || !self->state.options.connect.registry.empty();
-}
 
 // A pause between rounds of an HA job's leaders that all failed.
 constexpr caf::timespan kRoundPause = std::chrono::milliseconds(100);
@@ -88,7 +84,6 @@ void Stop(SessionPointer self, const absl::Status& status) {
     st.promise.deliver(LeaderSessionReply{.status = status, .failed_in = failed_in});
   }
   if (st.connector) self->send_exit(st.connector, caf::exit_reason::user_shutdown);
-  if (st.reader) self->send_exit(st.reader, caf::exit_reason::user_shutdown);
   self->quit();
 }
 
@@ -99,16 +94,20 @@ void Run(SessionPointer self) {
   st.promise.deliver(LeaderSessionReply{.leader = st.leader});
 }
 
-// With a registry: the job's leaders read again, those not known added to the next round.
+// With a registry: the job's leaders read again (by a reader of this read alone: the read
+// blocks), those not known added to the rounds after it.
 void ReadRegistry(SessionPointer self) {
   auto& st = self->state;
-  if (st.options.connect.registry.empty() || st.reading) return;
-  if (!st.reader) st.reader = SpawnHaRegistryReader(self->system());
+  const auto now = self->clock().now();
+  if (st.options.connect.registry.empty() || st.reading || now < st.next_read) return;
   st.reading = true;
-  auto left = std::chrono::duration_cast<caf::timespan>(st.deadline - self->clock().now());
+  st.next_read = now + st.read_interval;
+  st.read_interval = std::min(st.read_interval * 2, caf::timespan{std::chrono::seconds(8)});
+  auto left = std::chrono::duration_cast<caf::timespan>(st.deadline - now);
   caf::timespan timeout =
       std::max(std::min(left, st.options.connect.attempt_timeout * 2), caf::timespan{1});
-  self->request(st.reader, timeout + std::chrono::seconds(1), caf::get_atom::value,
+  // The reader bounds the read by `timeout` and quits after it.
+  self->request(SpawnHaRegistryReader(self->system()), caf::infinite, caf::get_atom::value,
                 st.options.connect.registry, timeout)
       .then(
           [self](std::string& leaders) {
@@ -162,8 +161,9 @@ void NextLeader(SessionPointer self, const absl::Status& why) {
 // The leader reached did not take the session: a standby (or a failure) sends a session with
 // other leaders on to the next; a single leader's answer is final.
 void NotThisLeader(SessionPointer self, const absl::Status& status) {
-  if (Ha(self) && (StandbyActiveLeader(status) || absl::IsUnavailable(status) ||
-                   absl::IsDeadlineExceeded(status))) {
+  if (self->state.addresses.several() &&
+      (StandbyActiveLeader(status) || absl::IsUnavailable(status) ||
+       absl::IsDeadlineExceeded(status))) {
     return NextLeader(self, status);
   }
   Stop(self, status);
@@ -178,7 +178,7 @@ void Authenticate(SessionPointer self) {
         std::chrono::duration_cast<caf::timespan>(st.options.deadline - self->clock().now()),
         caf::timespan{1});
   }
-  if (Ha(self)) {
+  if (st.addresses.several()) {
     // One leader that does not answer must not keep the session from the others.
     auto left = std::chrono::duration_cast<caf::timespan>(st.deadline - self->clock().now());
     timeout = std::max(std::min({timeout, left, st.options.connect.attempt_timeout * 2}),
@@ -214,7 +214,7 @@ void Connect(SessionPointer self) {
   ConnectOptions connect = st.options.connect;
   connect.host = st.addresses.host();
   connect.port = st.addresses.port();
-  if (Ha(self)) {
+  if (st.addresses.several()) {
     // One address may not take the whole time: another may be the active leader.
     auto left = std::chrono::duration_cast<caf::timespan>(st.deadline - self->clock().now());
     connect.timeout = std::max(std::min(left, connect.attempt_timeout * 2), caf::timespan{1});
@@ -233,7 +233,7 @@ void Connect(SessionPointer self) {
           [self, attempt](caf::error& error) {
             if (self->state.attempt != attempt) return;
             self->state.connector = nullptr;
-            if (Ha(self)) return NextLeader(self, ToStatus(error));
+            if (self->state.addresses.several()) return NextLeader(self, ToStatus(error));
             Stop(self, ToStatus(error));
           });
 }
@@ -247,7 +247,7 @@ void OnDown(SessionPointer self, const caf::down_msg& down) {
   absl::Status lost = absl::UnavailableError(absl::StrCat(
       "lost the connection to the Muster leader at ", Address(self), " (",
       ToStatus(down.reason).message(), ") while ", SessionStateName(self->state.machine.state())));
-  if (Ha(self) && st.machine.state() == SessionState::kAuthenticating) {
+  if (st.addresses.several() && st.machine.state() == SessionState::kAuthenticating) {
     return NextLeader(self, lost);
   }
   Stop(self, lost);
@@ -259,8 +259,8 @@ LeaderSessionActor::behavior_type Idle(SessionPointer self, LeaderSessionOptions
   st.addresses = LeaderAddresses(st.options.connect.host, st.options.connect.port,
                                  st.options.connect.other_leaders);
   // With an HA job's leaders the token (empty or not) also asks whether a leader is active.
-  st.machine =
-      LeaderSessionMachine(SessionPlan{.authenticate = !st.options.token.empty() || Ha(self)});
+  st.machine = LeaderSessionMachine(
+      SessionPlan{.authenticate = !st.options.token.empty() || st.addresses.several()});
   self->set_down_handler([self](caf::down_msg& down) { OnDown(self, down); });
   return {[self](caf::connect_atom) -> caf::result<LeaderSessionReply> {
             auto& st = self->state;

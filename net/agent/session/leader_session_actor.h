@@ -18,7 +18,10 @@
 // token (an empty one without a token), which is also how it learns whether the leader it
 // reached is active: a standby's answer (net/leader/standby_leader.h) sends it on to the active
 // leader it names, or to the next address; so does an address where nothing answers. It tries
-// until ConnectOptions::timeout, pausing after each round of addresses that all failed.
+// until ConnectOptions::timeout, pausing after each round of addresses that all failed. Given
+// the job's registry too (ConnectOptions::registry, etcd://), it reads the leaders again after
+// such a round (at most once a second, backing off to every 8 s; ha_registry_reader.h) and adds
+// those it did not know.
 #pragma once
 
 #include <functional>

@@ -16,7 +16,7 @@
 
 #include "muster/actors/cluster/device_exchange.h"
 #include "muster/actors/durability/state_writer_actor.h"
-#include "muster/actors/observe/event_log_actor.h"
+#include "muster/actors/observe/events/event_log_actor.h"
 #include "muster/actors/supervision/supervision_policy.h"
 #include "muster/messages/vocabulary/interfaces.h"
 #include "muster/proto/coordination_config.pb.h"

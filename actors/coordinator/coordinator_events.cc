@@ -1,4 +1,4 @@
-// The coordinator's events (proto/observe.proto, actors/observe/event_log_actor.h): what it
+// The coordinator's events (proto/observe.proto, actors/observe/events/event_log_actor.h): what it
 // tells its event log about each thing that happened. The handlers call these builders only when
 // EventsWanted(): without an event log, nothing here runs and nothing is allocated.
 #include <algorithm>

@@ -8,9 +8,9 @@
 #include <caf/scoped_actor.hpp>
 
 #include "muster/actors/durability/state_store.h"
-#include "muster/actors/observe/event_file.h"
-#include "muster/actors/observe/event_log_actor.h"
-#include "muster/actors/observe/event_writer_actor.h"
+#include "muster/actors/observe/events/event_file.h"
+#include "muster/actors/observe/events/event_log_actor.h"
+#include "muster/actors/observe/events/event_writer_actor.h"
 #include "muster/actors/observe/job_observer_actor.h"
 #include "muster/messages/incarnation.h"
 #include "muster/net/leader/leader_endpoint.h"

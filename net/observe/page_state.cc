@@ -8,7 +8,7 @@
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_format.h>
 
-#include "muster/actors/observe/event_log.h"
+#include "muster/actors/observe/events/event_log.h"
 #include "muster/messages/task_name.h"
 
 namespace muster {

@@ -11,7 +11,7 @@
 #include <absl/strings/str_format.h>
 #include <absl/strings/str_join.h>
 
-#include "muster/actors/observe/event_log.h"
+#include "muster/actors/observe/events/event_log.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/process/shutdown_signals.h"
 #include "muster/tools/common/cli_common.h"

@@ -8,7 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "muster/actors/observe/event_log_actor.h"
+#include "muster/actors/observe/events/event_log_actor.h"
 #include "muster/actors/supervision/supervision_policy.h"
 #include "muster/messages/status/status_codec.h"
 #include "tests/actors/leader_fixture.h"

@@ -15,7 +15,7 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
-#include "muster/actors/observe/event_file.h"
+#include "muster/actors/observe/events/event_file.h"
 
 namespace muster {
 

@@ -1,7 +1,7 @@
 // The event log without actors: seq numbering, the ring, the slices WatchEvents returns, wall
 // times derived from the monotonic clock, the JSON line of an event (parsed back strictly), and
 // the event file.
-#include "muster/actors/observe/event_log.h"
+#include "muster/actors/observe/events/event_log.h"
 
 #include <cstdio>
 #include <fstream>
@@ -15,7 +15,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
-#include "muster/actors/observe/event_file.h"
+#include "muster/actors/observe/events/event_file.h"
 #include "muster/messages/task_name.h"
 #include "tests/testing/status_matchers.h"
 

@@ -1,7 +1,7 @@
 // The event log actor on simulated time: events stamped from its clock, WatchEvents answered at
 // once, parked until the next event or until its wait is over, its limits, and the batches of
 // JSON lines it hands an event writer (a stand-in that records them).
-#include "muster/actors/observe/event_log_actor.h"
+#include "muster/actors/observe/events/event_log_actor.h"
 
 #include <chrono>
 #include <memory>

@@ -1,4 +1,4 @@
-#include "muster/actors/observe/event_log.h"
+#include "muster/actors/observe/events/event_log.h"
 
 #include <algorithm>
 #include <cstdio>

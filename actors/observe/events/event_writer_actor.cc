@@ -1,4 +1,4 @@
-#include "muster/actors/observe/event_writer_actor.h"
+#include "muster/actors/observe/events/event_writer_actor.h"
 
 #include <utility>
 

@@ -19,8 +19,8 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
-#include "muster/actors/observe/event_log.h"
-#include "muster/actors/observe/event_writer_actor.h"
+#include "muster/actors/observe/events/event_log.h"
+#include "muster/actors/observe/events/event_writer_actor.h"
 #include "muster/messages/vocabulary/atoms.h"
 #include "muster/messages/vocabulary/proto_inspect.h"
 #include "muster/proto/observe.pb.h"

@@ -1,4 +1,4 @@
-#include "muster/actors/observe/event_file.h"
+#include "muster/actors/observe/events/event_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "muster/actors/observe/event_log_actor.h"
+#include "muster/actors/observe/events/event_log_actor.h"
 
 #include <chrono>
 #include <cstdio>

@@ -36,7 +36,7 @@
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/agent.h"
-#include "muster/net/process/cluster_environment.h"
+#include "muster/net/process/cluster/cluster_environment.h"
 #include "muster/net/process/launch_environment.h"
 
 ABSL_FLAG(std::string, leader, "",

@@ -21,7 +21,7 @@
 #include "muster/net/agent/session/ha_leader_registry.h"
 #include "muster/net/agent/session/leader_addresses.h"
 #include "muster/net/leader/job_token.h"
-#include "muster/net/process/cluster_environment.h"
+#include "muster/net/process/cluster/cluster_environment.h"
 #include "muster/net/process/launch_environment.h"
 #include "muster/net/process/thread_logger_guard.h"
 #include "muster/net/transport/wire/guarded_multiplexer.h"

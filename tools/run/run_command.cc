@@ -21,7 +21,7 @@
 #include "muster/messages/task_name.h"
 #include "muster/net/launcher/launcher_actor.h"
 #include "muster/net/leader/leader.h"
-#include "muster/net/process/cluster_environment.h"
+#include "muster/net/process/cluster/cluster_environment.h"
 #include "muster/net/process/shutdown_signals.h"
 #include "muster/net/transport/tls/certificate_identity.h"
 #include "muster/net/transport/tls/job_certificates.h"

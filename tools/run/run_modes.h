@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "muster/net/launcher/launcher_actor.h"
-#include "muster/net/process/cluster_environment.h"
+#include "muster/net/process/cluster/cluster_environment.h"
 #include "muster/proto/coordination_config.pb.h"
 
 namespace muster::cli {

@@ -1,4 +1,4 @@
-#include "muster/net/process/cluster_environment.h"
+#include "muster/net/process/cluster/cluster_environment.h"
 
 #include <map>
 

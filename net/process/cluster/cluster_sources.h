@@ -9,7 +9,7 @@
 #include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
 
-#include "muster/net/process/cluster_environment.h"
+#include "muster/net/process/cluster/cluster_environment.h"
 
 namespace muster::cluster_internal {
 

@@ -1,4 +1,4 @@
-#include "muster/net/process/cluster_sources.h"
+#include "muster/net/process/cluster/cluster_sources.h"
 
 #include <initializer_list>
 #include <vector>

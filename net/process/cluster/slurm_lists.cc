@@ -3,7 +3,7 @@
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_split.h>
 
-#include "muster/net/process/cluster_environment.h"
+#include "muster/net/process/cluster/cluster_environment.h"
 
 namespace muster {
 namespace {

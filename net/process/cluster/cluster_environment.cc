@@ -1,4 +1,4 @@
-#include "muster/net/process/cluster_environment.h"
+#include "muster/net/process/cluster/cluster_environment.h"
 
 #include <netdb.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include <absl/strings/str_join.h>
 #include <absl/strings/str_split.h>
 
-#include "muster/net/process/cluster_sources.h"
+#include "muster/net/process/cluster/cluster_sources.h"
 #include "muster/net/process/launch_environment.h"
 
 namespace muster {

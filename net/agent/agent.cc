@@ -20,7 +20,7 @@
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/session/ha_leader_registry.h"
 #include "muster/net/agent/session/leader_addresses.h"
-#include "muster/net/leader/job_token.h"
+#include "muster/net/leader/auth/job_token.h"
 #include "muster/net/process/cluster/cluster_environment.h"
 #include "muster/net/process/launch_environment.h"
 #include "muster/net/process/thread_logger_guard.h"

@@ -14,7 +14,7 @@
 #include "muster/actors/observe/job_observer_actor.h"
 #include "muster/messages/incarnation.h"
 #include "muster/net/leader/leader_endpoint.h"
-#include "muster/net/leader/token_gate_actor.h"
+#include "muster/net/leader/auth/token_gate_actor.h"
 #include "muster/net/process/protobuf_log.h"
 #include "muster/net/process/thread_logger_guard.h"
 #include "muster/net/transport/tls/certificate_identity.h"

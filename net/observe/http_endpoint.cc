@@ -13,7 +13,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include "muster/messages/status/status_codec.h"
-#include "muster/net/leader/token_gate_actor.h"
+#include "muster/net/leader/auth/token_gate_actor.h"
 #include "muster/net/observe/httplib.h"
 #include "muster/net/observe/live_page.h"
 #include "muster/net/observe/page_state.h"

@@ -22,7 +22,7 @@
 #include "muster/actors/kv/routing/kv_fanout_actor.h"
 #include "muster/actors/tasks/heartbeat_monitor_actor.h"
 #include "muster/actors/tasks/task_actor.h"
-#include "muster/net/leader/token_gate_actor.h"
+#include "muster/net/leader/auth/token_gate_actor.h"
 #include "tests/actors/kv/kv_test_helpers.h"
 #include "tests/testing/barrier_stand_in.h"
 #include "tests/testing/status_matchers.h"

@@ -20,7 +20,7 @@
 #include "muster/net/agent/session/ha_leader_registry.h"
 #include "muster/net/agent/session/leader_addresses.h"
 #include "muster/net/agent/session/leader_session_actor.h"
-#include "muster/net/leader/job_token.h"
+#include "muster/net/leader/auth/job_token.h"
 #include "muster/net/leader/standby_leader.h"
 #include "muster/net/transport/wire/frame_guard.h"
 

@@ -2,7 +2,7 @@
 // It connects through the leader connector (its retries, backoff and TLS handling unchanged),
 // presents the job token as itself, and answers with the leader's handle. It then stays
 // RUNNING while both the leader and its requester live: the leader admits this node while the
-// actor that presented the token lives (net/leader/token_gate_actor.h), so the session is what
+// actor that presented the token lives (net/leader/auth/token_gate_actor.h), so the session is what
 // keeps the node admitted. The agent, the muster command (and so `muster run`) and the
 // benchmarks open their leader this way; the agent registers its task itself once the session
 // answered (agent_actor.cc). Decisions are LeaderSessionMachine's; one behaviour per state.

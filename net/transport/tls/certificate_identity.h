@@ -6,7 +6,7 @@
 // kTaskUnit and, as CN, the task's name (/job:worker/task:3). The CA of a job whose tasks have
 // certificates of their own has OU kTaskBindingUnit: a leader that trusts such a CA accepts a
 // task's registration, heartbeats and reports only from the certificate naming that task
-// (net/leader/peer_identities.h). Since only the CA's key signs certificates, a subject is as
+// (net/leader/auth/peer_identities.h). Since only the CA's key signs certificates, a subject is as
 // trustworthy as the CA.
 #pragma once
 

@@ -133,7 +133,7 @@ class GuardedMultiplexer : public caf::io::network::default_multiplexer {
   // The accepted connections open now and the refusals so far of `system`'s multiplexer (all
   // zero when it has none): the leader's metrics.
   static WireStats Stats(caf::actor_system& system);
-  // Binding peers to their certificates (per-task certificates, net/leader/peer_identities.h).
+  // Binding peers to their certificates (per-task certificates, net/leader/auth/peer_identities.h).
   // With a listener set, each accepted TLS connection holds its peer node's identity (who its
   // certificate names; Kind::kUnknown when it names nobody usable) once the node's handshake
   // passed the guard, before CAF reads it (so before any message of the connection), and the

@@ -22,7 +22,7 @@
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/agent.h"
 #include "muster/net/agent/distributed_runtime_client.h"
-#include "muster/net/leader/job_token.h"
+#include "muster/net/leader/auth/job_token.h"
 #include "tests/e2e/programs/worker_events.h"
 
 ABSL_FLAG(std::string, leader, "127.0.0.1:7400", "leader HOST:PORT");

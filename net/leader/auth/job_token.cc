@@ -1,4 +1,4 @@
-#include "muster/net/leader/job_token.h"
+#include "muster/net/leader/auth/job_token.h"
 
 #include <cstdlib>
 #include <fstream>

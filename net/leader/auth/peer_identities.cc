@@ -1,4 +1,4 @@
-#include "muster/net/leader/peer_identities.h"
+#include "muster/net/leader/auth/peer_identities.h"
 
 #include <absl/strings/str_cat.h>
 

@@ -2,7 +2,7 @@
 // to certificates. With a token, every message from another node reaches the coordinator only
 // once that node has presented the token (AuthenticateRequest); until then it is answered with
 // Unauthenticated and changes nothing. With binding, a request that acts as a task or a
-// launcher passes only from a node whose certificate allows it (net/leader/peer_identities.h;
+// launcher passes only from a node whose certificate allows it (net/leader/auth/peer_identities.h;
 // PermissionDenied otherwise); the multiplexer tells the gate who each connection's
 // certificate names before any message of that connection (TellGatePeerIdentity). The
 // coordinator's internal messages are never accepted from another node, authenticated or not.

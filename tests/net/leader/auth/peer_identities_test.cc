@@ -2,7 +2,7 @@
 // when the job binds tasks to certificates: a task's own certificate only, a launcher's from a
 // node certificate only, the rest from anyone; nodes of no or of conflicting certificates, and
 // connections counted until the last one goes.
-#include "muster/net/leader/peer_identities.h"
+#include "muster/net/leader/auth/peer_identities.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "muster/net/leader/token_gate_actor.h"
+#include "muster/net/leader/auth/token_gate_actor.h"
 
 #include <algorithm>
 #include <chrono>
@@ -16,7 +16,7 @@
 #include "muster/messages/status/caf_text.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/vocabulary/atoms.h"
-#include "muster/net/leader/peer_identities.h"
+#include "muster/net/leader/auth/peer_identities.h"
 
 namespace muster {
 namespace {

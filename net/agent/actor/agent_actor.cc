@@ -13,7 +13,7 @@
 #include "muster/messages/requests/task_requests.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
-#include "muster/net/agent/actor/agent_forward.h"
+#include "muster/net/agent/actor/calls/agent_forward.h"
 
 namespace muster {
 

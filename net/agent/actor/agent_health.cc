@@ -6,7 +6,7 @@
 //   RUNNING --notice--> ANSWERED(step) --sync step--> DECIDED: ReachedSyncPoint(s) == (s == sync)
 #include <absl/strings/str_cat.h>
 
-#include "muster/net/agent/actor/agent_forward.h"
+#include "muster/net/agent/actor/calls/agent_forward.h"
 
 namespace muster {
 namespace {

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "muster/messages/status/status_codec.h"
-#include "muster/net/agent/actor/agent_handlers.h"
+#include "muster/net/agent/actor/calls/agent_handlers.h"
 
 namespace muster {
 namespace {

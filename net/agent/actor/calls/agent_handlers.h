@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include "muster/messages/vocabulary/kv_calls.h"
-#include "muster/net/agent/actor/agent_forward.h"
+#include "muster/net/agent/actor/calls/agent_forward.h"
 
 namespace muster {
 

@@ -8,7 +8,7 @@
 
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
-#include "muster/net/agent/actor/agent_handlers.h"
+#include "muster/net/agent/actor/calls/agent_handlers.h"
 
 namespace muster {
 

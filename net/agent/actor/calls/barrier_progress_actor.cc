@@ -1,4 +1,4 @@
-#include "muster/net/agent/actor/barrier_progress_actor.h"
+#include "muster/net/agent/actor/calls/barrier_progress_actor.h"
 
 #include <algorithm>
 #include <utility>

@@ -9,7 +9,7 @@
 #include "muster/messages/requests/kv_requests.h"
 #include "muster/messages/requests/task_requests.h"
 #include "muster/messages/task_name.h"
-#include "muster/net/agent/actor/barrier_progress_actor.h"
+#include "muster/net/agent/actor/calls/barrier_progress_actor.h"
 #include "muster/net/agent/agent.h"
 
 namespace muster {

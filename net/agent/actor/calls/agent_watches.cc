@@ -9,7 +9,7 @@
 #include "muster/actors/kv/store/kv_key.h"
 #include "muster/messages/requests/kv_requests.h"
 #include "muster/messages/status/status_codec.h"
-#include "muster/net/agent/actor/agent_forward.h"
+#include "muster/net/agent/actor/calls/agent_forward.h"
 
 namespace muster {
 namespace {

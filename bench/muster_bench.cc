@@ -24,8 +24,8 @@
 #include "muster/bench/harness.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/net/agent/session/leader_session_actor.h"
-#include "muster/net/leader/leader_endpoint.h"
 #include "muster/net/leader/auth/token_gate_actor.h"
+#include "muster/net/leader/leader_endpoint.h"
 #include "muster/net/transport/node_config.h"
 #include "muster/net/transport/tls/job_certificates.h"
 

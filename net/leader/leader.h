@@ -37,7 +37,8 @@ struct LeaderEndpoint {
   std::string host = "127.0.0.1";
   uint16_t port = 0;  // 0: any free port; port() says which
   // Non-empty: the job token every other node must present before any request (a token gate
-  // is published in front of the coordinator; see net/leader/auth/token_gate_actor.h). Never logged.
+  // is published in front of the coordinator; see net/leader/auth/token_gate_actor.h). Never
+  // logged.
   std::string token;
   // Set: the HTTP endpoint (metrics, the live page; net/observe/http_endpoint.h) on its host and
   // port. It takes the token above and the node's TLS files, so it admits whom the port admits.

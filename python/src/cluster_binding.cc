@@ -1,6 +1,7 @@
-// muster._muster.detect_cluster: where this process runs (net/process/cluster/cluster_environment.h),
-// for muster.Agent.from_environment() and the muster:// rendezvous; parse_spare_assignment: the
-// task a spare of `muster run --spares` is given (net/process/launch_environment.h).
+// muster._muster.detect_cluster: where this process runs
+// (net/process/cluster/cluster_environment.h), for muster.Agent.from_environment() and the
+// muster:// rendezvous; parse_spare_assignment: the task a spare of `muster run --spares` is given
+// (net/process/launch_environment.h).
 #include <pybind11/pybind11.h>
 
 #include "bindings.h"

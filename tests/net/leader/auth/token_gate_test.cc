@@ -13,8 +13,8 @@
 
 #include "muster/messages/status/status_codec.h"
 #include "muster/net/agent/agent.h"
-#include "muster/net/leader/leader.h"
 #include "muster/net/leader/auth/token_gate_actor.h"
+#include "muster/net/leader/leader.h"
 #include "muster/net/transport/node_config.h"
 #include "tests/net/two_nodes_fixture.h"
 #include "tests/testing/status_matchers.h"

@@ -1,6 +1,6 @@
 // TaskStateListeners and EphemeralOwners: listeners hear a change in the order they were
 // registered; an incarnation's end reports its keys once.
-#include "muster/actors/coordinator/task_state_listeners.h"
+#include "muster/actors/cluster/task_state_listeners.h"
 
 #include <string>
 #include <vector>

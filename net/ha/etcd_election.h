@@ -26,7 +26,7 @@
 #include <absl/time/time.h>
 
 #include "muster/net/agent/session/ha_leader_registry.h"
-#include "muster/net/ha/etcd_client.h"
+#include "muster/net/ha/etcd/etcd_client.h"
 
 namespace muster {
 

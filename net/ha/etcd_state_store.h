@@ -21,7 +21,7 @@
 #include <absl/time/time.h>
 
 #include "muster/actors/durability/state_store.h"
-#include "muster/net/ha/etcd_client.h"
+#include "muster/net/ha/etcd/etcd_client.h"
 
 namespace muster {
 

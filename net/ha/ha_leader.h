@@ -32,7 +32,7 @@
 #include <absl/time/time.h>
 #include <caf/actor_system.hpp>
 
-#include "muster/net/ha/etcd_client.h"
+#include "muster/net/ha/etcd/etcd_client.h"
 #include "muster/net/ha/etcd_election.h"
 #include "muster/net/leader/leader.h"
 
@@ -59,7 +59,7 @@ struct HaOptions {
   // the process should end and be started again.
   std::function<void(const absl::Status&)> on_stopped;
   // How etcd's members are reached (EtcdOptions::member): empty, through etcd's JSON gateway;
-  // `muster serve` gives NewEtcdGrpcMember (net/ha/etcd_grpc_member.h).
+  // `muster serve` gives NewEtcdGrpcMember (net/ha/etcd/etcd_grpc_member.h).
   EtcdMemberFactory etcd_member;
 };
 

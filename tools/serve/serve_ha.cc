@@ -11,7 +11,7 @@
 #include <absl/time/clock.h>
 #include <caf/scoped_actor.hpp>
 
-#include "muster/net/ha/etcd_grpc_member.h"
+#include "muster/net/ha/etcd/etcd_grpc_member.h"
 #include "muster/net/ha/ha_leader.h"
 #include "muster/net/process/shutdown_signals.h"
 #include "muster/tools/common/cli_common.h"

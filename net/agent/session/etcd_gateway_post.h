@@ -1,7 +1,7 @@
 // One POST of JSON to an etcd member's JSON gateway (etcd 3.4's grpc-gateway on its client port),
 // with the HTTP client the library links (cpp-httplib): what the leader registry
-// (ha_leader_registry.h) and an HA leader's gateway member (net/ha/etcd_gateway_member.h) send.
-// The reply is read up to a size and a deadline, both checked as its body arrives.
+// (ha_leader_registry.h) and an HA leader's gateway member (net/ha/etcd/etcd_gateway_member.h)
+// send. The reply is read up to a size and a deadline, both checked as its body arrives.
 #pragma once
 
 #include <cstddef>

@@ -17,8 +17,8 @@
 
 #include <gtest/gtest.h>
 
-#include "muster/net/ha/etcd_client.h"
-#include "muster/net/ha/etcd_grpc_member.h"
+#include "muster/net/ha/etcd/etcd_client.h"
+#include "muster/net/ha/etcd/etcd_grpc_member.h"
 #include "muster/tools/run/subprocess.h"
 
 namespace muster::testing {

@@ -1,4 +1,4 @@
-#include "muster/net/ha/etcd_grpc_member.h"
+#include "muster/net/ha/etcd/etcd_grpc_member.h"
 
 #include <utility>
 

@@ -1,9 +1,9 @@
 // EtcdClient against a real 3-member etcd cluster, over gRPC and through etcd's JSON gateway:
 // the calls the election and the state use, a member's death, a lost quorum, etcd's own errors,
 // and etcd that is not there.
-#include "muster/net/ha/etcd_client.h"
+#include "muster/net/ha/etcd/etcd_client.h"
 
-#include "muster/net/ha/etcd_gateway_member.h"
+#include "muster/net/ha/etcd/etcd_gateway_member.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

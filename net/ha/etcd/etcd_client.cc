@@ -1,4 +1,4 @@
-#include "muster/net/ha/etcd_client.h"
+#include "muster/net/ha/etcd/etcd_client.h"
 
 #include <algorithm>
 #include <thread>
@@ -8,7 +8,7 @@
 #include <absl/strings/str_join.h>
 #include <absl/time/clock.h>
 
-#include "muster/net/ha/etcd_gateway_member.h"
+#include "muster/net/ha/etcd/etcd_gateway_member.h"
 
 namespace muster {
 namespace {

@@ -1,4 +1,4 @@
-#include "muster/net/ha/etcd_gateway_member.h"
+#include "muster/net/ha/etcd/etcd_gateway_member.h"
 
 #include <algorithm>
 #include <mutex>

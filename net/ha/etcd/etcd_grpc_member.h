@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "muster/net/ha/etcd_client.h"
+#include "muster/net/ha/etcd/etcd_client.h"
 
 namespace muster {
 

@@ -44,13 +44,7 @@ caf::result<proto::GetTaskStateResponse> GetTaskState(CoordinatorPointer self,
     if (auto step = st.health.progress.Step(slot.index)) out->set_step(*step);
     out->set_step_age_ms(AgeMs(now, st.health.progress.StepChangedAt(slot.index)));
   }
-  // A state on its way to disk is shown once it is there: a leader that dies first must not
-  // have revealed a state the next one does not know.
-  DurableGate& gate = st.records.gate();
-  if (gate.idle()) return response;
-  auto promise = self->make_response_promise<proto::GetTaskStateResponse>();
-  gate.Deliver(promise, std::move(response));
-  return promise;
+  return response;
 }
 
 proto::TaskColumns TaskColumnsOf(CoordinatorPointer self) {

@@ -299,25 +299,6 @@ TEST_F(CoordinatorDurableTest, TaskFailure_PushedToTheOthersOnlyOnceItsRecordIsD
   EXPECT_THAT(**reported, IsOk());
 }
 
-TEST_F(CoordinatorDurableTest, GetTaskState_ShowsAStateOnlyOnceItIsDurable) {
-  SpawnDurable(nullptr, std::chrono::seconds(2), Config(2));
-  Reports r0, r1;
-  ASSERT_THAT(Register("worker", 0, 5, Agent(&r0)), IsOk());
-  ASSERT_THAT(Register("worker", 1, 6, Agent(&r1)), IsOk());
-  EXPECT_EQ(State("worker", 0).state(), proto::TASKSTATE_CONNECTED);  // nothing pending: at once
-  disk_->hold = true;
-  auto reported = Send<proto::ReportErrorToServiceResponse>(leader_, FailureOf(0));
-  proto::GetTaskStateRequest request;
-  *request.add_source_task() = MakeTask("worker", 0);
-  auto shown = Send<proto::GetTaskStateResponse>(leader_, request);
-  EXPECT_FALSE(shown->has_value());  // the ERROR is on its way to disk
-  Release();
-  ASSERT_TRUE(shown->has_value());
-  ASSERT_THAT(**shown, IsOk());
-  EXPECT_EQ((**shown)->task_state(0).state(), proto::TASKSTATE_ERROR);
-  ASSERT_TRUE(reported->has_value());
-}
-
 // A beat of a task its job's failure put in ERROR is refused once that is durable, and never
 // by a leader whose write failed (an HA leader paused past its lease reads the beats that
 // waited: its refusals would tell the job a failure nobody recorded).

@@ -266,8 +266,10 @@ bool HaLeader::TakeOver(const LeaderClaim& claim) {
     sink->Report(term, std::string(status.message()));
   };
   std::shared_ptr<EtcdStateStore> store = EtcdStateStore::Open(etcd_, std::move(store_options));
+  LeaderEndpoint endpoint = endpoint_;
+  if (endpoint.http) endpoint.http->leader_address = advertise_;  // the page's, not HOST:0
   absl::StatusOr<std::unique_ptr<Leader>> started_leader =
-      Leader::Start(system_, options_, endpoint_, store);
+      Leader::Start(system_, options_, endpoint, store);
   // The lease as it is now: a load that outlasted it (the keeper's refreshes failing) must not
   // serve.
   absl::Status kept = started_leader.ok() ? election_.KeepAlive() : absl::OkStatus();
@@ -290,6 +292,7 @@ bool HaLeader::TakeOver(const LeaderClaim& claim) {
   }
   TellHaFrontActive(front_, (*started_leader)->published());
   std::string recovered = (*started_leader)->recovery();
+  const std::string http = (*started_leader)->http_url();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     leader_ = *std::move(started_leader);
@@ -298,7 +301,8 @@ bool HaLeader::TakeOver(const LeaderClaim& claim) {
     recovery_ = recovered;
   }
   changed_.notify_all();
-  Tell(absl::StrCat("active: serving HA job ", ha_.name, " at ", advertise_, "; ", recovered));
+  Tell(absl::StrCat("active: serving HA job ", ha_.name, " at ", advertise_, "; ", recovered,
+                    http.empty() ? "" : "; http ", http));
   return true;
 }
 

@@ -138,8 +138,9 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
     http.token = endpoint.token;
     http.tls = tls_files;
     JobObserverActor observer = SpawnJobObserver(system, leader->coordinator_, std::move(observed));
+    std::string shown = http.leader_address.empty() ? leader->address() : http.leader_address;
     auto started = HttpEndpoint::Start(system, std::move(observer), leader->metrics_,
-                                       leader->address(), std::move(http));
+                                       std::move(shown), std::move(http));
     if (!started.ok()) return started.status();  // the leader stops with its destructor
     leader->http_ = *std::move(started);
   }

@@ -43,6 +43,9 @@ struct HttpOptions {
   int threads = 8;                 // pages hold one each while open (at most threads - 1)
   absl::Duration stream_interval = absl::Seconds(1);
   absl::Duration snapshot_timeout = absl::Seconds(5);
+  // The leader's address as the page shows it (empty: the leader's own; an HA leader's is the
+  // address it advertises, its coordinator not being published on a port of its own).
+  std::string leader_address;
 };
 
 // Parses `--http HOST:PORT` (port 0: any free port) into options with that host and port.

@@ -5,6 +5,7 @@ with the job's state, while an agent given both leaders goes on; one in this pro
 hands the job over at once. An agent given only etcd
 (etcd://ENDPOINT/NAME) finds the active leader there. Bad HA arguments raise typed errors."""
 
+import json
 import os
 import time
 import urllib.request
@@ -88,11 +89,21 @@ def test_in_this_process_active_then_stopped_the_other_takes_over_at_once(etcd):
                        heartbeat_timeout=5, reconnect_window=15, http="127.0.0.1:0") as here:
         assert here.wait_active(30)
         assert here.role == "active" and here.active_leader == here.address
-        # The HTTP endpoint serves while this leader is active.
+        # The HTTP endpoint serves while this leader is active; a standby serves none.
         assert here.http_url.startswith("http://127.0.0.1:")
         with urllib.request.urlopen(here.http_url + "/metrics", timeout=10) as reply:
             assert reply.status == 200
             assert b"muster_tasks" in reply.read()
+        with urllib.request.urlopen(here.http_url + "/api/state", timeout=10) as reply:
+            assert json.loads(reply.read())["leader"]["address"] == here.address
+        with muster.Leader({"worker": 2}, ha_etcd=etcd, ha_name=name, ha_lease_ttl=5,
+                           heartbeat_timeout=5, reconnect_window=15,
+                           http="127.0.0.1:0") as standby:
+            deadline = time.monotonic() + 30
+            while standby.role != "standby" or standby.active_leader != here.address:
+                assert time.monotonic() < deadline, (standby.role, standby.active_leader)
+                time.sleep(0.05)
+            assert standby.http_url == ""
         others, addresses = start_leaders(etcd, name, count=1, ttl=5)
         try:
             others[0].wait_for(f"role standby active {here.address}")

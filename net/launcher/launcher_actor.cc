@@ -33,10 +33,11 @@ TaskEntry* Find(LauncherPointer self, const proto::CoordinatedTask& task) {
 
 // `address` may list an HA job's leaders ("h1:p,h2:p"): MUSTER_LEADER gets them all, PyTorch's
 // MASTER_ADDR and MASTER_PORT the first.
-TaskProcess::Environment LeaderVariables(const std::string& address) {
+TaskProcess::Environment LeaderVariables(const LauncherConfig& config) {
+  const std::string& address = config.leader_address;
   const std::string first = address.substr(0, address.find(','));
   const size_t colon = first.rfind(':');
-  return {{kLeaderEnv, address},
+  return {{kLeaderEnv, config.leader_registry.empty() ? address : config.leader_registry},
           {"MASTER_ADDR", first.substr(0, colon)},
           {"MASTER_PORT", first.substr(colon + 1)}};
 }
@@ -44,7 +45,7 @@ TaskProcess::Environment LeaderVariables(const std::string& address) {
 TaskProcess::Environment EnvironmentOf(LauncherPointer self, const TaskEntry& entry) {
   const auto& st = self->state;
   TaskProcess::Environment env = st.config.environment;
-  TaskProcess::Environment leader = LeaderVariables(st.config.leader_address);
+  TaskProcess::Environment leader = LeaderVariables(st.config);
   env.insert(env.end(), leader.begin(), leader.end());
   env.insert(env.end(), {{kJobEnv, entry.task.job_name()},
                          {kTaskEnv, absl::StrCat(entry.task.task_id())},

@@ -63,6 +63,10 @@ using LauncherControlActor =
 struct LauncherConfig {
   CoordinatorActor leader;
   std::string leader_address;  // HOST:PORT, as the tasks reach the leader
+  // An HA job's leaders as given, "etcd://ENDPOINTS/NAME" (empty: none): the tasks'
+  // MUSTER_LEADER then, so that their agents read the leaders themselves (and again when none
+  // of those is active); MASTER_ADDR and MASTER_PORT stay the first address's.
+  std::string leader_registry;
   std::string host;            // this host's name, for the coordinator's messages
   std::vector<proto::CoordinatedTask> tasks;
   std::vector<std::string> command;

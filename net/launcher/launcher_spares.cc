@@ -52,7 +52,7 @@ void TakeSpare(LauncherPointer self, TaskEntry& entry, SparePool::Spare spare) {
 std::unique_ptr<SparePool> MakeSpares(const LauncherConfig& config) {
   if (config.spares <= 0) return nullptr;
   TaskProcess::Environment env = config.environment;
-  TaskProcess::Environment leader = LeaderVariables(config.leader_address);
+  TaskProcess::Environment leader = LeaderVariables(config);
   env.insert(env.end(), leader.begin(), leader.end());
   return std::make_unique<SparePool>(config.spares,
                                      absl::StrCat("muster/spares/", config.host, "/"),

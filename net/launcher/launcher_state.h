@@ -67,7 +67,7 @@ using LauncherPointer = LauncherControlActor::stateful_pointer<LauncherState>;
 void Say(const std::string& line);
 TaskEntry* Find(LauncherPointer self, const proto::CoordinatedTask& task);
 // MUSTER_LEADER, MASTER_ADDR and MASTER_PORT for the leader at `address` (HOST:PORT).
-TaskProcess::Environment LeaderVariables(const std::string& address);
+TaskProcess::Environment LeaderVariables(const LauncherConfig& config);
 // The variables of `entry`'s process: the launcher's, then the task's own.
 TaskProcess::Environment EnvironmentOf(LauncherPointer self, const TaskEntry& entry);
 // Writes the task output gathered so far, before any line of the launcher's own.

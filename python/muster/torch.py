@@ -307,7 +307,11 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
         host, port = parsed.hostname, parsed.port
     leader_env = os.environ.get("MUSTER_LEADER")  # muster run's too
     if not host and leader_env:
-        if "," in leader_env:
+        if leader_env.startswith("etcd://"):
+            # An HA job's leaders in etcd (muster run --leader etcd://...): the agent reads them;
+            # MASTER_ADDR and MASTER_PORT name the first.
+            leaders = leader_env
+        elif "," in leader_env:
             leaders, (host, port) = leader_list(leader_env, "MUSTER_LEADER")
         else:
             address = split_address(leader_env)

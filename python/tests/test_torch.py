@@ -147,13 +147,19 @@ def test_rank_and_world_size_in_the_url_or_as_arguments_never_both(where):
         assert done.stdout == "joined\n"
 
 
-def test_a_list_of_leaders_is_an_ha_job_whose_leaders_run_on_their_own():
+def test_a_list_of_leaders_is_an_ha_job_whose_leaders_run_on_their_own(monkeypatch):
     """docs/python.md, "An HA job's leaders"; python/tests/test_torch_ha.py runs one."""
     handler = muster.torch._rendezvous_handler
     with pytest.raises(ValueError, match="is not HOST:PORT or HOST:PORT,HOST:PORT"):
         next(handler("muster://127.0.0.1:1,nohost?rank=0&world_size=1"))
     with pytest.raises(ValueError, match="external_leader=0 cannot host one"):
         next(handler("muster://127.0.0.1:1,127.0.0.1:2?rank=0&world_size=1&external_leader=0"))
+    # muster run --leader etcd://... gives its tasks the URL: an HA job's leaders too.
+    monkeypatch.setenv("MUSTER_LEADER", "etcd://127.0.0.1:1/job")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", "1")
+    with pytest.raises(ValueError, match="external_leader=0 cannot host one"):
+        next(handler("muster://?rank=0&world_size=1&external_leader=0"))
 
 
 def test_four_ranks_all_reduce_and_leave_cleanly_with_a_late_leader():

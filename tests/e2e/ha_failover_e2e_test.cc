@@ -81,7 +81,9 @@ class HaFailoverE2eTest : public E2eTest {
     return writers;
   }
 
-  void StartJobAndRun(int* active, std::vector<int>* pids, std::unique_ptr<Subprocess>* run);
+  // `through_etcd`: muster run is given the job's etcd:// URL instead of the leaders' list.
+  void StartJobAndRun(int* active, std::vector<int>* pids, std::unique_ptr<Subprocess>* run,
+                      bool through_etcd = false);
 
   std::unique_ptr<EtcdCluster> etcd_;
   std::string name_;
@@ -270,13 +272,14 @@ std::unique_ptr<Subprocess> StartRunOf(const std::string& leaders, int tasks,
 // Both leaders of job worker=2 and `muster run` of its two tasks through them, the tasks ready:
 // the active leader's index, the tasks' pids, the launcher.
 void HaFailoverE2eTest::StartJobAndRun(int* active, std::vector<int>* pids,
-                                       std::unique_ptr<Subprocess>* run) {
+                                       std::unique_ptr<Subprocess>* run, bool through_etcd) {
   std::vector<std::string> flags = kFlags;
   flags.push_back("--job=worker=2");
   StartBoth(flags);
   *active = Active();
   ASSERT_GE(*active, 0);
-  *run = StartRunOf(address_, 2, pids);
+  *run =
+      StartRunOf(through_etcd ? "etcd://" + etcd_->endpoints() + "/" + name_ : address_, 2, pids);
   ASSERT_NE(*run, nullptr);
 }
 
@@ -327,11 +330,14 @@ TEST_F(HaFailoverE2eTest, MusterRunFollowsAFailover_TheSameProcessesFinishTheJob
 
 // A task process that dies while the job has no leader is reported to the next one once the
 // launcher rejoined it: its policy (fate-sharing) fails the job, naming that process's end.
+// muster run is given the job's etcd:// URL, and so are its tasks (their agents read it).
 TEST_F(HaFailoverE2eTest, MusterRunFollowsAFailover_AnExitWhileLeaderlessIsReportedToTheNext) {
   int active = -1;
   std::vector<int> pids;
   std::unique_ptr<Subprocess> run;
-  ASSERT_NO_FATAL_FAILURE(StartJobAndRun(&active, &pids, &run));
+  ASSERT_NO_FATAL_FAILURE(StartJobAndRun(&active, &pids, &run, /*through_etcd=*/true));
+  EXPECT_EQ(HaLeaderPair::Count(run->output(), " leader=etcd://" + etcd_->endpoints() + "/"), 2)
+      << run->output();
   ASSERT_GT(pids[1], 0);
   Kill(active);
   kill(pids[1], SIGKILL);

@@ -253,6 +253,7 @@ int Join(LauncherConfig config, const std::string& tasks, bool in_step) {
   if (!session.ok()) return ReportFailure(kCommand, session.status());
   config.leader = (*session)->leader();
   config.leader_address = address->List();
+  config.leader_registry = address->registry;
   if (!address->others.empty()) {
     // An HA job: when its leader is lost, the launcher looks for the next one for --timeout
     // and registers with it again, its tasks running on.

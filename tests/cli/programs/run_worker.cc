@@ -1,6 +1,6 @@
 // A task program for the `muster run` tests. It takes its identity from the launcher's
-// environment, prints "READY task=T generation=G round=R pid=P incarnation=I", waits for the key
-// "go" (a process of a later generation writes it, so the job completes once something was
+// environment, prints "READY task=T generation=G round=R pid=P incarnation=I leader=L", waits for
+// the key "go" (a process of a later generation writes it, so the job completes once something was
 // restarted), meets every task at the barrier "done", shuts down and exits 0. An error pushed by
 // the leader prints "ERROR CALLBACK" and ends the process with exit status 2 at once.
 // --crash_task=N --crash_below_generation=G: task N exits 3 after connecting while its
@@ -117,7 +117,8 @@ int main(int argc, char** argv) {
   if (!agent.ok()) return Fail("create", agent.status());
   if (absl::Status s = (*agent)->Connect(); !s.ok()) return Fail("connect", s);
   Say(absl::StrCat("READY task=", me.task_id, " generation=", me.generation, " round=", me.round,
-                   " pid=", getpid(), " incarnation=", (*agent)->incarnation()));
+                   " pid=", getpid(), " incarnation=", (*agent)->incarnation(),
+                   " leader=", me.leader));
   if (me.task_id == absl::GetFlag(FLAGS_crash_task) &&
       me.generation < absl::GetFlag(FLAGS_crash_below_generation)) {
     Say("CRASHING");

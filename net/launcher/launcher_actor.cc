@@ -31,8 +31,9 @@ TaskEntry* Find(LauncherPointer self, const proto::CoordinatedTask& task) {
   return nullptr;
 }
 
-// `address` may list an HA job's leaders ("h1:p,h2:p"): MUSTER_LEADER gets them all, PyTorch's
-// MASTER_ADDR and MASTER_PORT the first.
+// The address may list an HA job's leaders ("h1:p,h2:p"): MUSTER_LEADER gets them all (or the
+// etcd:// URL they were read from, leader_registry), PyTorch's MASTER_ADDR and MASTER_PORT the
+// first.
 TaskProcess::Environment LeaderVariables(const LauncherConfig& config) {
   const std::string& address = config.leader_address;
   const std::string first = address.substr(0, address.find(','));

@@ -66,7 +66,8 @@ using LauncherPointer = LauncherControlActor::stateful_pointer<LauncherState>;
 // launcher_actor.cc
 void Say(const std::string& line);
 TaskEntry* Find(LauncherPointer self, const proto::CoordinatedTask& task);
-// MUSTER_LEADER, MASTER_ADDR and MASTER_PORT for the leader at `address` (HOST:PORT).
+// MUSTER_LEADER, MASTER_ADDR and MASTER_PORT for the leader of `config` (leader_address,
+// leader_registry).
 TaskProcess::Environment LeaderVariables(const LauncherConfig& config);
 // The variables of `entry`'s process: the launcher's, then the task's own.
 TaskProcess::Environment EnvironmentOf(LauncherPointer self, const TaskEntry& entry);

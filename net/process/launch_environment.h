@@ -15,7 +15,7 @@
 
 namespace muster {
 
-inline constexpr char kLeaderEnv[] = "MUSTER_LEADER";          // HOST:PORT
+inline constexpr char kLeaderEnv[] = "MUSTER_LEADER";          // HOST:PORT, a list, or etcd://
 inline constexpr char kJobEnv[] = "MUSTER_JOB";                // the job name
 inline constexpr char kTaskEnv[] = "MUSTER_TASK";              // the task id
 inline constexpr char kGenerationEnv[] = "MUSTER_GENERATION";  // restarts of this task so far

@@ -99,7 +99,7 @@ def take_spare_assignment(**options) -> bool:
 def cluster_placement() -> Optional[Dict[str, Any]]:
     """Where this process runs, as its launcher or cluster says: a dict with source (muster
     run, torchrun, Open MPI, PMIx, MPICH, Slurm, Kubernetes, RANK and WORLD_SIZE), evidence
-    (the variables read), leader ("HOST:PORT"), job, task, num_tasks, local_task,
+    (the variables read), leader ("HOST:PORT", or MUSTER_LEADER as given), job, task, num_tasks, local_task,
     num_local_tasks, node, num_nodes, generation, round and text (one line saying all of it);
     None when no launcher is found. Raises InvalidArgumentError naming the variables at fault:
     sources of one launch that disagree, a leader that cannot be derived (docs/python.md,

@@ -324,7 +324,9 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
     rank_text = _param(query, "rank", "RANK")
     world_text = _param(query, "world_size", "WORLD_SIZE")
     placement = None
-    if not launched and (not host or port is None or rank_text is None or world_text is None):
+    # An HA job's leaders (a list, or etcd://) need no HOST:PORT of rank 0's.
+    address_missing = not leaders and (not host or port is None)
+    if not launched and (address_missing or rank_text is None or world_text is None):
         # What the URL and those variables leave out comes from the launcher or cluster this
         # process runs under (Slurm, MPI, Kubernetes).
         try:
@@ -334,21 +336,21 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
     bind = host
     if placement is not None:
         announce(placement)
-        detected_host, detected_port = split_address(placement["leader"])
-        if not host:
-            host = bind = detected_host
+        detected = split_address(placement["leader"])  # None: MUSTER_LEADER=etcd://...
+        if not host and detected is not None:
+            host = bind = detected[0]
             # A node's name may resolve to a loopback address in its own /etc/hosts: rank 0
             # listens on every interface unless the name is an address.
             if not _is_address(host):
                 bind = "0.0.0.0"
-        if port is None:
-            port = detected_port
+        if port is None and detected is not None:
+            port = detected[1]
         for name, given, detected in (("rank", rank_text, placement["task"]),
                                       ("world_size", world_text, placement["num_tasks"])):
             if given is not None and given.strip() != str(detected):
                 raise error(f"{name} {given} disagrees with {placement['text']}")
         rank_text, world_text = str(placement["task"]), str(placement["num_tasks"])
-    if not host or port is None:
+    if not leaders and (not host or port is None):
         raise error("no leader address: give muster://HOST:PORT or MASTER_ADDR and MASTER_PORT")
     if rank_text is None or world_text is None:
         raise error("rank and world_size are needed (URL parameters, or RANK and WORLD_SIZE)")

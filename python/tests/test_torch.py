@@ -160,6 +160,11 @@ def test_a_list_of_leaders_is_an_ha_job_whose_leaders_run_on_their_own(monkeypat
     monkeypatch.setenv("MASTER_PORT", "1")
     with pytest.raises(ValueError, match="external_leader=0 cannot host one"):
         next(handler("muster://?rank=0&world_size=1&external_leader=0"))
+    # Without MASTER_ADDR and MASTER_PORT too: an HA job's leaders need no address of rank 0's.
+    monkeypatch.delenv("MASTER_ADDR")
+    monkeypatch.delenv("MASTER_PORT")
+    with pytest.raises(ValueError, match="external_leader=0 cannot host one"):
+        next(handler("muster://?rank=0&world_size=1&external_leader=0"))
 
 
 def test_four_ranks_all_reduce_and_leave_cleanly_with_a_late_leader():

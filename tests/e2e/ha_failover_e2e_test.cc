@@ -264,7 +264,8 @@ TEST_F(HaFailoverE2eTest, StandbyAnswersNamingTheActiveLeader_AndAnotherConfigur
   EXPECT_THAT((*other)->output(), HasSubstr("runs another configuration"));
 }
 
-// `muster run --leader A,B` (an HA job's launcher, run_worker tasks that follow the leaders)
+// `muster run --leader A,B` or `--leader etcd://...` (an HA job's launcher, run_worker tasks
+// that follow the leaders)
 // until every task printed its READY line; the pid of each task's process.
 std::unique_ptr<Subprocess> StartRunOf(const std::string& leaders, int tasks,
                                        std::vector<int>* pids);

@@ -1,7 +1,7 @@
 // The agent actor's lifecycle: connect and register, errors, a lost leader and reset. The
 // phases' behaviours are in agent_phases.cc, heartbeats in agent_heartbeat.cc, the wait for a
 // lost leader in agent_reconnect.cc, shutdown in agent_shutdown.cc, forwarded requests in
-// agent_calls.cc and watches in agent_watches.cc.
+// calls/agent_calls.cc and watches in calls/agent_watches.cc.
 #include <algorithm>
 #include <string>
 

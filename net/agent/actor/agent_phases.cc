@@ -1,7 +1,8 @@
 // The agent actor's phases, one behaviour each (the diagram is AgentPhase's, agent_state.h).
 // A phase answers Connect, Shutdown and Reset in its own way and takes its own timers (the
 // heartbeat in RUNNING, the reconnect's try and deadline in RECONNECTING); a timer of a phase
-// that ended is dropped. Every phase then takes the same shared handlers (agent_handlers.h).
+// that ended is dropped. Every phase then takes the same shared handlers
+// (calls/agent_handlers.h).
 #include <tuple>
 #include <utility>
 

@@ -288,7 +288,7 @@ void StopReconnecting(AgentPointer self);
 void OnReconnectRetry(AgentPointer self, uint64_t attempt);
 void OnReconnectDeadline(AgentPointer self, uint64_t episode);
 
-// Watches (agent_watches.cc).
+// Watches (calls/agent_watches.cc).
 caf::result<proto::WatchKeyResponse> WatchKey(AgentPointer self,
                                               const proto::WatchKeyRequest& request,
                                               const WatchCallback& callback);

@@ -19,8 +19,9 @@
 // the MPI ranks (the same number of tasks), a Job's index and its pod's host name, and
 // MUSTER_WORLD_SIZE against what a launcher says.
 //
-// Overrides: MUSTER_LEADER (HOST:PORT) names the leader; MUSTER_PORT the leader's port where
-// only its host is detected (default 7400); MUSTER_JOB the job (default "worker").
+// Overrides: MUSTER_LEADER (HOST:PORT, or an HA job's list or etcd:// URL) names the leader;
+// MUSTER_PORT the leader's port where only its host is detected (default 7400); MUSTER_JOB the job
+// (default "worker").
 #pragma once
 
 #include <cstdint>

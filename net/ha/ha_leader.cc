@@ -157,6 +157,10 @@ void HaLeader::FailureSink::Report(uint64_t of_term, std::string problem) {
 absl::Time HaLeader::StepDownAt() const { return election_.lease_deadline() - ha_.lease_ttl / 4; }
 
 void HaLeader::Tell(const std::string& line) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    said_ = line;
+  }
   if (ha_.on_role) ha_.on_role(line);
 }
 
@@ -374,6 +378,11 @@ std::string HaLeader::active_leader() const {
 std::string HaLeader::recovery() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return recovery_;
+}
+
+std::string HaLeader::said() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return said_;
 }
 
 std::string HaLeader::http_url() const {

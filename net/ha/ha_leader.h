@@ -101,6 +101,9 @@ class HaLeader {
   // The HTTP endpoint's URL while active and given one (LeaderEndpoint::http: a standby serves
   // none); "" otherwise.
   std::string http_url() const;
+  // The last line it told (HaOptions::on_role's: its role and why, e.g. "standby: won the
+  // election but cannot serve: ..."); "" before the first.
+  std::string said() const;
 
   uint16_t port() const { return port_; }
   // HOST:PORT, as etcd names this leader.
@@ -147,6 +150,7 @@ class HaLeader {
   HaRole role_ = HaRole::kStandby;
   std::string active_;
   std::string recovery_;
+  std::string said_;                // the last line told
   std::unique_ptr<Leader> leader_;  // while active
   bool stopping_ = false;
   bool stop_called_ = false;

@@ -112,6 +112,14 @@ class Leader:
         return self._core.recovery
 
     @property
+    def ha_status(self) -> str:
+        """With ha_etcd: the leader's last word on its role and why, the line `muster serve
+        --ha-etcd` prints ("active: serving HA job ...", "standby: the active leader is ...",
+        "standby: won the election but cannot serve: ..."); "" without ha_etcd, or before the
+        first campaign."""
+        return self._core.ha_status
+
+    @property
     def http_url(self) -> str:
         """With http: "http://HOST:PORT" (https with TLS) of the HTTP endpoint; "" without. An HA
         leader (ha_etcd) serves it only while active: "" standing by."""

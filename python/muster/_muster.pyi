@@ -71,6 +71,7 @@ class Leader:
     incarnation: Any
     port: Any
     recovery: str
+    ha_status: str
     http_url: str
     running: Any
     role: str

@@ -102,6 +102,11 @@ class PyLeader : public Closable {
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     }
   }
+  // An HA leader's last word on its role ("" for a leader of no HA job).
+  std::string ha_status() {
+    if (std::shared_ptr<HaLeader> ha = Ha()) return ha->said();
+    return std::string();
+  }
   // The HTTP endpoint's URL ("" without one; an HA leader: only while active).
   std::string http_url() {
     if (std::shared_ptr<HaLeader> ha = Ha()) return ha->http_url();
@@ -262,6 +267,8 @@ void BindLeader(py::module_& m) {
       .def_readonly("port", &PyLeader::port_)
       .def_readonly("incarnation", &PyLeader::incarnation_)
       .def_property_readonly("http_url", &PyLeader::http_url,
+                             py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("ha_status", &PyLeader::ha_status,
                              py::call_guard<py::gil_scoped_release>());
 }
 

@@ -7,6 +7,7 @@ hands the job over at once. An agent given only etcd
 
 import json
 import os
+import socket
 import time
 import urllib.request
 
@@ -117,6 +118,32 @@ def test_in_this_process_active_then_stopped_the_other_takes_over_at_once(etcd):
             assert time.monotonic() - stopped < 3
         finally:
             others[0].kill()
+
+
+def test_a_leader_whose_http_port_is_busy_says_why_it_cannot_serve_then_serves(etcd):
+    name = f"pyha-busy-{os.getpid()}"
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    port = busy.getsockname()[1]
+    try:
+        with muster.Leader({"worker": 1}, ha_etcd=etcd, ha_name=name, ha_lease_ttl=2,
+                           http=f"127.0.0.1:{port}") as leader:
+            deadline = time.monotonic() + 30
+            while "cannot serve" not in leader.ha_status:
+                assert time.monotonic() < deadline, leader.ha_status
+                time.sleep(0.05)
+            assert leader.ha_status.startswith("standby: won the election but cannot serve")
+            assert f"127.0.0.1:{port}" in leader.ha_status
+            assert leader.role == "standby" and leader.http_url == ""
+            busy.close()  # the next try takes it
+            assert leader.wait_active(30), leader.ha_status
+            assert leader.http_url == f"http://127.0.0.1:{port}"
+            assert leader.ha_status.startswith(f"active: serving HA job {name} at ")
+    finally:
+        busy.close()
+    with muster.Leader({"worker": 1}, port=0) as plain:  # a leader of no HA job
+        assert plain.ha_status == ""
 
 
 def test_bad_ha_arguments_raise_typed_errors(etcd):

@@ -8,6 +8,7 @@
 #include "muster/actors/caf/answer_as.h"
 #include "muster/actors/caf/hardening.h"
 #include "muster/actors/caf/placement.h"
+#include "muster/actors/tasks/task_admission.h"
 #include "muster/messages/status/caf_text.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
@@ -139,54 +140,24 @@ proto::RegisterTaskResponse RegisterOk(TaskPointer self) {
   return response;
 }
 
+uint64_t PendingIncarnation(TaskPointer self) {
+  return self->state.joining ? self->state.joining->incarnation : 0;
+}
+
 bool MayRejoinFromError(TaskPointer self) {
-  const auto& st = self->state;
-  return st.spec.recoverable && st.error.code() == absl::StatusCode::kUnavailable &&
-         GetCoordinationError(st.error).has_value();
-}
-
-// A registration after a lost leader connection: only the incarnation the task is connected
-// with may come back.
-absl::Status MayReconnect(TaskPointer self, const proto::RegisterTaskRequest& request) {
-  const auto& info = self->state.info;
-  if (info.state() == proto::TASKSTATE_CONNECTED && info.incarnation() == request.incarnation()) {
-    return absl::OkStatus();
-  }
-  return ServiceError(
-      self, absl::FailedPreconditionError(absl::StrCat(
-                Name(self), " cannot reconnect with incarnation ", request.incarnation(),
-                ": the leader knows the task as ", proto::CoordinatedTaskState_Name(info.state()),
-                info.incarnation() != 0 ? absl::StrCat(" with incarnation ", info.incarnation())
-                                        : std::string(),
-                ". The leader restarted without the task's state (no --state-dir, or another "
-                "one), or the task failed while it was away; restart the task.")));
-}
-
-// A claim (RegisterTaskRequest.claim) takes the task only while no other incarnation holds it.
-absl::Status MayClaim(TaskPointer self, const proto::RegisterTaskRequest& request) {
-  const auto& st = self->state;
-  if (!request.claim()) return absl::OkStatus();
-  uint64_t holder = 0;
-  if (st.info.state() == proto::TASKSTATE_CONNECTED) {
-    holder = st.info.incarnation();
-  } else if (st.joining) {
-    holder = st.joining->incarnation;
-  }
-  if (holder == 0 || holder == request.incarnation()) return absl::OkStatus();
-  return ServiceError(self, absl::AlreadyExistsError(absl::StrCat(
-                                Name(self), " is held by incarnation ", holder,
-                                " (a live process); a claim takes only a free task. Claim "
-                                "another task of the job, or claim this one again once its "
-                                "holder is gone.")));
+  return muster::MayRejoinFromError(self->state.spec.recoverable, self->state.error);
 }
 
 caf::result<proto::RegisterTaskResponse> Register(TaskPointer self,
                                                   const proto::RegisterTaskRequest& request,
                                                   const AgentActor& agent) {
   auto& st = self->state;
-  if (absl::Status taken = MayClaim(self, request); !taken.ok()) return ToError(taken);
+  if (absl::Status taken = MayClaim(self->state.info, PendingIncarnation(self), request);
+      !taken.ok())
+    return ToError(taken);
   if (request.reconnect()) {
-    if (absl::Status refused = MayReconnect(self, request); !refused.ok()) return ToError(refused);
+    if (absl::Status refused = MayReconnect(self->state.info, request); !refused.ok())
+      return ToError(refused);
   }
   bool same = request.incarnation() == st.info.incarnation();
   if (st.info.state() == proto::TASKSTATE_CONNECTED && !same && !st.spec.recoverable) {
@@ -224,7 +195,9 @@ caf::result<proto::RegisterTaskResponse> JoinRegistration(TaskPointer self,
                                                           const proto::RegisterTaskRequest& request,
                                                           const AgentActor& agent) {
   auto& st = self->state;
-  if (absl::Status taken = MayClaim(self, request); !taken.ok()) return ToError(taken);
+  if (absl::Status taken = MayClaim(self->state.info, PendingIncarnation(self), request);
+      !taken.ok())
+    return ToError(taken);
   if (st.info.state() == proto::TASKSTATE_CONNECTED || request.reconnect() ||
       (st.info.state() == proto::TASKSTATE_ERROR && !MayRejoinFromError(self))) {
     return Register(self, request, agent);

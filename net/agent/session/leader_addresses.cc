@@ -70,10 +70,7 @@ bool LeaderAddresses::Next() {
 bool LeaderAddresses::Follow(absl::string_view address) {
   absl::StatusOr<std::pair<std::string, uint16_t>> parsed = ParseLeaderAddress(address);
   if (!parsed.ok() || *parsed == addresses_[index_]) return Next();
-  size_t target = addresses_.size();
-  for (size_t i = 0; i < addresses_.size(); ++i) {
-    if (addresses_[i] == *parsed) target = i;
-  }
+  const size_t target = IndexOf(*parsed);
   if (target == addresses_.size()) {
     if (addresses_.size() >= kMax) return Next();
     addresses_.push_back(*std::move(parsed));
@@ -88,12 +85,15 @@ bool LeaderAddresses::Follow(absl::string_view address) {
 
 bool LeaderAddresses::Add(absl::string_view address) {
   absl::StatusOr<std::pair<std::string, uint16_t>> parsed = ParseLeaderAddress(address);
-  if (!parsed.ok() || addresses_.size() >= kMax) return false;
-  for (const auto& known : addresses_) {
-    if (known == *parsed) return false;
+  if (!parsed.ok() || addresses_.size() >= kMax || IndexOf(*parsed) < addresses_.size()) {
+    return false;
   }
   addresses_.push_back(*std::move(parsed));
   return true;
+}
+
+size_t LeaderAddresses::IndexOf(const std::pair<std::string, uint16_t>& address) const {
+  return std::find(addresses_.begin(), addresses_.end(), address) - addresses_.begin();
 }
 
 }  // namespace muster

@@ -59,6 +59,9 @@ class LeaderAddresses {
   void Reached() { failed_in_round_ = 0; }
 
  private:
+  // Where `address` is among the addresses; their number when it is not.
+  size_t IndexOf(const std::pair<std::string, uint16_t>& address) const;
+
   std::vector<std::pair<std::string, uint16_t>> addresses_{{"127.0.0.1", 7400}};
   size_t index_ = 0;
   size_t failed_in_round_ = 0;

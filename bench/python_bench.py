@@ -11,8 +11,24 @@
      through muster.torch.Store, the plain muster.Agent (its equivalents) and TCPStore, unpinned
      and pinned to one CPU, with the targets of the cost-of-a-rank work (Store / TCPStore: get
      <= 1.0x, set and add <= 1.2x) and whether this run met them.
+  3. init_process_group's store traffic at 256 and 1,024 ranks, where a process per rank (each
+     importing torch) does not fit this machine: rank 0 (which hosts the server) in a process
+     of its own, the others in --procs processes, a thread per rank. Each rank makes the real
+     rendezvous (dist.rendezvous, as init_process_group does: Muster's agent connected, or
+     TCPStore's client), then the store
+     calls torch 1.13's init_process_group("gloo") makes over it, in the same order with the
+     same keys and value sizes (recorded from a run through a logging store): gloo's bootstrap
+     (its host name, then its address, 408 bytes, and every other rank's of each), the store
+     barrier (add, then add(key, 0) every 10 ms until all arrived) and the group's sequence
+     number. gloo's TCP pairs and the collective barrier are left out (the same for both
+     stores, and a full mesh of 1,024 ranks is half a million connections). --sizes-many 64 adds
+     the same model at a size the real rows above also measure. Also printed: the CPU time of
+     rank 0's process (the server) and of the others. The model calls both stores from Python;
+     in a real init_process_group gloo calls TCPStore from C++ and muster.torch.Store through
+     c10d's Python trampoline, so the model spares TCPStore a Python layer it does not pay.
 
     PYTHONPATH=build/python /usr/bin/python3 bench/python_bench.py [--sizes 4,16,64] [--reps 3]
+        [--sizes-many 256,1024] [--procs 16] [--reps-many 1] [--sections init,many,ops]
 
 Prints Markdown tables (median [min-max] over the repetitions). Not a test: no pass/fail.
 """
@@ -86,11 +102,78 @@ def per_op(fn):
 print(" ".join(f"{name}={per_op(fn)}" for name, fn in ops.items()), flush=True)
 """
 
+# A process of many ranks: the rendezvous and then init_process_group's store calls (see 3.
+# above) in a thread per rank; prints "done" with when the last of them finished.
+MANY = r"""
+import os, sys, threading, time
+import torch.distributed as dist
+import muster.torch
+url, first, count, world, port = (sys.argv[1], int(sys.argv[2]), int(sys.argv[3]),
+                                  int(sys.argv[4]), sys.argv[5])
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+address = bytes(408)  # what gloo's TCP device stores: its pairs' addresses
+stores, done, met, failed = [], [], [], []
+lock = threading.Lock()
+
+def rank_main(rank, go):
+    try:
+        go.wait()
+        store, _, _ = next(dist.rendezvous(url, rank, world))
+        stores.append(store)  # kept alive until the process ends
+        met.append(time.time())
+        store.set(f"0/0/rank_{rank}", b"lo")  # gloo: the host name, for the local rank
+        for i in range(rank):
+            store.get(f"0/0/rank_{i}")
+        store.set(f"0/0/{rank}", address)  # gloo: this rank's address
+        for i in range(world):
+            if i != rank:
+                store.wait([f"0/0/{i}"])
+                store.get(f"0/0/{i}")
+        key = "store_based_barrier_key:1"  # torch's _store_based_barrier
+        store.add(key, 1)
+        while store.add(key, 0) != world:
+            time.sleep(0.01)
+        if rank == 0:
+            store.set("0/SEQ_NUM_STORE_KEY", bytes(8))
+        else:
+            store.wait(["0/SEQ_NUM_STORE_KEY"])
+            store.get("0/SEQ_NUM_STORE_KEY")
+        with lock:
+            done.append(time.time())
+    except BaseException as e:  # reported, not swallowed
+        with lock:
+            failed.append(f"rank {rank}: {e!r}")
+
+go = threading.Event()
+threads = [threading.Thread(target=rank_main, args=(first + i, go), daemon=True)
+           for i in range(count)]
+for t in threads:
+    t.start()
+print("ready", flush=True)
+sys.stdin.readline()
+start = os.times()
+go.set()
+for t in threads:
+    t.join()
+if failed:
+    print("failed", failed[0], flush=True)
+else:
+    cpu = os.times()  # since "go": not the interpreter's start and torch's import
+    print("done", max(done), max(met), cpu.user + cpu.system - start.user - start.system,
+          flush=True)
+# Measured: what the end of the processes makes their agents say (each process's end is the
+# loss of its ranks to the others) is not the bench's.
+os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+sys.stdin.readline()
+os._exit(0)
+"""
+
 # The store operations timed, and issue #37's target for muster.torch.Store against TCPStore.
 OPS = ("get", "set", "add", "compare_set", "wait")
 TARGET = {"get": 1.0, "set": 1.2, "add": 1.2}
 # And for init_process_group through muster:// against env://, by world size.
 INIT_TARGET = {64: 1.0, 256: 1.0, 1024: 0.5}
+# The store-traffic model (section 3) is held to the same targets.
 KINDS = {"tcpstore": "TCPStore", "muster-store": "muster.torch.Store",
          "muster-agent": "muster.Agent"}
 PIN = ["taskset", "-c", "0"]
@@ -141,6 +224,50 @@ def init_time(scheme: str, world: int) -> tuple:
                 p.kill()
 
 
+def many_time(scheme: str, world: int, procs: int) -> tuple:
+    """Seconds from "go" until every rank of `world` (rank 0 alone, the others in `procs`
+    processes) has made the rendezvous and init_process_group's store calls (section 3), and
+    until every rank had its store; and the CPU seconds of rank 0's process and of the others."""
+    port = free_port()
+    url = f"muster://127.0.0.1:{port}" if scheme == "muster" else "env://"
+    # Rank 0 hosts the server (Muster's leader, TCPStore's master) in a process of its own:
+    # TCPStore's master holds the interpreter until every client connected, so no rank of its
+    # process could.
+    per = -(-(world - 1) // max(1, procs))
+    spans = [(0, 1)] + [(first, min(per, world - first)) for first in range(1, world, per)]
+    procs_ = [subprocess.Popen([PYTHON, "-c", MANY, url, str(first), str(count), str(world),
+                                str(port)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env())
+              for first, count in spans]
+    try:
+        for p in procs_:
+            assert p.stdout.readline().strip() == "ready"
+        go = time.time()
+        for p in procs_:
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        ends, met, cpu = [], [], []
+        for p in procs_:
+            words = p.stdout.readline().split()
+            assert words and words[0] == "done", f"{scheme} world {world}: {words}"
+            ends.append(float(words[1]))
+            met.append(float(words[2]))
+            cpu.append(float(words[3]))
+        # The ranks end before rank 0's process, which hosts the server (a rank that outlives
+        # Muster's leader would report its loss).
+        for group in (procs_[1:], procs_[:1]):
+            for p in group:
+                p.stdin.write("end\n")
+                p.stdin.flush()
+            for p in group:
+                p.wait(timeout=120)
+        return max(ends) - go, max(met) - go, cpu[0], sum(cpu[1:])
+    finally:
+        for p in procs_:
+            if p.poll() is None:
+                p.kill()
+
+
 def round_trips(kind: str, n: int, pinned: bool) -> dict:
     """Microseconds per call of each operation in OPS (one client, the server in another
     process); pinned: server and client share CPU 0."""
@@ -181,13 +308,22 @@ def main() -> None:
     parser.add_argument("--sizes", default="4,16,64")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--ops", type=int, default=1000)
+    parser.add_argument("--sizes-many", default="256,1024")
+    parser.add_argument("--procs", type=int, default=16)
+    parser.add_argument("--reps-many", type=int, default=1)
+    parser.add_argument("--sections", default="init,many,ops",
+                        help="which of the three parts to run (see above)")
     args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
+    sections = set(args.sections.split(","))
+    sizes = [int(s) for s in args.sizes.split(",") if s] if "init" in sections else []
+    sizes_many = ([int(s) for s in args.sizes_many.split(",") if s]
+                  if "many" in sections else [])
 
-    print("## init_process_group(\"gloo\") wall time, ms (all ranks on this machine)\n")
-    print("| world size | muster:// | env:// (TCPStore) | muster / TCPStore | target | verdict "
-          "| of which the rendezvous: muster:// | env:// |")
-    print("|---|---|---|---|---|---|---|---|")
+    if sizes:
+        print("## init_process_group(\"gloo\") wall time, ms (all ranks on this machine)\n")
+        print("| world size | muster:// | env:// (TCPStore) | muster / TCPStore | target | verdict "
+              "| of which the rendezvous: muster:// | env:// |")
+        print("|---|---|---|---|---|---|---|---|")
     for world in sizes:
         results = {"muster": [], "env": []}
         stores = {"muster": [], "env": []}
@@ -203,7 +339,36 @@ def main() -> None:
               f"| {'—' if target is None else f'<= {target:.1f}x'} | {verdict} "
               f"| {fmt(stores['muster'])} | {fmt(stores['env'])} |", flush=True)
 
-    for pinned in (False, True):
+    if sizes_many:
+        print(f"\n## init_process_group's store traffic, ms: rank 0, then {args.procs} processes "
+              "of many ranks (a thread per rank; gloo's pairs and barrier left out)\n")
+        print("| world size | muster:// | env:// (TCPStore) | muster / TCPStore | target | verdict "
+              "| of which the rendezvous: muster:// | env:// | CPU s, rank 0's process: muster:// "
+              "| env:// | the others: muster:// | env:// |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for world in sizes_many:
+        results = {"muster": [], "env": []}
+        stores = {"muster": [], "env": []}
+        server_cpu = {"muster": [], "env": []}
+        others_cpu = {"muster": [], "env": []}
+        for _ in range(args.reps_many):
+            for scheme in ("muster", "env"):  # interleaved
+                total, rendezvous, server, others = many_time(scheme, world,
+                                                              min(args.procs, world - 1))
+                results[scheme].append(total * 1000)
+                stores[scheme].append(rendezvous * 1000)
+                server_cpu[scheme].append(server)
+                others_cpu[scheme].append(others)
+        ratio = statistics.median(results["muster"]) / statistics.median(results["env"])
+        target = INIT_TARGET.get(world)
+        verdict = "—" if target is None else ("met" if ratio <= target else "missed")
+        print(f"| {world} | {fmt(results['muster'])} | {fmt(results['env'])} | {ratio:.2f}x "
+              f"| {'—' if target is None else f'<= {target:.1f}x'} | {verdict} "
+              f"| {fmt(stores['muster'])} | {fmt(stores['env'])} "
+              f"| {fmt(server_cpu['muster'])} | {fmt(server_cpu['env'])} "
+              f"| {fmt(others_cpu['muster'])} | {fmt(others_cpu['env'])} |", flush=True)
+
+    for pinned in (False, True) if "ops" in sections else ():
         rows = {k: {op: [] for op in OPS} for k in KINDS}
         for _ in range(args.reps):
             for kind in KINDS:  # interleaved

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <absl/synchronization/mutex.h>
+
 #include "muster/tools/common/command_line.h"
 #include "muster/tools/events/events_command.h"
 #include "muster/tools/job/status_command.h"
@@ -40,6 +42,9 @@ constexpr char kUsage[] =
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Debian's abseil is built with absl::Mutex's deadlock detection on (a debug build's default),
+  // which makes every lock update a process-wide graph; off, as in abseil's release builds.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
     std::fputs(kUsage, stderr);

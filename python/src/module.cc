@@ -3,6 +3,8 @@
 // shutdown that muster registers with atexit.
 #include <pybind11/pybind11.h>
 
+#include <absl/synchronization/mutex.h>
+
 #include "bindings.h"
 #include "common.h"
 #include "runtime.h"
@@ -11,6 +13,10 @@ namespace py = pybind11;
 
 PYBIND11_MODULE(_muster, m) {
   m.doc() = "Muster's C++ core; use the muster package, not this module";
+  // Debian's abseil is built with absl::Mutex's deadlock detection on (a debug build's default):
+  // every lock then updates a process-wide graph under a global lock, and a call's waiter pays
+  // it. Off here, as in a release build of abseil (tests keep it on).
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   muster::python::RegisterStatusErrors(m);
   muster::python::BindAgent(m);
   muster::python::BindLeader(m);

@@ -25,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -61,6 +62,9 @@ struct HaOptions {
   // How etcd's members are reached (EtcdOptions::member): empty, through etcd's JSON gateway;
   // `muster serve` gives NewEtcdGrpcMember (net/ha/etcd/etcd_grpc_member.h).
   EtcdMemberFactory etcd_member;
+  // TLS to etcd and etcd's user (ha_leader_registry.h's EtcdSecurity): unset, from the
+  // environment (EtcdSecurityFromEnv: MUSTER_ETCD_CACERT, ...). https:// endpoints turn TLS on.
+  std::optional<EtcdSecurity> etcd_security;
 };
 
 enum class HaRole { kStandby, kActive, kStopped };

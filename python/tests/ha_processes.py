@@ -1,5 +1,6 @@
 """Processes and an etcd member for the HA tests: free ports, a process whose lines are read
-by a thread of their own, and (etcd_member) a one-member etcd cluster on free ports."""
+by a thread of their own, and (etcd_member) a one-member etcd cluster on free ports, plain or
+(secure_etcd_member) requiring TLS, a client certificate and a user."""
 
 import os
 import shutil
@@ -91,28 +92,69 @@ def serve_ha_standby(etcd, name, flags):
     return leader, f"127.0.0.1:{port}"
 
 
+SECURE_PASSWORD = "muster-py-test-pw"
+
+
+def _make_certificates(data):
+    """A CA, the member's certificate (naming 127.0.0.1) and a client's (without a CN: etcd
+    refuses a gateway request from one with a CN while its authentication is on), in `data`."""
+    def run(*argv):
+        subprocess.run(["/usr/bin/openssl", *argv], check=True, capture_output=True)
+    ca = os.path.join(data, "ca")
+    run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+        "-keyout", ca + ".key", "-out", ca + ".pem", "-days", "2", "-subj", "/CN=muster-py-ca")
+    for name, subject, usage in (("server", "/CN=muster-py-server", "serverAuth,clientAuth"),
+                                 ("client", "/O=muster-py-client", "clientAuth")):
+        base = os.path.join(data, name)
+        with open(base + ".ext", "w") as ext:
+            ext.write(f"subjectAltName=IP:127.0.0.1\nextendedKeyUsage={usage}\n")
+        run("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+            base + ".key", "-out", base + ".csr", "-subj", subject)
+        run("x509", "-req", "-in", base + ".csr", "-CA", ca + ".pem", "-CAkey", ca + ".key",
+            "-CAcreateserial", "-out", base + ".pem", "-days", "2", "-extfile", base + ".ext")
+
+
 @contextmanager
-def etcd_member():
-    """A one-member etcd cluster on free ports; its endpoint."""
+def etcd_member(secure=False):
+    """A one-member etcd cluster on free ports; its endpoint. `secure`: clients over TLS only
+    (with a certificate), authentication on (user root); yields (https:// endpoint, the
+    MUSTER_ETCD_* variables a client needs)."""
     data = tempfile.mkdtemp(prefix="muster-etcd-")
     client, peer = free_ports(2)
     log = open(os.path.join(data, "etcd.log"), "w")
-    process = subprocess.Popen(
-        ["/usr/bin/etcd", "--name", "m0", "--data-dir", os.path.join(data, "m0"),
-         "--listen-client-urls", f"http://127.0.0.1:{client}",
-         "--advertise-client-urls", f"http://127.0.0.1:{client}",
-         "--listen-peer-urls", f"http://127.0.0.1:{peer}",
-         "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
-         "--initial-cluster", f"m0=http://127.0.0.1:{peer}"],
-        stdout=log, stderr=subprocess.STDOUT)
+    scheme = "https" if secure else "http"
+    argv = ["/usr/bin/etcd", "--name", "m0", "--data-dir", os.path.join(data, "m0"),
+            "--listen-client-urls", f"{scheme}://127.0.0.1:{client}",
+            "--advertise-client-urls", f"{scheme}://127.0.0.1:{client}",
+            "--listen-peer-urls", f"http://127.0.0.1:{peer}",
+            "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
+            "--initial-cluster", f"m0=http://127.0.0.1:{peer}"]
+    etcdctl = ["/usr/bin/etcdctl", f"--endpoints={scheme}://127.0.0.1:{client}",
+               "--dial-timeout=1s"]
+    env = {}
+    if secure:
+        _make_certificates(data)
+        argv += [f"--cert-file={data}/server.pem", f"--key-file={data}/server.key",
+                 f"--trusted-ca-file={data}/ca.pem", "--client-cert-auth"]
+        etcdctl += [f"--cacert={data}/ca.pem", f"--cert={data}/client.pem",
+                    f"--key={data}/client.key"]
+        env = {"MUSTER_ETCD_CACERT": f"{data}/ca.pem", "MUSTER_ETCD_CERT": f"{data}/client.pem",
+               "MUSTER_ETCD_KEY": f"{data}/client.key", "MUSTER_ETCD_USER": "root",
+               "MUSTER_ETCD_PASSWORD": SECURE_PASSWORD}
+    process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
     endpoint = f"127.0.0.1:{client}"
     try:
         deadline = time.monotonic() + 20
-        while subprocess.run(["/usr/bin/etcdctl", f"--endpoints={endpoint}", "--dial-timeout=1s",
-                              "put", "muster-test/formed", "1"],
+        while subprocess.run(etcdctl + ["put", "muster-test/formed", "1"],
                              capture_output=True).returncode != 0:
             assert time.monotonic() < deadline, open(os.path.join(data, "etcd.log")).read()
             time.sleep(0.1)
+        if secure:
+            for args in (["user", "add", f"root:{SECURE_PASSWORD}", "--interactive=false"],
+                         ["auth", "enable"]):
+                subprocess.run(etcdctl + args, check=True, capture_output=True)
+            yield f"https://{endpoint}", env
+            return
         yield endpoint
     finally:
         process.kill()

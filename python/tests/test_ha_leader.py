@@ -3,7 +3,9 @@ a real etcd member (Debian's etcd-server), reached through etcd's JSON gateway. 
 other stands by naming it; the active process is killed with SIGKILL and the standby takes over
 with the job's state, while an agent given both leaders goes on; one in this process, stopped,
 hands the job over at once. An agent given only etcd
-(etcd://ENDPOINT/NAME) finds the active leader there. Bad HA arguments raise typed errors."""
+(etcd://ENDPOINT/NAME) finds the active leader there. Bad HA arguments raise typed errors. Over
+an etcd that requires TLS, a client certificate and a user, configured by MUSTER_ETCD_*, the
+same works, and a wrong password raises naming the user, never the password."""
 
 import json
 import os
@@ -14,7 +16,8 @@ import urllib.request
 import pytest
 
 import muster
-from ha_processes import Lines, free_ports, serve_ha_leaders, serve_ha_standby
+from ha_processes import (Lines, etcd_member, free_ports, serve_ha_leaders, serve_ha_standby,
+                          SECURE_PASSWORD)
 
 PYTHON = "/usr/bin/python3"
 
@@ -208,3 +211,38 @@ def test_an_agent_given_only_etcd_finds_the_active_leader(etcd):
     finally:
         for process in leaders:
             process.kill()
+
+
+def test_over_an_etcd_requiring_tls_and_a_user_from_the_environment(monkeypatch):
+    if not os.access("/usr/bin/etcd", os.X_OK):
+        pytest.skip("/usr/bin/etcd is missing: run tools/install-deps.sh")
+    name = f"secure-{os.getpid()}"
+    with etcd_member(secure=True) as (endpoint, env):
+        hosts = endpoint[len("https://"):]
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        # A leader in this process (etcd through its JSON gateway, over TLS, with a token).
+        with muster.Leader({"worker": 1}, ha_etcd=endpoint, ha_name=name, ha_lease_ttl=5,
+                           heartbeat_timeout=5) as here:
+            assert here.wait_active(30), here.ha_status
+            # An agent given only etcd (HOST:PORT; TLS and the user from the environment).
+            agent = muster.Agent(f"etcd://{hosts}/{name}", "worker", 0)
+            agent.connect()
+            agent.insert_key_value("secure", b"yes")
+            assert agent.get_key_value("secure") == b"yes"
+            agent.shutdown()
+            monkeypatch.setenv("MUSTER_ETCD_PASSWORD", "not-it-4711")
+            with pytest.raises(muster.InvalidArgumentError,
+                               match='etcd refused user "root"') as refused:
+                muster.Agent(f"etcd://{hosts}/{name}", "worker", 0)
+            assert "not-it-4711" not in str(refused.value)
+            assert SECURE_PASSWORD not in str(refused.value)
+            with pytest.raises(muster.InvalidArgumentError, match='etcd refused user "root"'):
+                muster.Leader({"worker": 1}, ha_etcd=endpoint, ha_name=name)
+            monkeypatch.delenv("MUSTER_ETCD_CACERT")
+            monkeypatch.delenv("MUSTER_ETCD_CERT")
+            monkeypatch.delenv("MUSTER_ETCD_KEY")
+            monkeypatch.setenv("MUSTER_ETCD_PASSWORD", SECURE_PASSWORD)
+            # Without the cluster's CA no member is trusted.
+            with pytest.raises(muster.UnavailableError, match="no etcd member answered"):
+                muster.Leader({"worker": 1}, ha_etcd=endpoint, ha_name=name)

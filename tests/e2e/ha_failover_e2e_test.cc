@@ -29,6 +29,7 @@ using ::testing::AllOf;
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 class HaFailoverE2eTest : public E2eTest {
  protected:
@@ -363,6 +364,72 @@ TEST_F(HaFailoverE2eTest, EtcdUnreachableAtStart_IsRefusedNamingTheEndpoints) {
   ASSERT_TRUE(code.ok());
   EXPECT_NE(*code, 0);
   EXPECT_THAT((*leader)->output(), HasSubstr("no etcd member answered at 127.0.0.1:1"));
+}
+
+// The same over an etcd that requires TLS (a client certificate) and a user, as production
+// clusters do: every process is told how in its environment (MUSTER_ETCD_*).
+class HaFailoverSecureEtcdE2eTest : public HaFailoverE2eTest {
+ protected:
+  void SetUp() override {
+    auto cluster = EtcdCluster::StartSecure(3, /*user=*/true);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    etcd_ = *std::move(cluster);
+    name_ = absl::StrCat("job-", getpid(), "-secure");
+    const EtcdSecurity& security = etcd_->security();
+    setenv("MUSTER_ETCD_CACERT", security.ca_file.c_str(), 1);
+    setenv("MUSTER_ETCD_CERT", security.cert_file.c_str(), 1);
+    setenv("MUSTER_ETCD_KEY", security.key_file.c_str(), 1);
+    setenv("MUSTER_ETCD_USER", security.user.c_str(), 1);
+    setenv("MUSTER_ETCD_PASSWORD", security.password.c_str(), 1);
+  }
+  void TearDown() override {
+    for (const char* name : {"MUSTER_ETCD_CACERT", "MUSTER_ETCD_CERT", "MUSTER_ETCD_KEY",
+                             "MUSTER_ETCD_USER", "MUSTER_ETCD_PASSWORD"}) {
+      unsetenv(name);
+    }
+  }
+  // etcd:// takes HOST:PORT; TLS comes from the environment.
+  std::string EtcdUrl() const {
+    return absl::StrCat("etcd://", etcd_->endpoint(0), ",", etcd_->endpoint(1), ",",
+                        etcd_->endpoint(2), "/", name_);
+  }
+};
+
+TEST_F(HaFailoverSecureEtcdE2eTest, OverTlsWithAUser_ActiveKilled_StandbyTakesOver_AgentsFindIt) {
+  std::vector<std::string> flags = kFlags;
+  flags.push_back("--job=worker=2");
+  StartBoth(flags);  // --ha-etcd=https://...
+  int active = Active();
+  ASSERT_GE(active, 0);
+  Subprocess* before = StartProgram(MUSTER_RESTART_WORKER_BIN, 0, "put",
+                                    {"--value=before", "--leader=" + EtcdUrl()});
+  ExpectExit(before, 0);
+  Kill(active);
+  ASSERT_EQ(Active(), 1 - active) << leaders_.Outputs();
+  // The key written before the kill, read back from etcd by the new leader.
+  EXPECT_THAT(leaders_.process[1 - active]->output(), HasSubstr("1 keys in 1 directories"));
+  // An agent given etcd:// finds the new leader, which has the key (put writes boot/key).
+  Subprocess* after =
+      StartProgram(MUSTER_RESTART_WORKER_BIN, 1, "put", {"--value=after", "--leader=" + EtcdUrl()});
+  ExpectExit(after, 1);
+  EXPECT_THAT(after->output(), HasSubstr("EVENT put code=ALREADY_EXISTS message=key boot/key"));
+}
+
+TEST_F(HaFailoverSecureEtcdE2eTest,
+       AWrongPassword_TheLeaderRefusesToStartNamingTheUserNotThePassword) {
+  setenv("MUSTER_ETCD_PASSWORD", "wrong-secret-31337", 1);
+  auto leader = Subprocess::Start({MUSTER_CLI_BIN, "serve", "--ha-etcd=" + etcd_->endpoints(),
+                                   "--ha-name=" + name_, "--port=0", "--job=worker=1"});
+  ASSERT_TRUE(leader.ok());
+  EXPECT_EQ((*leader)->Wait(kBound).value_or(-1), 1) << (*leader)->output();
+  EXPECT_THAT((*leader)->output(),
+              AllOf(HasSubstr("etcd refused user \"root\""), Not(HasSubstr("wrong-secret-31337"))));
+  // An agent given etcd:// with it cannot read the leaders, and says why.
+  Subprocess* put =
+      StartProgram(MUSTER_RESTART_WORKER_BIN, 0, "put", {"--value=x", "--leader=" + EtcdUrl()});
+  ExpectExit(put, 1);
+  EXPECT_THAT(put->output(),
+              AllOf(HasSubstr("etcd refused user \"root\""), Not(HasSubstr("wrong-secret-31337"))));
 }
 
 }  // namespace

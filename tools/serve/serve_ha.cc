@@ -20,7 +20,10 @@
 ABSL_FLAG(std::string, ha_etcd, "",
           "Run as one leader of an HA job on etcd: its members' HOST:PORT,HOST:PORT. Every leader "
           "given the same --ha-name campaigns; one serves, the others stand by and take over "
-          "when it is lost. The job's state lives in etcd (docs/operations.md, High availability)");
+          "when it is lost. The job's state lives in etcd (docs/operations.md, High availability). "
+          "https:// endpoints, or MUSTER_ETCD_CACERT, turn TLS on; MUSTER_ETCD_CERT and "
+          "MUSTER_ETCD_KEY give a client certificate, MUSTER_ETCD_USER and MUSTER_ETCD_PASSWORD "
+          "(or MUSTER_ETCD_PASSWORD_FILE) etcd's user");
 ABSL_FLAG(std::string, ha_name, "", "With --ha-etcd: the HA job's name, the same on every leader");
 ABSL_FLAG(absl::Duration, ha_lease_ttl, absl::Seconds(2),
           "With --ha-etcd: a lost active leader is replaced after about this long");

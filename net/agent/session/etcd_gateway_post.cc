@@ -4,9 +4,13 @@
 #include <chrono>
 #include <memory>
 
+#include <absl/strings/escaping.h>
+#include <absl/strings/match.h>
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
 #include <absl/time/clock.h>
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
 
 namespace muster {
 
@@ -21,9 +25,19 @@ std::pair<std::string, int> GatewayHostPort(const std::string& endpoint) {
   return {host, port};
 }
 
-std::unique_ptr<httplib::Client> NewGatewayClient(const std::string& endpoint) {
+std::unique_ptr<httplib::Client> NewGatewayClient(const std::string& endpoint,
+                                                  const EtcdSecurity& security) {
   auto [host, port] = GatewayHostPort(endpoint);
-  auto client = std::make_unique<httplib::Client>(host, port);
+  std::unique_ptr<httplib::Client> client;
+  if (security.tls) {
+    const std::string bracketed = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+    client = std::make_unique<httplib::Client>(absl::StrCat("https://", bracketed, ":", port),
+                                               security.cert_file, security.key_file);
+    if (!security.ca_file.empty()) client->set_ca_cert_path(security.ca_file);
+    client->enable_server_certificate_verification(true);
+  } else {
+    client = std::make_unique<httplib::Client>(host, port);
+  }
   client->set_keep_alive(true);
   client->set_decompress(false);
   // Headers and body go in two writes: without it, Nagle's algorithm holds the body back until
@@ -34,7 +48,7 @@ std::unique_ptr<httplib::Client> NewGatewayClient(const std::string& endpoint) {
 
 absl::StatusOr<GatewayReply> PostToGateway(httplib::Client& client, const char* path,
                                            const std::string& body, absl::Time deadline,
-                                           size_t max_bytes) {
+                                           size_t max_bytes, const std::string& token) {
   const absl::Duration left = deadline - absl::Now();
   if (left <= absl::ZeroDuration()) return absl::DeadlineExceededError("no time left");
   const auto bound = std::max(absl::ToChronoMicroseconds(left), std::chrono::microseconds(1000));
@@ -46,6 +60,7 @@ absl::StatusOr<GatewayReply> PostToGateway(httplib::Client& client, const char* 
   request.path = path;
   request.body = body;
   request.set_header("Content-Type", "application/json");
+  if (!token.empty()) request.set_header("Authorization", token);
   GatewayReply reply;
   bool too_long = false;
   bool too_late = false;
@@ -60,6 +75,12 @@ absl::StatusOr<GatewayReply> PostToGateway(httplib::Client& client, const char* 
   httplib::Error error = httplib::Error::Success;
   const bool sent = client.send(request, response, error);
   reply.status = response.status;
+  if (sent && response.status == 400 && absl::StrContains(reply.body, "CommonName of client")) {
+    return absl::FailedPreconditionError(
+        "etcd refuses a request through its JSON gateway from a client certificate with a "
+        "CommonName while its authentication is on: give a certificate without a CN "
+        "(MUSTER_ETCD_CERT), or reach etcd over gRPC");
+  }
   if (sent || (error == httplib::Error::Read && response.status >= 400 && !reply.body.empty() &&
                !too_long && !too_late)) {
     return reply;
@@ -72,7 +93,61 @@ absl::StatusOr<GatewayReply> PostToGateway(httplib::Client& client, const char* 
     return absl::DeadlineExceededError(
         absl::StrCat(path, ": no whole reply within ", absl::FormatDuration(left)));
   }
+  if (error == httplib::Error::SSLServerVerification) {
+    return absl::UnavailableError(absl::StrCat(
+        path, ": ", httplib::to_string(error),
+        " (is the member's certificate signed by the CA of MUSTER_ETCD_CACERT, and does it name "
+        "the host or address the endpoint gives?)"));
+  }
+  if (error == httplib::Error::SSLConnection) {
+    return absl::UnavailableError(
+        absl::StrCat(path, ": ", httplib::to_string(error),
+                     " (does the member speak TLS, and does it accept this client's certificate, "
+                     "MUSTER_ETCD_CERT?)"));
+  }
   return absl::UnavailableError(absl::StrCat(path, ": ", httplib::to_string(error)));
+}
+
+absl::StatusOr<std::string> EtcdGatewayAuthenticate(httplib::Client& client,
+                                                    const EtcdSecurity& security,
+                                                    absl::Time deadline) {
+  google::protobuf::Struct request;
+  (*request.mutable_fields())["name"].set_string_value(security.user);
+  (*request.mutable_fields())["password"].set_string_value(security.password);
+  std::string body;
+  if (!google::protobuf::util::MessageToJsonString(request, &body).ok()) {
+    return absl::InternalError("cannot write the authentication request as JSON");
+  }
+  absl::StatusOr<GatewayReply> reply =
+      PostToGateway(client, "/v3/auth/authenticate", body, deadline, 64 << 10);
+  if (!reply.ok()) return reply.status();
+  google::protobuf::Struct parsed;
+  const bool json = google::protobuf::util::JsonStringToMessage(reply->body, &parsed).ok();
+  const auto& fields = parsed.fields();
+  if (reply->status == 200 && json) {
+    auto token = fields.find("token");
+    if (token != fields.end() && !token->second.string_value().empty()) {
+      return token->second.string_value();
+    }
+  }
+  std::string message = absl::CHexEscape(reply->body.substr(0, 200));
+  if (json) {
+    if (auto text = fields.find("message"); text != fields.end()) {
+      message = text->second.string_value();
+    }
+  }
+  if (reply->status >= 500 || reply->status == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("etcd's authentication: HTTP ", reply->status, ": ", message));
+  }
+  if (absl::StrContains(message, "not enabled")) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("etcd's authentication is not enabled (", message,
+                     "): unset MUSTER_ETCD_USER, or enable it (etcdctl auth enable)"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat("etcd refused user \"",
+                                                 absl::CHexEscape(security.user), "\" (", message,
+                                                 "): check MUSTER_ETCD_USER and its password"));
 }
 
 }  // namespace muster

@@ -11,6 +11,7 @@
 #include <absl/status/statusor.h>
 #include <absl/time/time.h>
 
+#include "muster/net/agent/session/ha_leader_registry.h"  // EtcdSecurity
 #include "muster/net/observe/httplib.h"
 
 namespace muster {
@@ -24,16 +25,27 @@ struct GatewayReply {
 std::pair<std::string, int> GatewayHostPort(const std::string& endpoint);
 
 // A client of the member at `endpoint`, keeping its connection between requests, without
-// decompressing replies, with TCP_NODELAY.
-std::unique_ptr<httplib::Client> NewGatewayClient(const std::string& endpoint);
+// decompressing replies, with TCP_NODELAY; over TLS when `security` says so (checked by
+// CheckEtcdSecurity), with its certificate and key when it names them.
+std::unique_ptr<httplib::Client> NewGatewayClient(const std::string& endpoint,
+                                                  const EtcdSecurity& security);
 
 // POSTs `body` to `path` through `client`, its timeouts set to what is left until `deadline`.
 // An error reply whose trailer (Grpc-Trailer-Content-Type) the client cannot read is whole.
 // Possible errors: Unavailable (no connection or no whole reply; a reply over `max_bytes`,
 // saying so), DeadlineExceeded (the reply not whole by `deadline`). After an error the client's
 // connection is not to be used again.
+// `token`, when not empty, is etcd's authentication token (EtcdGatewayAuthenticate).
 absl::StatusOr<GatewayReply> PostToGateway(httplib::Client& client, const char* path,
                                            const std::string& body, absl::Time deadline,
-                                           size_t max_bytes);
+                                           size_t max_bytes, const std::string& token = "");
+
+// Asks the member behind `client` for a token of `security`'s user (POST /v3/auth/authenticate).
+// Possible errors: as PostToGateway's; InvalidArgument (etcd refused the user or the password,
+// naming the user), FailedPrecondition (etcd's authentication is not enabled, or the member is
+// not etcd's gateway).
+absl::StatusOr<std::string> EtcdGatewayAuthenticate(httplib::Client& client,
+                                                    const EtcdSecurity& security,
+                                                    absl::Time deadline);
 
 }  // namespace muster

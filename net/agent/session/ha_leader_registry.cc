@@ -1,6 +1,9 @@
 #include "muster/net/agent/session/ha_leader_registry.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <utility>
 
 #include <absl/strings/ascii.h>
@@ -54,15 +57,33 @@ std::vector<std::string> RangeValues(const Value& response) {
 // Possible errors: Unavailable or DeadlineExceeded (the member did not answer well: the next
 // may), FailedPrecondition (it refused the request: its gateway is off, or it is not etcd).
 absl::StatusOr<std::pair<std::vector<std::string>, std::optional<std::string>>> AskMember(
-    const std::string& endpoint, const std::string& body, absl::Duration timeout) {
-  std::unique_ptr<httplib::Client> client = NewGatewayClient(endpoint);
+    const std::string& endpoint, const EtcdSecurity& security, const std::string& body,
+    absl::Duration timeout) {
+  std::unique_ptr<httplib::Client> client = NewGatewayClient(endpoint, security);
+  const absl::Time deadline = absl::Now() + timeout;
+  std::string token;
+  if (security.auth()) {
+    absl::StatusOr<std::string> authenticated =
+        EtcdGatewayAuthenticate(*client, security, deadline);
+    if (!authenticated.ok()) {
+      return absl::Status(
+          authenticated.status().code(),
+          absl::StrCat("etcd at ", endpoint, ": ", authenticated.status().message()));
+    }
+    token = *std::move(authenticated);
+  }
   absl::StatusOr<GatewayReply> reply =
-      PostToGateway(*client, "/v3/kv/txn", body, absl::Now() + timeout, kMaxReplyBytes);
+      PostToGateway(*client, "/v3/kv/txn", body, deadline, kMaxReplyBytes, token);
   if (!reply.ok()) {
     return absl::Status(reply.status().code(),
                         absl::StrCat("etcd at ", endpoint, ": ", reply.status().message()));
   }
   const std::string& received = reply->body;
+  if (absl::StrContains(received, "permission denied")) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "etcd at ", endpoint, " denied user \"", absl::CHexEscape(security.user),
+        "\" the job's keys: grant it read on the prefix muster/ (etcdctl role grant-permission)"));
+  }
   if (reply->status >= 400 && reply->status < 500) {
     return absl::FailedPreconditionError(absl::StrCat(
         "etcd at ", endpoint, " refused POST /v3/kv/txn with HTTP ", reply->status, " (",
@@ -126,13 +147,20 @@ std::string PrefixEnd(const std::string& prefix) {
 
 absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(absl::string_view text) {
   std::vector<std::string> endpoints;
+  int https = 0, http = 0;
   for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
     part = absl::StripAsciiWhitespace(part);
-    if (absl::StartsWith(part, "https://")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "etcd endpoint ", part, ": TLS to etcd is not supported; give http:// endpoints"));
+    if (absl::ConsumePrefix(&part, "https://")) {
+      ++https;
+    } else if (absl::ConsumePrefix(&part, "http://")) {
+      ++http;
     }
-    absl::ConsumePrefix(&part, "http://");
+    if (https > 0 && http > 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("etcd endpoints \"", text,
+                       "\" mix http:// and https://: a cluster's members are all "
+                       "reached over TLS (https://) or none"));
+    }
     size_t colon = part.rfind(':');
     uint32_t port = 0;
     if (colon == absl::string_view::npos || colon == 0 ||
@@ -147,6 +175,81 @@ absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(absl::string_view te
         "no etcd endpoints given: name the members as HOST:PORT,HOST:PORT");
   }
   return endpoints;
+}
+
+bool EtcdEndpointsUseTls(absl::string_view text) {
+  return absl::StartsWith(absl::StripLeadingAsciiWhitespace(text), "https://");
+}
+
+EtcdSecurity EtcdSecurityFromEnv() {
+  auto env = [](const char* name) {
+    const char* value = std::getenv(name);
+    return value == nullptr ? std::string() : std::string(value);
+  };
+  EtcdSecurity security;
+  security.ca_file = env("MUSTER_ETCD_CACERT");
+  security.cert_file = env("MUSTER_ETCD_CERT");
+  security.key_file = env("MUSTER_ETCD_KEY");
+  security.user = env("MUSTER_ETCD_USER");
+  security.password = env("MUSTER_ETCD_PASSWORD");
+  if (security.password.empty()) {
+    if (std::string file = env("MUSTER_ETCD_PASSWORD_FILE"); !file.empty()) {
+      absl::StatusOr<std::string> read = ReadEtcdSecurityFile(file, "MUSTER_ETCD_PASSWORD_FILE");
+      // Unreadable: left empty, which CheckEtcdSecurity refuses for a user, naming the variable.
+      if (read.ok()) security.password = std::string(absl::StripTrailingAsciiWhitespace(*read));
+    }
+  }
+  security.tls = !security.ca_file.empty() || !security.cert_file.empty();
+  return security;
+}
+
+absl::StatusOr<std::string> ReadEtcdSecurityFile(const std::string& path, absl::string_view what) {
+  // A PEM file or a password: anything larger is not one.
+  constexpr size_t kMaxBytes = 1 << 20;
+  std::ifstream in(path, std::ios::binary);
+  std::string contents;
+  if (in) {
+    contents.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  if (!in.good() && !in.eof()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": cannot read ", path, " (does it exist, and may this user read it?)"));
+  }
+  if (contents.empty() || contents.size() > kMaxBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", path, " is ", contents.empty() ? "empty" : "over 1 MiB"));
+  }
+  return contents;
+}
+
+absl::StatusOr<EtcdSecurity> CheckEtcdSecurity(EtcdSecurity security,
+                                               absl::string_view endpoints_text) {
+  if (EtcdEndpointsUseTls(endpoints_text)) security.tls = true;
+  if (!security.ca_file.empty() || !security.cert_file.empty()) security.tls = true;
+  if (security.cert_file.empty() != security.key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "etcd's client certificate and key go together: give both MUSTER_ETCD_CERT and "
+        "MUSTER_ETCD_KEY (--ha-etcd-cert and --ha-etcd-key), or neither");
+  }
+  for (const auto& [path, what] :
+       {std::pair<const std::string&, const char*>{security.ca_file,
+                                                   "etcd's CA (MUSTER_ETCD_CACERT)"},
+        {security.cert_file, "etcd's client certificate (MUSTER_ETCD_CERT)"},
+        {security.key_file, "etcd's client key (MUSTER_ETCD_KEY)"}}) {
+    if (path.empty()) continue;
+    if (absl::StatusOr<std::string> read = ReadEtcdSecurityFile(path, what); !read.ok()) {
+      return read.status();
+    }
+  }
+  if (security.auth() && security.password.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("etcd user \"", absl::CHexEscape(security.user),
+                     "\" has no password: set MUSTER_ETCD_PASSWORD or MUSTER_ETCD_PASSWORD_FILE"));
+  }
+  if (!security.auth() && !security.password.empty()) {
+    return absl::InvalidArgumentError("an etcd password without a user: set MUSTER_ETCD_USER too");
+  }
+  return security;
 }
 
 absl::StatusOr<EtcdLeaderUrl> ParseEtcdLeaderUrl(absl::string_view text) {
@@ -197,6 +300,8 @@ absl::StatusOr<std::vector<std::string>> ReadHaLeadersThroughGateway(absl::strin
                                                                      absl::Duration timeout) {
   absl::StatusOr<EtcdLeaderUrl> parsed = ParseEtcdLeaderUrl(url);
   if (!parsed.ok()) return parsed.status();
+  absl::StatusOr<EtcdSecurity> security = CheckEtcdSecurity(EtcdSecurityFromEnv(), "");
+  if (!security.ok()) return security.status();
   // Both ranges in one transaction: at one revision.
   const std::string prefix = HaLeadersPrefix(parsed->name);
   const std::string body = absl::StrCat(
@@ -210,7 +315,7 @@ absl::StatusOr<std::vector<std::string>> ReadHaLeadersThroughGateway(absl::strin
   for (size_t i = 0; absl::Now() < deadline; ++i) {
     const std::string& endpoint = parsed->endpoints[i % parsed->endpoints.size()];
     const absl::Duration left = deadline - absl::Now();
-    auto answer = AskMember(endpoint, body, std::min(left, absl::Seconds(1)));
+    auto answer = AskMember(endpoint, *security, body, std::min(left, absl::Seconds(1)));
     if (answer.ok()) {
       return OrderHaLeaders(std::move(answer->first), answer->second, parsed->name, endpoints);
     }

@@ -31,10 +31,44 @@ std::string HaLeadersPrefix(const std::string& name);
 // The first key after every key that starts with `prefix` (etcd's range_end for a prefix).
 std::string PrefixEnd(const std::string& prefix);
 
-// Parses "HOST:PORT,HOST:PORT" (an "http://" in front of each is accepted, as etcdctl's
-// --endpoints takes them). Possible errors: InvalidArgument (empty, a malformed endpoint, or
-// https://, which Muster does not speak to etcd), naming the endpoint.
+// Parses "HOST:PORT,HOST:PORT" (an "http://" or "https://" in front of each is accepted, as
+// etcdctl's --endpoints takes them; https:// is TLS: EtcdEndpointsUseTls). Possible errors:
+// InvalidArgument (empty, a malformed endpoint, http:// and https:// mixed), naming the endpoint.
 absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(absl::string_view text);
+// True when the endpoints of `text` are given as https://.
+bool EtcdEndpointsUseTls(absl::string_view text);
+
+// How Muster reaches an etcd cluster that requires TLS or a user (etcd's --client-cert-auth,
+// `etcdctl auth enable`): etcdctl's --cacert, --cert, --key, --user and its password. Every
+// process that talks to etcd (an HA leader, an agent or command given etcd://) takes it from
+// its environment (EtcdSecurityFromEnv) unless its options give one.
+struct EtcdSecurity {
+  // TLS to the members (also on with https:// endpoints, or a CA file): their certificates are
+  // checked against ca_file (PEM), or the system's trusted CAs when it is empty.
+  bool tls = false;
+  std::string ca_file;
+  // This client's certificate and key (PEM), for members that require one (--client-cert-auth).
+  std::string cert_file;
+  std::string key_file;
+  // etcd's authentication: a user and its password. The password is never logged or shown.
+  std::string user;
+  std::string password;
+
+  bool auth() const { return !user.empty(); }
+};
+
+// MUSTER_ETCD_CACERT, MUSTER_ETCD_CERT, MUSTER_ETCD_KEY, MUSTER_ETCD_USER and
+// MUSTER_ETCD_PASSWORD (or MUSTER_ETCD_PASSWORD_FILE, a file holding it); TLS when a CA or a
+// certificate is named.
+EtcdSecurity EtcdSecurityFromEnv();
+// `security` for endpoints given as `endpoints_text` (https:// turns TLS on), checked: each
+// file named can be read, a certificate comes with its key, a user with a password. Possible
+// errors: InvalidArgument naming the file or the setting (never the password).
+absl::StatusOr<EtcdSecurity> CheckEtcdSecurity(EtcdSecurity security,
+                                               absl::string_view endpoints_text);
+// The contents of `path` (a PEM file named by an EtcdSecurity). Possible errors:
+// InvalidArgument naming `what` and the file.
+absl::StatusOr<std::string> ReadEtcdSecurityFile(const std::string& path, absl::string_view what);
 
 struct EtcdLeaderUrl {
   std::vector<std::string> endpoints;  // HOST:PORT of etcd's members
@@ -55,12 +89,15 @@ absl::StatusOr<std::vector<std::string>> OrderHaLeaders(std::vector<std::string>
                                                         const std::string& endpoints);
 
 // ParseEtcdLeaderUrl, then the leaders read through etcd's JSON gateway, one member after the
-// other until one answers, within `timeout`; ordered as by OrderHaLeaders. Blocking: for a
+// other until one answers, within `timeout`; ordered as by OrderHaLeaders. TLS and etcd's user
+// as EtcdSecurityFromEnv says. Blocking: for a
 // caller's thread (Agent::Create) or a detached actor's (ha_registry_reader.h), never an
 // event-based actor's. Possible errors: InvalidArgument (the
 // URL), Unavailable (no member answered, or not with JSON of the ranges asked for, within at
 // most 256 KiB, naming the URL and the last error), NotFound (no leader registered),
-// FailedPrecondition (a member refused the request with HTTP 4xx: its gateway is off).
+// FailedPrecondition (a member refused the request with HTTP 4xx: its gateway is off),
+// InvalidArgument (MUSTER_ETCD_* name files that cannot be read; etcd refused the user or its
+// password), PermissionDenied (the user may not read the job's keys).
 absl::StatusOr<std::vector<std::string>> ReadHaLeadersThroughGateway(absl::string_view url,
                                                                      absl::Duration timeout);
 

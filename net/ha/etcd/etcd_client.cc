@@ -4,6 +4,8 @@
 #include <thread>
 #include <utility>
 
+#include <absl/strings/escaping.h>
+#include <absl/strings/match.h>
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_join.h>
 #include <absl/time/clock.h>
@@ -24,7 +26,7 @@ EtcdClient::EtcdClient(EtcdOptions options)
     : options_(std::move(options)), endpoints_text_(absl::StrJoin(options_.endpoints, ",")) {
   const EtcdMemberFactory& make = options_.member ? options_.member : NewEtcdGatewayMember;
   for (const std::string& endpoint : options_.endpoints) {
-    members_.push_back(Member{.endpoint = endpoint, .call = make(endpoint)});
+    members_.push_back(Member{.endpoint = endpoint, .call = make(endpoint, options_.security)});
   }
 }
 
@@ -33,14 +35,34 @@ absl::StatusOr<std::shared_ptr<EtcdClient>> EtcdClient::Connect(EtcdOptions opti
   if (options.endpoints.empty()) {
     return absl::InvalidArgumentError("no etcd endpoints given");
   }
+  absl::StatusOr<EtcdSecurity> security = CheckEtcdSecurity(std::move(options.security), "");
+  if (!security.ok()) return security.status();
+  options.security = *std::move(security);
   auto client = std::shared_ptr<EtcdClient>(new EtcdClient(std::move(options)));
+  if (client->options_.security.auth()) {
+    absl::StatusOr<std::string> token = client->Authenticate(timeout);
+    if (!token.ok()) {
+      if (!absl::IsUnavailable(token.status())) return token.status();
+      return absl::UnavailableError(
+          absl::StrCat("no etcd member answered at ", client->endpoints(), " within ",
+                       absl::FormatDuration(timeout), " (", token.status().message(),
+                       "): start etcd there, or give the right --ha-etcd endpoints"));
+    }
+  }
   etcdserverpb::RangeRequest probe;
   probe.set_key("muster/");
   probe.set_limit(1);
   probe.set_serializable(true);  // any live member answers, with or without a quorum
   probe.set_count_only(true);
   absl::StatusOr<etcdserverpb::RangeResponse> answer = client->Range(probe, timeout);
-  if (!answer.ok()) {
+  if (!answer.ok() && absl::StrContains(answer.status().message(), "user name is empty")) {
+    return absl::UnauthenticatedError(
+        absl::StrCat("etcd at ", client->endpoints(),
+                     " requires a user (its authentication is on): set MUSTER_ETCD_USER and "
+                     "MUSTER_ETCD_PASSWORD (or MUSTER_ETCD_PASSWORD_FILE)"));
+  }
+  // A user that may not read all of muster/ was still answered: the member is there.
+  if (!answer.ok() && !absl::IsPermissionDenied(answer.status())) {
     return absl::UnavailableError(
         absl::StrCat("no etcd member answered at ", client->endpoints(), " within ",
                      absl::FormatDuration(timeout), " (", answer.status().message(),
@@ -49,9 +71,69 @@ absl::StatusOr<std::shared_ptr<EtcdClient>> EtcdClient::Connect(EtcdOptions opti
   return client;
 }
 
+std::string EtcdClient::token() const {
+  absl::MutexLock lock(&token_mutex_);
+  return token_;
+}
+
+absl::StatusOr<std::string> EtcdClient::Authenticate(absl::Duration timeout) const {
+  etcdserverpb::AuthenticateRequest request;
+  request.set_name(options_.security.user);
+  request.set_password(options_.security.password);
+  etcdserverpb::AuthenticateResponse response;
+  absl::Status status = OnSomeMemberWith("authentication", timeout, EtcdMethod::kAuthenticate,
+                                         request, &response, "");
+  if (absl::IsFailedPrecondition(status) && absl::StrContains(status.message(), "not enabled")) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(status.message(),
+                     ": give no etcd user (MUSTER_ETCD_USER, --ha-etcd-user), or enable "
+                     "etcd's authentication (etcdctl auth enable)"));
+  }
+  if (absl::IsInvalidArgument(status) || absl::IsUnauthenticated(status)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "etcd refused user \"", absl::CHexEscape(options_.security.user), "\" (", status.message(),
+        "): check the user and its password (MUSTER_ETCD_USER, "
+        "MUSTER_ETCD_PASSWORD)"));
+  }
+  if (!status.ok()) return status;
+  absl::MutexLock lock(&token_mutex_);
+  token_ = response.token();
+  return token_;
+}
+
 absl::Status EtcdClient::OnSomeMember(absl::string_view what, absl::Duration timeout,
                                       EtcdMethod method, const google::protobuf::Message& request,
                                       google::protobuf::Message* response) const {
+  if (!options_.security.auth()) {
+    return OnSomeMemberWith(what, timeout, method, request, response, "");
+  }
+  const absl::Time deadline = absl::Now() + timeout;
+  std::string token = this->token();
+  if (token.empty()) {
+    absl::StatusOr<std::string> fresh = Authenticate(timeout);
+    if (!fresh.ok()) return fresh.status();
+    token = *std::move(fresh);
+  }
+  absl::Status status = OnSomeMemberWith(what, timeout, method, request, response, token);
+  // etcd's answer to a token it no longer knows (expired, or a member restarted): Unauthenticated
+  // ("invalid auth token"); and to one from before a change of its users ("revision of auth
+  // store is old").
+  if (!absl::IsUnauthenticated(status) &&
+      !absl::StrContains(status.message(), "revision of auth store is old")) {
+    return status;
+  }
+  const absl::Duration left = deadline - absl::Now();
+  if (left <= absl::ZeroDuration()) return status;
+  absl::StatusOr<std::string> fresh = Authenticate(left);
+  if (!fresh.ok()) return fresh.status();
+  return OnSomeMemberWith(what, deadline - absl::Now(), method, request, response, *fresh);
+}
+
+absl::Status EtcdClient::OnSomeMemberWith(absl::string_view what, absl::Duration timeout,
+                                          EtcdMethod method,
+                                          const google::protobuf::Message& request,
+                                          google::protobuf::Message* response,
+                                          const std::string& token) const {
   const absl::Time deadline = absl::Now() + timeout;
   size_t index = current_.load();
   absl::Status last;
@@ -60,8 +142,8 @@ absl::Status EtcdClient::OnSomeMember(absl::string_view what, absl::Duration tim
     const absl::Time now = absl::Now();
     if (now >= deadline && attempt > 0) break;
     const Member& member = members_[index % members_.size()];
-    absl::Status status = member.call->Call(method, request, response,
-                                            std::min(deadline, now + options_.attempt_timeout));
+    absl::Status status = member.call->Call(
+        method, request, response, std::min(deadline, now + options_.attempt_timeout), token);
     if (!MemberFailed(status)) {
       current_.store(index % members_.size());
       if (status.ok()) return status;

@@ -15,9 +15,11 @@
 #include <string>
 #include <vector>
 
+#include <absl/base/thread_annotations.h>
 #include <absl/status/status.h>
 #include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
+#include <absl/synchronization/mutex.h>
 #include <absl/time/time.h>
 #include <google/protobuf/message.h>
 
@@ -27,7 +29,7 @@
 namespace muster {
 
 // The calls of etcd's API the client makes.
-enum class EtcdMethod { kRange, kTxn, kLeaseGrant, kLeaseKeepAlive, kLeaseRevoke };
+enum class EtcdMethod { kRange, kTxn, kLeaseGrant, kLeaseKeepAlive, kLeaseRevoke, kAuthenticate };
 
 // One member of the cluster, reached over one protocol.
 class EtcdMember {
@@ -36,13 +38,17 @@ class EtcdMember {
   // Calls `method` with `request` (etcd's request message of that method; LeaseKeepAlive: one
   // request, one answer) and fills `response` (cleared first), before `deadline`. Unavailable or
   // DeadlineExceeded: the member did not answer (down, cut off, no quorum), and the client tries
-  // another; any other error is etcd's answer, with its code and message. Thread-safe.
+  // another; any other error is etcd's answer, with its code and message. `token`, when not
+  // empty, is etcd's authentication token for the call (Authenticate's). Thread-safe.
   virtual absl::Status Call(EtcdMethod method, const google::protobuf::Message& request,
-                            google::protobuf::Message* response, absl::Time deadline) const = 0;
+                            google::protobuf::Message* response, absl::Time deadline,
+                            const std::string& token) const = 0;
 };
 
-// Makes the member at "HOST:PORT".
-using EtcdMemberFactory = std::function<std::unique_ptr<EtcdMember>(const std::string& endpoint)>;
+// Makes the member at "HOST:PORT", reached over TLS when `security` says so (checked by
+// CheckEtcdSecurity).
+using EtcdMemberFactory = std::function<std::unique_ptr<EtcdMember>(const std::string& endpoint,
+                                                                    const EtcdSecurity& security)>;
 
 struct EtcdOptions {
   // "HOST:PORT" (or "http://HOST:PORT") of each member.
@@ -51,13 +57,19 @@ struct EtcdOptions {
   absl::Duration attempt_timeout = absl::Milliseconds(500);
   // How a member is reached: empty, through etcd's JSON gateway (NewEtcdGatewayMember).
   EtcdMemberFactory member;
+  // TLS and etcd's user (ha_leader_registry.h); TLS also when the endpoints were https://
+  // (ParseEtcdEndpoints strips it: set `security.tls`, as CheckEtcdSecurity does).
+  EtcdSecurity security;
 };
 
 class EtcdClient {
  public:
   // Connects to the cluster and checks that a member answers within `timeout` (a serializable
-  // read). Possible errors: InvalidArgument (no endpoints), Unavailable (no member answered,
-  // naming the endpoints and the last error).
+  // read; with a user, it first authenticates). Possible errors: InvalidArgument (no endpoints;
+  // a file of `security` cannot be read; etcd refused the user or its password), Unavailable
+  // (no member answered, naming the endpoints and the last error), FailedPrecondition (a user
+  // given, but etcd's authentication is off), Unauthenticated (etcd's authentication is on, and
+  // no user is given).
   static absl::StatusOr<std::shared_ptr<EtcdClient>> Connect(
       EtcdOptions options, absl::Duration timeout = absl::Seconds(5));
 
@@ -86,15 +98,28 @@ class EtcdClient {
   explicit EtcdClient(EtcdOptions options);
 
   // Calls `method` on the members in turn, from the one that answered last, until one answers
-  // or `timeout` passes; etcd's errors name `what` and the member.
+  // or `timeout` passes; etcd's errors name `what` and the member. With a user, a call that etcd
+  // refuses for its token (expired: etcd's simple tokens last 5 minutes unused) authenticates
+  // again and is made once more.
   absl::Status OnSomeMember(absl::string_view what, absl::Duration timeout, EtcdMethod method,
                             const google::protobuf::Message& request,
                             google::protobuf::Message* response) const;
+  absl::Status OnSomeMemberWith(absl::string_view what, absl::Duration timeout, EtcdMethod method,
+                                const google::protobuf::Message& request,
+                                google::protobuf::Message* response,
+                                const std::string& token) const;
+  // A new token for the user (Authenticate), kept for the next calls. Possible errors:
+  // InvalidArgument (user or password refused), FailedPrecondition (authentication off),
+  // Unavailable.
+  absl::StatusOr<std::string> Authenticate(absl::Duration timeout) const;
+  std::string token() const;
 
   EtcdOptions options_;
   std::string endpoints_text_;
   std::vector<Member> members_;
   mutable std::atomic<size_t> current_{0};  // the member that answered last
+  mutable absl::Mutex token_mutex_;
+  mutable std::string token_ ABSL_GUARDED_BY(token_mutex_);
 };
 
 }  // namespace muster

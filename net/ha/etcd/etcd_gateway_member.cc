@@ -30,6 +30,8 @@ const char* PathOf(EtcdMethod method) {
       return "/v3/lease/keepalive";
     case EtcdMethod::kLeaseRevoke:
       return "/v3/lease/revoke";
+    case EtcdMethod::kAuthenticate:
+      return "/v3/auth/authenticate";
   }
   return "/";
 }
@@ -65,10 +67,12 @@ class GatewayMember : public EtcdMember {
   // Idle connections kept for the next calls (several threads call at once).
   static constexpr size_t kMaxIdle = 4;
 
-  explicit GatewayMember(const std::string& endpoint) : endpoint_(endpoint) {}
+  GatewayMember(const std::string& endpoint, const EtcdSecurity& security)
+      : endpoint_(endpoint), security_(security) {}
 
   absl::Status Call(EtcdMethod method, const google::protobuf::Message& request,
-                    google::protobuf::Message* response, absl::Time deadline) const override {
+                    google::protobuf::Message* response, absl::Time deadline,
+                    const std::string& token) const override {
     response->Clear();
     google::protobuf::util::JsonPrintOptions print;
     print.preserve_proto_field_names = true;
@@ -78,7 +82,7 @@ class GatewayMember : public EtcdMember {
     }
     std::string received;
     int http_status = 0;
-    if (absl::Status sent = Post(PathOf(method), json, deadline, &received, &http_status);
+    if (absl::Status sent = Post(PathOf(method), json, deadline, token, &received, &http_status);
         !sent.ok()) {
       return sent;
     }
@@ -113,10 +117,10 @@ class GatewayMember : public EtcdMember {
 
  private:
   absl::Status Post(const char* path, const std::string& body, absl::Time deadline,
-                    std::string* received, int* http_status) const {
+                    const std::string& token, std::string* received, int* http_status) const {
     std::unique_ptr<httplib::Client> client = Take();
     absl::StatusOr<GatewayReply> reply =
-        PostToGateway(*client, path, body, deadline, kMaxReplyBytes);
+        PostToGateway(*client, path, body, deadline, kMaxReplyBytes, token);
     if (!reply.ok()) return reply.status();  // the connection is dropped with the client
     Give(std::move(client));
     *http_status = reply->status;
@@ -133,7 +137,7 @@ class GatewayMember : public EtcdMember {
         return client;
       }
     }
-    return NewGatewayClient(endpoint_);
+    return NewGatewayClient(endpoint_, security_);
   }
   void Give(std::unique_ptr<httplib::Client> client) const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -141,14 +145,16 @@ class GatewayMember : public EtcdMember {
   }
 
   const std::string endpoint_;
+  const EtcdSecurity security_;  // the password too: a gateway member authenticates per token
   mutable std::mutex mutex_;
   mutable std::vector<std::unique_ptr<httplib::Client>> idle_;
 };
 
 }  // namespace
 
-std::unique_ptr<EtcdMember> NewEtcdGatewayMember(const std::string& endpoint) {
-  return std::make_unique<GatewayMember>(endpoint);
+std::unique_ptr<EtcdMember> NewEtcdGatewayMember(const std::string& endpoint,
+                                                 const EtcdSecurity& security) {
+  return std::make_unique<GatewayMember>(endpoint, security);
 }
 
 }  // namespace muster

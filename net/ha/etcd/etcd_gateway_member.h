@@ -19,6 +19,8 @@ namespace muster {
 // by the socket's read timeout, the time left: a call may end up to that much late). etcd's
 // errors come back as the gateway gives them (HTTP status and {"code", "message"}); no
 // connection, no answer in time or a reply that is not etcd's are Unavailable.
-std::unique_ptr<EtcdMember> NewEtcdGatewayMember(const std::string& endpoint);
+// Over TLS (HTTPS) when `security` says so; with a token, as the Authorization header.
+std::unique_ptr<EtcdMember> NewEtcdGatewayMember(const std::string& endpoint,
+                                                 const EtcdSecurity& security);
 
 }  // namespace muster

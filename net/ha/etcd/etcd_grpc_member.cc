@@ -18,7 +18,23 @@ absl::Status FromGrpc(const grpc::Status& status) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
-std::shared_ptr<grpc::Channel> ChannelTo(const std::string& endpoint) {
+// TLS credentials of `security` (its files were read once by CheckEtcdSecurity: unreadable
+// now, they are left empty and the handshake fails, naming the member).
+std::shared_ptr<grpc::ChannelCredentials> CredentialsOf(const EtcdSecurity& security) {
+  if (!security.tls) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions tls;
+  auto read = [](const std::string& path) {
+    if (path.empty()) return std::string();
+    return ReadEtcdSecurityFile(path, "etcd TLS").value_or(std::string());
+  };
+  tls.pem_root_certs = read(security.ca_file);  // empty: gRPC's default roots
+  tls.pem_cert_chain = read(security.cert_file);
+  tls.pem_private_key = read(security.key_file);
+  return grpc::SslCredentials(tls);
+}
+
+std::shared_ptr<grpc::Channel> ChannelTo(const std::string& endpoint,
+                                         const EtcdSecurity& security) {
   grpc::ChannelArguments args;
   // A member that comes back is found again within a second, not gRPC's default two minutes.
   // (The minimum connect timeout stays gRPC's: a member that is still joining its cluster
@@ -28,18 +44,21 @@ std::shared_ptr<grpc::Channel> ChannelTo(const std::string& endpoint) {
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   // A page of a large state is larger than gRPC's default 4 MiB: etcd bounds what it sends.
   args.SetMaxReceiveMessageSize(-1);
-  return grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(endpoint, CredentialsOf(security), args);
 }
 
 class GrpcMember : public EtcdMember {
  public:
-  explicit GrpcMember(const std::string& endpoint) : channel_(ChannelTo(endpoint)) {}
+  GrpcMember(const std::string& endpoint, const EtcdSecurity& security)
+      : channel_(ChannelTo(endpoint, security)) {}
 
   absl::Status Call(EtcdMethod method, const google::protobuf::Message& request,
-                    google::protobuf::Message* response, absl::Time deadline) const override {
+                    google::protobuf::Message* response, absl::Time deadline,
+                    const std::string& token) const override {
     response->Clear();
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(deadline));
+    if (!token.empty()) context.AddMetadata("token", token);  // etcd's metadata key
     // Waits for the member's connection (and drives it: gRPC's synchronous calls make progress
     // on connections only while a call waits) instead of failing at once while it reconnects.
     context.set_wait_for_ready(true);
@@ -59,6 +78,10 @@ class GrpcMember : public EtcdMember {
       case EtcdMethod::kLeaseKeepAlive:
         return KeepAliveOnce(&context, As<etcdserverpb::LeaseKeepAliveRequest>(request),
                              As<etcdserverpb::LeaseKeepAliveResponse>(response));
+      case EtcdMethod::kAuthenticate:
+        return FromGrpc(auth_->Authenticate(&context,
+                                            As<etcdserverpb::AuthenticateRequest>(request),
+                                            As<etcdserverpb::AuthenticateResponse>(response)));
     }
     return absl::InvalidArgumentError("unknown etcd method");
   }
@@ -92,12 +115,14 @@ class GrpcMember : public EtcdMember {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<etcdserverpb::KV::Stub> kv_ = etcdserverpb::KV::NewStub(channel_);
   std::unique_ptr<etcdserverpb::Lease::Stub> lease_ = etcdserverpb::Lease::NewStub(channel_);
+  std::unique_ptr<etcdserverpb::Auth::Stub> auth_ = etcdserverpb::Auth::NewStub(channel_);
 };
 
 }  // namespace
 
-std::unique_ptr<EtcdMember> NewEtcdGrpcMember(const std::string& endpoint) {
-  return std::make_unique<GrpcMember>(endpoint);
+std::unique_ptr<EtcdMember> NewEtcdGrpcMember(const std::string& endpoint,
+                                              const EtcdSecurity& security) {
+  return std::make_unique<GrpcMember>(endpoint, security);
 }
 
 }  // namespace muster

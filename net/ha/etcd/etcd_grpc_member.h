@@ -10,8 +10,10 @@
 
 namespace muster {
 
-// A member at "HOST:PORT" over a gRPC channel of its own. A member that comes back is found again
-// within a second; a call waits for the member's connection until its deadline.
-std::unique_ptr<EtcdMember> NewEtcdGrpcMember(const std::string& endpoint);
+// A member at "HOST:PORT" over a gRPC channel of its own (TLS when `security` says so). A member
+// that comes back is found again within a second; a call waits for the member's connection
+// until its deadline.
+std::unique_ptr<EtcdMember> NewEtcdGrpcMember(const std::string& endpoint,
+                                              const EtcdSecurity& security);
 
 }  // namespace muster

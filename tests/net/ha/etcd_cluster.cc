@@ -40,14 +40,25 @@ std::vector<int> FreePorts(int count) {
   return ports;
 }
 
-std::string Url(const std::string& host, int port) {
-  return absl::StrCat("http://", host, ":", port);
+std::string Url(const std::string& host, int port, bool tls = false) {
+  return absl::StrCat(tls ? "https://" : "http://", host, ":", port);
+}
+
+// Runs `argv` and waits for it; its output on failure.
+absl::Status Run(const std::vector<std::string>& argv) {
+  auto process = Subprocess::Start(argv);
+  if (!process.ok()) return process.status();
+  absl::StatusOr<int> code = (*process)->Wait(absl::Seconds(20));
+  if (code.ok() && *code == 0) return absl::OkStatus();
+  return absl::InternalError(
+      absl::StrCat(absl::StrJoin(argv, " "), " failed: ", (*process)->output()));
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Launch(std::vector<Member> members,
-                                                                 Placement placement) {
+                                                                 Placement placement, bool tls,
+                                                                 absl::Duration token_ttl) {
   if (access("/usr/bin/etcd", X_OK) != 0 || access("/usr/bin/etcdctl", X_OK) != 0) {
     return absl::UnavailableError("/usr/bin/etcd is missing: run tools/install-deps.sh");
   }
@@ -55,6 +66,14 @@ absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Launch(std::vector<Mem
   std::string pattern = (std::filesystem::temp_directory_path() / "muster-etcd-XXXXXX").string();
   if (mkdtemp(pattern.data()) == nullptr) return absl::InternalError("mkdtemp failed");
   cluster->dir_ = pattern;
+  cluster->token_ttl_ = token_ttl;
+  if (tls) {
+    cluster->security_ = {.tls = true,
+                          .ca_file = cluster->dir_ + "/ca.pem",
+                          .cert_file = cluster->dir_ + "/client.pem",
+                          .key_file = cluster->dir_ + "/client.key"};
+    if (absl::Status made = cluster->MakeCertificates(); !made.ok()) return made;
+  }
   std::vector<std::string> peers;
   for (const Member& member : members) {
     peers.push_back(absl::StrCat(member.name, "=", Url(member.host, member.peer_port)));
@@ -72,19 +91,34 @@ absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Launch(std::vector<Mem
 
 absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(int members,
                                                                 absl::Duration timeout) {
+  return StartSecure(members, false, {}, timeout, /*tls=*/false);
+}
+
+absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::StartSecure(int members, bool user,
+                                                                      absl::Duration token_ttl,
+                                                                      absl::Duration timeout) {
+  return StartSecure(members, user, token_ttl, timeout, /*tls=*/true);
+}
+
+absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::StartSecure(int members, bool user,
+                                                                      absl::Duration token_ttl,
+                                                                      absl::Duration timeout,
+                                                                      bool tls) {
   const std::vector<int> ports = FreePorts(2 * members);
   std::vector<Member> all;
   for (int i = 0; i < members; ++i) {
     all.push_back(
         {.name = absl::StrCat("m", i), .client_port = ports[2 * i], .peer_port = ports[2 * i + 1]});
   }
-  auto cluster = Launch(std::move(all), {});
+  auto cluster = Launch(std::move(all), {}, tls, token_ttl);
   if (!cluster.ok()) return cluster.status();
   // Formed: a linearizable read goes through the cluster's leader.
   absl::StatusOr<std::vector<std::string>> endpoints = ParseEtcdEndpoints((*cluster)->endpoints());
   if (!endpoints.ok()) return endpoints.status();
-  auto client = EtcdClient::Connect(
-      {.endpoints = *std::move(endpoints), .member = NewEtcdGrpcMember}, timeout);
+  auto client = EtcdClient::Connect({.endpoints = *std::move(endpoints),
+                                     .member = NewEtcdGrpcMember,
+                                     .security = (*cluster)->security_},
+                                    timeout);
   if (!client.ok()) {
     return absl::UnavailableError(
         absl::StrCat(client.status().message(), "\n", (*cluster)->LogTail(0)));
@@ -95,7 +129,20 @@ absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(int members,
   absl::Status last;
   while (absl::Now() < deadline) {
     auto answer = (*client)->Range(read, absl::Seconds(1));
-    if (answer.ok()) return cluster;
+    if (answer.ok()) {
+      if (user) {
+        // etcd's authentication needs its root user first.
+        if (absl::Status added = (*cluster)->Etcdctl(
+                {"user", "add", absl::StrCat("root:", kPassword), "--interactive=false"});
+            !added.ok()) {
+          return added;
+        }
+        if (absl::Status on = (*cluster)->Etcdctl({"auth", "enable"}); !on.ok()) return on;
+        (*cluster)->security_.user = "root";
+        (*cluster)->security_.password = kPassword;
+      }
+      return cluster;
+    }
     last = answer.status();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -137,19 +184,82 @@ absl::Status EtcdCluster::WaitFormed(absl::Duration timeout) const {
                                              LogTail(0)));
 }
 
+absl::Status EtcdCluster::MakeCertificates() {
+  const std::string ca = dir_ + "/ca";
+  if (absl::Status made = Run({"/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                               "ec_paramgen_curve:P-256", "-nodes", "-keyout", ca + ".key", "-out",
+                               ca + ".pem", "-days", "2", "-subj", "/CN=muster-test-etcd-ca"});
+      !made.ok()) {
+    return made;
+  }
+  // The members' certificate names the address they serve on; the client's is for clients.
+  for (const auto& [name, usage] :
+       {std::pair<std::string, std::string>{"server", "serverAuth,clientAuth"},
+        {"client", "clientAuth"}}) {
+    const std::string base = absl::StrCat(dir_, "/", name);
+    {
+      std::ofstream ext(base + ".ext");
+      ext << "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=" << usage << "\n";
+    }
+    if (absl::Status made =
+            Run({"/usr/bin/openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                 "-nodes", "-keyout", base + ".key", "-out", base + ".csr", "-subj",
+                 // No CN for the client: with authentication on, etcd refuses
+                 // a gateway request whose certificate has one.
+                 name == "client" ? "/O=muster-test-client" : "/CN=muster-test-server"});
+        !made.ok()) {
+      return made;
+    }
+    if (absl::Status made = Run({"/usr/bin/openssl", "x509", "-req", "-in", base + ".csr", "-CA",
+                                 ca + ".pem", "-CAkey", ca + ".key", "-CAcreateserial", "-out",
+                                 base + ".pem", "-days", "2", "-extfile", base + ".ext"});
+        !made.ok()) {
+      return made;
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::string> EtcdCluster::EtcdctlSecurityFlags() const {
+  if (!security_.tls) return {};
+  return {"--cacert=" + security_.ca_file, "--cert=" + security_.cert_file,
+          "--key=" + security_.key_file};
+}
+
+absl::Status EtcdCluster::Etcdctl(std::vector<std::string> args) const {
+  std::vector<std::string> argv = {"/usr/bin/etcdctl", "--endpoints=" + endpoints(),
+                                   "--dial-timeout=2s", "--command-timeout=5s"};
+  for (std::string& flag : EtcdctlSecurityFlags()) argv.push_back(std::move(flag));
+  if (security_.auth()) argv.push_back(absl::StrCat("--user=root:", kPassword));
+  for (std::string& arg : args) argv.push_back(std::move(arg));
+  return Run(argv);
+}
+
 absl::Status EtcdCluster::Launch(int i) {
   Member& member = members_[i];
   std::string data = absl::StrCat(dir_, "/", member.name);
+  const bool tls = security_.tls;
   std::vector<std::string> args = {
       "/usr/bin/etcd", "--name", member.name, "--data-dir", data, "--listen-client-urls",
-      Url(member.host, member.client_port), "--advertise-client-urls",
-      Url(member.host, member.client_port), "--listen-peer-urls",
+      Url(member.host, member.client_port, tls), "--advertise-client-urls",
+      Url(member.host, member.client_port, tls), "--listen-peer-urls",
       Url(member.host, member.peer_port), "--initial-advertise-peer-urls",
       Url(member.host, member.peer_port), "--initial-cluster", initial_cluster_,
       "--initial-cluster-state", "new", "--initial-cluster-token",
       absl::StrCat("muster-test-", getpid()),
       // Elections in half a second, as on a LAN; the default assumes a WAN.
       "--heartbeat-interval", "50", "--election-timeout", "500", "--logger", "zap"};
+  if (tls) {
+    for (const std::string& arg :
+         {"--cert-file=" + dir_ + "/server.pem", "--key-file=" + dir_ + "/server.key",
+          "--trusted-ca-file=" + dir_ + "/ca.pem", std::string("--client-cert-auth")}) {
+      args.push_back(arg);
+    }
+  }
+  if (token_ttl_ > absl::ZeroDuration()) {
+    args.push_back(absl::StrCat("--auth-token=simple"));
+    args.push_back(absl::StrCat("--auth-token-ttl=", absl::ToInt64Seconds(token_ttl_)));
+  }
   // Everything etcd prints goes to its log file: a pipe that nobody reads would fill up and
   // stop etcd (it logs each failed connection to a peer that is not up yet).
   std::string command = "exec";
@@ -175,7 +285,9 @@ std::string EtcdCluster::endpoint(int member) const {
 
 std::string EtcdCluster::endpoints() const {
   std::vector<std::string> all;
-  for (size_t i = 0; i < members_.size(); ++i) all.push_back(endpoint(static_cast<int>(i)));
+  for (size_t i = 0; i < members_.size(); ++i) {
+    all.push_back(absl::StrCat(security_.tls ? "https://" : "", endpoint(static_cast<int>(i))));
+  }
   return absl::StrJoin(all, ",");
 }
 
@@ -220,7 +332,8 @@ absl::Status EtcdCluster::Restart(int member) { return Launch(member); }
 absl::StatusOr<std::shared_ptr<EtcdClient>> EtcdCluster::Client(EtcdMemberFactory member) const {
   absl::StatusOr<std::vector<std::string>> endpoints = ParseEtcdEndpoints(this->endpoints());
   if (!endpoints.ok()) return endpoints.status();
-  return EtcdClient::Connect({.endpoints = *std::move(endpoints), .member = std::move(member)});
+  return EtcdClient::Connect(
+      {.endpoints = *std::move(endpoints), .member = std::move(member), .security = security_});
 }
 
 std::string EtcdCluster::LogTail(int member) const {

@@ -31,6 +31,19 @@ class EtcdCluster {
   static absl::StatusOr<std::unique_ptr<EtcdCluster>> Start(
       int members = 3, absl::Duration timeout = absl::Seconds(20));
 
+  // A cluster that serves clients over TLS only (https://, certificates of a CA made for it
+  // with openssl, naming 127.0.0.1; a client certificate required), and, with `user`, with
+  // etcd's authentication on: user "root", password kPassword, simple tokens that expire after
+  // `token_ttl` unused. security() is what a client gives.
+  static constexpr char kPassword[] = "muster-test-pw";
+  static absl::StatusOr<std::unique_ptr<EtcdCluster>> StartSecure(
+      int members, bool user, absl::Duration token_ttl = absl::Seconds(300),
+      absl::Duration timeout = absl::Seconds(20));
+  // TLS and the user of a cluster of StartSecure (none for Start's).
+  const EtcdSecurity& security() const { return security_; }
+  // The file of the cluster's CA and its client certificate and key, for etcdctl.
+  std::vector<std::string> EtcdctlSecurityFlags() const;
+
   // Members on other hosts: member i listens on hosts[i] and runs as in(i, argv) runs it (e.g.
   // NetBed::In). The test process need not reach them: whether the cluster formed is asked with
   // etcdctl, run as in(0, ...) runs it.
@@ -67,14 +80,24 @@ class EtcdCluster {
     std::unique_ptr<Subprocess> process;
   };
   EtcdCluster() = default;
+  static absl::StatusOr<std::unique_ptr<EtcdCluster>> StartSecure(int members, bool user,
+                                                                  absl::Duration token_ttl,
+                                                                  absl::Duration timeout, bool tls);
   // A cluster of `members` (their data dirs under a fresh temporary directory), each started.
   static absl::StatusOr<std::unique_ptr<EtcdCluster>> Launch(std::vector<Member> members,
-                                                             Placement placement);
+                                                             Placement placement, bool tls = false,
+                                                             absl::Duration token_ttl = {});
+  // Writes the CA, the members' and the client's certificates into dir_ (openssl).
+  absl::Status MakeCertificates();
+  // Runs etcdctl against the cluster with `args`; its output on failure.
+  absl::Status Etcdctl(std::vector<std::string> args) const;
   absl::Status Launch(int member);
   // Waits until a linearizable request of etcdctl succeeds (placed members).
   absl::Status WaitFormed(absl::Duration timeout) const;
 
   std::string dir_;
+  EtcdSecurity security_;
+  absl::Duration token_ttl_;
   std::string initial_cluster_;
   std::vector<Member> members_;
   Placement placement_;

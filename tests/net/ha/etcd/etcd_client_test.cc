@@ -31,8 +31,12 @@ TEST(EtcdEndpointsTest, ParsesListsAndRefusesWhatItCannotUse) {
               StatusIs(Code::kInvalidArgument, HasSubstr("\"h1\" is not HOST:PORT")));
   EXPECT_THAT(ParseEtcdEndpoints("h1:0"), StatusIs(Code::kInvalidArgument));
   EXPECT_THAT(ParseEtcdEndpoints("h1:99999"), StatusIs(Code::kInvalidArgument));
-  EXPECT_THAT(ParseEtcdEndpoints("https://h1:2379"),
-              StatusIs(Code::kInvalidArgument, HasSubstr("TLS to etcd is not supported")));
+  EXPECT_THAT(ParseEtcdEndpoints("https://h1:2379,https://h2:2379"),
+              IsOkAndHolds(ElementsAre("h1:2379", "h2:2379")));
+  EXPECT_TRUE(EtcdEndpointsUseTls(" https://h1:2379,https://h2:2379"));
+  EXPECT_FALSE(EtcdEndpointsUseTls("h1:2379"));
+  EXPECT_THAT(ParseEtcdEndpoints("https://h1:2379,http://h2:2379"),
+              StatusIs(Code::kInvalidArgument, HasSubstr("mix http:// and https://")));
 }
 
 // How a test's client reaches the members.

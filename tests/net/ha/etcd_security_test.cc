@@ -1,0 +1,234 @@
+// etcd that requires TLS and a user, as production clusters do: a 3-member cluster serving
+// clients over https:// only (a client certificate required) and, in the second suite, with
+// etcd's authentication on. The leader's client over gRPC and through the JSON gateway, and the
+// agents' leader registry (etcd://, configured from MUSTER_ETCD_*), against each; a wrong
+// password, a missing CA and an expired token.
+#include <cstdlib>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "muster/net/agent/session/ha_leader_registry.h"
+#include "muster/net/ha/etcd/etcd_client.h"
+#include "muster/net/ha/etcd/etcd_gateway_member.h"
+#include "muster/net/ha/etcd/etcd_grpc_member.h"
+#include "tests/net/ha/etcd_cluster.h"
+#include "tests/testing/status_matchers.h"
+
+namespace muster {
+namespace {
+
+using ::muster::testing::EtcdCluster;
+using ::muster::testing::IsOk;
+using ::muster::testing::IsOkAndHolds;
+using ::muster::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using Code = absl::StatusCode;
+
+// Puts `key` = `value` and reads it back through `client`: the value read.
+absl::StatusOr<std::string> PutAndGet(EtcdClient& client, const std::string& key,
+                                      const std::string& value) {
+  etcdserverpb::TxnRequest txn;
+  auto* put = txn.add_success()->mutable_request_put();
+  put->set_key(key);
+  put->set_value(value);
+  if (auto done = client.Txn(txn, absl::Seconds(5)); !done.ok()) return done.status();
+  etcdserverpb::RangeRequest read;
+  read.set_key(key);
+  auto got = client.Range(read, absl::Seconds(5));
+  if (!got.ok()) return got.status();
+  if (got->kvs_size() != 1) return absl::NotFoundError(key);
+  return got->kvs(0).value();
+}
+
+// The cluster's endpoints as an etcd:// URL takes them (HOST:PORT; TLS from the environment).
+std::string Hosts(const EtcdCluster& cluster) {
+  return absl::StrCat(cluster.endpoint(0), ",", cluster.endpoint(1), ",", cluster.endpoint(2));
+}
+
+// Sets MUSTER_ETCD_* to `security` for the scope.
+class ScopedEtcdEnv {
+ public:
+  explicit ScopedEtcdEnv(const EtcdSecurity& security) {
+    Set("MUSTER_ETCD_CACERT", security.ca_file);
+    Set("MUSTER_ETCD_CERT", security.cert_file);
+    Set("MUSTER_ETCD_KEY", security.key_file);
+    Set("MUSTER_ETCD_USER", security.user);
+    Set("MUSTER_ETCD_PASSWORD", security.password);
+  }
+  ~ScopedEtcdEnv() {
+    for (const char* name : {"MUSTER_ETCD_CACERT", "MUSTER_ETCD_CERT", "MUSTER_ETCD_KEY",
+                             "MUSTER_ETCD_USER", "MUSTER_ETCD_PASSWORD"}) {
+      unsetenv(name);
+    }
+  }
+
+ private:
+  static void Set(const char* name, const std::string& value) {
+    if (value.empty()) {
+      unsetenv(name);
+    } else {
+      setenv(name, value.c_str(), 1);
+    }
+  }
+};
+
+TEST(EtcdSecurityCheckTest, FilesMustBeReadable_ACertificateNeedsItsKey_AUserItsPassword) {
+  EXPECT_THAT(CheckEtcdSecurity({.ca_file = "/no/such/ca.pem"}, ""),
+              StatusIs(Code::kInvalidArgument,
+                       AllOf(HasSubstr("MUSTER_ETCD_CACERT"), HasSubstr("/no/such/ca.pem"))));
+  EXPECT_THAT(CheckEtcdSecurity({.cert_file = "/etc/hostname"}, ""),
+              StatusIs(Code::kInvalidArgument, HasSubstr("MUSTER_ETCD_KEY")));
+  EXPECT_THAT(CheckEtcdSecurity({.user = "root"}, ""),
+              StatusIs(Code::kInvalidArgument, AllOf(HasSubstr("\"root\" has no password"),
+                                                     HasSubstr("MUSTER_ETCD_PASSWORD"))));
+  EXPECT_THAT(CheckEtcdSecurity({.password = "secret"}, ""),
+              StatusIs(Code::kInvalidArgument,
+                       AllOf(HasSubstr("MUSTER_ETCD_USER"), Not(HasSubstr("secret")))));
+  auto https = CheckEtcdSecurity({}, "https://h1:2379");
+  ASSERT_THAT(https, IsOk());
+  EXPECT_TRUE(https->tls);
+  auto plain = CheckEtcdSecurity({}, "h1:2379");
+  ASSERT_THAT(plain, IsOk());
+  EXPECT_FALSE(plain->tls);
+}
+
+class EtcdTlsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto started = EtcdCluster::StartSecure(3, /*user=*/false);
+    ASSERT_THAT(started, IsOk());
+    cluster_ = started->release();
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  static EtcdCluster* cluster_;
+};
+EtcdCluster* EtcdTlsTest::cluster_ = nullptr;
+
+TEST_F(EtcdTlsTest, OverGrpcAndTheGateway_WithTheClusterCaAndACertificate_ReadsAndWrites) {
+  for (EtcdMemberFactory member :
+       {EtcdMemberFactory(NewEtcdGrpcMember), EtcdMemberFactory(NewEtcdGatewayMember)}) {
+    auto client = cluster_->Client(member);
+    ASSERT_THAT(client, IsOk());
+    EXPECT_THAT(PutAndGet(**client, "muster-test/tls", "over TLS"), IsOkAndHolds("over TLS"));
+  }
+}
+
+TEST_F(EtcdTlsTest, WithoutTheClusterCa_NoMemberIsTrusted_ConnectFailsNamingTheEndpoints) {
+  EtcdSecurity untrusting = cluster_->security();
+  untrusting.ca_file.clear();  // the system's CAs, which did not sign the members' certificates
+  for (EtcdMemberFactory member :
+       {EtcdMemberFactory(NewEtcdGrpcMember), EtcdMemberFactory(NewEtcdGatewayMember)}) {
+    auto client = EtcdClient::Connect({.endpoints = {cluster_->endpoint(0), cluster_->endpoint(1)},
+                                       .member = member,
+                                       .security = untrusting},
+                                      absl::Seconds(1));
+    EXPECT_THAT(client, StatusIs(Code::kUnavailable,
+                                 HasSubstr("no etcd member answered at " + cluster_->endpoint(0))));
+  }
+}
+
+TEST_F(EtcdTlsTest, PlainHttpToATlsCluster_IsRefused) {
+  auto client = EtcdClient::Connect(
+      {.endpoints = {cluster_->endpoint(0)}, .member = NewEtcdGatewayMember}, absl::Seconds(1));
+  EXPECT_THAT(client, StatusIs(Code::kUnavailable));
+}
+
+TEST_F(EtcdTlsTest, AgentsRegistry_ReadsTheLeadersOverTls_FromTheEnvironment) {
+  auto client = cluster_->Client();
+  ASSERT_THAT(client, IsOk());
+  ASSERT_THAT(PutAndGet(**client, HaLeadersPrefix("tls-job") + "a", "10.0.0.7:7400"), IsOk());
+  const std::string url = absl::StrCat("etcd://", Hosts(*cluster_), "/tls-job");
+  {
+    ScopedEtcdEnv env(cluster_->security());
+    EXPECT_THAT(ReadHaLeadersThroughGateway(url, absl::Seconds(5)),
+                IsOkAndHolds(ElementsAre("10.0.0.7:7400")));
+  }
+  // Without MUSTER_ETCD_*: plain HTTP, which the members do not speak.
+  EXPECT_THAT(ReadHaLeadersThroughGateway(url, absl::Milliseconds(800)),
+              StatusIs(Code::kUnavailable, HasSubstr(url)));
+}
+
+class EtcdAuthTest : public EtcdTlsTest {
+ protected:
+  static void SetUpTestSuite() {
+    // Tokens that expire after 2 s unused, so that a test sees one expire.
+    auto started = EtcdCluster::StartSecure(3, /*user=*/true, absl::Seconds(2));
+    ASSERT_THAT(started, IsOk());
+    cluster_ = started->release();
+  }
+};
+
+TEST_F(EtcdAuthTest, AUserAuthenticates_OverGrpcAndTheGateway_ThenReadsAndWrites) {
+  ASSERT_TRUE(cluster_->security().auth());
+  for (EtcdMemberFactory member :
+       {EtcdMemberFactory(NewEtcdGrpcMember), EtcdMemberFactory(NewEtcdGatewayMember)}) {
+    auto client = cluster_->Client(member);
+    ASSERT_THAT(client, IsOk());
+    EXPECT_THAT(PutAndGet(**client, "muster-test/auth", "with a token"),
+                IsOkAndHolds("with a token"));
+  }
+}
+
+TEST_F(EtcdAuthTest, AWrongPassword_IsInvalidArgumentNamingTheUserNeverThePassword) {
+  EtcdSecurity wrong = cluster_->security();
+  wrong.password = "not-the-password-4711";
+  for (EtcdMemberFactory member :
+       {EtcdMemberFactory(NewEtcdGrpcMember), EtcdMemberFactory(NewEtcdGatewayMember)}) {
+    auto client = EtcdClient::Connect(
+        {.endpoints = {cluster_->endpoint(0)}, .member = member, .security = wrong},
+        absl::Seconds(5));
+    EXPECT_THAT(client,
+                StatusIs(Code::kInvalidArgument, AllOf(HasSubstr("etcd refused user \"root\""),
+                                                       Not(HasSubstr("not-the-password-4711")),
+                                                       Not(HasSubstr("muster-test-pw")))));
+  }
+  EtcdSecurity anonymous = cluster_->security();
+  anonymous.user.clear();
+  anonymous.password.clear();
+  EXPECT_THAT(EtcdClient::Connect({.endpoints = {cluster_->endpoint(0)},
+                                   .member = NewEtcdGatewayMember,
+                                   .security = anonymous},
+                                  absl::Seconds(5)),
+              StatusIs(Code::kUnauthenticated,
+                       AllOf(HasSubstr("requires a user"), HasSubstr("MUSTER_ETCD_USER"))));
+}
+
+TEST_F(EtcdAuthTest, AnExpiredToken_IsRenewed_TheCallSucceeds) {
+  for (EtcdMemberFactory member :
+       {EtcdMemberFactory(NewEtcdGrpcMember), EtcdMemberFactory(NewEtcdGatewayMember)}) {
+    auto client = cluster_->Client(member);
+    ASSERT_THAT(client, IsOk());
+    ASSERT_THAT(PutAndGet(**client, "muster-test/renew", "1"), IsOkAndHolds("1"));
+    // Not a timing assertion: the token's TTL is 2 s unused, so it has certainly expired.
+    absl::SleepFor(absl::Seconds(3));
+    EXPECT_THAT(PutAndGet(**client, "muster-test/renew", "2"), IsOkAndHolds("2"));
+  }
+}
+
+TEST_F(EtcdAuthTest, AgentsRegistry_WithTheUserFromTheEnvironment_ReadsTheLeaders) {
+  auto client = cluster_->Client();
+  ASSERT_THAT(client, IsOk());
+  ASSERT_THAT(PutAndGet(**client, HaLeadersPrefix("auth-job") + "a", "10.0.0.8:7400"), IsOk());
+  const std::string url = absl::StrCat("etcd://", Hosts(*cluster_), "/auth-job");
+  {
+    ScopedEtcdEnv env(cluster_->security());
+    EXPECT_THAT(ReadHaLeadersThroughGateway(url, absl::Seconds(5)),
+                IsOkAndHolds(ElementsAre("10.0.0.8:7400")));
+  }
+  EtcdSecurity wrong = cluster_->security();
+  wrong.password = "wrong-password-0815";
+  ScopedEtcdEnv env(wrong);
+  EXPECT_THAT(ReadHaLeadersThroughGateway(url, absl::Seconds(5)),
+              StatusIs(Code::kInvalidArgument, AllOf(HasSubstr("etcd refused user \"root\""),
+                                                     Not(HasSubstr("wrong-password-0815")))));
+}
+
+}  // namespace
+}  // namespace muster

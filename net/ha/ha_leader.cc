@@ -85,8 +85,8 @@ absl::StatusOr<std::unique_ptr<HaLeader>> HaLeader::Start(caf::actor_system& sys
   if (options.config.max_value_bytes() == 0) options.config.set_max_value_bytes(kHaMaxValueBytes);
   absl::StatusOr<std::vector<std::string>> endpoints = ParseEtcdEndpoints(ha.etcd);
   if (!endpoints.ok()) return endpoints.status();
-  absl::StatusOr<EtcdSecurity> security =
-      CheckEtcdSecurity(ha.etcd_security.value_or(EtcdSecurityFromEnv()), ha.etcd);
+  absl::StatusOr<EtcdSecurity> security = CheckEtcdSecurity(
+      ha.etcd_security.value_or(EtcdSecurityFromEnv()), EtcdEndpointsUseTls(ha.etcd));
   if (!security.ok()) return security.status();
   absl::StatusOr<std::shared_ptr<EtcdClient>> etcd = EtcdClient::Connect(
       {.endpoints = *std::move(endpoints), .member = ha.etcd_member, .security = *security});

@@ -25,18 +25,19 @@ std::pair<std::string, int> GatewayHostPort(const std::string& endpoint) {
   return {host, port};
 }
 
-std::unique_ptr<httplib::Client> NewGatewayClient(const std::string& endpoint,
-                                                  const EtcdSecurity& security) {
+std::unique_ptr<httplib::ClientImpl> NewGatewayClient(const std::string& endpoint,
+                                                      const EtcdSecurity& security) {
   auto [host, port] = GatewayHostPort(endpoint);
-  std::unique_ptr<httplib::Client> client;
+  std::unique_ptr<httplib::ClientImpl> client;
   if (security.tls) {
-    const std::string bracketed = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-    client = std::make_unique<httplib::Client>(absl::StrCat("https://", bracketed, ":", port),
-                                               security.cert_file, security.key_file);
+    // (An SSLClient made directly: httplib's Client parses "https://[IPv6]:port" with a pattern
+    // that misses hex digits.)
+    client =
+        std::make_unique<httplib::SSLClient>(host, port, security.cert_file, security.key_file);
     if (!security.ca_file.empty()) client->set_ca_cert_path(security.ca_file);
     client->enable_server_certificate_verification(true);
   } else {
-    client = std::make_unique<httplib::Client>(host, port);
+    client = std::make_unique<httplib::ClientImpl>(host, port);
   }
   client->set_keep_alive(true);
   client->set_decompress(false);
@@ -46,9 +47,14 @@ std::unique_ptr<httplib::Client> NewGatewayClient(const std::string& endpoint,
   return client;
 }
 
-absl::StatusOr<GatewayReply> PostToGateway(httplib::Client& client, const char* path,
+absl::StatusOr<GatewayReply> PostToGateway(httplib::ClientImpl& client, const char* path,
                                            const std::string& body, absl::Time deadline,
                                            size_t max_bytes, const std::string& token) {
+  if (!client.is_valid()) {
+    return absl::InvalidArgumentError(
+        "etcd's client certificate and key (MUSTER_ETCD_CERT, MUSTER_ETCD_KEY) do not load: "
+        "each must be PEM, the key unencrypted and the certificate's");
+  }
   const absl::Duration left = deadline - absl::Now();
   if (left <= absl::ZeroDuration()) return absl::DeadlineExceededError("no time left");
   const auto bound = std::max(absl::ToChronoMicroseconds(left), std::chrono::microseconds(1000));
@@ -108,7 +114,7 @@ absl::StatusOr<GatewayReply> PostToGateway(httplib::Client& client, const char* 
   return absl::UnavailableError(absl::StrCat(path, ": ", httplib::to_string(error)));
 }
 
-absl::StatusOr<std::string> EtcdGatewayAuthenticate(httplib::Client& client,
+absl::StatusOr<std::string> EtcdGatewayAuthenticate(httplib::ClientImpl& client,
                                                     const EtcdSecurity& security,
                                                     absl::Time deadline) {
   google::protobuf::Struct request;
@@ -144,6 +150,12 @@ absl::StatusOr<std::string> EtcdGatewayAuthenticate(httplib::Client& client,
     return absl::FailedPreconditionError(
         absl::StrCat("etcd's authentication is not enabled (", message,
                      "): unset MUSTER_ETCD_USER, or enable it (etcdctl auth enable)"));
+  }
+  if (!absl::StrContains(message, "authentication failed") &&
+      !absl::StrContains(message, "user name")) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "etcd's authentication answered HTTP ", reply->status, " (", message,
+        "): is it etcd 3.4 or later, with its gRPC gateway on (--enable-grpc-gateway)?"));
   }
   return absl::InvalidArgumentError(absl::StrCat("etcd refused user \"",
                                                  absl::CHexEscape(security.user), "\" (", message,

@@ -27,8 +27,8 @@ std::pair<std::string, int> GatewayHostPort(const std::string& endpoint);
 // A client of the member at `endpoint`, keeping its connection between requests, without
 // decompressing replies, with TCP_NODELAY; over TLS when `security` says so (checked by
 // CheckEtcdSecurity), with its certificate and key when it names them.
-std::unique_ptr<httplib::Client> NewGatewayClient(const std::string& endpoint,
-                                                  const EtcdSecurity& security);
+std::unique_ptr<httplib::ClientImpl> NewGatewayClient(const std::string& endpoint,
+                                                      const EtcdSecurity& security);
 
 // POSTs `body` to `path` through `client`, its timeouts set to what is left until `deadline`.
 // An error reply whose trailer (Grpc-Trailer-Content-Type) the client cannot read is whole.
@@ -36,7 +36,8 @@ std::unique_ptr<httplib::Client> NewGatewayClient(const std::string& endpoint,
 // saying so), DeadlineExceeded (the reply not whole by `deadline`). After an error the client's
 // connection is not to be used again.
 // `token`, when not empty, is etcd's authentication token (EtcdGatewayAuthenticate).
-absl::StatusOr<GatewayReply> PostToGateway(httplib::Client& client, const char* path,
+// Also InvalidArgument: the client's certificate and key did not load.
+absl::StatusOr<GatewayReply> PostToGateway(httplib::ClientImpl& client, const char* path,
                                            const std::string& body, absl::Time deadline,
                                            size_t max_bytes, const std::string& token = "");
 
@@ -44,7 +45,7 @@ absl::StatusOr<GatewayReply> PostToGateway(httplib::Client& client, const char* 
 // Possible errors: as PostToGateway's; InvalidArgument (etcd refused the user or the password,
 // naming the user), FailedPrecondition (etcd's authentication is not enabled, or the member is
 // not etcd's gateway).
-absl::StatusOr<std::string> EtcdGatewayAuthenticate(httplib::Client& client,
+absl::StatusOr<std::string> EtcdGatewayAuthenticate(httplib::ClientImpl& client,
                                                     const EtcdSecurity& security,
                                                     absl::Time deadline);
 

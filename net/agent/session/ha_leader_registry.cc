@@ -6,6 +6,9 @@
 #include <iterator>
 #include <utility>
 
+#include <absl/base/thread_annotations.h>
+#include <absl/container/flat_hash_map.h>
+#include <absl/hash/hash.h>
 #include <absl/strings/ascii.h>
 #include <absl/strings/escaping.h>
 #include <absl/strings/match.h>
@@ -14,6 +17,7 @@
 #include <absl/strings/str_join.h>
 #include <absl/strings/str_split.h>
 #include <absl/strings/strip.h>
+#include <absl/synchronization/mutex.h>
 #include <absl/time/clock.h>
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
@@ -56,24 +60,68 @@ std::vector<std::string> RangeValues(const Value& response) {
 // One member's answer to the txn `body`: the registered leaders and the active one.
 // Possible errors: Unavailable or DeadlineExceeded (the member did not answer well: the next
 // may), FailedPrecondition (it refused the request: its gateway is off, or it is not etcd).
-absl::StatusOr<std::pair<std::vector<std::string>, std::optional<std::string>>> AskMember(
-    const std::string& endpoint, const EtcdSecurity& security, const std::string& body,
-    absl::Duration timeout) {
-  std::unique_ptr<httplib::Client> client = NewGatewayClient(endpoint, security);
-  const absl::Time deadline = absl::Now() + timeout;
-  std::string token;
-  if (security.auth()) {
-    absl::StatusOr<std::string> authenticated =
-        EtcdGatewayAuthenticate(*client, security, deadline);
-    if (!authenticated.ok()) {
-      return absl::Status(
-          authenticated.status().code(),
-          absl::StrCat("etcd at ", endpoint, ": ", authenticated.status().message()));
-    }
-    token = *std::move(authenticated);
+// The process's etcd tokens, by user and cluster: etcd keeps every token it hands out for
+// minutes, so reads share one instead of authenticating each time.
+class TokenCache {
+ public:
+  static TokenCache& Get() {
+    static TokenCache* cache = new TokenCache();  // never destroyed: used until the process ends
+    return *cache;
   }
-  absl::StatusOr<GatewayReply> reply =
-      PostToGateway(*client, "/v3/kv/txn", body, deadline, kMaxReplyBytes, token);
+  std::string Find(const std::string& key) {
+    absl::MutexLock lock(&mutex_);
+    auto it = tokens_.find(key);
+    return it == tokens_.end() ? std::string() : it->second;
+  }
+  void Put(const std::string& key, const std::string& token) {
+    absl::MutexLock lock(&mutex_);
+    tokens_[key] = token;
+  }
+  // Forgets `token` (etcd no longer knows it), unless another read replaced it already.
+  void Forget(const std::string& key, const std::string& token) {
+    absl::MutexLock lock(&mutex_);
+    auto it = tokens_.find(key);
+    if (it != tokens_.end() && it->second == token) tokens_.erase(it);
+  }
+
+ private:
+  absl::Mutex mutex_;
+  absl::flat_hash_map<std::string, std::string> tokens_ ABSL_GUARDED_BY(mutex_);
+};
+
+// etcd's answer to a token it no longer knows (expired, a member restarted), or to one from
+// before a change of its users.
+bool TokenRefused(const GatewayReply& reply) {
+  return reply.status == 401 || absl::StrContains(reply.body, "invalid auth token") ||
+         absl::StrContains(reply.body, "revision of auth store is old");
+}
+
+absl::StatusOr<std::pair<std::vector<std::string>, std::optional<std::string>>> AskMember(
+    const std::string& endpoint, const EtcdSecurity& security, const std::string& tokens_key,
+    const std::string& body, absl::Duration timeout) {
+  std::unique_ptr<httplib::ClientImpl> client = NewGatewayClient(endpoint, security);
+  const absl::Time deadline = absl::Now() + timeout;
+  absl::StatusOr<GatewayReply> reply;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::string token;
+    if (security.auth()) {
+      token = TokenCache::Get().Find(tokens_key);
+      if (token.empty()) {
+        absl::StatusOr<std::string> authenticated =
+            EtcdGatewayAuthenticate(*client, security, deadline);
+        if (!authenticated.ok()) {
+          return absl::Status(
+              authenticated.status().code(),
+              absl::StrCat("etcd at ", endpoint, ": ", authenticated.status().message()));
+        }
+        token = *std::move(authenticated);
+        TokenCache::Get().Put(tokens_key, token);
+      }
+    }
+    reply = PostToGateway(*client, "/v3/kv/txn", body, deadline, kMaxReplyBytes, token);
+    if (!reply.ok() || !security.auth() || !TokenRefused(*reply)) break;
+    TokenCache::Get().Forget(tokens_key, token);
+  }
   if (!reply.ok()) {
     return absl::Status(reply.status().code(),
                         absl::StrCat("etcd at ", endpoint, ": ", reply.status().message()));
@@ -147,19 +195,20 @@ std::string PrefixEnd(const std::string& prefix) {
 
 absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(absl::string_view text) {
   std::vector<std::string> endpoints;
-  int https = 0, http = 0;
+  int https = 0, http = 0;  // a bare HOST:PORT counts as http://
   for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
     part = absl::StripAsciiWhitespace(part);
     if (absl::ConsumePrefix(&part, "https://")) {
       ++https;
-    } else if (absl::ConsumePrefix(&part, "http://")) {
+    } else {
+      absl::ConsumePrefix(&part, "http://");
       ++http;
     }
     if (https > 0 && http > 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("etcd endpoints \"", text,
-                       "\" mix http:// and https://: a cluster's members are all "
-                       "reached over TLS (https://) or none"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "etcd endpoints \"", text,
+          "\" mix https:// with http:// or bare HOST:PORT: a cluster's members are all reached "
+          "over TLS (each https://) or none"));
     }
     size_t colon = part.rfind(':');
     uint32_t port = 0;
@@ -178,7 +227,10 @@ absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(absl::string_view te
 }
 
 bool EtcdEndpointsUseTls(absl::string_view text) {
-  return absl::StartsWith(absl::StripLeadingAsciiWhitespace(text), "https://");
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(part), "https://")) return true;
+  }
+  return false;
 }
 
 EtcdSecurity EtcdSecurityFromEnv() {
@@ -192,13 +244,7 @@ EtcdSecurity EtcdSecurityFromEnv() {
   security.key_file = env("MUSTER_ETCD_KEY");
   security.user = env("MUSTER_ETCD_USER");
   security.password = env("MUSTER_ETCD_PASSWORD");
-  if (security.password.empty()) {
-    if (std::string file = env("MUSTER_ETCD_PASSWORD_FILE"); !file.empty()) {
-      absl::StatusOr<std::string> read = ReadEtcdSecurityFile(file, "MUSTER_ETCD_PASSWORD_FILE");
-      // Unreadable: left empty, which CheckEtcdSecurity refuses for a user, naming the variable.
-      if (read.ok()) security.password = std::string(absl::StripTrailingAsciiWhitespace(*read));
-    }
-  }
+  security.password_file = env("MUSTER_ETCD_PASSWORD_FILE");
   security.tls = !security.ca_file.empty() || !security.cert_file.empty();
   return security;
 }
@@ -222,24 +268,44 @@ absl::StatusOr<std::string> ReadEtcdSecurityFile(const std::string& path, absl::
   return contents;
 }
 
-absl::StatusOr<EtcdSecurity> CheckEtcdSecurity(EtcdSecurity security,
-                                               absl::string_view endpoints_text) {
-  if (EtcdEndpointsUseTls(endpoints_text)) security.tls = true;
-  if (!security.ca_file.empty() || !security.cert_file.empty()) security.tls = true;
+absl::StatusOr<EtcdSecurity> CheckEtcdSecurity(EtcdSecurity security, bool https) {
+  if (https || !security.ca_file.empty() || !security.cert_file.empty()) security.tls = true;
   if (security.cert_file.empty() != security.key_file.empty()) {
     return absl::InvalidArgumentError(
         "etcd's client certificate and key go together: give both MUSTER_ETCD_CERT and "
-        "MUSTER_ETCD_KEY (--ha-etcd-cert and --ha-etcd-key), or neither");
+        "MUSTER_ETCD_KEY, or neither");
   }
-  for (const auto& [path, what] :
-       {std::pair<const std::string&, const char*>{security.ca_file,
-                                                   "etcd's CA (MUSTER_ETCD_CACERT)"},
-        {security.cert_file, "etcd's client certificate (MUSTER_ETCD_CERT)"},
-        {security.key_file, "etcd's client key (MUSTER_ETCD_KEY)"}}) {
-    if (path.empty()) continue;
-    if (absl::StatusOr<std::string> read = ReadEtcdSecurityFile(path, what); !read.ok()) {
-      return read.status();
+  const std::pair<const std::string*, const char*> files[] = {
+      {&security.ca_file, "etcd's CA (MUSTER_ETCD_CACERT)"},
+      {&security.cert_file, "etcd's client certificate (MUSTER_ETCD_CERT)"},
+      {&security.key_file, "etcd's client key (MUSTER_ETCD_KEY)"}};
+  for (const auto& [path, what] : files) {
+    if (path->empty()) continue;
+    absl::StatusOr<std::string> read = ReadEtcdSecurityFile(*path, what);
+    if (!read.ok()) return read.status();
+    // OpenSSL would ask for an encrypted key's passphrase on the terminal.
+    if (path == &security.key_file && absl::StrContains(*read, "ENCRYPTED")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": ", *path,
+                       " is encrypted: give the key unencrypted (readable by this user "
+                       "only)"));
     }
+  }
+  if (!security.cert_file.empty()) {
+    // Loaded as a connection loads them: a PEM certificate and its key.
+    httplib::SSLClient probe("127.0.0.1", 1, security.cert_file, security.key_file);
+    if (!probe.is_valid()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "etcd's client certificate ", security.cert_file, " and key ", security.key_file,
+          " (MUSTER_ETCD_CERT, MUSTER_ETCD_KEY) do not load: each must be PEM, and the key the "
+          "certificate's"));
+    }
+  }
+  if (security.password.empty() && !security.password_file.empty()) {
+    absl::StatusOr<std::string> read =
+        ReadEtcdSecurityFile(security.password_file, "etcd's password (MUSTER_ETCD_PASSWORD_FILE)");
+    if (!read.ok()) return read.status();
+    security.password = std::string(absl::StripTrailingAsciiWhitespace(*read));
   }
   if (security.auth() && security.password.empty()) {
     return absl::InvalidArgumentError(
@@ -267,6 +333,7 @@ absl::StatusOr<EtcdLeaderUrl> ParseEtcdLeaderUrl(absl::string_view text) {
   if (!endpoints.ok()) return endpoints.status();
   url.endpoints = *std::move(endpoints);
   url.name = std::string(rest.substr(slash + 1));
+  url.tls = EtcdEndpointsUseTls(rest.substr(0, slash));
   if (absl::Status name = CheckHaName(url.name); !name.ok()) return name;
   return url;
 }
@@ -298,9 +365,15 @@ absl::StatusOr<std::vector<std::string>> OrderHaLeaders(std::vector<std::string>
 
 absl::StatusOr<std::vector<std::string>> ReadHaLeadersThroughGateway(absl::string_view url,
                                                                      absl::Duration timeout) {
+  return ReadHaLeadersThroughGateway(url, timeout, EtcdSecurityFromEnv());
+}
+
+absl::StatusOr<std::vector<std::string>> ReadHaLeadersThroughGateway(absl::string_view url,
+                                                                     absl::Duration timeout,
+                                                                     EtcdSecurity given) {
   absl::StatusOr<EtcdLeaderUrl> parsed = ParseEtcdLeaderUrl(url);
   if (!parsed.ok()) return parsed.status();
-  absl::StatusOr<EtcdSecurity> security = CheckEtcdSecurity(EtcdSecurityFromEnv(), "");
+  absl::StatusOr<EtcdSecurity> security = CheckEtcdSecurity(std::move(given), parsed->tls);
   if (!security.ok()) return security.status();
   // Both ranges in one transaction: at one revision.
   const std::string prefix = HaLeadersPrefix(parsed->name);
@@ -309,13 +382,17 @@ absl::StatusOr<std::vector<std::string>> ReadHaLeadersThroughGateway(absl::strin
       absl::Base64Escape(PrefixEnd(prefix)), R"(","limit":)", kMaxRegistered,
       R"(}},{"request_range":{"key":")", absl::Base64Escape(HaLeaderKey(parsed->name)), R"("}}]})");
   const std::string endpoints = absl::StrJoin(parsed->endpoints, ",");
+  // (The password's hash in the key: another password for the same user gets no token of its.)
+  const std::string tokens_key = absl::StrCat(security->user, "@", endpoints, "#",
+                                              absl::Hash<std::string>()(security->password));
   const absl::Time deadline = absl::Now() + timeout;
   absl::Status last = absl::DeadlineExceededError("no time to ask");
   // Every member in turn (a member down or cut off), again until the time is up.
   for (size_t i = 0; absl::Now() < deadline; ++i) {
     const std::string& endpoint = parsed->endpoints[i % parsed->endpoints.size()];
     const absl::Duration left = deadline - absl::Now();
-    auto answer = AskMember(endpoint, *security, body, std::min(left, absl::Seconds(1)));
+    auto answer =
+        AskMember(endpoint, *security, tokens_key, body, std::min(left, absl::Seconds(1)));
     if (answer.ok()) {
       return OrderHaLeaders(std::move(answer->first), answer->second, parsed->name, endpoints);
     }

@@ -33,9 +33,10 @@ std::string PrefixEnd(const std::string& prefix);
 
 // Parses "HOST:PORT,HOST:PORT" (an "http://" or "https://" in front of each is accepted, as
 // etcdctl's --endpoints takes them; https:// is TLS: EtcdEndpointsUseTls). Possible errors:
-// InvalidArgument (empty, a malformed endpoint, http:// and https:// mixed), naming the endpoint.
+// InvalidArgument (empty, a malformed endpoint, https:// mixed with http:// or bare endpoints),
+// naming the endpoint.
 absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(absl::string_view text);
-// True when the endpoints of `text` are given as https://.
+// True when an endpoint of `text` is given as https://.
 bool EtcdEndpointsUseTls(absl::string_view text);
 
 // How Muster reaches an etcd cluster that requires TLS or a user (etcd's --client-cert-auth,
@@ -50,9 +51,11 @@ struct EtcdSecurity {
   // This client's certificate and key (PEM), for members that require one (--client-cert-auth).
   std::string cert_file;
   std::string key_file;
-  // etcd's authentication: a user and its password. The password is never logged or shown.
+  // etcd's authentication: a user and its password, or a file holding it (read by
+  // CheckEtcdSecurity). The password is never logged or shown.
   std::string user;
   std::string password;
+  std::string password_file;
 
   bool auth() const { return !user.empty(); }
 };
@@ -61,11 +64,12 @@ struct EtcdSecurity {
 // MUSTER_ETCD_PASSWORD (or MUSTER_ETCD_PASSWORD_FILE, a file holding it); TLS when a CA or a
 // certificate is named.
 EtcdSecurity EtcdSecurityFromEnv();
-// `security` for endpoints given as `endpoints_text` (https:// turns TLS on), checked: each
-// file named can be read, a certificate comes with its key, a user with a password. Possible
-// errors: InvalidArgument naming the file or the setting (never the password).
-absl::StatusOr<EtcdSecurity> CheckEtcdSecurity(EtcdSecurity security,
-                                               absl::string_view endpoints_text);
+// `security` checked and completed, for endpoints given as https:// when `https` (TLS on):
+// each file named can be read (the password file's contents become the password), a
+// certificate comes with its key and both load (PEM, the key unencrypted and the
+// certificate's), a user comes with a password. Possible errors: InvalidArgument naming the
+// file or the setting (never the password).
+absl::StatusOr<EtcdSecurity> CheckEtcdSecurity(EtcdSecurity security, bool https = false);
 // The contents of `path` (a PEM file named by an EtcdSecurity). Possible errors:
 // InvalidArgument naming `what` and the file.
 absl::StatusOr<std::string> ReadEtcdSecurityFile(const std::string& path, absl::string_view what);
@@ -73,10 +77,12 @@ absl::StatusOr<std::string> ReadEtcdSecurityFile(const std::string& path, absl::
 struct EtcdLeaderUrl {
   std::vector<std::string> endpoints;  // HOST:PORT of etcd's members
   std::string name;                    // the HA name
+  bool tls = false;                    // the endpoints were given as https://
 };
 
-// Parses "etcd://HOST:PORT[,HOST:PORT...]/NAME". Possible errors: InvalidArgument naming the
-// text and the expected form (or the bad endpoint, or the bad name).
+// Parses "etcd://HOST:PORT[,HOST:PORT...]/NAME" (each endpoint may be https://HOST:PORT: TLS).
+// Possible errors: InvalidArgument naming the text and the expected form (or the bad endpoint,
+// or the bad name).
 absl::StatusOr<EtcdLeaderUrl> ParseEtcdLeaderUrl(absl::string_view text);
 
 // The leaders registered (`registered`, at most 64) in the order a client tries them: the
@@ -100,6 +106,12 @@ absl::StatusOr<std::vector<std::string>> OrderHaLeaders(std::vector<std::string>
 // password), PermissionDenied (the user may not read the job's keys).
 absl::StatusOr<std::vector<std::string>> ReadHaLeadersThroughGateway(absl::string_view url,
                                                                      absl::Duration timeout);
+// The same with `security` instead of the environment's. With a user, one token per user and
+// cluster serves every read of the process (etcd keeps each token it hands out for minutes):
+// a read authenticates only when it has none, or when etcd no longer knows it.
+absl::StatusOr<std::vector<std::string>> ReadHaLeadersThroughGateway(absl::string_view url,
+                                                                     absl::Duration timeout,
+                                                                     EtcdSecurity security);
 
 // The same, for a client that waits for its leaders (an agent's wait_for_leader, `muster run`
 // joining): while no etcd member answers yet (Unavailable) or no leader is registered yet

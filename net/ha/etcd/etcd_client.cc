@@ -35,7 +35,7 @@ absl::StatusOr<std::shared_ptr<EtcdClient>> EtcdClient::Connect(EtcdOptions opti
   if (options.endpoints.empty()) {
     return absl::InvalidArgumentError("no etcd endpoints given");
   }
-  absl::StatusOr<EtcdSecurity> security = CheckEtcdSecurity(std::move(options.security), "");
+  absl::StatusOr<EtcdSecurity> security = CheckEtcdSecurity(std::move(options.security));
   if (!security.ok()) return security.status();
   options.security = *std::move(security);
   auto client = std::shared_ptr<EtcdClient>(new EtcdClient(std::move(options)));
@@ -86,7 +86,7 @@ absl::StatusOr<std::string> EtcdClient::Authenticate(absl::Duration timeout) con
   if (absl::IsFailedPrecondition(status) && absl::StrContains(status.message(), "not enabled")) {
     return absl::FailedPreconditionError(
         absl::StrCat(status.message(),
-                     ": give no etcd user (MUSTER_ETCD_USER, --ha-etcd-user), or enable "
+                     ": give no etcd user (unset MUSTER_ETCD_USER), or enable "
                      "etcd's authentication (etcdctl auth enable)"));
   }
   if (absl::IsInvalidArgument(status) || absl::IsUnauthenticated(status)) {
@@ -96,6 +96,7 @@ absl::StatusOr<std::string> EtcdClient::Authenticate(absl::Duration timeout) con
         "MUSTER_ETCD_PASSWORD)"));
   }
   if (!status.ok()) return status;
+  authentications_.fetch_add(1);
   absl::MutexLock lock(&token_mutex_);
   token_ = response.token();
   return token_;
@@ -108,13 +109,14 @@ absl::Status EtcdClient::OnSomeMember(absl::string_view what, absl::Duration tim
     return OnSomeMemberWith(what, timeout, method, request, response, "");
   }
   const absl::Time deadline = absl::Now() + timeout;
+  auto left = [&] { return std::max(deadline - absl::Now(), absl::ZeroDuration()); };
   std::string token = this->token();
   if (token.empty()) {
     absl::StatusOr<std::string> fresh = Authenticate(timeout);
     if (!fresh.ok()) return fresh.status();
     token = *std::move(fresh);
   }
-  absl::Status status = OnSomeMemberWith(what, timeout, method, request, response, token);
+  absl::Status status = OnSomeMemberWith(what, left(), method, request, response, token);
   // etcd's answer to a token it no longer knows (expired, or a member restarted): Unauthenticated
   // ("invalid auth token"); and to one from before a change of its users ("revision of auth
   // store is old").
@@ -122,11 +124,16 @@ absl::Status EtcdClient::OnSomeMember(absl::string_view what, absl::Duration tim
       !absl::StrContains(status.message(), "revision of auth store is old")) {
     return status;
   }
-  const absl::Duration left = deadline - absl::Now();
-  if (left <= absl::ZeroDuration()) return status;
-  absl::StatusOr<std::string> fresh = Authenticate(left);
-  if (!fresh.ok()) return fresh.status();
-  return OnSomeMemberWith(what, deadline - absl::Now(), method, request, response, *fresh);
+  if (left() <= absl::ZeroDuration()) return status;
+  // Renewed only if no other call renewed it meanwhile.
+  std::string current = this->token();
+  if (current == token) {
+    absl::StatusOr<std::string> fresh = Authenticate(left());
+    if (!fresh.ok()) return fresh.status();
+    current = *std::move(fresh);
+  }
+  if (left() <= absl::ZeroDuration()) return status;
+  return OnSomeMemberWith(what, left(), method, request, response, current);
 }
 
 absl::Status EtcdClient::OnSomeMemberWith(absl::string_view what, absl::Duration timeout,

@@ -86,6 +86,9 @@ class EtcdClient {
   absl::StatusOr<int64_t> LeaseKeepAliveOnce(int64_t id, absl::Duration timeout) const;
   absl::Status LeaseRevoke(int64_t id, absl::Duration timeout) const;
 
+  // How many times the client authenticated (a user's token asked for): for tests.
+  int authentications() const { return authentications_.load(); }
+
   // "HOST:PORT,HOST:PORT", for messages.
   const std::string& endpoints() const { return endpoints_text_; }
 
@@ -118,6 +121,7 @@ class EtcdClient {
   std::string endpoints_text_;
   std::vector<Member> members_;
   mutable std::atomic<size_t> current_{0};  // the member that answered last
+  mutable std::atomic<int> authentications_{0};
   mutable absl::Mutex token_mutex_;
   mutable std::string token_ ABSL_GUARDED_BY(token_mutex_);
 };

@@ -118,7 +118,7 @@ class GatewayMember : public EtcdMember {
  private:
   absl::Status Post(const char* path, const std::string& body, absl::Time deadline,
                     const std::string& token, std::string* received, int* http_status) const {
-    std::unique_ptr<httplib::Client> client = Take();
+    std::unique_ptr<httplib::ClientImpl> client = Take();
     absl::StatusOr<GatewayReply> reply =
         PostToGateway(*client, path, body, deadline, kMaxReplyBytes, token);
     if (!reply.ok()) return reply.status();  // the connection is dropped with the client
@@ -128,18 +128,18 @@ class GatewayMember : public EtcdMember {
     return absl::OkStatus();
   }
 
-  std::unique_ptr<httplib::Client> Take() const {
+  std::unique_ptr<httplib::ClientImpl> Take() const {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!idle_.empty()) {
-        std::unique_ptr<httplib::Client> client = std::move(idle_.back());
+        std::unique_ptr<httplib::ClientImpl> client = std::move(idle_.back());
         idle_.pop_back();
         return client;
       }
     }
     return NewGatewayClient(endpoint_, security_);
   }
-  void Give(std::unique_ptr<httplib::Client> client) const {
+  void Give(std::unique_ptr<httplib::ClientImpl> client) const {
     std::lock_guard<std::mutex> lock(mutex_);
     if (idle_.size() < kMaxIdle) idle_.push_back(std::move(client));
   }
@@ -147,7 +147,7 @@ class GatewayMember : public EtcdMember {
   const std::string endpoint_;
   const EtcdSecurity security_;  // the password too: a gateway member authenticates per token
   mutable std::mutex mutex_;
-  mutable std::vector<std::unique_ptr<httplib::Client>> idle_;
+  mutable std::vector<std::unique_ptr<httplib::ClientImpl>> idle_;
 };
 
 }  // namespace

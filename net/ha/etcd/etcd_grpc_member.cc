@@ -18,23 +18,31 @@ absl::Status FromGrpc(const grpc::Status& status) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
-// TLS credentials of `security` (its files were read once by CheckEtcdSecurity: unreadable
-// now, they are left empty and the handshake fails, naming the member).
-std::shared_ptr<grpc::ChannelCredentials> CredentialsOf(const EtcdSecurity& security) {
+// TLS credentials of `security` (its files were checked by CheckEtcdSecurity). A file that
+// cannot be read now is `*unreadable`: never the system's CAs in place of the one named.
+std::shared_ptr<grpc::ChannelCredentials> CredentialsOf(const EtcdSecurity& security,
+                                                        absl::Status* unreadable) {
   if (!security.tls) return grpc::InsecureChannelCredentials();
   grpc::SslCredentialsOptions tls;
-  auto read = [](const std::string& path) {
+  auto read = [&](const std::string& path, const char* what) {
     if (path.empty()) return std::string();
-    return ReadEtcdSecurityFile(path, "etcd TLS").value_or(std::string());
+    absl::StatusOr<std::string> contents = ReadEtcdSecurityFile(path, what);
+    if (!contents.ok()) {
+      *unreadable = contents.status();
+      return std::string();
+    }
+    return *std::move(contents);
   };
-  tls.pem_root_certs = read(security.ca_file);  // empty: gRPC's default roots
-  tls.pem_cert_chain = read(security.cert_file);
-  tls.pem_private_key = read(security.key_file);
+  // No CA named: gRPC's default roots (the system's).
+  tls.pem_root_certs = read(security.ca_file, "etcd's CA (MUSTER_ETCD_CACERT)");
+  tls.pem_cert_chain = read(security.cert_file, "etcd's client certificate (MUSTER_ETCD_CERT)");
+  tls.pem_private_key = read(security.key_file, "etcd's client key (MUSTER_ETCD_KEY)");
+  if (!unreadable->ok()) return grpc::InsecureChannelCredentials();  // never used: Call fails
   return grpc::SslCredentials(tls);
 }
 
-std::shared_ptr<grpc::Channel> ChannelTo(const std::string& endpoint,
-                                         const EtcdSecurity& security) {
+std::shared_ptr<grpc::Channel> ChannelTo(
+    const std::string& endpoint, const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
   grpc::ChannelArguments args;
   // A member that comes back is found again within a second, not gRPC's default two minutes.
   // (The minimum connect timeout stays gRPC's: a member that is still joining its cluster
@@ -44,18 +52,19 @@ std::shared_ptr<grpc::Channel> ChannelTo(const std::string& endpoint,
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   // A page of a large state is larger than gRPC's default 4 MiB: etcd bounds what it sends.
   args.SetMaxReceiveMessageSize(-1);
-  return grpc::CreateCustomChannel(endpoint, CredentialsOf(security), args);
+  return grpc::CreateCustomChannel(endpoint, credentials, args);
 }
 
 class GrpcMember : public EtcdMember {
  public:
   GrpcMember(const std::string& endpoint, const EtcdSecurity& security)
-      : channel_(ChannelTo(endpoint, security)) {}
+      : channel_(ChannelTo(endpoint, CredentialsOf(security, &unreadable_))) {}
 
   absl::Status Call(EtcdMethod method, const google::protobuf::Message& request,
                     google::protobuf::Message* response, absl::Time deadline,
                     const std::string& token) const override {
     response->Clear();
+    if (!unreadable_.ok()) return unreadable_;  // InvalidArgument: the client tries no other
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(deadline));
     if (!token.empty()) context.AddMetadata("token", token);  // etcd's metadata key
@@ -112,6 +121,7 @@ class GrpcMember : public EtcdMember {
     return absl::OkStatus();
   }
 
+  absl::Status unreadable_;  // set before channel_, by its initialiser
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<etcdserverpb::KV::Stub> kv_ = etcdserverpb::KV::NewStub(channel_);
   std::unique_ptr<etcdserverpb::Lease::Stub> lease_ = etcdserverpb::Lease::NewStub(channel_);

@@ -2,8 +2,9 @@
 // clients over https:// only (a client certificate required) and, in the second suite, with
 // etcd's authentication on. The leader's client over gRPC and through the JSON gateway, and the
 // agents' leader registry (etcd://, configured from MUSTER_ETCD_*), against each; a wrong
-// password, a missing CA and an expired token.
+// password, a missing CA, certificates that do not load and an expired token.
 #include <cstdlib>
+#include <fstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -49,51 +50,67 @@ std::string Hosts(const EtcdCluster& cluster) {
   return absl::StrCat(cluster.endpoint(0), ",", cluster.endpoint(1), ",", cluster.endpoint(2));
 }
 
-// Sets MUSTER_ETCD_* to `security` for the scope.
-class ScopedEtcdEnv {
- public:
-  explicit ScopedEtcdEnv(const EtcdSecurity& security) {
-    Set("MUSTER_ETCD_CACERT", security.ca_file);
-    Set("MUSTER_ETCD_CERT", security.cert_file);
-    Set("MUSTER_ETCD_KEY", security.key_file);
-    Set("MUSTER_ETCD_USER", security.user);
-    Set("MUSTER_ETCD_PASSWORD", security.password);
-  }
-  ~ScopedEtcdEnv() {
-    for (const char* name : {"MUSTER_ETCD_CACERT", "MUSTER_ETCD_CERT", "MUSTER_ETCD_KEY",
-                             "MUSTER_ETCD_USER", "MUSTER_ETCD_PASSWORD"}) {
-      unsetenv(name);
-    }
-  }
-
- private:
-  static void Set(const char* name, const std::string& value) {
-    if (value.empty()) {
-      unsetenv(name);
-    } else {
-      setenv(name, value.c_str(), 1);
-    }
-  }
-};
-
 TEST(EtcdSecurityCheckTest, FilesMustBeReadable_ACertificateNeedsItsKey_AUserItsPassword) {
-  EXPECT_THAT(CheckEtcdSecurity({.ca_file = "/no/such/ca.pem"}, ""),
+  EXPECT_THAT(CheckEtcdSecurity({.ca_file = "/no/such/ca.pem"}),
               StatusIs(Code::kInvalidArgument,
                        AllOf(HasSubstr("MUSTER_ETCD_CACERT"), HasSubstr("/no/such/ca.pem"))));
-  EXPECT_THAT(CheckEtcdSecurity({.cert_file = "/etc/hostname"}, ""),
+  EXPECT_THAT(CheckEtcdSecurity({.cert_file = "/etc/hostname"}),
               StatusIs(Code::kInvalidArgument, HasSubstr("MUSTER_ETCD_KEY")));
-  EXPECT_THAT(CheckEtcdSecurity({.user = "root"}, ""),
+  EXPECT_THAT(CheckEtcdSecurity({.user = "root"}),
               StatusIs(Code::kInvalidArgument, AllOf(HasSubstr("\"root\" has no password"),
                                                      HasSubstr("MUSTER_ETCD_PASSWORD"))));
-  EXPECT_THAT(CheckEtcdSecurity({.password = "secret"}, ""),
+  EXPECT_THAT(CheckEtcdSecurity({.password = "secret"}),
               StatusIs(Code::kInvalidArgument,
                        AllOf(HasSubstr("MUSTER_ETCD_USER"), Not(HasSubstr("secret")))));
-  auto https = CheckEtcdSecurity({}, "https://h1:2379");
+  auto https = CheckEtcdSecurity({}, EtcdEndpointsUseTls("https://h1:2379,https://h2:2379"));
   ASSERT_THAT(https, IsOk());
   EXPECT_TRUE(https->tls);
-  auto plain = CheckEtcdSecurity({}, "h1:2379");
+  auto plain = CheckEtcdSecurity({}, EtcdEndpointsUseTls("h1:2379"));
   ASSERT_THAT(plain, IsOk());
   EXPECT_FALSE(plain->tls);
+  // https:// with a bare endpoint is a mix, refused: the bare one would go without TLS.
+  EXPECT_THAT(ParseEtcdEndpoints("h1:2379,https://h2:2379"),
+              StatusIs(Code::kInvalidArgument, HasSubstr("mix https://")));
+  auto url = ParseEtcdLeaderUrl("etcd://https://h1:2379,https://h2:2379/job");
+  ASSERT_THAT(url, IsOk());
+  EXPECT_TRUE(url->tls);
+  EXPECT_THAT(url->endpoints, ElementsAre("h1:2379", "h2:2379"));
+}
+
+TEST(EtcdSecurityCheckTest, APasswordFile_IsReadAndTrimmed_OneThatCannotBeReadIsNamed) {
+  const std::string file = ::testing::TempDir() + "/etcd-password";
+  {
+    std::ofstream out(file);
+    out << "from-a-file\n";
+  }
+  auto read = CheckEtcdSecurity({.user = "root", .password_file = file});
+  ASSERT_THAT(read, IsOk());
+  EXPECT_EQ(read->password, "from-a-file");
+  EXPECT_THAT(CheckEtcdSecurity({.user = "root", .password_file = file + ".missing"}),
+              StatusIs(Code::kInvalidArgument,
+                       AllOf(HasSubstr("MUSTER_ETCD_PASSWORD_FILE"), HasSubstr(".missing"))));
+  // Given both, the password itself wins.
+  auto given = CheckEtcdSecurity({.user = "root", .password = "p", .password_file = file});
+  ASSERT_THAT(given, IsOk());
+  EXPECT_EQ(given->password, "p");
+}
+
+TEST(EtcdSecurityCheckTest, ACertificateOrKeyThatDoesNotLoad_IsNamed) {
+  const std::string bad = ::testing::TempDir() + "/not-a-pem";
+  {
+    std::ofstream out(bad);
+    out << "this is no certificate\n";
+  }
+  EXPECT_THAT(CheckEtcdSecurity({.cert_file = bad, .key_file = bad}),
+              StatusIs(Code::kInvalidArgument,
+                       AllOf(HasSubstr("do not load"), HasSubstr("MUSTER_ETCD_CERT"))));
+  const std::string encrypted = ::testing::TempDir() + "/encrypted.key";
+  {
+    std::ofstream out(encrypted);
+    out << "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIB\n-----END ENCRYPTED PRIVATE KEY-----\n";
+  }
+  EXPECT_THAT(CheckEtcdSecurity({.cert_file = bad, .key_file = encrypted}),
+              StatusIs(Code::kInvalidArgument, HasSubstr("is encrypted")));
 }
 
 class EtcdTlsTest : public ::testing::Test {
@@ -140,18 +157,31 @@ TEST_F(EtcdTlsTest, PlainHttpToATlsCluster_IsRefused) {
   EXPECT_THAT(client, StatusIs(Code::kUnavailable));
 }
 
-TEST_F(EtcdTlsTest, AgentsRegistry_ReadsTheLeadersOverTls_FromTheEnvironment) {
+TEST_F(EtcdTlsTest, AMismatchedCertificateAndKey_AreRefusedBeforeAnyConnection) {
+  EtcdSecurity mismatched = cluster_->security();
+  mismatched.key_file = mismatched.ca_file.substr(0, mismatched.ca_file.rfind('/')) +
+                        "/server.key";  // the members' key, not the client certificate's
+  EXPECT_THAT(CheckEtcdSecurity(mismatched),
+              StatusIs(Code::kInvalidArgument, HasSubstr("do not load")));
+}
+
+TEST_F(EtcdTlsTest, AgentsRegistry_ReadsTheLeadersOverTls) {
   auto client = cluster_->Client();
   ASSERT_THAT(client, IsOk());
   ASSERT_THAT(PutAndGet(**client, HaLeadersPrefix("tls-job") + "a", "10.0.0.7:7400"), IsOk());
   const std::string url = absl::StrCat("etcd://", Hosts(*cluster_), "/tls-job");
-  {
-    ScopedEtcdEnv env(cluster_->security());
-    EXPECT_THAT(ReadHaLeadersThroughGateway(url, absl::Seconds(5)),
-                IsOkAndHolds(ElementsAre("10.0.0.7:7400")));
-  }
-  // Without MUSTER_ETCD_*: plain HTTP, which the members do not speak.
-  EXPECT_THAT(ReadHaLeadersThroughGateway(url, absl::Milliseconds(800)),
+  EXPECT_THAT(ReadHaLeadersThroughGateway(url, absl::Seconds(5), cluster_->security()),
+              IsOkAndHolds(ElementsAre("10.0.0.7:7400")));
+  // https:// endpoints in the URL turn TLS on; the CA is still the cluster's.
+  EtcdSecurity ca_only = cluster_->security();
+  ca_only.tls = false;
+  EXPECT_THAT(
+      ReadHaLeadersThroughGateway(absl::StrCat("etcd://https://", cluster_->endpoint(0),
+                                               ",https://", cluster_->endpoint(1), "/tls-job"),
+                                  absl::Seconds(5), ca_only),
+      IsOkAndHolds(ElementsAre("10.0.0.7:7400")));
+  // Without TLS: plain HTTP, which the members do not speak.
+  EXPECT_THAT(ReadHaLeadersThroughGateway(url, absl::Milliseconds(800), EtcdSecurity{}),
               StatusIs(Code::kUnavailable, HasSubstr(url)));
 }
 
@@ -206,27 +236,30 @@ TEST_F(EtcdAuthTest, AnExpiredToken_IsRenewed_TheCallSucceeds) {
     auto client = cluster_->Client(member);
     ASSERT_THAT(client, IsOk());
     ASSERT_THAT(PutAndGet(**client, "muster-test/renew", "1"), IsOkAndHolds("1"));
+    EXPECT_EQ((*client)->authentications(), 1);
     // Not a timing assertion: the token's TTL is 2 s unused, so it has certainly expired.
     absl::SleepFor(absl::Seconds(3));
     EXPECT_THAT(PutAndGet(**client, "muster-test/renew", "2"), IsOkAndHolds("2"));
+    EXPECT_EQ((*client)->authentications(), 2);  // renewed once, then used again
   }
 }
 
-TEST_F(EtcdAuthTest, AgentsRegistry_WithTheUserFromTheEnvironment_ReadsTheLeaders) {
+TEST_F(EtcdAuthTest, AgentsRegistry_WithAUser_ReadsTheLeaders) {
   auto client = cluster_->Client();
   ASSERT_THAT(client, IsOk());
   ASSERT_THAT(PutAndGet(**client, HaLeadersPrefix("auth-job") + "a", "10.0.0.8:7400"), IsOk());
   const std::string url = absl::StrCat("etcd://", Hosts(*cluster_), "/auth-job");
-  {
-    ScopedEtcdEnv env(cluster_->security());
-    EXPECT_THAT(ReadHaLeadersThroughGateway(url, absl::Seconds(5)),
-                IsOkAndHolds(ElementsAre("10.0.0.8:7400")));
-  }
+  EXPECT_THAT(ReadHaLeadersThroughGateway(url, absl::Seconds(5), cluster_->security()),
+              IsOkAndHolds(ElementsAre("10.0.0.8:7400")));
+  // The token is the process's: reads go on after it expired (TTL 2 s), asking for a new one.
+  absl::SleepFor(absl::Seconds(3));
+  EXPECT_THAT(ReadHaLeadersThroughGateway(url, absl::Seconds(5), cluster_->security()),
+              IsOkAndHolds(ElementsAre("10.0.0.8:7400")));
   EtcdSecurity wrong = cluster_->security();
+  wrong.user = "nobody";  // another user: no token of root's serves it
   wrong.password = "wrong-password-0815";
-  ScopedEtcdEnv env(wrong);
-  EXPECT_THAT(ReadHaLeadersThroughGateway(url, absl::Seconds(5)),
-              StatusIs(Code::kInvalidArgument, AllOf(HasSubstr("etcd refused user \"root\""),
+  EXPECT_THAT(ReadHaLeadersThroughGateway(url, absl::Seconds(5), wrong),
+              StatusIs(Code::kInvalidArgument, AllOf(HasSubstr("etcd refused user \"nobody\""),
                                                      Not(HasSubstr("wrong-password-0815")))));
 }
 

@@ -36,7 +36,7 @@ TEST(EtcdEndpointsTest, ParsesListsAndRefusesWhatItCannotUse) {
   EXPECT_TRUE(EtcdEndpointsUseTls(" https://h1:2379,https://h2:2379"));
   EXPECT_FALSE(EtcdEndpointsUseTls("h1:2379"));
   EXPECT_THAT(ParseEtcdEndpoints("https://h1:2379,http://h2:2379"),
-              StatusIs(Code::kInvalidArgument, HasSubstr("mix http:// and https://")));
+              StatusIs(Code::kInvalidArgument, HasSubstr("mix https:// with http://")));
 }
 
 // How a test's client reaches the members.

@@ -142,7 +142,7 @@ absl::StatusOr<std::string> EtcdGatewayAuthenticate(httplib::ClientImpl& client,
       message = text->second.string_value();
     }
   }
-  if (reply->status >= 500 || reply->status == 0) {
+  if (reply->status >= 500 || reply->status == 0 || reply->status == 429) {
     return absl::UnavailableError(
         absl::StrCat("etcd's authentication: HTTP ", reply->status, ": ", message));
   }

@@ -57,9 +57,6 @@ std::vector<std::string> RangeValues(const Value& response) {
   return values;
 }
 
-// One member's answer to the txn `body`: the registered leaders and the active one.
-// Possible errors: Unavailable or DeadlineExceeded (the member did not answer well: the next
-// may), FailedPrecondition (it refused the request: its gateway is off, or it is not etcd).
 // The process's etcd tokens, by user and cluster: etcd keeps every token it hands out for
 // minutes, so reads share one instead of authenticating each time.
 class TokenCache {
@@ -83,8 +80,13 @@ class TokenCache {
     auto it = tokens_.find(key);
     if (it != tokens_.end() && it->second == token) tokens_.erase(it);
   }
+  // Held while a read authenticates, so that reads that find no token ask etcd for one once
+  // (each authentication is a raft write and a bcrypt check in etcd). Not an actor's: reads
+  // run on threads that may block (ReadHaLeadersThroughGateway).
+  absl::Mutex& authenticating() { return authenticating_; }
 
  private:
+  absl::Mutex authenticating_ ABSL_ACQUIRED_BEFORE(mutex_);
   absl::Mutex mutex_;
   absl::flat_hash_map<std::string, std::string> tokens_ ABSL_GUARDED_BY(mutex_);
 };
@@ -96,6 +98,11 @@ bool TokenRefused(const GatewayReply& reply) {
          absl::StrContains(reply.body, "revision of auth store is old");
 }
 
+// One member's answer to the txn `body`: the registered leaders and the active one.
+// Possible errors: Unavailable or DeadlineExceeded (the member did not answer well: the next
+// may), FailedPrecondition (it refused the request: its gateway is off, or it is not etcd),
+// InvalidArgument (etcd refused the user), Unauthenticated (etcd wants a user, or refused the
+// user's fresh token), PermissionDenied.
 absl::StatusOr<std::pair<std::vector<std::string>, std::optional<std::string>>> AskMember(
     const std::string& endpoint, const EtcdSecurity& security, const std::string& tokens_key,
     const std::string& body, absl::Duration timeout) {
@@ -105,17 +112,22 @@ absl::StatusOr<std::pair<std::vector<std::string>, std::optional<std::string>>> 
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::string token;
     if (security.auth()) {
-      token = TokenCache::Get().Find(tokens_key);
+      TokenCache& cache = TokenCache::Get();
+      token = cache.Find(tokens_key);
       if (token.empty()) {
-        absl::StatusOr<std::string> authenticated =
-            EtcdGatewayAuthenticate(*client, security, deadline);
-        if (!authenticated.ok()) {
-          return absl::Status(
-              authenticated.status().code(),
-              absl::StrCat("etcd at ", endpoint, ": ", authenticated.status().message()));
+        absl::MutexLock once(&cache.authenticating());
+        token = cache.Find(tokens_key);  // another read may have asked meanwhile
+        if (token.empty()) {
+          absl::StatusOr<std::string> authenticated =
+              EtcdGatewayAuthenticate(*client, security, deadline);
+          if (!authenticated.ok()) {
+            return absl::Status(
+                authenticated.status().code(),
+                absl::StrCat("etcd at ", endpoint, ": ", authenticated.status().message()));
+          }
+          token = *std::move(authenticated);
+          cache.Put(tokens_key, token);
         }
-        token = *std::move(authenticated);
-        TokenCache::Get().Put(tokens_key, token);
       }
     }
     reply = PostToGateway(*client, "/v3/kv/txn", body, deadline, kMaxReplyBytes, token);
@@ -127,6 +139,17 @@ absl::StatusOr<std::pair<std::vector<std::string>, std::optional<std::string>>> 
                         absl::StrCat("etcd at ", endpoint, ": ", reply.status().message()));
   }
   const std::string& received = reply->body;
+  if (absl::StrContains(received, "user name is empty")) {
+    return absl::UnauthenticatedError(
+        absl::StrCat("etcd at ", endpoint,
+                     " requires a user (its authentication is on): set MUSTER_ETCD_USER and "
+                     "MUSTER_ETCD_PASSWORD (or MUSTER_ETCD_PASSWORD_FILE)"));
+  }
+  if (security.auth() && TokenRefused(*reply)) {
+    return absl::UnauthenticatedError(absl::StrCat(
+        "etcd at ", endpoint, " refused a fresh token of user \"", absl::CHexEscape(security.user),
+        "\" (", absl::CHexEscape(received.substr(0, 200)), ")"));
+  }
   if (absl::StrContains(received, "permission denied")) {
     return absl::PermissionDeniedError(absl::StrCat(
         "etcd at ", endpoint, " denied user \"", absl::CHexEscape(security.user),
@@ -328,6 +351,8 @@ absl::StatusOr<EtcdLeaderUrl> ParseEtcdLeaderUrl(absl::string_view text) {
   absl::string_view rest = text.substr(kEtcdLeaderScheme.size());
   const size_t slash = rest.rfind('/');
   if (slash == absl::string_view::npos || slash == 0 || slash + 1 == rest.size()) return form();
+  // "etcd://https://h:2379" without a name: the slash found is the scheme's.
+  if (rest[slash - 1] == '/' || rest[slash - 1] == ':') return form();
   EtcdLeaderUrl url;
   absl::StatusOr<std::vector<std::string>> endpoints = ParseEtcdEndpoints(rest.substr(0, slash));
   if (!endpoints.ok()) return endpoints.status();

@@ -125,14 +125,22 @@ absl::Status EtcdClient::OnSomeMember(absl::string_view what, absl::Duration tim
     return status;
   }
   if (left() <= absl::ZeroDuration()) return status;
-  // Renewed only if no other call renewed it meanwhile.
-  std::string current = this->token();
-  if (current == token) {
-    absl::StatusOr<std::string> fresh = Authenticate(left());
-    if (!fresh.ok()) return fresh.status();
-    current = *std::move(fresh);
+  std::string current;
+  {
+    // Renewed once for the calls refused together: those that waited find it renewed.
+    absl::MutexLock renewing(&renew_mutex_);
+    current = this->token();
+    if (current == token) {
+      absl::StatusOr<std::string> fresh = Authenticate(left());
+      if (!fresh.ok()) return fresh.status();
+      current = *std::move(fresh);
+    }
   }
-  if (left() <= absl::ZeroDuration()) return status;
+  if (left() <= absl::ZeroDuration()) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("etcd ", what, ": no time left after renewing the token of user \"",
+                     absl::CHexEscape(options_.security.user), "\""));
+  }
   return OnSomeMemberWith(what, left(), method, request, response, current);
 }
 

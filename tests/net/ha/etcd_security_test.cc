@@ -75,6 +75,8 @@ TEST(EtcdSecurityCheckTest, FilesMustBeReadable_ACertificateNeedsItsKey_AUserIts
   ASSERT_THAT(url, IsOk());
   EXPECT_TRUE(url->tls);
   EXPECT_THAT(url->endpoints, ElementsAre("h1:2379", "h2:2379"));
+  EXPECT_THAT(ParseEtcdLeaderUrl("etcd://https://h1:2379"),
+              StatusIs(Code::kInvalidArgument, HasSubstr("is not etcd://HOST:PORT")));
 }
 
 TEST(EtcdSecurityCheckTest, APasswordFile_IsReadAndTrimmed_OneThatCannotBeReadIsNamed) {
@@ -255,6 +257,11 @@ TEST_F(EtcdAuthTest, AgentsRegistry_WithAUser_ReadsTheLeaders) {
   absl::SleepFor(absl::Seconds(3));
   EXPECT_THAT(ReadHaLeadersThroughGateway(url, absl::Seconds(5), cluster_->security()),
               IsOkAndHolds(ElementsAre("10.0.0.8:7400")));
+  EtcdSecurity anonymous = cluster_->security();
+  anonymous.user.clear();
+  anonymous.password.clear();
+  EXPECT_THAT(ReadHaLeadersThroughGateway(url, absl::Seconds(5), anonymous),
+              StatusIs(Code::kUnauthenticated, HasSubstr("requires a user")));
   EtcdSecurity wrong = cluster_->security();
   wrong.user = "nobody";  // another user: no token of root's serves it
   wrong.password = "wrong-password-0815";

@@ -18,7 +18,7 @@
 #include "muster/messages/requests/task_requests.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
-#include "muster/net/agent/session/ha_leader_registry.h"
+#include "muster/net/agent/session/etcd/ha_leader_registry.h"
 #include "muster/net/agent/session/leader_addresses.h"
 #include "muster/net/leader/auth/job_token.h"
 #include "muster/net/process/cluster/cluster_environment.h"

@@ -7,7 +7,7 @@
 // leader created exists, so a leader that lost its lease can never write again. Every candidate
 // also registers its address under "muster/<name>/leaders/", with the same lease (standbys
 // refresh theirs at each campaign), so that a client given only etcd finds every leader of the
-// job (ReadHaLeadersThroughGateway, net/agent/session/ha_leader_registry.h).
+// job (ReadHaLeadersThroughGateway, net/agent/session/etcd/ha_leader_registry.h).
 //
 //   NO LEASE --Campaign: lease granted, key free--> ACTIVE (won)
 //            --Campaign: key held by another------> STANDBY (holder known; campaign again later)
@@ -25,7 +25,7 @@
 #include <absl/status/statusor.h>
 #include <absl/time/time.h>
 
-#include "muster/net/agent/session/ha_leader_registry.h"
+#include "muster/net/agent/session/etcd/ha_leader_registry.h"
 #include "muster/net/ha/etcd/etcd_client.h"
 
 namespace muster {
@@ -37,7 +37,7 @@ struct LeaderClaim {
   int64_t lease = 0;            // the holder's lease
 };
 
-// etcd's keys of job `name` (the others are in net/agent/session/ha_leader_registry.h): its
+// etcd's keys of job `name` (the others are in net/agent/session/etcd/ha_leader_registry.h): its
 // state, "muster/<name>/state/".
 std::string HaStatePrefix(const std::string& name);
 

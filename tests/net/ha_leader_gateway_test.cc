@@ -11,7 +11,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "muster/net/agent/session/ha_leader_registry.h"
+#include "muster/net/agent/session/etcd/ha_leader_registry.h"
 #include "muster/net/observe/httplib.h"
 #include "tests/testing/status_matchers.h"
 

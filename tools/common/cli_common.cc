@@ -17,7 +17,7 @@
 
 #include "muster/messages/status/caf_text.h"
 #include "muster/messages/task_name.h"
-#include "muster/net/agent/session/ha_leader_registry.h"
+#include "muster/net/agent/session/etcd/ha_leader_registry.h"
 #include "muster/net/agent/session/leader_addresses.h"
 #include "muster/net/agent/session/leader_session_actor.h"
 #include "muster/net/leader/auth/job_token.h"

@@ -10,7 +10,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "muster/messages/status/status_codec.h"
-#include "muster/net/agent/session/ha_registry_reader.h"
+#include "muster/net/agent/session/etcd/ha_registry_reader.h"
 #include "muster/net/agent/session/leader_addresses.h"
 #include "muster/net/leader/standby_leader.h"
 

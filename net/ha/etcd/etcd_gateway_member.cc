@@ -10,7 +10,7 @@
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
-#include "muster/net/agent/session/etcd_gateway_post.h"
+#include "muster/net/agent/session/etcd/etcd_gateway_post.h"
 
 namespace muster {
 namespace {

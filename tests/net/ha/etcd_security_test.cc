@@ -9,7 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "muster/net/agent/session/ha_leader_registry.h"
+#include "muster/net/agent/session/etcd/ha_leader_registry.h"
 #include "muster/net/ha/etcd/etcd_client.h"
 #include "muster/net/ha/etcd/etcd_gateway_member.h"
 #include "muster/net/ha/etcd/etcd_grpc_member.h"

@@ -1,7 +1,7 @@
 // Finding an HA job's leaders from etcd (etcd://ENDPOINTS/NAME), as agents and the muster
 // command do, through etcd's JSON gateway: every candidate registers its address with its
 // lease, the active one comes first, and a resigned one is gone.
-#include "muster/net/agent/session/ha_leader_registry.h"
+#include "muster/net/agent/session/etcd/ha_leader_registry.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

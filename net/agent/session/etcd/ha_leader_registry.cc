@@ -1,4 +1,4 @@
-#include "muster/net/agent/session/ha_leader_registry.h"
+#include "muster/net/agent/session/etcd/ha_leader_registry.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -22,7 +22,7 @@
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
-#include "muster/net/agent/session/etcd_gateway_post.h"
+#include "muster/net/agent/session/etcd/etcd_gateway_post.h"
 
 namespace muster {
 namespace {

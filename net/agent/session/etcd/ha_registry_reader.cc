@@ -1,4 +1,4 @@
-#include "muster/net/agent/session/ha_registry_reader.h"
+#include "muster/net/agent/session/etcd/ha_registry_reader.h"
 
 #include <vector>
 
@@ -7,7 +7,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "muster/messages/status/status_codec.h"
-#include "muster/net/agent/session/ha_leader_registry.h"
+#include "muster/net/agent/session/etcd/ha_leader_registry.h"
 
 namespace muster {
 namespace {

@@ -1,4 +1,4 @@
-#include "muster/net/agent/session/etcd_gateway_post.h"
+#include "muster/net/agent/session/etcd/etcd_gateway_post.h"
 
 #include <algorithm>
 #include <chrono>

@@ -24,6 +24,7 @@
 #include <google/protobuf/message.h>
 
 #include "etcd/etcdserver/etcdserverpb/rpc.pb.h"
+#include "muster/net/agent/session/etcd/etcd_security.h"
 #include "muster/net/agent/session/etcd/ha_leader_registry.h"  // ParseEtcdEndpoints
 
 namespace muster {

@@ -11,7 +11,7 @@
 #include <absl/status/statusor.h>
 #include <absl/time/time.h>
 
-#include "muster/net/agent/session/etcd/ha_leader_registry.h"  // EtcdSecurity
+#include "muster/net/agent/session/etcd/etcd_security.h"
 #include "muster/net/observe/httplib.h"
 
 namespace muster {

@@ -1,9 +1,6 @@
 #include "muster/net/agent/session/etcd/ha_leader_registry.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <utility>
 
 #include <absl/base/thread_annotations.h>
@@ -254,91 +251,6 @@ bool EtcdEndpointsUseTls(absl::string_view text) {
     if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(part), "https://")) return true;
   }
   return false;
-}
-
-EtcdSecurity EtcdSecurityFromEnv() {
-  auto env = [](const char* name) {
-    const char* value = std::getenv(name);
-    return value == nullptr ? std::string() : std::string(value);
-  };
-  EtcdSecurity security;
-  security.ca_file = env("MUSTER_ETCD_CACERT");
-  security.cert_file = env("MUSTER_ETCD_CERT");
-  security.key_file = env("MUSTER_ETCD_KEY");
-  security.user = env("MUSTER_ETCD_USER");
-  security.password = env("MUSTER_ETCD_PASSWORD");
-  security.password_file = env("MUSTER_ETCD_PASSWORD_FILE");
-  security.tls = !security.ca_file.empty() || !security.cert_file.empty();
-  return security;
-}
-
-absl::StatusOr<std::string> ReadEtcdSecurityFile(const std::string& path, absl::string_view what) {
-  // A PEM file or a password: anything larger is not one.
-  constexpr size_t kMaxBytes = 1 << 20;
-  std::ifstream in(path, std::ios::binary);
-  std::string contents;
-  if (in) {
-    contents.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
-  if (!in.good() && !in.eof()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": cannot read ", path, " (does it exist, and may this user read it?)"));
-  }
-  if (contents.empty() || contents.size() > kMaxBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": ", path, " is ", contents.empty() ? "empty" : "over 1 MiB"));
-  }
-  return contents;
-}
-
-absl::StatusOr<EtcdSecurity> CheckEtcdSecurity(EtcdSecurity security, bool https) {
-  if (https || !security.ca_file.empty() || !security.cert_file.empty()) security.tls = true;
-  if (security.cert_file.empty() != security.key_file.empty()) {
-    return absl::InvalidArgumentError(
-        "etcd's client certificate and key go together: give both MUSTER_ETCD_CERT and "
-        "MUSTER_ETCD_KEY, or neither");
-  }
-  const std::pair<const std::string*, const char*> files[] = {
-      {&security.ca_file, "etcd's CA (MUSTER_ETCD_CACERT)"},
-      {&security.cert_file, "etcd's client certificate (MUSTER_ETCD_CERT)"},
-      {&security.key_file, "etcd's client key (MUSTER_ETCD_KEY)"}};
-  for (const auto& [path, what] : files) {
-    if (path->empty()) continue;
-    absl::StatusOr<std::string> read = ReadEtcdSecurityFile(*path, what);
-    if (!read.ok()) return read.status();
-    // OpenSSL would ask for an encrypted key's passphrase on the terminal.
-    if (path == &security.key_file && absl::StrContains(*read, "ENCRYPTED")) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": ", *path,
-                       " is encrypted: give the key unencrypted (readable by this user "
-                       "only)"));
-    }
-  }
-  if (!security.cert_file.empty()) {
-    // Loaded as a connection loads them: a PEM certificate and its key.
-    httplib::SSLClient probe("127.0.0.1", 1, security.cert_file, security.key_file);
-    if (!probe.is_valid()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "etcd's client certificate ", security.cert_file, " and key ", security.key_file,
-          " (MUSTER_ETCD_CERT, MUSTER_ETCD_KEY) do not load: each must be PEM, and the key the "
-          "certificate's"));
-    }
-  }
-  if (security.password.empty() && !security.password_file.empty()) {
-    absl::StatusOr<std::string> read =
-        ReadEtcdSecurityFile(security.password_file, "etcd's password (MUSTER_ETCD_PASSWORD_FILE)");
-    if (!read.ok()) return read.status();
-    security.password = std::string(absl::StripTrailingAsciiWhitespace(*read));
-  }
-  if (security.auth() && security.password.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("etcd user \"", absl::CHexEscape(security.user),
-                     "\" has no password: set MUSTER_ETCD_PASSWORD or MUSTER_ETCD_PASSWORD_FILE"));
-  }
-  if (!security.auth() && !security.password.empty()) {
-    return absl::InvalidArgumentError("an etcd password without a user: set MUSTER_ETCD_USER too");
-  }
-  return security;
 }
 
 absl::StatusOr<EtcdLeaderUrl> ParseEtcdLeaderUrl(absl::string_view text) {

@@ -16,6 +16,7 @@
 #include <absl/strings/string_view.h>
 #include <absl/time/time.h>
 
+#include "muster/net/agent/session/etcd/etcd_security.h"
 #include "muster/net/agent/session/leader_addresses.h"  // kEtcdLeaderScheme
 
 namespace muster {
@@ -38,41 +39,6 @@ std::string PrefixEnd(const std::string& prefix);
 absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(absl::string_view text);
 // True when an endpoint of `text` is given as https://.
 bool EtcdEndpointsUseTls(absl::string_view text);
-
-// How Muster reaches an etcd cluster that requires TLS or a user (etcd's --client-cert-auth,
-// `etcdctl auth enable`): etcdctl's --cacert, --cert, --key, --user and its password. Every
-// process that talks to etcd (an HA leader, an agent or command given etcd://) takes it from
-// its environment (EtcdSecurityFromEnv) unless its options give one.
-struct EtcdSecurity {
-  // TLS to the members (also on with https:// endpoints, or a CA file): their certificates are
-  // checked against ca_file (PEM), or the system's trusted CAs when it is empty.
-  bool tls = false;
-  std::string ca_file;
-  // This client's certificate and key (PEM), for members that require one (--client-cert-auth).
-  std::string cert_file;
-  std::string key_file;
-  // etcd's authentication: a user and its password, or a file holding it (read by
-  // CheckEtcdSecurity). The password is never logged or shown.
-  std::string user;
-  std::string password;
-  std::string password_file;
-
-  bool auth() const { return !user.empty(); }
-};
-
-// MUSTER_ETCD_CACERT, MUSTER_ETCD_CERT, MUSTER_ETCD_KEY, MUSTER_ETCD_USER and
-// MUSTER_ETCD_PASSWORD (or MUSTER_ETCD_PASSWORD_FILE, a file holding it); TLS when a CA or a
-// certificate is named.
-EtcdSecurity EtcdSecurityFromEnv();
-// `security` checked and completed, for endpoints given as https:// when `https` (TLS on):
-// each file named can be read (the password file's contents become the password), a
-// certificate comes with its key and both load (PEM, the key unencrypted and the
-// certificate's), a user comes with a password. Possible errors: InvalidArgument naming the
-// file or the setting (never the password).
-absl::StatusOr<EtcdSecurity> CheckEtcdSecurity(EtcdSecurity security, bool https = false);
-// The contents of `path` (a PEM file named by an EtcdSecurity). Possible errors:
-// InvalidArgument naming `what` and the file.
-absl::StatusOr<std::string> ReadEtcdSecurityFile(const std::string& path, absl::string_view what);
 
 struct EtcdLeaderUrl {
   std::vector<std::string> endpoints;  // HOST:PORT of etcd's members

@@ -1,0 +1,48 @@
+// How Muster reaches an etcd cluster that requires TLS or a user (docs/operations.md, "etcd
+// with TLS and a user"): what etcdctl's --cacert, --cert, --key and --user say, read from the
+// environment (MUSTER_ETCD_*) and checked before any connection. Used by the leader's etcd
+// client (net/ha/etcd/etcd_client.h) and the agents' leader lookup (ha_leader_registry.h).
+#pragma once
+
+#include <string>
+
+#include <absl/status/statusor.h>
+#include <absl/strings/string_view.h>
+
+namespace muster {
+
+// TLS and etcd's user (etcd's --client-cert-auth, `etcdctl auth enable`). Every process that
+// talks to etcd (an HA leader, an agent or command given etcd://) takes it from its environment
+// (EtcdSecurityFromEnv) unless its options give one.
+struct EtcdSecurity {
+  // TLS to the members (also on with https:// endpoints, or a CA file): their certificates are
+  // checked against ca_file (PEM), or the system's trusted CAs when it is empty.
+  bool tls = false;
+  std::string ca_file;
+  // This client's certificate and key (PEM), for members that require one (--client-cert-auth).
+  std::string cert_file;
+  std::string key_file;
+  // etcd's authentication: a user and its password, or a file holding it (read by
+  // CheckEtcdSecurity). The password is never logged or shown.
+  std::string user;
+  std::string password;
+  std::string password_file;
+
+  bool auth() const { return !user.empty(); }
+};
+
+// MUSTER_ETCD_CACERT, MUSTER_ETCD_CERT, MUSTER_ETCD_KEY, MUSTER_ETCD_USER and
+// MUSTER_ETCD_PASSWORD (or MUSTER_ETCD_PASSWORD_FILE, a file holding it); TLS when a CA or a
+// certificate is named.
+EtcdSecurity EtcdSecurityFromEnv();
+// `security` checked and completed, for endpoints given as https:// when `https` (TLS on):
+// each file named can be read (the password file's contents become the password), a
+// certificate comes with its key and both load (PEM, the key unencrypted and the
+// certificate's), a user comes with a password. Possible errors: InvalidArgument naming the
+// file or the setting (never the password).
+absl::StatusOr<EtcdSecurity> CheckEtcdSecurity(EtcdSecurity security, bool https = false);
+// The contents of `path` (a PEM file named by an EtcdSecurity). Possible errors:
+// InvalidArgument naming `what` and the file.
+absl::StatusOr<std::string> ReadEtcdSecurityFile(const std::string& path, absl::string_view what);
+
+}  // namespace muster

@@ -6,13 +6,15 @@
 //            state dir (LevelDB), and in etcd (fenced transactions, over gRPC as `muster serve`
 //            writes them, and through etcd's JSON gateway as a Python HA leader does); and
 //            etcd's own floor, the same number of clients putting one key per transaction
-//            straight to etcd.
+//            straight to etcd; and (--secure) a cluster of its own that requires TLS, a client
+//            certificate and a user, over gRPC.
 //   failover kill -9 of the leader with --tasks agents connected (each with
 //            leader_reconnect_timeout): until a standby serves, and until every agent has had an
 //            answer to a call made right after the kill; against a `muster serve --state-dir`
 //            killed and started again on the same host and port.
 //
 // Usage: ha_bench --muster_bin=build/tools/muster [--duration=3s] [--tasks=64,1024] [--reps=3]
+//                 [--secure=false]
 // Not a test: it prints tables, and asserts nothing about time.
 #include <unistd.h>
 
@@ -46,6 +48,9 @@
 #include "muster/tools/run/subprocess.h"
 #include "tests/net/ha/etcd_cluster.h"
 
+ABSL_FLAG(bool, secure, true,
+          "also measure inserts through an etcd cluster that requires TLS, a client certificate "
+          "and a user");
 ABSL_FLAG(std::string, muster_bin, "tools/muster", "the muster command (for the failover runs)");
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(3), "how long each insert run lasts");
 ABSL_FLAG(std::vector<std::string>, tasks, std::vector<std::string>({"64", "1024"}),
@@ -164,8 +169,11 @@ double EtcdInserts(const std::shared_ptr<EtcdClient>& etcd, const std::string& n
   return rate;
 }
 
+// `secure`, when set, reaches another cluster that serves clients over TLS only, with a client
+// certificate and a user (tokens), over gRPC.
 void Inserts(const std::shared_ptr<EtcdClient>& etcd,
-             const std::shared_ptr<EtcdClient>& through_gateway) {
+             const std::shared_ptr<EtcdClient>& through_gateway,
+             const std::shared_ptr<EtcdClient>& secure) {
   const absl::Duration duration = absl::GetFlag(FLAGS_duration);
   const int reps = absl::GetFlag(FLAGS_reps);
   std::printf("\n### KV inserts per second (median of %d runs of %s)\n\n", reps,
@@ -173,7 +181,7 @@ void Inserts(const std::shared_ptr<EtcdClient>& etcd,
   std::printf("| clients, state | median | min | max |\n|---|---|---|---|\n");
   int run = 0;
   for (int clients : {1, 64}) {
-    std::vector<double> memory, leveldb, in_etcd, in_etcd_gateway, floor;
+    std::vector<double> memory, leveldb, in_etcd, in_etcd_gateway, in_secure_etcd, floor;
     for (int rep = 0; rep < reps; ++rep) {
       const std::string tag = absl::StrCat("r", run++);
       memory.push_back(LeaderInserts(nullptr, clients, duration, tag));
@@ -185,6 +193,9 @@ void Inserts(const std::shared_ptr<EtcdClient>& etcd,
       in_etcd.push_back(EtcdInserts(etcd, name, clients, duration, tag));
       in_etcd_gateway.push_back(
           EtcdInserts(through_gateway, name + "-gateway", clients, duration, tag));
+      if (secure) {
+        in_secure_etcd.push_back(EtcdInserts(secure, name + "-secure", clients, duration, tag));
+      }
       floor.push_back(EtcdFloor(etcd, clients, duration));
     }
     PrintRow(absl::StrCat(clients, ", memory"), memory, "/s");
@@ -192,6 +203,10 @@ void Inserts(const std::shared_ptr<EtcdClient>& etcd,
     PrintRow(absl::StrCat(clients, ", etcd (fenced transactions, gRPC)"), in_etcd, "/s");
     PrintRow(absl::StrCat(clients, ", etcd (fenced transactions, JSON gateway)"), in_etcd_gateway,
              "/s");
+    if (secure) {
+      PrintRow(absl::StrCat(clients, ", etcd over TLS with a client certificate and a user (gRPC)"),
+               in_secure_etcd, "/s");
+    }
     PrintRow(absl::StrCat(clients, ", etcd's own put, one key per transaction"), floor, "/s");
     const double ratio_memory = Summarize(in_etcd).median / Summarize(memory).median;
     const double ratio_floor = Summarize(in_etcd).median / Summarize(floor).median;
@@ -351,8 +366,22 @@ int main(int argc, char** argv) {
       muster::EtcdClient::Connect({.endpoints = *endpoints, .member = muster::NewEtcdGrpcMember});
   auto through_gateway = muster::EtcdClient::Connect({.endpoints = *endpoints});
   if (!etcd.ok() || !through_gateway.ok()) return 1;
+  // The same over TLS with a client certificate and a user, on a cluster of its own.
+  std::unique_ptr<muster::testing::EtcdCluster> secure_cluster;
+  std::shared_ptr<muster::EtcdClient> secure;
+  if (absl::GetFlag(FLAGS_secure)) {
+    auto started = muster::testing::EtcdCluster::StartSecure(3, /*user=*/true);
+    if (!started.ok()) {
+      std::fprintf(stderr, "ha_bench: %s\n", started.status().ToString().c_str());
+      return 1;
+    }
+    secure_cluster = *std::move(started);
+    auto client = secure_cluster->Client();
+    if (!client.ok()) return 1;
+    secure = *std::move(client);
+  }
   std::printf("## ha_bench: etcd 3.4, 3 members on this host (fsync on), 2 cores\n");
-  muster::bench::Inserts(*etcd, *through_gateway);
+  muster::bench::Inserts(*etcd, *through_gateway, secure);
   muster::bench::Failovers(**cluster);
   return 0;
 }

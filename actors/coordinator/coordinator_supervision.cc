@@ -37,8 +37,9 @@ void FailJob(CoordinatorPointer self, const absl::Status& status,
   }
 }
 
-void ApplyPolicy(CoordinatorPointer self, const proto::CoordinatedTask& task,
-                 const absl::Status& error) {
+// The policy's decision on a failed task.
+FailureDecision Decide(CoordinatorPointer self, const proto::CoordinatedTask& task,
+                       const absl::Status& error) {
   auto& st = self->state;
   FailureDecision decision = st.options.policy->OnTaskFailure(task, error, Now(self));
   // A task that registered as recoverable itself (CoordinatedTask.recoverable) where the policy
@@ -53,6 +54,21 @@ void ApplyPolicy(CoordinatorPointer self, const proto::CoordinatedTask& task,
     decision.action = FailureAction::kTolerate;
     if (decision.restart == RestartScope::kAll) decision.restart = RestartScope::kTask;
   }
+  return decision;
+}
+
+// Whether `decision` tells the whole cluster, and the tasks that connect later too (unless the
+// failed tasks are restarted: they register again, and must not be handed the error they are
+// restarted after).
+bool TellsTheCluster(const FailureDecision& decision) {
+  return (decision.action == FailureAction::kFailJob ||
+          decision.action == FailureAction::kPropagateToCluster) &&
+         decision.restart == RestartScope::kNone;
+}
+
+void ApplyPolicy(CoordinatorPointer self, const proto::CoordinatedTask& task,
+                 const FailureDecision& decision) {
+  auto& st = self->state;
   switch (decision.action) {
     case FailureAction::kTolerate:
       break;
@@ -63,9 +79,7 @@ void ApplyPolicy(CoordinatorPointer self, const proto::CoordinatedTask& task,
       FailJob(self, decision.status, task);
       [[fallthrough]];
     case FailureAction::kPropagateToCluster:
-      // Tasks that register later learn it too, unless the failed tasks are restarted (they
-      // register again, and must not be handed the error they are restarted after).
-      if (decision.restart == RestartScope::kNone) st.cluster_error = decision.status;
+      // Tasks that register later learn it too (st.cluster_error, set by OnChildDown).
       Propagate(self, decision.status, task, "");
       break;
   }
@@ -199,6 +213,14 @@ void OnChildDown(CoordinatorPointer self, const caf::down_msg& down) {
   info.set_state(proto::TASKSTATE_ERROR);
   SetStatusFields(error, &info);
   const AgentActor own = st.tasks.SlotOf(task).agent;
+  const FailureDecision decision = Decide(self, task, error);
+  if (TellsTheCluster(decision)) {
+    // Kept with the leader record in the failed task's own durable write (OnTaskState's): a
+    // leader that stops before its pushes leave leaves the error to the next one, which tells
+    // the tasks that reconnect.
+    st.cluster_error = decision.status;
+    st.records.SetClusterError(decision.status);
+  }
   SpawnTask(self, task, info);
   OnTaskState(self, info, AgentActor{});
   // A stuck task hears it first, with the report the others get (its error callback fires
@@ -208,7 +230,7 @@ void OnChildDown(CoordinatorPointer self, const caf::down_msg& down) {
     SetStatusFields(error, &report);
     SendErrorOnceDurable(self, own, std::move(report));
   }
-  ApplyPolicy(self, task, error);
+  ApplyPolicy(self, task, decision);
 }
 
 }  // namespace muster

@@ -58,8 +58,13 @@ StateBatch CoordinatorRecords::NewRound(const std::vector<std::string>& barrier_
   StateBatch batch;
   if (!enabled()) return batch;
   for (const std::string& id : barrier_ids) batch.Delete(BarrierStateKey(id));
+  leader_.clear_cluster_error();
   PutLeader(batch, version, round);
   return batch;
+}
+
+void CoordinatorRecords::SetClusterError(const absl::Status& error) {
+  if (enabled()) *leader_.mutable_cluster_error() = StoreStatus(error);
 }
 
 }  // namespace muster

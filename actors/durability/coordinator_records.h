@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <absl/status/status.h>
+
 #include "muster/actors/durability/durable_gate.h"
 #include "muster/actors/durability/state_writer_actor.h"
 #include "muster/proto/coordination_service.pb.h"
@@ -34,8 +36,12 @@ class CoordinatorRecords {
   // A task's new state and the job-state version.
   StateBatch TaskChanged(const proto::CoordinatedTaskStateInfo& info, int64_t generation,
                          int64_t version, int64_t round);
-  // A new round: the barrier results of the last one are dropped.
+  // A new round: the barrier results of the last one are dropped, and the cluster's failure.
   StateBatch NewRound(const std::vector<std::string>& barrier_ids, int64_t version, int64_t round);
+  // A failure told to the whole cluster (the coordinator's cluster_error): written with the next
+  // leader record (the failed task's change), so that the tasks that connect to a restarted
+  // leader or the next HA leader are told it too.
+  void SetClusterError(const absl::Status& error);
 
  private:
   void PutLeader(StateBatch& batch, int64_t version, int64_t round);

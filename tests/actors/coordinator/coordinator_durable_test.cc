@@ -299,6 +299,47 @@ TEST_F(CoordinatorDurableTest, TaskFailure_PushedToTheOthersOnlyOnceItsRecordIsD
   EXPECT_THAT(**reported, IsOk());
 }
 
+// The failure told to the whole cluster is kept with the leader record, in the same durable step
+// as the pushes wait for; a new round clears it.
+TEST_F(CoordinatorDurableTest, TaskFailure_TheClusterErrorIsKeptWithTheLeaderRecord) {
+  SpawnDurable(nullptr, std::chrono::seconds(2), Config(2));
+  Reports r0, r1;
+  ASSERT_THAT(Register("worker", 0, 5, Agent(&r0)), IsOk());
+  ASSERT_THAT(Register("worker", 1, 6, Agent(&r1)), IsOk());
+  auto before = OnDisk<proto::LeaderRecord>(LeaderStateKey());
+  ASSERT_TRUE(before.has_value());
+  EXPECT_FALSE(before->has_cluster_error());
+  auto reported = Send<proto::ReportErrorToServiceResponse>(leader_, FailureOf(0));
+  Release();
+  ASSERT_EQ(r1->size(), 1u);
+  auto leader = OnDisk<proto::LeaderRecord>(LeaderStateKey());
+  ASSERT_TRUE(leader.has_value());
+  ASSERT_TRUE(leader->has_cluster_error());
+  absl::Status kept = LoadStatus(leader->cluster_error());
+  EXPECT_EQ(kept.code(), Code::kDataLoss);
+  EXPECT_EQ(kept.code(), static_cast<Code>((*r1)[0].error_code()));
+}
+
+// A leader that recorded the cluster's failure and stopped before telling everyone: the next
+// leader tells each task that reconnects.
+TEST_F(CoordinatorDurableTest, Restore_ClusterError_ATaskThatReconnectsIsToldIt) {
+  auto recovered = Recovered();
+  *recovered->mutable_leader()->mutable_cluster_error() =
+      StoreStatus(absl::AbortedError("the job failed: /job:ps/task:0 was lost"));
+  SpawnDurable(recovered);
+  auto agent = Agent(&reports_);
+  ASSERT_THAT(Call<proto::RegisterTaskResponse>(leader_, Reconnect("worker", 0, 100), agent),
+              IsOk());
+  Release();
+  ASSERT_EQ(reports_->size(), 1u);
+  EXPECT_EQ((*reports_)[0].error_code(), static_cast<int>(Code::kAborted));
+  EXPECT_THAT((*reports_)[0].error_message(), HasSubstr("/job:ps/task:0 was lost"));
+  // It stays kept for the tasks still to come.
+  auto leader = OnDisk<proto::LeaderRecord>(LeaderStateKey());
+  ASSERT_TRUE(leader.has_value());
+  EXPECT_TRUE(leader->has_cluster_error());
+}
+
 // A beat of a task its job's failure put in ERROR is refused once that is durable, and never
 // by a leader whose write failed (an HA leader paused past its lease reads the beats that
 // waited: its refusals would tell the job a failure nobody recorded).

@@ -56,10 +56,7 @@ absl::StatusOr<std::shared_ptr<EtcdClient>> EtcdClient::Connect(EtcdOptions opti
   probe.set_count_only(true);
   absl::StatusOr<etcdserverpb::RangeResponse> answer = client->Range(probe, timeout);
   if (!answer.ok() && absl::StrContains(answer.status().message(), "user name is empty")) {
-    return absl::UnauthenticatedError(
-        absl::StrCat("etcd at ", client->endpoints(),
-                     " requires a user (its authentication is on): set MUSTER_ETCD_USER and "
-                     "MUSTER_ETCD_PASSWORD (or MUSTER_ETCD_PASSWORD_FILE)"));
+    return EtcdUserRequiredError(client->endpoints());
   }
   // A user that may not read all of muster/ was still answered: the member is there.
   if (!answer.ok() && !absl::IsPermissionDenied(answer.status())) {
@@ -90,10 +87,7 @@ absl::StatusOr<std::string> EtcdClient::Authenticate(absl::Duration timeout) con
                      "etcd's authentication (etcdctl auth enable)"));
   }
   if (absl::IsInvalidArgument(status) || absl::IsUnauthenticated(status)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "etcd refused user \"", absl::CHexEscape(options_.security.user), "\" (", status.message(),
-        "): check the user and its password (MUSTER_ETCD_USER, "
-        "MUSTER_ETCD_PASSWORD)"));
+    return EtcdUserRefusedError(options_.security.user, status.message());
   }
   if (!status.ok()) return status;
   authentications_.fetch_add(1);

@@ -157,9 +157,7 @@ absl::StatusOr<std::string> EtcdGatewayAuthenticate(httplib::ClientImpl& client,
         "etcd's authentication answered HTTP ", reply->status, " (", message,
         "): is it etcd 3.4 or later, with its gRPC gateway on (--enable-grpc-gateway)?"));
   }
-  return absl::InvalidArgumentError(absl::StrCat("etcd refused user \"",
-                                                 absl::CHexEscape(security.user), "\" (", message,
-                                                 "): check MUSTER_ETCD_USER and its password"));
+  return EtcdUserRefusedError(security.user, message);
 }
 
 }  // namespace muster

@@ -31,6 +31,19 @@ EtcdSecurity EtcdSecurityFromEnv() {
   return security;
 }
 
+absl::Status EtcdUserRequiredError(absl::string_view where) {
+  return absl::UnauthenticatedError(
+      absl::StrCat("etcd at ", where,
+                   " requires a user (its authentication is on): set MUSTER_ETCD_USER and "
+                   "MUSTER_ETCD_PASSWORD (or MUSTER_ETCD_PASSWORD_FILE)"));
+}
+
+absl::Status EtcdUserRefusedError(absl::string_view user, absl::string_view why) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("etcd refused user \"", absl::CHexEscape(user), "\" (", why,
+                   "): check the user and its password (MUSTER_ETCD_USER, MUSTER_ETCD_PASSWORD)"));
+}
+
 absl::StatusOr<std::string> ReadEtcdSecurityFile(const std::string& path, absl::string_view what) {
   // A PEM file or a password: anything larger is not one.
   constexpr size_t kMaxBytes = 1 << 20;

@@ -41,6 +41,11 @@ EtcdSecurity EtcdSecurityFromEnv();
 // certificate's), a user comes with a password. Possible errors: InvalidArgument naming the
 // file or the setting (never the password).
 absl::StatusOr<EtcdSecurity> CheckEtcdSecurity(EtcdSecurity security, bool https = false);
+// The errors both ways of reaching etcd give: etcd at `where` has its authentication on and no
+// user was given (Unauthenticated); etcd refused `user` or its password, saying `why`
+// (InvalidArgument; never the password).
+absl::Status EtcdUserRequiredError(absl::string_view where);
+absl::Status EtcdUserRefusedError(absl::string_view user, absl::string_view why);
 // The contents of `path` (a PEM file named by an EtcdSecurity). Possible errors:
 // InvalidArgument naming `what` and the file.
 absl::StatusOr<std::string> ReadEtcdSecurityFile(const std::string& path, absl::string_view what);

@@ -137,10 +137,7 @@ absl::StatusOr<std::pair<std::vector<std::string>, std::optional<std::string>>> 
   }
   const std::string& received = reply->body;
   if (absl::StrContains(received, "user name is empty")) {
-    return absl::UnauthenticatedError(
-        absl::StrCat("etcd at ", endpoint,
-                     " requires a user (its authentication is on): set MUSTER_ETCD_USER and "
-                     "MUSTER_ETCD_PASSWORD (or MUSTER_ETCD_PASSWORD_FILE)"));
+    return EtcdUserRequiredError(endpoint);
   }
   if (security.auth() && TokenRefused(*reply)) {
     return absl::UnauthenticatedError(absl::StrCat(

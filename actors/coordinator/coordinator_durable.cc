@@ -63,10 +63,8 @@ caf::timespan RestoreCoordinator(CoordinatorPointer self) {
     st.tasks.set_version(recovered->leader().version());
     st.launchers.set_round(recovered->leader().round());
     // Tasks that reconnect learn the cluster's failure, as tasks connecting later do
-    // (ApplyPolicy): the leader that recorded it may have stopped before telling them.
-    if (recovered->leader().has_cluster_error()) {
-      st.cluster_error = LoadStatus(recovered->leader().cluster_error());
-    }
+    // (OnTaskState): the leader that recorded it may have stopped before telling them.
+    st.cluster_error = RestoredClusterError(recovered->leader());
     for (const proto::TaskRecord& record : recovered->tasks()) {
       const proto::CoordinatedTaskStateInfo* known = st.tasks.view().Find(record.task());
       if (known == nullptr) continue;  // a task of a job no longer configured

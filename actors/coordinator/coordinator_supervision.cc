@@ -1,4 +1,6 @@
 // The coordinator as supervisor: task state changes, task failures, error propagation.
+#include <optional>
+
 #include <absl/strings/str_cat.h>
 #include <absl/time/time.h>
 
@@ -54,6 +56,15 @@ FailureDecision Decide(CoordinatorPointer self, const proto::CoordinatedTask& ta
     decision.action = FailureAction::kTolerate;
     if (decision.restart == RestartScope::kAll) decision.restart = RestartScope::kTask;
   }
+  // What the cluster is told names the failed task (a policy's own status may name none, and
+  // tasks that connect later must not read it as their own), and is an error: the task's own
+  // when the policy gave none.
+  if (decision.status.ok()) decision.status = error;
+  std::optional<proto::CoordinationServiceError> payload = GetCoordinationError(decision.status);
+  if (!payload || !payload->has_source_task()) {
+    decision.status =
+        MakeCoordinationError(decision.status, task, payload && payload->is_reported_error());
+  }
   return decision;
 }
 
@@ -68,7 +79,6 @@ bool TellsTheCluster(const FailureDecision& decision) {
 
 void ApplyPolicy(CoordinatorPointer self, const proto::CoordinatedTask& task,
                  const FailureDecision& decision) {
-  auto& st = self->state;
   switch (decision.action) {
     case FailureAction::kTolerate:
       break;
@@ -218,8 +228,8 @@ void OnChildDown(CoordinatorPointer self, const caf::down_msg& down) {
     // Kept with the leader record in the failed task's own durable write (OnTaskState's): a
     // leader that stops before its pushes leave leaves the error to the next one, which tells
     // the tasks that reconnect.
-    st.cluster_error = decision.status;
-    st.records.SetClusterError(decision.status);
+    st.cluster_error = KeptClusterError(decision.status);
+    st.records.SetClusterError(*st.cluster_error, st.launchers.round());
   }
   SpawnTask(self, task, info);
   OnTaskState(self, info, AgentActor{});

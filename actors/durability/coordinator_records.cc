@@ -3,6 +3,8 @@
 #include <utility>
 
 #include "muster/actors/durability/state_store.h"
+#include "muster/messages/status/cut_text.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 
 namespace muster {
@@ -23,7 +25,13 @@ proto::TaskRecord RecordOf(const proto::CoordinatedTaskStateInfo& info, int64_t 
 
 CoordinatorRecords::CoordinatorRecords(StateWriterActor writer, uint64_t incarnation,
                                        const proto::LeaderRecord& recovered)
-    : gate_(std::move(writer)), incarnation_(incarnation), leader_(recovered) {}
+    : gate_(std::move(writer)), incarnation_(incarnation), leader_(recovered) {
+  // One that does not apply (of an earlier round) is not written again.
+  if (!RestoredClusterError(leader_)) {
+    leader_.clear_cluster_error();
+    leader_.clear_cluster_error_round();
+  }
+}
 
 void CoordinatorRecords::PutLeader(StateBatch& batch, int64_t version, int64_t round) {
   leader_.set_format(kStateFormat);
@@ -59,12 +67,44 @@ StateBatch CoordinatorRecords::NewRound(const std::vector<std::string>& barrier_
   if (!enabled()) return batch;
   for (const std::string& id : barrier_ids) batch.Delete(BarrierStateKey(id));
   leader_.clear_cluster_error();
+  leader_.clear_cluster_error_round();
   PutLeader(batch, version, round);
   return batch;
 }
 
-void CoordinatorRecords::SetClusterError(const absl::Status& error) {
-  if (enabled()) *leader_.mutable_cluster_error() = StoreStatus(error);
+void CoordinatorRecords::SetClusterError(const absl::Status& error, int64_t round) {
+  if (!enabled()) return;
+  *leader_.mutable_cluster_error() = StoreStatus(error);
+  leader_.set_cluster_error_round(round);
+}
+
+namespace {
+
+// `error` with its message cut to `max_bytes` and its coordination payload only.
+absl::Status Bounded(const absl::Status& error, size_t max_bytes) {
+  if (error.ok()) return error;
+  absl::Status kept(error.code(), CutText(error.message(), max_bytes));
+  if (std::optional<proto::CoordinationServiceError> payload = GetCoordinationError(error)) {
+    if (payload->ByteSizeLong() > kMaxKeptErrorBytes) payload->clear_stuck();
+    kept.SetPayload(kCoordinationErrorUrl, absl::Cord(payload->SerializeAsString()));
+  }
+  return kept;
+}
+
+}  // namespace
+
+absl::Status KeptClusterError(const absl::Status& error) {
+  return Bounded(error, kMaxKeptErrorBytes);
+}
+
+std::optional<absl::Status> RestoredClusterError(const proto::LeaderRecord& leader) {
+  if (!leader.has_cluster_error() || leader.cluster_error_round() != leader.round()) {
+    return std::nullopt;
+  }
+  absl::Status error = LoadStatus(leader.cluster_error());
+  if (error.ok()) return std::nullopt;
+  // A kept message may end with CutText's note of what was cut: room for it.
+  return Bounded(error, kMaxKeptErrorBytes + 64);
 }
 
 }  // namespace muster

@@ -1,7 +1,8 @@
 // Where a leader's durable state lives: a StateStore holds the records of
 // proto/leader_state.proto under these keys:
 //
-//   m/leader                     LeaderRecord (format, incarnation, starts, version, round)
+//   m/leader                     LeaderRecord (format, incarnation, starts, version, round,
+//                                the failure told to the whole cluster)
 //   t/<task name>                TaskRecord
 //   b/<barrier id>               BarrierRecord (the last finished instance)
 //   k/<key>                      KvRecord (the key's directory is its first path segment)

@@ -10,6 +10,7 @@
 #include "muster/actors/caf/placement.h"
 #include "muster/actors/tasks/task_admission.h"
 #include "muster/messages/status/caf_text.h"
+#include "muster/messages/status/cut_text.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 
@@ -353,9 +354,10 @@ caf::result<proto::ReportErrorToServiceResponse> ReportError(
   if (code <= 0 || code > static_cast<int>(absl::StatusCode::kUnauthenticated)) {
     code = static_cast<int>(absl::StatusCode::kUnknown);
   }
-  absl::Status reported = MakeCoordinationError(
-      absl::Status(static_cast<absl::StatusCode>(code), request.error_message()),
-      self->state.info.task(), /*is_reported_error=*/true);
+  absl::Status reported =
+      MakeCoordinationError(absl::Status(static_cast<absl::StatusCode>(code),
+                                         CutText(request.error_message(), kMaxReportedErrorBytes)),
+                            self->state.info.task(), /*is_reported_error=*/true);
   return ReplyAndFail<proto::ReportErrorToServiceResponse>(self, absl::OkStatus(), reported);
 }
 

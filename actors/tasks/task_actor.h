@@ -25,6 +25,7 @@
 // incarnation (FailedPrecondition otherwise: the leader lost or never had the task's state).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include <caf/actor_system.hpp>
@@ -34,6 +35,10 @@
 #include "muster/messages/vocabulary/interfaces.h"
 
 namespace muster {
+
+// The longest message an error reported by a task (ReportErrorToService) keeps; the rest is cut
+// (CutText), so that one report cannot make the leader write and push megabytes to every task.
+inline constexpr size_t kMaxReportedErrorBytes = 16384;
 
 // What the coordinator, the heartbeat monitor or the task actor's own timers tell a task actor,
 // with an incarnation and an error where the event has them. (One message for all of them: a

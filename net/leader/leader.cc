@@ -2,17 +2,21 @@
 
 #include "muster/net/leader/job_spec.h"
 
+#include <optional>
+
 #include <absl/strings/str_cat.h>
 #include <absl/time/clock.h>
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "muster/actors/durability/coordinator_records.h"
 #include "muster/actors/durability/state_store.h"
 #include "muster/actors/observe/events/event_file.h"
 #include "muster/actors/observe/events/event_log_actor.h"
 #include "muster/actors/observe/events/event_writer_actor.h"
 #include "muster/actors/observe/job_observer_actor.h"
 #include "muster/messages/incarnation.h"
+#include "muster/messages/status/status_codec.h"
 #include "muster/net/leader/auth/token_gate_actor.h"
 #include "muster/net/leader/leader_endpoint.h"
 #include "muster/net/process/protobuf_log.h"
@@ -31,11 +35,16 @@ std::string RecoverySummary(const std::string& where, const proto::RecoveredStat
   for (const auto& task : state.tasks()) connected += task.state() == proto::TASKSTATE_CONNECTED;
   int keys = 0;
   for (const auto& directory : state.directories()) keys += directory.entries_size();
-  return absl::StrCat(where, ": recovered ", state.tasks_size(), " tasks (", connected,
-                      " connected, who have the reconnect window to come back), ", keys,
-                      " keys in ", state.directories_size(), " directories and ",
-                      state.barriers_size(), " barrier results; start ",
-                      state.leader().starts() + 1, " of this leader");
+  std::string summary =
+      absl::StrCat(where, ": recovered ", state.tasks_size(), " tasks (", connected,
+                   " connected, who have the reconnect window to come back), ", keys, " keys in ",
+                   state.directories_size(), " directories and ", state.barriers_size(),
+                   " barrier results; start ", state.leader().starts() + 1, " of this leader");
+  if (std::optional<absl::Status> failed = RestoredClusterError(state.leader())) {
+    absl::StrAppend(&summary, "; the job was told of a failure (", StatusText(*failed),
+                    "): tasks that connect are told it too, until a new round");
+  }
+  return summary;
 }
 
 }  // namespace

@@ -14,9 +14,12 @@
 #include <gtest/gtest.h>
 
 #include "muster/actors/coordinator/coordinator_actor.h"
+#include "muster/actors/durability/coordinator_records.h"
 #include "muster/actors/durability/durable_gate.h"
 #include "muster/actors/durability/state_store.h"
 #include "muster/actors/durability/state_writer_actor.h"
+#include "muster/actors/supervision/supervision_policy.h"
+#include "muster/actors/tasks/task_actor.h"
 #include "muster/messages/task_name.h"
 #include "tests/actors/durability/fake_state_writer.h"
 #include "tests/actors/kv/kv_test_helpers.h"
@@ -71,9 +74,11 @@ class CoordinatorDurableTest : public LeaderTest {
   // `config` replaces Config(1).
   CoordinatorActor SpawnDurable(std::shared_ptr<const proto::RecoveredState> recovered = nullptr,
                                 caf::timespan reconnect_window = std::chrono::seconds(2),
-                                std::optional<proto::CoordinationServiceConfig> config = {}) {
+                                std::optional<proto::CoordinationServiceConfig> config = {},
+                                std::shared_ptr<SupervisionPolicy> policy = nullptr) {
     fake_ = Keep(system_.spawn(FakeWriter, disk_));
-    CoordinatorOptions options{.config = config ? *config : Config(1), .incarnation = 7};
+    CoordinatorOptions options{
+        .config = config ? *config : Config(1), .incarnation = 7, .policy = std::move(policy)};
     options.state_writer = caf::actor_cast<StateWriterActor>(fake_);
     options.recovered = std::move(recovered);
     options.reconnect_window = reconnect_window;
@@ -300,7 +305,8 @@ TEST_F(CoordinatorDurableTest, TaskFailure_PushedToTheOthersOnlyOnceItsRecordIsD
 }
 
 // The failure told to the whole cluster is kept with the leader record, in the same durable step
-// as the pushes wait for; a new round clears it.
+// (batch) as the failed task's ERROR record, which the pushes wait for; with its round, naming
+// the failed task.
 TEST_F(CoordinatorDurableTest, TaskFailure_TheClusterErrorIsKeptWithTheLeaderRecord) {
   SpawnDurable(nullptr, std::chrono::seconds(2), Config(2));
   Reports r0, r1;
@@ -309,23 +315,103 @@ TEST_F(CoordinatorDurableTest, TaskFailure_TheClusterErrorIsKeptWithTheLeaderRec
   auto before = OnDisk<proto::LeaderRecord>(LeaderStateKey());
   ASSERT_TRUE(before.has_value());
   EXPECT_FALSE(before->has_cluster_error());
+  const size_t batches_before = disk_->batches.size();
   auto reported = Send<proto::ReportErrorToServiceResponse>(leader_, FailureOf(0));
   Release();
   ASSERT_EQ(r1->size(), 1u);
   auto leader = OnDisk<proto::LeaderRecord>(LeaderStateKey());
   ASSERT_TRUE(leader.has_value());
   ASSERT_TRUE(leader->has_cluster_error());
+  EXPECT_EQ(leader->cluster_error_round(), leader->round());
   absl::Status kept = LoadStatus(leader->cluster_error());
   EXPECT_EQ(kept.code(), Code::kDataLoss);
   EXPECT_EQ(kept.code(), static_cast<Code>((*r1)[0].error_code()));
+  auto source = GetCoordinationError(kept);
+  ASSERT_TRUE(source.has_value());
+  EXPECT_EQ(TaskName(source->source_task()), "/job:worker/task:0");
+  // The first batch after the report holds both records: the task in ERROR, the leader record
+  // with the error.
+  ASSERT_GT(disk_->batches.size(), batches_before);
+  const StateBatch& failure = disk_->batches[batches_before];
+  std::optional<proto::TaskRecord> task;
+  std::optional<proto::LeaderRecord> leader_in_batch;
+  for (const auto& [key, value] : failure.ops) {
+    if (!value) continue;
+    if (key == TaskStateKey("/job:worker/task:0")) task.emplace().ParseFromString(*value);
+    if (key == LeaderStateKey()) leader_in_batch.emplace().ParseFromString(*value);
+  }
+  ASSERT_TRUE(task.has_value());
+  EXPECT_EQ(task->state(), proto::TASKSTATE_ERROR);
+  ASSERT_TRUE(leader_in_batch.has_value());
+  EXPECT_TRUE(leader_in_batch->has_cluster_error());
+}
+
+// A policy that fails the job and gives no status of its own.
+class FailsTheJobWithoutAStatus : public SupervisionPolicy {
+ public:
+  FailureDecision OnTaskFailure(const proto::CoordinatedTask&, const absl::Status&,
+                                absl::Time) override {
+    return {.action = FailureAction::kFailJob};
+  }
+  bool IsRecoverable(const proto::CoordinatedTask&) const override { return false; }
+  std::string Describe() const override { return "fails the job without a status"; }
+};
+
+// What the cluster is told is an error naming the failed task even when the policy's status is
+// OK: a task that registers later is told the failed task's error, not one naming itself.
+TEST_F(CoordinatorDurableTest, TaskFailure_APolicyWithoutAStatus_TheTasksOwnErrorIsToldAndKept) {
+  SpawnDurable(nullptr, std::chrono::seconds(2), Config(2),
+               std::make_shared<FailsTheJobWithoutAStatus>());
+  Reports r0, r1;
+  ASSERT_THAT(Register("worker", 0, 5, Agent(&r0)), IsOk());
+  auto reported = Send<proto::ReportErrorToServiceResponse>(leader_, FailureOf(0));
+  Release();
+  // The job's tasks are in ERROR now; a task of another job registers and is told.
+  ASSERT_THAT(Register("ps", 0, 6, Agent(&r1)), IsOk());
+  Release();
+  ASSERT_EQ(r1->size(), 1u);
+  EXPECT_EQ((*r1)[0].error_code(), static_cast<int>(Code::kDataLoss));
+  EXPECT_EQ(TaskName((*r1)[0].error_payload().source_task()), "/job:worker/task:0");
+  auto leader = OnDisk<proto::LeaderRecord>(LeaderStateKey());
+  ASSERT_TRUE(leader.has_value());
+  absl::Status kept = LoadStatus(leader->cluster_error());
+  EXPECT_EQ(kept.code(), Code::kDataLoss);
+  EXPECT_THAT(kept.message(), HasSubstr("disk on fire"));
+  auto source = GetCoordinationError(kept);
+  ASSERT_TRUE(source.has_value());
+  EXPECT_EQ(TaskName(source->source_task()), "/job:worker/task:0");
+}
+
+// A reported error's message is cut (kMaxReportedErrorBytes) before the task keeps it, and
+// more (kMaxKeptErrorBytes) where the leader record keeps it: a report of megabytes is not
+// written and pushed whole.
+TEST_F(CoordinatorDurableTest, TaskFailure_AHugeMessage_IsCutWhereItIsKeptAndTold) {
+  SpawnDurable(nullptr, std::chrono::seconds(2), Config(2));
+  Reports r0, r1;
+  ASSERT_THAT(Register("worker", 0, 5, Agent(&r0)), IsOk());
+  ASSERT_THAT(Register("worker", 1, 6, Agent(&r1)), IsOk());
+  proto::ReportErrorToServiceRequest huge = FailureOf(0);
+  huge.set_error_message(std::string(1 << 20, 'x'));
+  auto reported = Send<proto::ReportErrorToServiceResponse>(leader_, huge);
+  Release();
+  ASSERT_EQ(r1->size(), 1u);
+  EXPECT_LT((*r1)[0].error_message().size(), kMaxReportedErrorBytes + 64);
+  EXPECT_THAT((*r1)[0].error_message(), HasSubstr("[cut: "));
+  auto task = OnDisk<proto::TaskRecord>(TaskStateKey("/job:worker/task:0"));
+  ASSERT_TRUE(task.has_value());
+  EXPECT_LT(task->error_message().size(), kMaxReportedErrorBytes + 64);
+  auto leader = OnDisk<proto::LeaderRecord>(LeaderStateKey());
+  ASSERT_TRUE(leader.has_value());
+  EXPECT_LT(leader->cluster_error().message().size(), kMaxKeptErrorBytes + 64);
+  EXPECT_THAT(leader->cluster_error().message(), HasSubstr("[cut: "));
 }
 
 // A leader that recorded the cluster's failure and stopped before telling everyone: the next
-// leader tells each task that reconnects.
+// leader tells each task that reconnects, naming the task that failed.
 TEST_F(CoordinatorDurableTest, Restore_ClusterError_ATaskThatReconnectsIsToldIt) {
   auto recovered = Recovered();
-  *recovered->mutable_leader()->mutable_cluster_error() =
-      StoreStatus(absl::AbortedError("the job failed: /job:ps/task:0 was lost"));
+  *recovered->mutable_leader()->mutable_cluster_error() = StoreStatus(MakeCoordinationError(
+      absl::AbortedError("the job failed: /job:ps/task:0 was lost"), MakeTask("ps", 0)));
   SpawnDurable(recovered);
   auto agent = Agent(&reports_);
   ASSERT_THAT(Call<proto::RegisterTaskResponse>(leader_, Reconnect("worker", 0, 100), agent),
@@ -334,10 +420,62 @@ TEST_F(CoordinatorDurableTest, Restore_ClusterError_ATaskThatReconnectsIsToldIt)
   ASSERT_EQ(reports_->size(), 1u);
   EXPECT_EQ((*reports_)[0].error_code(), static_cast<int>(Code::kAborted));
   EXPECT_THAT((*reports_)[0].error_message(), HasSubstr("/job:ps/task:0 was lost"));
+  EXPECT_EQ(TaskName((*reports_)[0].error_payload().source_task()), "/job:ps/task:0");
   // It stays kept for the tasks still to come.
   auto leader = OnDisk<proto::LeaderRecord>(LeaderStateKey());
   ASSERT_TRUE(leader.has_value());
   EXPECT_TRUE(leader->has_cluster_error());
+}
+
+// A kept error of another round than the record's (written through a new round by a leader that
+// did not know the field), or one that is no error, is not told, and not written again.
+TEST_F(CoordinatorDurableTest, Restore_ClusterErrorOfAnotherRoundOrNoError_NotToldNotKept) {
+  for (bool other_round : {true, false}) {
+    SCOPED_TRACE(other_round ? "another round" : "no error");
+    auto recovered = Recovered();
+    recovered->mutable_leader()->set_round(2);
+    *recovered->mutable_leader()->mutable_cluster_error() =
+        other_round ? StoreStatus(absl::AbortedError("the last round's failure"))
+                    : proto::StoredStatus();
+    recovered->mutable_leader()->set_cluster_error_round(other_round ? 1 : 2);
+    disk_ = std::make_shared<FakeDisk>();
+    SpawnDurable(recovered);
+    Reports reports;
+    ASSERT_THAT(
+        Call<proto::RegisterTaskResponse>(leader_, Reconnect("worker", 0, 100), Agent(&reports)),
+        IsOk());
+    Release();
+    EXPECT_TRUE(reports->empty());
+    auto leader = OnDisk<proto::LeaderRecord>(LeaderStateKey());
+    ASSERT_TRUE(leader.has_value());
+    EXPECT_EQ(leader->round(), 2);
+    EXPECT_FALSE(leader->has_cluster_error());
+  }
+}
+
+// A new round (the policy restarts every task) ends the kept failure, on disk and for the tasks
+// that register in it.
+TEST_F(CoordinatorDurableTest, NewRound_TheKeptClusterErrorEnds) {
+  auto recovered = Recovered();
+  *recovered->mutable_leader()->mutable_cluster_error() = StoreStatus(MakeCoordinationError(
+      absl::AbortedError("the job failed: /job:ps/task:0 was lost"), MakeTask("ps", 0)));
+  SpawnDurable(recovered, std::chrono::seconds(2), std::nullopt, std::make_shared<OneForAll>());
+  Reports told;
+  ASSERT_THAT(Call<proto::RegisterTaskResponse>(leader_, Reconnect("worker", 0, 100), Agent(&told)),
+              IsOk());
+  Release();
+  ASSERT_EQ(told->size(), 1u);  // the kept failure, told
+  proto::ReportErrorToServiceRequest failure = FailureOf(0);
+  auto reported = Send<proto::ReportErrorToServiceResponse>(leader_, failure);
+  Release();
+  auto leader = OnDisk<proto::LeaderRecord>(LeaderStateKey());
+  ASSERT_TRUE(leader.has_value());
+  EXPECT_EQ(leader->round(), 1);
+  EXPECT_FALSE(leader->has_cluster_error());
+  Reports fresh;
+  ASSERT_THAT(Register("worker", 0, 200, Agent(&fresh)), IsOk());
+  Release();
+  EXPECT_TRUE(fresh->empty());
 }
 
 // A beat of a task its job's failure put in ERROR is refused once that is durable, and never

@@ -18,6 +18,7 @@
 #include "muster/messages/requests/task_requests.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
+#include "muster/net/agent/session/etcd/etcd_security.h"
 #include "muster/net/agent/session/etcd/ha_leader_registry.h"
 #include "muster/net/agent/session/leader_addresses.h"
 #include "muster/net/leader/auth/job_token.h"
@@ -43,6 +44,7 @@ absl::StatusOr<ConnectOptions> LeaderOptions(const AgentOptions& options, absl::
     list = absl::StrJoin(*read, ",");
     // Read again by the session when none of these takes it: a leader started since.
     leader.registry = options.leader;
+    leader.registry_security = std::make_shared<const EtcdSecurity>(EtcdSecurityFromEnv());
   }
   // "HOST:PORT", or an HA job's leaders "HOST:PORT,HOST:PORT" (tried in turn).
   std::vector<std::string> addresses = SplitLeaderList(list);

@@ -33,9 +33,11 @@ absl::StatusOr<bool> Agent::TakeSpareAssignment(caf::actor_system& system,
   absl::StatusOr<std::string> value = (*waiter)->GetKeyValue(key);
   if (!value.ok()) return value.status();
   (void)(*waiter)->DeleteKeyValue(key);  // the launcher's note is read: nothing else needs it
+  waiter->reset();  // its session's threads (an etcd:// read) must not read the environment now
   absl::StatusOr<SpareAssignment> assignment = ParseSpareAssignment(*value);
   if (!assignment.ok()) return assignment.status();
-  // Before any other thread of the program reads the environment (CAF's do not).
+  // Before any other thread of the program reads the environment (CAF's do not, nor do agents'
+  // sessions: they take etcd's settings when they are created).
   for (const auto& [name, variable] : *assignment) {
     ::setenv(name.c_str(), variable.c_str(), /*overwrite=*/1);
   }

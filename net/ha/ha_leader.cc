@@ -219,8 +219,17 @@ absl::Duration HaLeader::Step() {
     std::string problem(claim.status().message());
     if (problem != last_problem_) Tell(absl::StrCat("standby: cannot campaign: ", problem));
     last_problem_ = problem;
+    // A user or password etcd refuses (changed in etcd since the start) stays refused, and each
+    // try costs etcd a password check: tried less and less often.
+    if (absl::IsInvalidArgument(claim.status()) || absl::IsPermissionDenied(claim.status())) {
+      ++refused_campaigns_;
+      return std::min(ha_.campaign_interval * (1 << std::min(refused_campaigns_, 6)),
+                      absl::Seconds(10));
+    }
+    refused_campaigns_ = 0;
     return ha_.campaign_interval;
   }
+  refused_campaigns_ = 0;
   if (election_.won(*claim)) {
     if (TakeOver(*claim)) {
       last_problem_.clear();

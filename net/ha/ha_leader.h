@@ -160,8 +160,9 @@ class HaLeader {
   bool stop_called_ = false;
   std::string store_problem_;  // set by the store's writer when a write failed
   // The campaign thread's own:
-  std::string last_problem_;  // the last campaign error told, not repeated
-  int failed_takeovers_ = 0;  // in a row
+  std::string last_problem_;   // the last campaign error told, not repeated
+  int failed_takeovers_ = 0;   // in a row
+  int refused_campaigns_ = 0;  // campaigns in a row etcd refused the user of
   std::shared_ptr<FailureSink> failures_ = std::make_shared<FailureSink>();
   std::thread campaign_;
 };

@@ -27,6 +27,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,8 @@
 #include "muster/messages/vocabulary/interfaces.h"
 
 namespace muster {
+
+struct EtcdSecurity;  // net/agent/session/etcd/etcd_security.h
 
 struct ConnectOptions {
   std::string host = "127.0.0.1";
@@ -58,6 +61,9 @@ struct ConnectOptions {
   // session with other_leaders reads them again after a round in which none of those it knows
   // took it: a leader may have started since (one that replaced a lost host).
   std::string registry;
+  // How to reach that etcd (TLS, user), taken when the agent was created: a session's reads of
+  // the registry run on threads of their own, which must not read the environment.
+  std::shared_ptr<const EtcdSecurity> registry_security;
 };
 
 using LeaderConnectorActor =

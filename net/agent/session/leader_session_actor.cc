@@ -107,8 +107,8 @@ void ReadRegistry(SessionPointer self) {
   caf::timespan timeout =
       std::max(std::min(left, st.options.connect.attempt_timeout * 2), caf::timespan{1});
   // The reader bounds the read by `timeout` and quits after it.
-  self->request(SpawnHaRegistryReader(self->system()), caf::infinite, caf::get_atom::value,
-                st.options.connect.registry, timeout)
+  self->request(SpawnHaRegistryReader(self->system(), st.options.connect.registry_security),
+                caf::infinite, caf::get_atom::value, st.options.connect.registry, timeout)
       .then(
           [self](std::string& leaders) {
             self->state.reading = false;

@@ -16,8 +16,11 @@ namespace muster {
 namespace {
 
 // Worth trying another member: this one is down, cut off, or has no quorum.
+// Another member may answer: this one is down, slow, or (etcd's "too many requests") behind.
 bool MemberFailed(const absl::Status& status) {
-  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status);
+  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
+         (absl::IsResourceExhausted(status) &&
+          absl::StrContains(status.message(), "too many requests"));
 }
 
 }  // namespace
@@ -39,6 +42,9 @@ absl::StatusOr<std::shared_ptr<EtcdClient>> EtcdClient::Connect(EtcdOptions opti
   if (!security.ok()) return security.status();
   options.security = *std::move(security);
   auto client = std::shared_ptr<EtcdClient>(new EtcdClient(std::move(options)));
+  // One deadline for the authentication and the probe.
+  const absl::Time deadline = absl::Now() + timeout;
+  auto left = [&] { return std::max(deadline - absl::Now(), absl::ZeroDuration()); };
   if (client->options_.security.auth()) {
     absl::StatusOr<std::string> token = client->Authenticate(timeout);
     if (!token.ok()) {
@@ -54,7 +60,7 @@ absl::StatusOr<std::shared_ptr<EtcdClient>> EtcdClient::Connect(EtcdOptions opti
   probe.set_limit(1);
   probe.set_serializable(true);  // any live member answers, with or without a quorum
   probe.set_count_only(true);
-  absl::StatusOr<etcdserverpb::RangeResponse> answer = client->Range(probe, timeout);
+  absl::StatusOr<etcdserverpb::RangeResponse> answer = client->Range(probe, left());
   if (!answer.ok() && absl::StrContains(answer.status().message(), "user name is empty")) {
     return EtcdUserRequiredError(client->endpoints());
   }
@@ -86,10 +92,17 @@ absl::StatusOr<std::string> EtcdClient::Authenticate(absl::Duration timeout) con
                      ": give no etcd user (unset MUSTER_ETCD_USER), or enable "
                      "etcd's authentication (etcdctl auth enable)"));
   }
-  if (absl::IsInvalidArgument(status) || absl::IsUnauthenticated(status)) {
+  // etcd's answer to a user or password it does not know (not a file of ours that does not load).
+  if ((absl::IsInvalidArgument(status) || absl::IsUnauthenticated(status)) &&
+      absl::StrContains(status.message(), "authentication failed")) {
     return EtcdUserRefusedError(options_.security.user, status.message());
   }
   if (!status.ok()) return status;
+  if (!IsEtcdToken(response.token())) {
+    return absl::UnavailableError(absl::StrCat(
+        "etcd's authentication answered a token that is not one (", response.token().size(),
+        " bytes; at most ", kMaxEtcdTokenBytes, " of printable ASCII)"));
+  }
   authentications_.fetch_add(1);
   absl::MutexLock lock(&token_mutex_);
   token_ = response.token();
@@ -121,14 +134,30 @@ absl::Status EtcdClient::OnSomeMember(absl::string_view what, absl::Duration tim
   if (left() <= absl::ZeroDuration()) return status;
   std::string current;
   {
-    // Renewed once for the calls refused together: those that waited find it renewed.
-    absl::MutexLock renewing(&renew_mutex_);
-    current = this->token();
-    if (current == token) {
-      absl::StatusOr<std::string> fresh = Authenticate(left());
-      if (!fresh.ok()) return fresh.status();
-      current = *std::move(fresh);
+    // Renewed once for the calls refused together: one renews, the others wait for it (each
+    // until its own deadline) and find it renewed.
+    absl::MutexLock lock(&token_mutex_);
+    if (!token_mutex_.AwaitWithDeadline(absl::Condition(
+                                            +[](bool* renewing) { return !*renewing; }, &renewing_),
+                                        deadline)) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "etcd ", what, ": no time left while the token of user \"",
+          absl::CHexEscape(options_.security.user), "\" was renewed for another call"));
     }
+    if (token_ != token) {
+      current = token_;
+    } else {
+      renewing_ = true;
+    }
+  }
+  if (current.empty()) {
+    absl::StatusOr<std::string> fresh = Authenticate(left());
+    {
+      absl::MutexLock lock(&token_mutex_);
+      renewing_ = false;
+    }
+    if (!fresh.ok()) return fresh.status();
+    current = *std::move(fresh);
   }
   if (left() <= absl::ZeroDuration()) {
     return absl::DeadlineExceededError(

@@ -123,11 +123,12 @@ class EtcdClient {
   std::vector<Member> members_;
   mutable std::atomic<size_t> current_{0};  // the member that answered last
   mutable std::atomic<int> authentications_{0};
-  // Held while a refused token is renewed (a blocking call: the client's callers are threads of
-  // their own, never actors). Before token_mutex_.
-  mutable absl::Mutex renew_mutex_ ABSL_ACQUIRED_BEFORE(token_mutex_);
   mutable absl::Mutex token_mutex_;
   mutable std::string token_ ABSL_GUARDED_BY(token_mutex_);
+  // True while a call renews a refused token (a blocking call: the client's callers are threads
+  // of their own, never actors); the calls refused meanwhile wait for it, each until its own
+  // deadline.
+  mutable bool renewing_ ABSL_GUARDED_BY(token_mutex_) = false;
 };
 
 }  // namespace muster

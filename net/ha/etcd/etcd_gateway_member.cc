@@ -39,8 +39,8 @@ const char* PathOf(EtcdMethod method) {
 std::string Excerpt(const std::string& text) { return absl::CHexEscape(text.substr(0, 200)); }
 
 // etcd's error reply, {"error": ..., "code": N, "message": ...} (a stream's: {"grpc_code": N,
-// "message": ...}), as a status of code N; an HTTP error without one: Unavailable (5xx: the
-// member), FailedPrecondition (4xx: not a gateway).
+// "message": ...}), as a status of code N; an HTTP error without one: Unavailable (5xx and 429:
+// the member), FailedPrecondition (other 4xx: not a gateway).
 absl::Status ErrorOf(int http_status, const std::string& body) {
   google::protobuf::Struct parsed;
   if (google::protobuf::util::JsonStringToMessage(body, &parsed).ok()) {
@@ -50,11 +50,12 @@ absl::Status ErrorOf(int http_status, const std::string& body) {
     auto message = fields.find("message");
     if (code != fields.end() && code->second.number_value() >= 1 &&
         code->second.number_value() <= 16) {
-      return absl::Status(static_cast<absl::StatusCode>(code->second.number_value()),
-                          message != fields.end() ? message->second.string_value() : Excerpt(body));
+      return absl::Status(
+          static_cast<absl::StatusCode>(code->second.number_value()),
+          message != fields.end() ? Excerpt(message->second.string_value()) : Excerpt(body));
     }
   }
-  if (http_status >= 400 && http_status < 500) {
+  if (http_status >= 400 && http_status < 500 && http_status != 429) {  // 429: a member behind
     return absl::FailedPreconditionError(absl::StrCat(
         "HTTP ", http_status, " (", Excerpt(body),
         "): is it etcd 3.4 or later, with its gRPC gateway on (--enable-grpc-gateway)?"));

@@ -2,9 +2,12 @@
 // clients over https:// only (a client certificate required) and, in the second suite, with
 // etcd's authentication on. The leader's client over gRPC and through the JSON gateway, and the
 // agents' leader registry (etcd://, configured from MUSTER_ETCD_*), against each; a wrong
-// password, a missing CA, certificates that do not load and an expired token.
+// password, a missing CA, certificates that do not load, an expired token renewed once for the
+// calls refused together.
 #include <cstdlib>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -85,16 +88,46 @@ TEST(EtcdSecurityCheckTest, APasswordFile_IsReadAndTrimmed_OneThatCannotBeReadIs
     std::ofstream out(file);
     out << "from-a-file\n";
   }
-  auto read = CheckEtcdSecurity({.user = "root", .password_file = file});
+  auto read = CheckEtcdSecurity({.tls = true, .user = "root", .password_file = file});
   ASSERT_THAT(read, IsOk());
   EXPECT_EQ(read->password, "from-a-file");
-  EXPECT_THAT(CheckEtcdSecurity({.user = "root", .password_file = file + ".missing"}),
+  EXPECT_THAT(CheckEtcdSecurity({.tls = true, .user = "root", .password_file = file + ".missing"}),
               StatusIs(Code::kInvalidArgument,
                        AllOf(HasSubstr("MUSTER_ETCD_PASSWORD_FILE"), HasSubstr(".missing"))));
   // Given both, the password itself wins.
-  auto given = CheckEtcdSecurity({.user = "root", .password = "p", .password_file = file});
+  auto given =
+      CheckEtcdSecurity({.tls = true, .user = "root", .password = "p", .password_file = file});
   ASSERT_THAT(given, IsOk());
   EXPECT_EQ(given->password, "p");
+}
+
+// A password never crosses the network in clear: a user needs TLS (https:// or a CA).
+TEST(EtcdSecurityCheckTest, AUserOverPlainHttp_IsRefusedWithoutThePassword) {
+  EXPECT_THAT(
+      CheckEtcdSecurity({.user = "root", .password = "pw-71f3"}),
+      StatusIs(Code::kInvalidArgument, AllOf(HasSubstr("\"root\" over plain HTTP"),
+                                             HasSubstr("https://"), Not(HasSubstr("pw-71f3")))));
+  EXPECT_THAT(CheckEtcdSecurity({.user = "root", .password = "pw-71f3"}, /*https=*/true), IsOk());
+}
+
+// A device or a FIFO named as a security file is refused before it is read (one would never
+// end, the other block).
+TEST(EtcdSecurityCheckTest, AFileThatIsNotARegularFile_IsRefused) {
+  EXPECT_THAT(CheckEtcdSecurity({.tls = true, .user = "root", .password_file = "/dev/zero"}),
+              StatusIs(Code::kInvalidArgument, AllOf(HasSubstr("/dev/zero is not a regular file"),
+                                                     HasSubstr("MUSTER_ETCD_PASSWORD_FILE"))));
+  EXPECT_THAT(CheckEtcdSecurity({.ca_file = "/dev/null"}),
+              StatusIs(Code::kInvalidArgument, HasSubstr("not a regular file")));
+}
+
+TEST(EtcdSecurityCheckTest, ATokenIsPrintableAsciiOfBoundedSize) {
+  EXPECT_TRUE(IsEtcdToken("gzCWdVgFkCtcjqMU.17"));
+  EXPECT_TRUE(IsEtcdToken("eyJhbGciOiJSUzI1NiJ9.eyJ1c2VyIjoicm9vdCJ9.c2ln"));
+  EXPECT_FALSE(IsEtcdToken(""));
+  EXPECT_FALSE(IsEtcdToken("abc\r\nX-Injected: 1"));
+  EXPECT_FALSE(IsEtcdToken("with space"));
+  EXPECT_FALSE(IsEtcdToken(std::string(kMaxEtcdTokenBytes + 1, 'a')));
+  EXPECT_TRUE(IsEtcdToken(std::string(kMaxEtcdTokenBytes, 'a')));
 }
 
 TEST(EtcdSecurityCheckTest, ACertificateOrKeyThatDoesNotLoad_IsNamed) {
@@ -244,6 +277,59 @@ TEST_F(EtcdAuthTest, AnExpiredToken_IsRenewed_TheCallSucceeds) {
     EXPECT_THAT(PutAndGet(**client, "muster-test/renew", "2"), IsOkAndHolds("2"));
     EXPECT_EQ((*client)->authentications(), 2);  // renewed once, then used again
   }
+}
+
+// Calls refused together for an expired token renew it once: one call authenticates, the
+// others wait for it and use its token.
+TEST_F(EtcdAuthTest, ManyCallsRefusedTogether_RenewTheTokenOnce) {
+  for (EtcdMemberFactory member :
+       {EtcdMemberFactory(NewEtcdGrpcMember), EtcdMemberFactory(NewEtcdGatewayMember)}) {
+    auto client = cluster_->Client(member);
+    ASSERT_THAT(client, IsOk());
+    ASSERT_THAT(PutAndGet(**client, "muster-test/together", "0"), IsOk());
+    ASSERT_EQ((*client)->authentications(), 1);
+    absl::SleepFor(absl::Seconds(3));  // the token's TTL is 2 s unused: it has expired
+    constexpr int kThreads = 8;
+    std::vector<absl::StatusOr<std::string>> results(kThreads, absl::UnknownError("not run"));
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kThreads; ++i) {
+      threads.emplace_back([&, i] {
+        results[i] =
+            PutAndGet(**client, absl::StrCat("muster-test/together/", i), absl::StrCat("v", i));
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    for (int i = 0; i < kThreads; ++i) {
+      EXPECT_THAT(results[i], IsOkAndHolds(absl::StrCat("v", i))) << "thread " << i;
+    }
+    EXPECT_EQ((*client)->authentications(), 2);
+  }
+}
+
+// The agents' reads of one process share one token: reads that find it expired together ask
+// etcd for one new token, not one each.
+TEST_F(EtcdAuthTest, AgentsRegistry_ReadsThatFindTheTokenExpiredTogether_AuthenticateOnce) {
+  auto client = cluster_->Client();
+  ASSERT_THAT(client, IsOk());
+  ASSERT_THAT(PutAndGet(**client, HaLeadersPrefix("shared-job") + "a", "10.0.0.9:7400"), IsOk());
+  const std::string url = absl::StrCat("etcd://", Hosts(*cluster_), "/shared-job");
+  ASSERT_THAT(ReadHaLeadersThroughGateway(url, absl::Seconds(5), cluster_->security()), IsOk());
+  absl::SleepFor(absl::Seconds(3));  // expired
+  const uint64_t before = EtcdReadAuthentications();
+  constexpr int kThreads = 8;
+  std::vector<absl::StatusOr<std::vector<std::string>>> results(kThreads,
+                                                                absl::UnknownError("not run"));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      results[i] = ReadHaLeadersThroughGateway(url, absl::Seconds(5), cluster_->security());
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (int i = 0; i < kThreads; ++i) {
+    EXPECT_THAT(results[i], IsOkAndHolds(ElementsAre("10.0.0.9:7400"))) << "thread " << i;
+  }
+  EXPECT_EQ(EtcdReadAuthentications() - before, 1u);
 }
 
 TEST_F(EtcdAuthTest, AgentsRegistry_WithAUser_ReadsTheLeaders) {

@@ -133,15 +133,22 @@ absl::StatusOr<std::string> EtcdGatewayAuthenticate(httplib::ClientImpl& client,
   if (reply->status == 200 && json) {
     auto token = fields.find("token");
     if (token != fields.end() && !token->second.string_value().empty()) {
+      if (!IsEtcdToken(token->second.string_value())) {
+        return absl::UnavailableError(
+            absl::StrCat("etcd's authentication answered a token that is not one (",
+                         token->second.string_value().size(), " bytes; at most ",
+                         kMaxEtcdTokenBytes, " of printable ASCII)"));
+      }
       return token->second.string_value();
     }
   }
-  std::string message = absl::CHexEscape(reply->body.substr(0, 200));
+  std::string message = reply->body;
   if (json) {
     if (auto text = fields.find("message"); text != fields.end()) {
       message = text->second.string_value();
     }
   }
+  message = absl::CHexEscape(message.substr(0, 200));
   if (reply->status >= 500 || reply->status == 0 || reply->status == 429) {
     return absl::UnavailableError(
         absl::StrCat("etcd's authentication: HTTP ", reply->status, ": ", message));

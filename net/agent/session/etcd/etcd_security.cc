@@ -1,8 +1,9 @@
 #include "muster/net/agent/session/etcd/etcd_security.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <fstream>
-#include <iterator>
 #include <utility>
 
 #include <absl/status/status.h>
@@ -47,10 +48,17 @@ absl::Status EtcdUserRefusedError(absl::string_view user, absl::string_view why)
 absl::StatusOr<std::string> ReadEtcdSecurityFile(const std::string& path, absl::string_view what) {
   // A PEM file or a password: anything larger is not one.
   constexpr size_t kMaxBytes = 1 << 20;
+  // A regular file only: a FIFO would block the read, a device (/dev/zero) never end.
+  struct stat info;
+  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", path, " is not a regular file"));
+  }
   std::ifstream in(path, std::ios::binary);
   std::string contents;
   if (in) {
-    contents.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    contents.resize(kMaxBytes + 1);
+    in.read(contents.data(), static_cast<std::streamsize>(contents.size()));
+    contents.resize(static_cast<size_t>(in.gcount()));
   }
   if (!in.good() && !in.eof()) {
     return absl::InvalidArgumentError(
@@ -110,7 +118,21 @@ absl::StatusOr<EtcdSecurity> CheckEtcdSecurity(EtcdSecurity security, bool https
   if (!security.auth() && !security.password.empty()) {
     return absl::InvalidArgumentError("an etcd password without a user: set MUSTER_ETCD_USER too");
   }
+  if (security.auth() && !security.tls) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "etcd user \"", absl::CHexEscape(security.user),
+        "\" over plain HTTP: its password would cross the network in clear. Give https:// "
+        "endpoints (or MUSTER_ETCD_CACERT) to reach etcd over TLS"));
+  }
   return security;
+}
+
+bool IsEtcdToken(absl::string_view token) {
+  if (token.empty() || token.size() > kMaxEtcdTokenBytes) return false;
+  for (char c : token) {
+    if (c < 0x21 || c > 0x7e) return false;  // printable ASCII: it goes in a header
+  }
+  return true;
 }
 
 }  // namespace muster

@@ -4,6 +4,7 @@
 // client (net/ha/etcd/etcd_client.h) and the agents' leader lookup (ha_leader_registry.h).
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include <absl/status/statusor.h>
@@ -38,9 +39,15 @@ EtcdSecurity EtcdSecurityFromEnv();
 // `security` checked and completed, for endpoints given as https:// when `https` (TLS on):
 // each file named can be read (the password file's contents become the password), a
 // certificate comes with its key and both load (PEM, the key unencrypted and the
-// certificate's), a user comes with a password. Possible errors: InvalidArgument naming the
-// file or the setting (never the password).
+// certificate's), a user comes with a password and TLS (never a password in clear). Possible
+// errors: InvalidArgument naming the file or the setting (never the password).
 absl::StatusOr<EtcdSecurity> CheckEtcdSecurity(EtcdSecurity security, bool https = false);
+// The longest token an etcd authentication may answer (etcd's are simple tokens of 16 letters
+// and an index, or JWTs of a few hundred bytes).
+inline constexpr size_t kMaxEtcdTokenBytes = 4096;
+// Whether `token`, as etcd answered it, is one to keep and send back: 1 to kMaxEtcdTokenBytes of
+// printable ASCII.
+bool IsEtcdToken(absl::string_view token);
 // The errors both ways of reaching etcd give: etcd at `where` has its authentication on and no
 // user was given (Unauthenticated); etcd refused `user` or its password, saying `why`
 // (InvalidArgument; never the password).

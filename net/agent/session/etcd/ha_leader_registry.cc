@@ -1,10 +1,13 @@
 #include "muster/net/agent/session/etcd/ha_leader_registry.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <utility>
 
 #include <absl/base/thread_annotations.h>
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 #include <absl/hash/hash.h>
 #include <absl/strings/ascii.h>
 #include <absl/strings/escaping.h>
@@ -62,30 +65,42 @@ class TokenCache {
     static TokenCache* cache = new TokenCache();  // never destroyed: used until the process ends
     return *cache;
   }
-  std::string Find(const std::string& key) {
+  // The token of `key`, or (an empty one) the turn to ask etcd for it, which EndTurn ends: reads
+  // that find no token ask once (each authentication is a raft write and a bcrypt check in
+  // etcd), the others wait for that read, each until its own `deadline` (DeadlineExceeded).
+  // Not an actor's: reads run on threads that may block (ReadHaLeadersThroughGateway).
+  absl::StatusOr<std::string> FindOrTakeTurn(const std::string& key, absl::Time deadline) {
     absl::MutexLock lock(&mutex_);
-    auto it = tokens_.find(key);
-    return it == tokens_.end() ? std::string() : it->second;
+    auto settled = [&] { return !asking_.contains(key); };
+    if (!mutex_.AwaitWithDeadline(absl::Condition(&settled), deadline)) {
+      return absl::DeadlineExceededError("no time left while another read authenticated");
+    }
+    if (auto it = tokens_.find(key); it != tokens_.end()) return it->second;
+    asking_.insert(key);
+    return std::string();
   }
-  void Put(const std::string& key, const std::string& token) {
+  // Ends the turn FindOrTakeTurn gave, with the `token` etcd answered (none: it refused).
+  void EndTurn(const std::string& key, const std::string& token) {
     absl::MutexLock lock(&mutex_);
-    tokens_[key] = token;
+    asking_.erase(key);
+    if (!token.empty()) {
+      tokens_[key] = token;
+      authentications_.fetch_add(1);
+    }
   }
+  uint64_t authentications() const { return authentications_.load(); }
   // Forgets `token` (etcd no longer knows it), unless another read replaced it already.
   void Forget(const std::string& key, const std::string& token) {
     absl::MutexLock lock(&mutex_);
     auto it = tokens_.find(key);
     if (it != tokens_.end() && it->second == token) tokens_.erase(it);
   }
-  // Held while a read authenticates, so that reads that find no token ask etcd for one once
-  // (each authentication is a raft write and a bcrypt check in etcd). Not an actor's: reads
-  // run on threads that may block (ReadHaLeadersThroughGateway).
-  absl::Mutex& authenticating() { return authenticating_; }
 
  private:
-  absl::Mutex authenticating_ ABSL_ACQUIRED_BEFORE(mutex_);
   absl::Mutex mutex_;
   absl::flat_hash_map<std::string, std::string> tokens_ ABSL_GUARDED_BY(mutex_);
+  absl::flat_hash_set<std::string> asking_ ABSL_GUARDED_BY(mutex_);  // keys being authenticated
+  std::atomic<uint64_t> authentications_{0};
 };
 
 // etcd's answer to a token it no longer knows (expired, a member restarted), or to one from
@@ -110,21 +125,22 @@ absl::StatusOr<std::pair<std::vector<std::string>, std::optional<std::string>>> 
     std::string token;
     if (security.auth()) {
       TokenCache& cache = TokenCache::Get();
-      token = cache.Find(tokens_key);
+      absl::StatusOr<std::string> found = cache.FindOrTakeTurn(tokens_key, deadline);
+      if (!found.ok()) {
+        return absl::Status(found.status().code(),
+                            absl::StrCat("etcd at ", endpoint, ": ", found.status().message()));
+      }
+      token = *std::move(found);
       if (token.empty()) {
-        absl::MutexLock once(&cache.authenticating());
-        token = cache.Find(tokens_key);  // another read may have asked meanwhile
-        if (token.empty()) {
-          absl::StatusOr<std::string> authenticated =
-              EtcdGatewayAuthenticate(*client, security, deadline);
-          if (!authenticated.ok()) {
-            return absl::Status(
-                authenticated.status().code(),
-                absl::StrCat("etcd at ", endpoint, ": ", authenticated.status().message()));
-          }
-          token = *std::move(authenticated);
-          cache.Put(tokens_key, token);
+        absl::StatusOr<std::string> authenticated =
+            EtcdGatewayAuthenticate(*client, security, deadline);
+        cache.EndTurn(tokens_key, authenticated.ok() ? *authenticated : std::string());
+        if (!authenticated.ok()) {
+          return absl::Status(
+              authenticated.status().code(),
+              absl::StrCat("etcd at ", endpoint, ": ", authenticated.status().message()));
         }
+        token = *std::move(authenticated);
       }
     }
     reply = PostToGateway(*client, "/v3/kv/txn", body, deadline, kMaxReplyBytes, token);
@@ -148,6 +164,10 @@ absl::StatusOr<std::pair<std::vector<std::string>, std::optional<std::string>>> 
     return absl::PermissionDeniedError(absl::StrCat(
         "etcd at ", endpoint, " denied user \"", absl::CHexEscape(security.user),
         "\" the job's keys: grant it read on the prefix muster/ (etcdctl role grant-permission)"));
+  }
+  if (reply->status == 429) {  // "too many requests": that member is behind; another may answer
+    return absl::UnavailableError(absl::StrCat("etcd at ", endpoint, " answered HTTP 429 (",
+                                               absl::CHexEscape(received.substr(0, 200)), ")"));
   }
   if (reply->status >= 400 && reply->status < 500) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -296,6 +316,8 @@ absl::StatusOr<std::vector<std::string>> OrderHaLeaders(std::vector<std::string>
   }
   return leaders;
 }
+
+uint64_t EtcdReadAuthentications() { return TokenCache::Get().authentications(); }
 
 absl::StatusOr<std::vector<std::string>> ReadHaLeadersThroughGateway(absl::string_view url,
                                                                      absl::Duration timeout) {

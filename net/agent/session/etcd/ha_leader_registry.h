@@ -79,6 +79,10 @@ absl::StatusOr<std::vector<std::string>> ReadHaLeadersThroughGateway(absl::strin
                                                                      absl::Duration timeout,
                                                                      EtcdSecurity security);
 
+// The tokens the reads of this process asked etcd for so far (ReadHaLeadersThroughGateway with
+// a user): one per user, password and cluster, and one more each time etcd forgot it.
+uint64_t EtcdReadAuthentications();
+
 // The same, for a client that waits for its leaders (an agent's wait_for_leader, `muster run`
 // joining): while no etcd member answers yet (Unavailable) or no leader is registered yet
 // (NotFound), asks again every 200 ms until `timeout` has passed. Without `wait`, one read.

@@ -6,6 +6,7 @@
 //   READY --(get, url, timeout)--> reads (blocking, at most `timeout`) --> answers, DONE (quits)
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include <caf/actor_system.hpp>
@@ -15,12 +16,16 @@
 
 namespace muster {
 
+struct EtcdSecurity;  // etcd_security.h
+
 // Replies once with the leaders of the job at `url` ("etcd://ENDPOINTS/NAME"), the active one
 // first, as "HOST:PORT,HOST:PORT", and quits. Possible errors: those of
 // ReadHaLeadersThroughGateway (ha_leader_registry.h).
 using HaRegistryReaderActor =
     caf::typed_actor<caf::replies_to<caf::get_atom, std::string, caf::timespan>::with<std::string>>;
 
-HaRegistryReaderActor SpawnHaRegistryReader(caf::actor_system& system);
+// `security`: how to reach etcd (null: the environment's, read on the reader's thread).
+HaRegistryReaderActor SpawnHaRegistryReader(caf::actor_system& system,
+                                            std::shared_ptr<const EtcdSecurity> security);
 
 }  // namespace muster

@@ -26,8 +26,11 @@ proto::TaskRecord RecordOf(const proto::CoordinatedTaskStateInfo& info, int64_t 
 CoordinatorRecords::CoordinatorRecords(StateWriterActor writer, uint64_t incarnation,
                                        const proto::LeaderRecord& recovered)
     : gate_(std::move(writer)), incarnation_(incarnation), leader_(recovered) {
-  // One that does not apply (of an earlier round) is not written again.
-  if (!RestoredClusterError(leader_)) {
+  // One that does not apply (of an earlier round) is not written again; one that does is
+  // written again as the coordinator keeps it (bounded).
+  if (std::optional<absl::Status> kept = RestoredClusterError(leader_)) {
+    *leader_.mutable_cluster_error() = StoreStatus(*kept);
+  } else {
     leader_.clear_cluster_error();
     leader_.clear_cluster_error_round();
   }

@@ -44,7 +44,7 @@ absl::StatusOr<ConnectOptions> LeaderOptions(const AgentOptions& options, absl::
     list = absl::StrJoin(*read, ",");
     // Read again by the session when none of these takes it: a leader started since.
     leader.registry = options.leader;
-    leader.registry_security = std::make_shared<const EtcdSecurity>(EtcdSecurityFromEnv());
+    leader.registry_security = RegistrySecurity(leader.registry);
   }
   // "HOST:PORT", or an HA job's leaders "HOST:PORT,HOST:PORT" (tried in turn).
   std::vector<std::string> addresses = SplitLeaderList(list);

@@ -223,7 +223,7 @@ absl::Duration HaLeader::Step() {
     // try costs etcd a password check: tried less and less often.
     if (absl::IsInvalidArgument(claim.status()) || absl::IsPermissionDenied(claim.status())) {
       ++refused_campaigns_;
-      return std::min(ha_.campaign_interval * (1 << std::min(refused_campaigns_, 6)),
+      return std::min(ha_.campaign_interval * (1 << std::min(refused_campaigns_, 10)),
                       absl::Seconds(10));
     }
     refused_campaigns_ = 0;

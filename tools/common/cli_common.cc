@@ -17,6 +17,7 @@
 
 #include "muster/messages/status/caf_text.h"
 #include "muster/messages/task_name.h"
+#include "muster/net/agent/session/etcd/etcd_security.h"
 #include "muster/net/agent/session/etcd/ha_leader_registry.h"
 #include "muster/net/agent/session/leader_addresses.h"
 #include "muster/net/agent/session/leader_session_actor.h"
@@ -246,7 +247,8 @@ absl::StatusOr<std::unique_ptr<LeaderSession>> LeaderSession::Connect(const Lead
                                            .timeout = ToTimespan(timeout),
                                            .wait_for_leader = wait_for_leader,
                                            .other_leaders = address.others,
-                                           .registry = address.registry},
+                                           .registry = address.registry,
+                                           .registry_security = RegistrySecurity(address.registry)},
                                .token = token.ok() ? *token : std::string(),
                                .authenticate_timeout = ToTimespan(timeout)};
   // The session answers within twice `timeout` (connecting, then the token); the margin only

@@ -19,6 +19,7 @@
 
 #include "muster/actors/supervision/supervision_policy.h"
 #include "muster/messages/task_name.h"
+#include "muster/net/agent/session/etcd/etcd_security.h"
 #include "muster/net/launcher/launcher_actor.h"
 #include "muster/net/leader/leader.h"
 #include "muster/net/process/cluster/cluster_environment.h"
@@ -259,14 +260,16 @@ int Join(LauncherConfig config, const std::string& tasks, bool in_step) {
     // and registers with it again, its tasks running on.
     auto token = TokenFromFlags();
     if (!token.ok()) return ReportFailure(kCommand, token.status());
-    config.follow = LeaderSessionOptions{.connect = {.host = address->host,
-                                                     .port = address->port,
-                                                     .timeout = ToTimespan(*timeout),
-                                                     .wait_for_leader = true,
-                                                     .other_leaders = address->others,
-                                                     .registry = address->registry},
-                                         .token = *std::move(token),
-                                         .authenticate_timeout = ToTimespan(*timeout)};
+    config.follow =
+        LeaderSessionOptions{.connect = {.host = address->host,
+                                         .port = address->port,
+                                         .timeout = ToTimespan(*timeout),
+                                         .wait_for_leader = true,
+                                         .other_leaders = address->others,
+                                         .registry = address->registry,
+                                         .registry_security = RegistrySecurity(address->registry)},
+                             .token = *std::move(token),
+                             .authenticate_timeout = ToTimespan(*timeout)};
   }
   return Launch((*session)->system(), (*session)->self(), std::move(config));
 }

@@ -4,6 +4,7 @@
 #include <thread>
 #include <utility>
 
+#include <absl/cleanup/cleanup.h>
 #include <absl/strings/escaping.h>
 #include <absl/strings/match.h>
 #include <absl/strings/str_cat.h>
@@ -133,6 +134,7 @@ absl::Status EtcdClient::OnSomeMember(absl::string_view what, absl::Duration tim
   }
   if (left() <= absl::ZeroDuration()) return status;
   std::string current;
+  bool renews = false;
   {
     // Renewed once for the calls refused together: one renews, the others wait for it (each
     // until its own deadline) and find it renewed.
@@ -147,15 +149,15 @@ absl::Status EtcdClient::OnSomeMember(absl::string_view what, absl::Duration tim
     if (token_ != token) {
       current = token_;
     } else {
-      renewing_ = true;
+      renewing_ = renews = true;
     }
   }
-  if (current.empty()) {
-    absl::StatusOr<std::string> fresh = Authenticate(left());
-    {
+  if (renews) {
+    absl::Cleanup done = [this] {
       absl::MutexLock lock(&token_mutex_);
       renewing_ = false;
-    }
+    };
+    absl::StatusOr<std::string> fresh = Authenticate(left());
     if (!fresh.ok()) return fresh.status();
     current = *std::move(fresh);
   }

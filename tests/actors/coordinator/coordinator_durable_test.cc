@@ -427,6 +427,25 @@ TEST_F(CoordinatorDurableTest, Restore_ClusterError_ATaskThatReconnectsIsToldIt)
   EXPECT_TRUE(leader->has_cluster_error());
 }
 
+// A kept error is written again as the coordinator keeps it: bounded, even if an older writer
+// stored it whole.
+TEST_F(CoordinatorDurableTest, Restore_AnUnboundedKeptError_IsWrittenAgainBounded) {
+  auto recovered = Recovered();
+  *recovered->mutable_leader()->mutable_cluster_error() = StoreStatus(
+      MakeCoordinationError(absl::AbortedError(std::string(64 << 10, 'e')), MakeTask("ps", 0)));
+  SpawnDurable(recovered);
+  Reports told;
+  ASSERT_THAT(Call<proto::RegisterTaskResponse>(leader_, Reconnect("worker", 0, 100), Agent(&told)),
+              IsOk());
+  Release();
+  ASSERT_EQ(told->size(), 1u);
+  EXPECT_LT((*told)[0].error_message().size(), kMaxKeptErrorBytes + 128);
+  auto leader = OnDisk<proto::LeaderRecord>(LeaderStateKey());
+  ASSERT_TRUE(leader.has_value());
+  ASSERT_TRUE(leader->has_cluster_error());
+  EXPECT_LT(leader->cluster_error().message().size(), kMaxKeptErrorBytes + 128);
+}
+
 // A kept error of another round than the record's (written through a new round by a leader that
 // did not know the field), or one that is no error, is not told, and not written again.
 TEST_F(CoordinatorDurableTest, Restore_ClusterErrorOfAnotherRoundOrNoError_NotToldNotKept) {

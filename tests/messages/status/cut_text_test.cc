@@ -37,5 +37,12 @@ TEST(CutTextTest, ACharacterAcrossTheBound_IsCutWhole) {
   EXPECT_THAT(CutText(emoji, 3), EndsWith("4 more bytes]"));
 }
 
+TEST(CutTextTest, TextThatIsNotUtf8_IsCutAtTheBound) {
+  // A run of continuation bytes has no character start to go back to: cut where the bound says
+  // rather than keep nothing.
+  const std::string bytes(100, '\x80');
+  EXPECT_EQ(CutText(bytes, 10), std::string(10, '\x80') + " [cut: 90 more bytes]");
+}
+
 }  // namespace
 }  // namespace muster

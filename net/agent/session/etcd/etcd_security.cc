@@ -1,11 +1,15 @@
 #include "muster/net/agent/session/etcd/etcd_security.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
-#include <fstream>
+#include <memory>
 #include <utility>
 
+#include <absl/cleanup/cleanup.h>
 #include <absl/status/status.h>
 #include <absl/strings/escaping.h>
 #include <absl/strings/match.h>
@@ -32,6 +36,11 @@ EtcdSecurity EtcdSecurityFromEnv() {
   return security;
 }
 
+std::shared_ptr<const EtcdSecurity> RegistrySecurity(const std::string& registry) {
+  if (registry.empty()) return nullptr;
+  return std::make_shared<const EtcdSecurity>(EtcdSecurityFromEnv());
+}
+
 absl::Status EtcdUserRequiredError(absl::string_view where) {
   return absl::UnauthenticatedError(
       absl::StrCat("etcd at ", where,
@@ -48,21 +57,28 @@ absl::Status EtcdUserRefusedError(absl::string_view user, absl::string_view why)
 absl::StatusOr<std::string> ReadEtcdSecurityFile(const std::string& path, absl::string_view what) {
   // A PEM file or a password: anything larger is not one.
   constexpr size_t kMaxBytes = 1 << 20;
-  // A regular file only: a FIFO would block the read, a device (/dev/zero) never end.
-  struct stat info;
-  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": ", path, " is not a regular file"));
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::string contents;
-  if (in) {
-    contents.resize(kMaxBytes + 1);
-    in.read(contents.data(), static_cast<std::streamsize>(contents.size()));
-    contents.resize(static_cast<size_t>(in.gcount()));
-  }
-  if (!in.good() && !in.eof()) {
+  auto unreadable = [&] {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": cannot read ", path, " (does it exist, and may this user read it?)"));
+  };
+  // Opened without blocking (a FIFO would block the open), then a regular file only: a FIFO
+  // would block the read, a device (/dev/zero) never end.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return unreadable();
+  absl::Cleanup close_fd = [fd] { ::close(fd); };
+  struct stat info;
+  if (::fstat(fd, &info) != 0) return unreadable();
+  if (!S_ISREG(info.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", path, " is not a regular file"));
+  }
+  std::string contents;
+  char chunk[64 << 10];
+  while (contents.size() <= kMaxBytes) {
+    const ssize_t n = ::read(fd, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return unreadable();
+    if (n == 0) break;
+    contents.append(chunk, static_cast<size_t>(n));
   }
   if (contents.empty() || contents.size() > kMaxBytes) {
     return absl::InvalidArgumentError(

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include <absl/status/statusor.h>
@@ -36,6 +37,9 @@ struct EtcdSecurity {
 // MUSTER_ETCD_PASSWORD (or MUSTER_ETCD_PASSWORD_FILE, a file holding it); TLS when a CA or a
 // certificate is named.
 EtcdSecurity EtcdSecurityFromEnv();
+// For a session that reads the leaders of `registry` ("etcd://..."; empty: none) again later,
+// on threads of its own: the environment's settings, taken now (null without a registry).
+std::shared_ptr<const EtcdSecurity> RegistrySecurity(const std::string& registry);
 // `security` checked and completed, for endpoints given as https:// when `https` (TLS on):
 // each file named can be read (the password file's contents become the password), a
 // certificate comes with its key and both load (PEM, the key unencrypted and the

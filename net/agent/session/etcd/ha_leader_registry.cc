@@ -6,6 +6,7 @@
 #include <utility>
 
 #include <absl/base/thread_annotations.h>
+#include <absl/cleanup/cleanup.h>
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/flat_hash_set.h>
 #include <absl/hash/hash.h>
@@ -131,10 +132,14 @@ absl::StatusOr<std::pair<std::vector<std::string>, std::optional<std::string>>> 
                             absl::StrCat("etcd at ", endpoint, ": ", found.status().message()));
       }
       token = *std::move(found);
-      if (token.empty()) {
-        absl::StatusOr<std::string> authenticated =
-            EtcdGatewayAuthenticate(*client, security, deadline);
-        cache.EndTurn(tokens_key, authenticated.ok() ? *authenticated : std::string());
+      if (token.empty()) {  // this read's turn
+        absl::StatusOr<std::string> authenticated = absl::UnknownError("not asked");
+        {
+          absl::Cleanup end_turn = [&] {
+            cache.EndTurn(tokens_key, authenticated.ok() ? *authenticated : std::string());
+          };
+          authenticated = EtcdGatewayAuthenticate(*client, security, deadline);
+        }
         if (!authenticated.ok()) {
           return absl::Status(
               authenticated.status().code(),

@@ -48,13 +48,13 @@ import sys
 import threading
 import time
 import _thread
-from concurrent.futures import wait as _wait_futures
+from concurrent.futures import Future, wait as _wait_futures
 from typing import Callable, List, Optional, Sequence, Union
-from urllib.parse import parse_qs, quote, unquote, urlparse
+from urllib.parse import parse_qs, quote, urlparse
 
 import torch.distributed as dist
 
-from . import _errors
+from . import _errors, _muster
 from ._agent import (Agent, announce, cluster_placement, launch_identity, take_spare_assignment,
                      to_bytes)
 from ._convert import join_address, split_address
@@ -65,6 +65,8 @@ __all__ = ["MusterRendezvousBackend", "Store", "StoreTimeoutError", "report_prog
            "set_peer_failure_handler"]
 
 _DEFAULT_TIMEOUT = datetime.timedelta(minutes=5)
+# The longest wait the leader takes (a year); a longer timeout waits without a limit.
+_MAX_WAIT_SECONDS = 365 * 24 * 3600
 
 
 class StoreTimeoutError(_errors.DeadlineExceededError, RuntimeError):
@@ -99,16 +101,36 @@ class Store(dist.Store):
         super().__init__()
         self._agent = agent
         self._prefix = prefix.strip("/") + "/"
-        self._timeout = _timedelta(timeout)
-        super().set_timeout(self._timeout)
+        super().set_timeout(_timedelta(timeout))
 
     def _key(self, key: str) -> str:
-        return self._prefix + quote(key, safe="")
+        # "%" for the empty key: quote() never makes it, and "" would name the prefix itself.
+        return self._prefix + (quote(key, safe="") or "%")
 
     def _timeout_seconds(self, timeout: Optional[datetime.timedelta] = None) -> Optional[float]:
-        t = self._timeout if timeout is None else timeout
+        # The store's timeout as c10d keeps it: a PrefixStore around this one sets it there
+        # without calling set_timeout below.
+        t = self.timeout if timeout is None else timeout
         s = t.total_seconds()
-        return None if s <= 0 else s  # torch: a zero timeout means no limit
+        # torch: a zero timeout means no limit
+        return None if s <= 0 or s > _MAX_WAIT_SECONDS else s
+
+    def _together(self, calls: List[Callable[[], object]],
+                  call_async: List[Callable[[], object]]) -> List[object]:
+        """The futures of `call_async` (requests sent together), or, in a callback (whose
+        thread completes the futures, so waiting for one there never ends), futures made by
+        the blocking `calls` one after the other."""
+        if not _muster._on_dispatcher_thread():
+            return [make() for make in call_async]
+        done = []
+        for call in calls:
+            f: "Future[object]" = Future()
+            try:
+                f.set_result(call())
+            except BaseException as e:  # noqa: B902: handed over as the future's
+                f.set_exception(e)
+            done.append(f)
+        return done
 
     def _timed_out(self, keys: Sequence[str], timeout: Optional[float]) -> StoreTimeoutError:
         return StoreTimeoutError(
@@ -125,8 +147,8 @@ class Store(dist.Store):
         timeout = self._timeout_seconds()
         try:
             return self._agent.get_key_value(self._key(key), timeout)
-        except _errors.DeadlineExceededError:
-            raise self._timed_out([key], timeout) from None
+        except _errors.DeadlineExceededError as e:
+            raise self._timed_out([key], timeout) from e
 
     def add(self, key: str, amount: int) -> int:
         """Adds `amount` to the integer at `key` (a missing key counts from 0); the new value."""
@@ -140,7 +162,10 @@ class Store(dist.Store):
         # From C++ (c10d's PrefixStore) the values arrive as lists of byte values.
         expected, desired = _value(expected_value), _value(desired_value)
         if expected == b"":
+            # Missing, or holding b"": either matches an empty expected value.
             succeeded, current = self._agent.compare_and_swap(self._key(key), None, desired)
+            if not succeeded and current == b"":
+                succeeded, current = self._agent.compare_and_swap(self._key(key), b"", desired)
             return desired if succeeded else (current if current is not None else expected)
         succeeded, current = self._agent.compare_and_swap(self._key(key), expected, desired)
         if succeeded:
@@ -160,6 +185,10 @@ class Store(dist.Store):
         """How many keys this store (its prefix) holds."""
         return len(self._agent.get_key_value_dir(self._prefix.rstrip("/")))
 
+    # The names c10d's C++ side looks these up by (through a PrefixStore around this store).
+    getNumKeys = num_keys
+    deleteKey = delete_key
+
     def check(self, keys: List[str]) -> bool:
         """True when every key exists (no waiting)."""
         if len(keys) == 1:
@@ -168,7 +197,9 @@ class Store(dist.Store):
             except _errors.NotFoundError:
                 return False
             return True
-        futures = [self._agent.try_get_key_value_async(self._key(k)) for k in keys]
+        futures = self._together(
+            [lambda k=k: self._agent.try_get_key_value(self._key(k)) for k in keys],
+            [lambda k=k: self._agent.try_get_key_value_async(self._key(k)) for k in keys])
         ok = True
         for f in futures:
             try:
@@ -184,10 +215,13 @@ class Store(dist.Store):
         if len(keys) == 1:  # waited for on this thread: no future, no hand-off to another thread
             try:
                 self._agent.get_key_value(self._key(keys[0]), seconds_left)
-            except _errors.DeadlineExceededError:
-                raise self._timed_out(keys, seconds_left) from None
+            except _errors.DeadlineExceededError as e:
+                raise self._timed_out(keys, seconds_left) from e
             return
-        futures = [self._agent.get_key_value_async(self._key(k), seconds_left) for k in keys]
+        futures = self._together(
+            [lambda k=k: self._agent.get_key_value(self._key(k), seconds_left) for k in keys],
+            [lambda k=k: self._agent.get_key_value_async(self._key(k), seconds_left)
+             for k in keys])
         missing = []
         for key, f in zip(keys, futures):
             try:
@@ -199,28 +233,32 @@ class Store(dist.Store):
 
     def set_timeout(self, timeout: Union[datetime.timedelta, float]) -> None:
         """The timeout of get, wait and multi_get from now on (seconds or a timedelta)."""
-        self._timeout = _timedelta(timeout)
-        super().set_timeout(self._timeout)
+        super().set_timeout(_timedelta(timeout))
 
     def multi_get(self, keys: List[str]) -> List[bytes]:
         """The values of `keys`, each waited for up to the timeout; requests sent together."""
         timeout = self._timeout_seconds()
-        futures = [self._agent.get_key_value_async(self._key(k), timeout) for k in keys]
+        futures = self._together(
+            [lambda k=k: self._agent.get_key_value(self._key(k), timeout) for k in keys],
+            [lambda k=k: self._agent.get_key_value_async(self._key(k), timeout) for k in keys])
         _wait_futures(futures)
         values = []
         for key, f in zip(keys, futures):
             try:
                 values.append(f.result())
-            except _errors.DeadlineExceededError:
-                raise self._timed_out([key], timeout) from None
+            except _errors.DeadlineExceededError as e:
+                raise self._timed_out([key], timeout) from e
         return values
 
     def multi_set(self, keys: List[str], values: List[Union[str, bytes]]) -> None:
         """Sets every key to its value; the requests are sent together."""
         if len(keys) != len(values):
             raise ValueError(f"multi_set: {len(keys)} keys but {len(values)} values")
-        futures = [self._agent.insert_key_value_async(self._key(k), to_bytes(v), True)
-                   for k, v in zip(keys, values)]
+        futures = self._together(
+            [lambda k=k, v=v: self._agent.insert_key_value(self._key(k), to_bytes(v), True)
+             for k, v in zip(keys, values)],
+            [lambda k=k, v=v: self._agent.insert_key_value_async(self._key(k), to_bytes(v), True)
+             for k, v in zip(keys, values)])
         for f in futures:
             f.result()
 
@@ -333,7 +371,10 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
             placement = cluster_placement()
         except _errors.InvalidArgumentError as e:
             raise error(str(e)) from None
-    bind = host
+    # A node's name may resolve to a loopback address in its own /etc/hosts (Debian maps the
+    # host's name to 127.0.1.1): rank 0 listens on every interface unless given an address (or
+    # localhost), as TCPStore's master does.
+    bind = host if host is None or host == "localhost" or _is_address(host) else "0.0.0.0"
     if placement is not None:
         announce(placement)
         detected = split_address(placement["leader"])  # None: MUSTER_LEADER=etcd://...
@@ -369,26 +410,47 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
     policy = _param(query, "on_peer_failure") or _peer_failure
     if isinstance(policy, str) and policy not in ("exit", "raise"):
         raise error(f"on_peer_failure={policy!r}: expected exit or raise")
+    if policy == "raise" and threading.current_thread() is not threading.main_thread():
+        raise error("on_peer_failure=raise needs the rendezvous in the main thread")
 
     made = {}
     if rank == 0 and not external:
         made["leader"] = Leader({job: world_size}, host=bind, port=port,
                                 heartbeat_timeout=heartbeat_timeout,
                                 shutdown_barrier_timeout=timeout)
+    try:
+        store = _join(made, policy, leaders, host, port, job, task, rank, heartbeat_timeout,
+                      reconnect_timeout, timeout)
+    except BaseException:
+        # Nothing of a rendezvous that failed stays behind: the port is free for the next try.
+        if "agent" in made:
+            made["agent"].close()
+        if "leader" in made:
+            made["leader"].stop()
+        raise
+    with _lock:
+        _jobs.append(made)
+    yield (store, rank, world_size)
+    raise RuntimeError("muster:// cannot rendezvous again in the same process")
+
+
+def _join(made: dict, policy: _PeerHandler, leaders: Optional[str], host: Optional[str],
+          port: Optional[int], job: str, task: int, rank: int, heartbeat_timeout: float,
+          reconnect_timeout: float, timeout: datetime.timedelta) -> "Store":
+    """The rank's agent, connected, and its store (kept in `made`)."""
     on_error = None
     exit_code = 0
     if policy == "exit":
         exit_code = 1
     elif policy == "raise":
-        if threading.current_thread() is not threading.main_thread():
-            raise error("on_peer_failure=raise needs the rendezvous in the main thread")
         signal.signal(signal.SIGUSR1, _raise_pending)
         on_error = _raise_in_main
     else:
         on_error = policy
     # Ranks start in any order: like TCPStore's clients, they wait for the leader (rank 0's).
-    agent = Agent(leaders or join_address(host, port), job, task, heartbeat_timeout=heartbeat_timeout,
-                  register_timeout=timeout, shutdown_barrier_timeout=timeout, on_error=on_error,
+    agent = Agent(leaders or join_address(host, port), job, task,
+                  heartbeat_timeout=heartbeat_timeout, register_timeout=timeout,
+                  shutdown_barrier_timeout=timeout, on_error=on_error,
                   leader_reconnect_timeout=reconnect_timeout, wait_for_leader=True,
                   _exit_code_on_error=exit_code,
                   _exit_prefix=f"muster.torch: rank {rank}")
@@ -396,12 +458,9 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
     made["exit_on_peer_failure"] = policy == "exit"
     agent.connect()
     # Kept here: c10d holds the store from C++ only, and a Python store whose Python object is
-    # gone cannot be called any more.
-    made["store"] = Store(agent, timeout)
-    with _lock:
-        _jobs.append(made)
-    yield (made["store"], rank, world_size)
-    raise RuntimeError("muster:// cannot rendezvous again in the same process")
+    # gone cannot be called any more. Each job its own keys (jobs may share a leader).
+    made["store"] = Store(agent, timeout, prefix=f"torch/store/{quote(job, safe='')}")
+    return made["store"]
 
 
 # How long an unhandled exception waits for news of a failed peer before this rank reports

@@ -99,7 +99,14 @@ void Dispatcher::Post(std::function<void()> work) {
   }
 }
 
+namespace {
+thread_local bool on_dispatcher_thread = false;
+}  // namespace
+
+bool Dispatcher::OnItsThread() { return on_dispatcher_thread; }
+
 void Dispatcher::Run() {
+  on_dispatcher_thread = true;
   pthread_setname_np(pthread_self(), "muster-dispatch");
   PyGILState_Ensure();                          // this thread's Python state, kept for its life
   PyThreadState* python = PyEval_SaveThread();  // and no GIL while it waits

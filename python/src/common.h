@@ -66,6 +66,9 @@ absl::Duration ToDuration(const std::optional<double>& seconds);
 class Dispatcher {
  public:
   static Dispatcher& Get();
+  // True on the dispatcher's thread: a callback running there that waited for a future it
+  // completes would wait forever.
+  static bool OnItsThread();
   void Post(std::function<void()> work);
   // Drops queued work and ends the thread, waiting (at most `grace`) for the batch it may be
   // running. Called without the GIL; the batch needs it.

@@ -22,6 +22,8 @@ PYBIND11_MODULE(_muster, m) {
   muster::python::BindLeader(m);
   muster::python::BindBarrierProgressText(m);
   muster::python::BindDetectCluster(m);
+  m.def("_on_dispatcher_thread", &muster::python::Dispatcher::OnItsThread,
+        "True in a callback (the thread that runs them and completes futures).");
   m.def(
       "_shutdown",
       [] {

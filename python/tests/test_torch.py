@@ -51,6 +51,68 @@ def test_store_semantics_as_tcpstore():
         assert time.monotonic() - start < 2
 
 
+def test_store_through_a_prefix_store_as_c10d_wraps_it():
+    """c10d wraps every store in a C++ PrefixStore: its timeout reaches get and wait, and
+    num_keys and delete_key reach this store (c10d looks them up by their C++ names)."""
+    with muster.Leader({"worker": 1}) as leader, muster.Agent(leader.address, "worker", 0) as a:
+        store = muster.torch.Store(a, datetime.timedelta(seconds=30))
+        prefixed = dist.PrefixStore("default_pg", store)
+        prefixed.set("k", "v")
+        assert prefixed.num_keys() == 1
+        assert prefixed.delete_key("k") and not prefixed.delete_key("k")
+        prefixed.set_timeout(datetime.timedelta(milliseconds=100))
+        start = time.monotonic()
+        with pytest.raises(RuntimeError, match="timeout"):
+            prefixed.get("never")
+        assert time.monotonic() - start < 5  # the PrefixStore's 0.1 s, not the store's 30 s
+
+
+def test_store_edge_cases_as_tcpstore():
+    """The empty key is a key like any other; compare_set with an empty expected value swaps a
+    key that holds b""; a timeout over the leader's longest wait (a year) waits without one."""
+    with muster.Leader({"worker": 1}) as leader, muster.Agent(leader.address, "worker", 0) as a:
+        store = muster.torch.Store(a, datetime.timedelta(seconds=1))
+        store.set("other", "x")
+        store.set("", "empty key")
+        assert store.get("") == b"empty key"
+        assert store.num_keys() == 2
+        assert store.delete_key("")
+        assert store.get("other") == b"x"  # the empty key is not the store's directory
+        assert store.num_keys() == 1
+        store.set("blank", b"")
+        assert store.compare_set("blank", "", "filled") == b"filled"
+        assert store.compare_set("blank", "", "again") == b"filled"
+        store.set_timeout(datetime.timedelta(days=9999))
+        store.set("late", "ok")
+        assert store.get("late") == b"ok"  # not InvalidArgument for the timeout
+
+
+def test_multi_key_calls_in_a_callback_do_not_wait_for_their_own_thread():
+    """A callback runs on the thread that completes futures: the multi-key calls it makes are
+    made one after the other there instead of waiting for futures that thread would complete."""
+    with muster.Leader({"worker": 1}) as leader, muster.Agent(leader.address, "worker", 0) as a:
+        store = muster.torch.Store(a, datetime.timedelta(seconds=5))
+        store.multi_set(["a", "b"], ["1", "2"])
+        results = []
+        done = threading.Event()
+
+        def callback(_future):
+            try:
+                results.append(store.check(["a", "b"]))
+                results.append(store.multi_get(["a", "b"]))
+                store.wait(["a", "b"])
+                store.multi_set(["c", "d"], ["3", "4"])
+                results.append(store.check(["c", "d", "missing"]))
+            finally:
+                done.set()
+
+        # Completed once "trigger" is set, after the callback is added: on the callbacks' thread.
+        a.get_key_value_async("torch/store/trigger", 10).add_done_callback(callback)
+        store.set("trigger", "go")
+        assert done.wait(10), "the callback's store calls never returned"
+        assert results == [True, [b"1", b"2"], False]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -176,6 +176,40 @@ class Ranks:
             proc.wait()
 
 
+HOST_NAME_RANK = """
+import datetime, socket, sys
+import torch.distributed as dist
+import muster.torch
+port, host = int(sys.argv[1]), socket.gethostname()
+# Rank 0's rendezvous fails after its leader started (a reconnect timeout its agent refuses):
+# the leader stops, the port is free again.
+try:
+    next(dist.rendezvous(f"muster://{host}:{port}?rank=0&world_size=1&leader_reconnect_timeout=-1"))
+except ValueError as e:
+    kept = e  # with its traceback, which holds the rendezvous's frames
+    print("refused", flush=True)
+probe = socket.socket()
+probe.bind(("0.0.0.0", port))
+probe.close()
+print("port free", flush=True)
+store, rank, world_size = next(dist.rendezvous(f"muster://{host}:{port}?rank=0&world_size=1",
+                                               timeout=datetime.timedelta(seconds=30)))
+print("prefix", store._prefix, flush=True)
+# Given a host name, rank 0 listens on every interface: loopback reaches it too.
+socket.create_connection(("127.0.0.1", port), timeout=5).close()
+print("loopback reaches it", flush=True)
+"""
+
+
+def test_rank_0_given_a_host_name_listens_everywhere_and_a_failed_rendezvous_frees_its_port():
+    port = free_port()
+    done = subprocess.run([PYTHON, "-c", HOST_NAME_RANK, str(port)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == ["refused", "port free", "prefix torch/store/worker/",
+                                        "loopback reaches it"], done.stdout + done.stderr
+
+
 ONE_RANK = """
 import sys
 import torch.distributed as dist

@@ -421,6 +421,16 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
     try:
         store = _join(made, policy, leaders, host, port, job, task, rank, heartbeat_timeout,
                       reconnect_timeout, timeout)
+        if not external and rank != 0:
+            # Rank 0 made the job as large as its world_size: a rank that disagrees would wait
+            # in the store's barrier until the timeout.
+            made_size = len(made["agent"].watch_job_state(job)[1])
+            if made_size != world_size:
+                wrong = error(f"world_size {world_size} disagrees with rank 0's, {made_size} "
+                              f"(the job {job!r} it made): give every rank the same world_size")
+                # The job ends with it (each rank told, naming this one) rather than wait.
+                made["agent"].report_error(str(wrong), "INVALID_ARGUMENT")
+                raise wrong
     except BaseException:
         # Nothing of a rendezvous that failed stays behind: the port is free for the next try.
         if "agent" in made:

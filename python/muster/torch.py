@@ -424,8 +424,8 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
         if not external and rank != 0:
             # Rank 0 made the job as large as its world_size: a rank that disagrees would wait
             # in the store's barrier until the timeout.
-            made_size = len(made["agent"].watch_job_state(job)[1])
-            if made_size != world_size:
+            if not _job_has(made["agent"], job, world_size):
+                made_size = len(made["agent"].watch_job_state(job)[1])
                 wrong = error(f"world_size {world_size} disagrees with rank 0's, {made_size} "
                               f"(the job {job!r} it made): give every rank the same world_size")
                 # The job ends with it (each rank told, naming this one) rather than wait.
@@ -442,6 +442,18 @@ def _rendezvous_handler(url: str, timeout: datetime.timedelta = _DEFAULT_TIMEOUT
         _jobs.append(made)
     yield (store, rank, world_size)
     raise RuntimeError("muster:// cannot rendezvous again in the same process")
+
+
+def _job_has(agent: Agent, job: str, tasks: int) -> bool:
+    """Whether `job` has exactly `tasks` tasks: its last one exists and the next does not (two
+    small calls, whatever the job's size)."""
+    def known(task: int) -> bool:
+        try:
+            agent.get_task_state([(job, task)])
+            return True
+        except _errors.InvalidArgumentError:  # not in the cluster configuration
+            return False
+    return known(tasks - 1) and not known(tasks)
 
 
 def _join(made: dict, policy: _PeerHandler, leaders: Optional[str], host: Optional[str],

@@ -210,20 +210,21 @@ def test_rank_0_given_a_host_name_listens_everywhere_and_a_failed_rendezvous_fre
                                         "loopback reaches it"], done.stdout + done.stderr
 
 
-def test_a_rank_whose_world_size_disagrees_with_rank_0s_fails_at_once_naming_both():
+@pytest.mark.parametrize("made,said", [(2, 3), (3, 2)])
+def test_a_rank_whose_world_size_disagrees_with_rank_0s_fails_at_once_naming_both(made, said):
     port = free_port()
     url = f"muster://127.0.0.1:{port}"
-    # Rank 0 alone, of 2: its leader serves while it waits for rank 1.
-    rank0 = subprocess.Popen([PYTHON, RANK, url, "0", "2", "victim"], stdout=subprocess.PIPE,
+    # Rank 0 alone, of `made`: its leader serves while it waits for the others.
+    rank0 = subprocess.Popen([PYTHON, RANK, url, "0", str(made), "victim"], stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
     try:
         wrong = subprocess.run(
             [PYTHON, "-c", "import sys, datetime, torch.distributed as dist, muster.torch\n"
-             "next(dist.rendezvous(sys.argv[1] + '?rank=1&world_size=3',"
-             " timeout=datetime.timedelta(seconds=60)))", url],
+             "next(dist.rendezvous(sys.argv[1] + f'?rank=1&world_size={sys.argv[2]}',"
+             " timeout=datetime.timedelta(seconds=60)))", url, str(said)],
             capture_output=True, text=True, timeout=60)
         assert wrong.returncode != 0
-        assert "world_size 3 disagrees with rank 0's, 2" in wrong.stderr, wrong.stderr
+        assert f"world_size {said} disagrees with rank 0's, {made}" in wrong.stderr, wrong.stderr
         # Rank 0 does not wait for its timeout: the job ends, naming the rank (with its report,
         # or its connection lost: the rank ends as its report leaves).
         assert rank0.wait(timeout=30) != 0

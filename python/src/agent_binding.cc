@@ -44,12 +44,14 @@ struct ErrorSink {
   int exit_code = 0;
   std::string exit_prefix;
   PyHandle callback;
+  proto::CoordinatedTask task;  // the agent's own
 };
 
 void OnAgentError(const std::shared_ptr<ErrorSink>& sink, const absl::Status& status) {
   if (sink->exit_code != 0) {
     std::string who;
-    if (auto payload = GetCoordinationError(status); payload && payload->has_source_task()) {
+    const std::optional<proto::CoordinationServiceError> payload = GetCoordinationError(status);
+    if (payload && payload->has_source_task()) {
       who = absl::StrCat(" ", TaskString(payload->source_task()), " (rank ",
                          payload->source_task().task_id(), ") failed:");
     }
@@ -60,7 +62,11 @@ void OnAgentError(const std::shared_ptr<ErrorSink>& sink, const absl::Status& st
     // No GIL, no Python: the main thread may be blocked inside a collective.
     ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
     (void)ignored;
-    if (Runtime::Get().HostsLeader()) {
+    // This agent's own failure, which it reports (report_error): the report gets the same
+    // moment to leave, or the others would learn of a lost connection instead of what it said.
+    const bool own =
+        payload && payload->has_source_task() && SameTask(payload->source_task(), sink->task);
+    if (Runtime::Get().HostsLeader() || own) {
       // The leader in this process has just pushed the same failure to the other ranks: its
       // network thread gets a moment to send it before the process, and the leader, end (they
       // would learn of a lost leader instead of the rank that failed).
@@ -124,6 +130,7 @@ std::unique_ptr<PyAgent> MakeAgent(
   auto sink = std::make_shared<ErrorSink>();
   sink->exit_code = exit_code_on_error;
   sink->exit_prefix = exit_prefix;
+  sink->task = MakeTask(job, task);
   if (!on_error.is_none()) sink->callback = PyHandle(on_error);
   auto preemption = std::make_shared<PreemptionSink>();
   if (!on_preemption.is_none()) preemption->callback = PyHandle(on_preemption);

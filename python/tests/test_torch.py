@@ -225,10 +225,12 @@ def test_a_rank_whose_world_size_disagrees_with_rank_0s_fails_at_once_naming_bot
             capture_output=True, text=True, timeout=60)
         assert wrong.returncode != 0
         assert f"world_size {said} disagrees with rank 0's, {made}" in wrong.stderr, wrong.stderr
-        # Rank 0 does not wait for its timeout: the job ends, naming the rank (with its report,
-        # or its connection lost: the rank ends as its report leaves).
+        # Rank 0 does not wait for its timeout: the job ends, naming the rank and what it said
+        # (the rank's report leaves before the rank ends).
         assert rank0.wait(timeout=30) != 0
-        assert "/job:worker/task:1 (rank 1) failed" in rank0.stdout.read()
+        told = rank0.stdout.read()
+        assert "/job:worker/task:1 (rank 1) failed: INVALID_ARGUMENT" in told, told
+        assert f"world_size {said} disagrees" in told, told
     finally:
         rank0.kill()
         rank0.wait()

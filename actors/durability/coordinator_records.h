@@ -1,8 +1,8 @@
 // The coordinator's own records in a leader's state dir (state_store.h): the leader record (its
 // incarnation, starts, job-state version and round, and the failure told to the whole cluster)
-// and one record per task. It builds the
-// batches and owns the durable gate they pass through; the coordinator persists them from its
-// actor. Without a state writer every batch is empty and nothing waits.
+// and one record per task. It builds the batches and owns the durable gate they pass through;
+// the coordinator persists them from its actor. Without a state writer every batch is empty and
+// nothing waits.
 #pragma once
 
 #include <cstddef>

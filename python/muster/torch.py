@@ -115,18 +115,19 @@ class Store(dist.Store):
         # torch: a zero timeout means no limit
         return None if s <= 0 or s > _MAX_WAIT_SECONDS else s
 
-    def _together(self, calls: List[Callable[[], object]],
-                  call_async: List[Callable[[], object]]) -> List[object]:
-        """The futures of `call_async` (requests sent together), or, in a callback (whose
-        thread completes the futures, so waiting for one there never ends), futures made by
-        the blocking `calls` one after the other."""
+    @staticmethod
+    def _together(call: Callable[..., object], call_async: Callable[..., Future],
+                  arguments: List[tuple]) -> List[Future]:
+        """A future for each call with `arguments`: made by `call_async` (the requests sent
+        together), or, in a callback (whose thread completes the futures, so waiting for one
+        there never ends), by the blocking `call`, one after the other."""
         if not _muster._on_dispatcher_thread():
-            return [make() for make in call_async]
+            return [call_async(*args) for args in arguments]
         done = []
-        for call in calls:
-            f: "Future[object]" = Future()
+        for args in arguments:
+            f: Future = Future()
             try:
-                f.set_result(call())
+                f.set_result(call(*args))
             except BaseException as e:  # noqa: B902: handed over as the future's
                 f.set_exception(e)
             done.append(f)
@@ -197,9 +198,9 @@ class Store(dist.Store):
             except _errors.NotFoundError:
                 return False
             return True
-        futures = self._together(
-            [lambda k=k: self._agent.try_get_key_value(self._key(k)) for k in keys],
-            [lambda k=k: self._agent.try_get_key_value_async(self._key(k)) for k in keys])
+        futures = self._together(self._agent.try_get_key_value,
+                                 self._agent.try_get_key_value_async,
+                                 [(self._key(k),) for k in keys])
         ok = True
         for f in futures:
             try:
@@ -218,10 +219,8 @@ class Store(dist.Store):
             except _errors.DeadlineExceededError as e:
                 raise self._timed_out(keys, seconds_left) from e
             return
-        futures = self._together(
-            [lambda k=k: self._agent.get_key_value(self._key(k), seconds_left) for k in keys],
-            [lambda k=k: self._agent.get_key_value_async(self._key(k), seconds_left)
-             for k in keys])
+        futures = self._together(self._agent.get_key_value, self._agent.get_key_value_async,
+                                 [(self._key(k), seconds_left) for k in keys])
         missing = []
         for key, f in zip(keys, futures):
             try:
@@ -238,9 +237,8 @@ class Store(dist.Store):
     def multi_get(self, keys: List[str]) -> List[bytes]:
         """The values of `keys`, each waited for up to the timeout; requests sent together."""
         timeout = self._timeout_seconds()
-        futures = self._together(
-            [lambda k=k: self._agent.get_key_value(self._key(k), timeout) for k in keys],
-            [lambda k=k: self._agent.get_key_value_async(self._key(k), timeout) for k in keys])
+        futures = self._together(self._agent.get_key_value, self._agent.get_key_value_async,
+                                 [(self._key(k), timeout) for k in keys])
         _wait_futures(futures)
         values = []
         for key, f in zip(keys, futures):
@@ -254,11 +252,9 @@ class Store(dist.Store):
         """Sets every key to its value; the requests are sent together."""
         if len(keys) != len(values):
             raise ValueError(f"multi_set: {len(keys)} keys but {len(values)} values")
-        futures = self._together(
-            [lambda k=k, v=v: self._agent.insert_key_value(self._key(k), to_bytes(v), True)
-             for k, v in zip(keys, values)],
-            [lambda k=k, v=v: self._agent.insert_key_value_async(self._key(k), to_bytes(v), True)
-             for k, v in zip(keys, values)])
+        futures = self._together(self._agent.insert_key_value,
+                                 self._agent.insert_key_value_async,
+                                 [(self._key(k), to_bytes(v), True) for k, v in zip(keys, values)])
         for f in futures:
             f.result()
 

@@ -16,8 +16,8 @@
 namespace muster {
 namespace {
 
-// Worth trying another member: this one is down, cut off, or has no quorum.
-// Another member may answer: this one is down, slow, or (etcd's "too many requests") behind.
+// Worth trying another member: this one is down, cut off, has no quorum, or (etcd's "too many
+// requests") is behind.
 bool MemberFailed(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
          (absl::IsResourceExhausted(status) &&
@@ -99,11 +99,7 @@ absl::StatusOr<std::string> EtcdClient::Authenticate(absl::Duration timeout) con
     return EtcdUserRefusedError(options_.security.user, status.message());
   }
   if (!status.ok()) return status;
-  if (!IsEtcdToken(response.token())) {
-    return absl::UnavailableError(absl::StrCat(
-        "etcd's authentication answered a token that is not one (", response.token().size(),
-        " bytes; at most ", kMaxEtcdTokenBytes, " of printable ASCII)"));
-  }
+  if (absl::Status token = CheckEtcdToken(response.token()); !token.ok()) return token;
   authentications_.fetch_add(1);
   absl::MutexLock lock(&token_mutex_);
   token_ = response.token();

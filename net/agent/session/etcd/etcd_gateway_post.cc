@@ -133,12 +133,7 @@ absl::StatusOr<std::string> EtcdGatewayAuthenticate(httplib::ClientImpl& client,
   if (reply->status == 200 && json) {
     auto token = fields.find("token");
     if (token != fields.end() && !token->second.string_value().empty()) {
-      if (!IsEtcdToken(token->second.string_value())) {
-        return absl::UnavailableError(
-            absl::StrCat("etcd's authentication answered a token that is not one (",
-                         token->second.string_value().size(), " bytes; at most ",
-                         kMaxEtcdTokenBytes, " of printable ASCII)"));
-      }
+      if (absl::Status bad = CheckEtcdToken(token->second.string_value()); !bad.ok()) return bad;
       return token->second.string_value();
     }
   }

@@ -143,6 +143,13 @@ absl::StatusOr<EtcdSecurity> CheckEtcdSecurity(EtcdSecurity security, bool https
   return security;
 }
 
+absl::Status CheckEtcdToken(absl::string_view token) {
+  if (IsEtcdToken(token)) return absl::OkStatus();
+  return absl::UnavailableError(
+      absl::StrCat("etcd's authentication answered a token that is not one (", token.size(),
+                   " bytes; at most ", kMaxEtcdTokenBytes, " of printable ASCII)"));
+}
+
 bool IsEtcdToken(absl::string_view token) {
   if (token.empty() || token.size() > kMaxEtcdTokenBytes) return false;
   for (char c : token) {

@@ -52,6 +52,8 @@ inline constexpr size_t kMaxEtcdTokenBytes = 4096;
 // Whether `token`, as etcd answered it, is one to keep and send back: 1 to kMaxEtcdTokenBytes of
 // printable ASCII.
 bool IsEtcdToken(absl::string_view token);
+// OK for a token IsEtcdToken keeps; otherwise Unavailable saying why (never the token).
+absl::Status CheckEtcdToken(absl::string_view token);
 // The errors both ways of reaching etcd give: etcd at `where` has its authentication on and no
 // user was given (Unauthenticated); etcd refused `user` or its password, saying `why`
 // (InvalidArgument; never the password).

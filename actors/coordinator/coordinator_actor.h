@@ -61,6 +61,9 @@ struct CoordinatorOptions {
   // What the leader's actors count (KV operations, durable writes; actors/observe/); null:
   // nothing is counted.
   std::shared_ptr<LeaderMetrics> metrics;
+  // The leader's port for direct key-value calls (net/leader/direct/direct_endpoint.h), told to
+  // every task that registers; 0: none.
+  uint16_t direct_port = 0;
 };
 
 // Spawns a coordinator for the jobs in `options.config`.

@@ -117,6 +117,7 @@ void SpawnTask(CoordinatorPointer self, const proto::CoordinatedTask& task,
                 .recoverable = st.tasks.view().IsRecoverable(task),
                 .initial = initial,
                 .reconnect_window = reconnect_window,
+                .direct_port = st.options.direct_port,
                 .parent = caf::actor_cast<TaskParentActor>(self)};
   TaskActor actor = SpawnTaskActor(self->system(), std::move(spec));
   self->monitor(actor);

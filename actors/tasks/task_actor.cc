@@ -23,6 +23,7 @@ struct TaskSettings {
   caf::timespan heartbeat_timeout{0};
   caf::timespan connection_loss_grace{0};
   bool recoverable = false;
+  uint16_t direct_port = 0;
   TaskParentActor parent;
 };
 
@@ -138,6 +139,7 @@ proto::RegisterTaskResponse RegisterOk(TaskPointer self) {
   response.set_heartbeat_timeout_ms(
       std::chrono::duration_cast<std::chrono::milliseconds>(self->state.spec.heartbeat_timeout)
           .count());
+  response.set_direct_port(self->state.spec.direct_port);
   return response;
 }
 
@@ -488,6 +490,7 @@ TaskActor::behavior_type TaskBehavior(TaskPointer self, TaskSpec spec) {
              .heartbeat_timeout = spec.heartbeat_timeout,
              .connection_loss_grace = spec.connection_loss_grace,
              .recoverable = spec.recoverable,
+             .direct_port = spec.direct_port,
              .parent = std::move(spec.parent)};
   st.info = std::move(spec.initial);
   *st.info.mutable_task() = std::move(spec.task);  // one copy of the task and its state

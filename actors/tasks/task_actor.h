@@ -112,6 +112,8 @@ struct TaskSpec {
   // With a CONNECTED initial state: how long the task's agent has to register again
   // (RegisterTaskRequest.reconnect) before the task fails with Unavailable.
   caf::timespan reconnect_window{0};
+  // Told to the agent with its registration (RegisterTaskResponse.direct_port); 0: none.
+  uint16_t direct_port = 0;
   TaskParentActor parent;
 };
 

@@ -18,6 +18,7 @@
 #include "muster/messages/incarnation.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/net/leader/auth/token_gate_actor.h"
+#include "muster/net/leader/direct/direct_endpoint.h"
 #include "muster/net/leader/leader_endpoint.h"
 #include "muster/net/process/protobuf_log.h"
 #include "muster/net/process/thread_logger_guard.h"
@@ -110,6 +111,17 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
                              .writer = event_file ? SpawnEventWriter(system, std::move(event_file))
                                                   : EventWriterActor{}});
   options.events = events;
+  std::unique_ptr<DirectEndpoint> direct;
+  if (endpoint.publish && endpoint.direct_calls && !tls_files.enabled()) {
+    absl::StatusOr<std::unique_ptr<DirectEndpoint>> opened =
+        DirectEndpoint::Open(system, endpoint.host, endpoint.direct_port);
+    if (!opened.ok()) {
+      caf::anon_send_exit(events, caf::exit_reason::user_shutdown);
+      return opened.status();
+    }
+    direct = *std::move(opened);
+    options.direct_port = direct->port();
+  }
   CoordinatorActor coordinator = SpawnCoordinator(system, std::move(options));
   CoordinatorActor published = coordinator;
   if (!endpoint.token.empty() || bind_tasks) {
@@ -142,6 +154,10 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Start(caf::actor_system& system,
   leader->state_writer_ = std::move(writer);
   leader->events_ = std::move(events);
   leader->metrics_ = std::move(metrics);
+  if (direct) {
+    direct->Serve(leader->coordinator_, endpoint.token);
+    leader->direct_ = std::move(direct);
+  }
   if (endpoint.http) {
     HttpOptions http = *std::move(endpoint.http);
     http.token = endpoint.token;
@@ -167,6 +183,8 @@ Leader::Leader(caf::actor_system& system, CoordinatorActor coordinator, Coordina
 
 Leader::~Leader() { Stop(); }
 
+uint16_t Leader::direct_port() const { return direct_ ? direct_->port() : 0; }
+
 std::string Leader::address() const {
   return absl::StrCat(host_ == "0.0.0.0" ? "127.0.0.1" : host_, ":", port_);
 }
@@ -177,6 +195,7 @@ void Leader::Stop(absl::Duration timeout) {
   ThreadLoggerGuard logger_guard;
   if (http_) http_->Stop();  // its requests wait for the observer, which needs the coordinator
   if (published_on_port_) UnpublishCoordinator(system_, published_, port_);
+  if (direct_) direct_->Stop();
   caf::scoped_actor self{system_};
   self->monitor(coordinator_);
   if (state_writer_) self->monitor(state_writer_);  // stopped with the coordinator's children

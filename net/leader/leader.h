@@ -30,6 +30,7 @@
 
 namespace muster {
 
+class DirectEndpoint;
 class StateStore;
 
 struct LeaderEndpoint {
@@ -46,6 +47,12 @@ struct LeaderEndpoint {
   // false: the coordinator is not published on a port of its own; published() is what to put
   // behind one (an HA leader's front publishes it; net/ha/ha_leader.h). port() is then 0.
   bool publish = true;
+  // Direct key-value calls (net/leader/direct/direct_endpoint.h, docs/protocol.md): agents
+  // make them on their calling threads over a port of their own, on `host`. Offered only by a
+  // leader published on a port of its own, without TLS (a worker then keeps every call on its
+  // TLS connection). 0: any free port (direct_port() says which).
+  bool direct_calls = true;
+  uint16_t direct_port = 0;
 };
 
 class Leader {
@@ -93,6 +100,8 @@ class Leader {
   std::string http_url() const { return http_ ? http_->url() : std::string(); }
   // What the leader's actors count (read by the HTTP endpoint; never null).
   const std::shared_ptr<LeaderMetrics>& metrics() const { return metrics_; }
+  // The port of direct key-value calls (0: none).
+  uint16_t direct_port() const;
 
  private:
   Leader(caf::actor_system& system, CoordinatorActor coordinator, CoordinatorActor published,
@@ -111,6 +120,7 @@ class Leader {
   EventLogActor events_;     // stopped after the coordinator
   std::shared_ptr<LeaderMetrics> metrics_;
   std::unique_ptr<HttpEndpoint> http_;  // stopped first
+  std::unique_ptr<DirectEndpoint> direct_;
 };
 
 }  // namespace muster

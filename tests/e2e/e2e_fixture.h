@@ -31,6 +31,7 @@ class E2eTest : public ::testing::Test {
     ASSERT_TRUE(ready.ok()) << ready.status();
     std::string rest = ready->substr(ready->find("127.0.0.1:"));
     address_ = rest.substr(0, rest.find(' '));
+    direct_port_ = static_cast<int>(Field(*ready, "direct"));
   }
 
   Subprocess* StartWorker(int task, const std::string& scenario,
@@ -124,6 +125,7 @@ class E2eTest : public ::testing::Test {
 
   std::unique_ptr<Subprocess> leader_;
   std::string address_;
+  int direct_port_ = -1;  // the leader's direct port (0: none)
   std::vector<std::unique_ptr<Subprocess>> workers_;
 };
 

@@ -2,9 +2,11 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include <absl/flags/flag.h>
 #include <absl/strings/match.h>
+#include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_join.h>
 #include <absl/time/clock.h>
@@ -33,6 +35,9 @@ ABSL_FLAG(absl::Duration, settle_time, absl::Seconds(5),
           "MAX did");
 ABSL_FLAG(std::string, host, "127.0.0.1", "Address to listen on (0.0.0.0: every interface)");
 ABSL_FLAG(int32_t, port, 7400, "TCP port to listen on (0: any free port; the ready line says)");
+ABSL_FLAG(std::string, direct_port, "0",
+          "TCP port of direct key-value calls, which agents make on their calling threads "
+          "(0: any free port; off: none; never with TLS or --ha-etcd). docs/protocol.md");
 ABSL_FLAG(std::string, http, "",
           "HOST:PORT of the HTTP endpoint: Prometheus metrics at /metrics and the live page at / "
           "(port 0: any free port; the ready line says). Same token and TLS as the leader's port"
@@ -209,6 +214,7 @@ const CommandSpec& ServeSpec() {
                 "settle_time",
                 "host",
                 "port",
+                "direct_port",
                 "http",
                 "heartbeat_timeout",
                 "register_with_barrier",
@@ -245,6 +251,18 @@ const CommandSpec& ServeSpec() {
       .repeated = {"job", "recoverable_job"},
   };
   return spec;
+}
+
+// --direct-port: the port (0: any free one), or none ("off").
+absl::StatusOr<std::optional<uint16_t>> DirectPortFlag() {
+  std::string flag = absl::GetFlag(FLAGS_direct_port);
+  if (flag == "off") return std::optional<uint16_t>();
+  int port = -1;
+  if (!absl::SimpleAtoi(flag, &port) || port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--direct-port must be from 0 to 65535 (0: any free port) or off; got \"", flag, "\""));
+  }
+  return std::optional<uint16_t>(static_cast<uint16_t>(port));
 }
 
 absl::StatusOr<CoordinatorOptions> ServeOptionsFromFlags() {
@@ -295,6 +313,7 @@ absl::StatusOr<CoordinatorOptions> ServeOptionsFromFlags() {
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError("--port must be from 0 to 65535 (0: any free port)");
   }
+  if (!DirectPortFlag().ok()) return DirectPortFlag().status();
   return options;
 }
 
@@ -426,6 +445,9 @@ int Serve(const CoordinatorOptions& options, const NodeOptions& node, std::strin
   LeaderEndpoint endpoint{.host = host,
                           .port = static_cast<uint16_t>(absl::GetFlag(FLAGS_port)),
                           .token = std::move(token)};
+  std::optional<uint16_t> direct = *DirectPortFlag();
+  endpoint.direct_calls = direct.has_value();
+  endpoint.direct_port = direct.value_or(0);
   if (std::string http = absl::GetFlag(FLAGS_http); !http.empty()) {
     auto parsed = ParseHttpAddress(http);
     if (!parsed.ok()) return ReportUsageError(kCommand, parsed.status());
@@ -452,6 +474,9 @@ int Serve(const CoordinatorOptions& options, const NodeOptions& node, std::strin
               http.empty() ? "" : " http=", http.c_str());
   PrintLine(Describe(options) + (with_tls ? ", mutual TLS" : "") +
             (with_token ? ", job token required" : ""));
+  if ((*leader)->direct_port() != 0) {
+    PrintLine(absl::StrCat("direct key-value calls on port ", (*leader)->direct_port()));
+  }
   if (!(*leader)->recovery().empty()) PrintLine((*leader)->recovery());
   int code = kExitOk;
   {

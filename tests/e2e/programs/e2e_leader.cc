@@ -17,6 +17,8 @@
 
 ABSL_FLAG(std::vector<std::string>, jobs, {"worker=1"}, "name=tasks, comma separated");
 ABSL_FLAG(int, port, 0, "TCP port");
+ABSL_FLAG(bool, direct_calls, true, "offer direct key-value calls (the ready line names the port)");
+ABSL_FLAG(std::string, token, "", "the job token (empty: none)");
 ABSL_FLAG(int64_t, heartbeat_timeout_ms, 10'000, "heartbeat timeout");
 ABSL_FLAG(bool, register_barrier, false, "registration waits for every task");
 ABSL_FLAG(int64_t, register_timeout_ms, 60'000, "register barrier timeout");
@@ -76,14 +78,18 @@ int main(int argc, char** argv) {
   muster::NodeConfig cfg(node);
   caf::actor_system system{cfg};
   auto leader = muster::Leader::Start(system, options,
-                                      {.port = static_cast<uint16_t>(absl::GetFlag(FLAGS_port))});
+                                      {.port = static_cast<uint16_t>(absl::GetFlag(FLAGS_port)),
+                                       .token = absl::GetFlag(FLAGS_token),
+                                       .direct_calls = absl::GetFlag(FLAGS_direct_calls)});
   if (!leader.ok()) {
     std::fprintf(stderr, "%s\n", leader.status().ToString().c_str());
     return 1;
   }
   if (!(*leader)->recovery().empty()) std::printf("%s\n", (*leader)->recovery().c_str());
-  std::printf("muster leader ready at %s incarnation=0x%016llx\n", (*leader)->address().c_str(),
-              static_cast<unsigned long long>((*leader)->incarnation()));
+  std::printf("muster leader ready at %s incarnation=0x%016llx direct=%u\n",
+              (*leader)->address().c_str(),
+              static_cast<unsigned long long>((*leader)->incarnation()),
+              static_cast<unsigned>((*leader)->direct_port()));
   std::fflush(stdout);
   int received = 0;
   sigwait(&signals, &received);

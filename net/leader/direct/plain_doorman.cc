@@ -1,0 +1,74 @@
+#include "muster/net/leader/direct/plain_doorman.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <caf/io/abstract_broker.hpp>
+#include <caf/io/network/acceptor_impl.hpp>
+#include <caf/io/network/default_multiplexer.hpp>
+#include <caf/make_counted.hpp>
+
+#include "muster/net/transport/wire/acceptor_policy.h"
+
+namespace muster {
+namespace {
+
+namespace net = caf::io::network;
+
+class PlainDoorman : public caf::io::doorman {
+ public:
+  PlainDoorman(GuardedMultiplexer& mpx, net::native_socket fd)
+      : doorman(net::accept_hdl_from_socket(fd)), mpx_(mpx), acceptor_(mpx, fd, &mpx) {}
+
+  bool new_connection() override {
+    if (detached()) return false;  // the broker let go while events were still queued
+    // CAF's own scribe: the guarded multiplexer's would read the bytes as CAF's protocol.
+    net::native_socket fd = acceptor_.accepted_socket();
+    // A peer whose host vanished is found and its connection closed within about a minute.
+    int on = 1, idle = 30, interval = 10, count = 3;
+    ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+    caf::io::scribe_ptr scribe = mpx_.net::default_multiplexer::new_scribe(fd);
+    auto hdl = scribe->hdl();
+    parent()->add_scribe(std::move(scribe));
+    return doorman::new_connection(&mpx_, hdl);
+  }
+  void graceful_shutdown() override {
+    acceptor_.graceful_shutdown();
+    detach(&mpx_, false);
+  }
+  void launch() override { acceptor_.start(this); }
+  std::string addr() const override {
+    auto x = net::local_addr_of_fd(acceptor_.fd());
+    return x ? *x : std::string{};
+  }
+  uint16_t port() const override {
+    auto x = net::local_port_of_fd(acceptor_.fd());
+    return x ? *x : 0;
+  }
+  void add_to_loop() override { acceptor_.activate(this); }
+  void remove_from_loop() override {
+    acceptor_.passivate();
+    ReleaseIfNeverPolled(acceptor_);
+  }
+
+ private:
+  GuardedMultiplexer& mpx_;
+  net::acceptor_impl<SheddingTcp> acceptor_;
+};
+
+}  // namespace
+
+caf::expected<caf::io::doorman_ptr> NewPlainDoorman(GuardedMultiplexer& mpx, uint16_t port,
+                                                    const std::string& host) {
+  const char* in = host.empty() || host == "0.0.0.0" ? nullptr : host.c_str();
+  auto fd = net::new_tcp_acceptor_impl(port, in, true);
+  if (!fd) return std::move(fd.error());
+  return caf::io::doorman_ptr{caf::make_counted<PlainDoorman>(mpx, *fd)};
+}
+
+}  // namespace muster

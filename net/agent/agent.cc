@@ -12,12 +12,14 @@
 #include <caf/defaults.hpp>
 #include <caf/event_based_actor.hpp>
 
+#include "muster/messages/direct/direct_frames.h"
 #include "muster/messages/incarnation.h"
 #include "muster/messages/requests/barrier_requests.h"
 #include "muster/messages/requests/kv_requests.h"
 #include "muster/messages/requests/task_requests.h"
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
+#include "muster/net/agent/direct/direct_channel.h"
 #include "muster/net/agent/session/etcd/etcd_security.h"
 #include "muster/net/agent/session/etcd/ha_leader_registry.h"
 #include "muster/net/agent/session/leader_addresses.h"
@@ -178,19 +180,28 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(caf::actor_system& system,
       (*launched)->job == config.task.job_name() && (*launched)->task_id == config.task.task_id()) {
     config.generation = (*launched)->generation;
   }
+  DirectCalls direct;
+  if (options.direct_calls && !options.local_leader) {
+    direct.channel = std::make_shared<DirectChannel>();
+    direct.rpc_timeout = options.rpc_timeout;
+    direct.max_request_bytes = options.max_request_bytes;
+    direct.identify_writes = config.leader_reconnect_timeout > caf::timespan{0};
+    direct.client = NewIncarnation();
+    config.direct = direct.channel;
+  }
   proto::CoordinatedTask task = config.task;
   uint64_t incarnation = config.incarnation;
   std::shared_ptr<AgentProgress> progress = config.progress;
   CallbackRunnerActor callbacks = SpawnCallbackRunner(system);
   AgentControlActor actor = SpawnAgentActor(system, std::move(config), callbacks);
-  return std::unique_ptr<Agent>(new Agent(system, std::move(actor), std::move(callbacks),
-                                          std::move(task), incarnation,
-                                          options.shutdown_on_destruction, std::move(progress)));
+  return std::unique_ptr<Agent>(
+      new Agent(system, std::move(actor), std::move(callbacks), std::move(task), incarnation,
+                options.shutdown_on_destruction, std::move(progress), std::move(direct)));
 }
 
 Agent::Agent(caf::actor_system& system, AgentControlActor actor, CallbackRunnerActor callbacks,
              proto::CoordinatedTask task, uint64_t incarnation, bool shutdown_on_destruction,
-             std::shared_ptr<AgentProgress> progress)
+             std::shared_ptr<AgentProgress> progress, DirectCalls direct)
     : system_(system),
       actor_(std::move(actor)),
       callbacks_(std::move(callbacks)),
@@ -198,9 +209,94 @@ Agent::Agent(caf::actor_system& system, AgentControlActor actor, CallbackRunnerA
       incarnation_(incarnation),
       shutdown_on_destruction_(shutdown_on_destruction),
       progress_(std::move(progress)),
+      direct_(std::move(direct)),
       unanswered_(ToError(absl::UnavailableError(
           absl::StrCat("the agent of ", TaskName(task_),
                        " stopped before answering: its actor system is shutting down")))) {}
+
+uint64_t Agent::direct_calls_answered() const {
+  return direct_.channel ? direct_.channel->answered() : 0;
+}
+
+void Agent::StopDirectCalls() {
+  if (!direct_.channel) return;
+  direct_.channel->CancelAll(absl::StrCat(
+      "cancelled: the agent of ", TaskName(task_),
+      shutdown_on_destruction_ ? " is shutting down" : " was destroyed while the call waited"));
+}
+
+// A direct call when the route is up; through the agent actor when it is not, or when the call
+// could not be made (not sent, or a read, or a write with a request id, lost on the way: the
+// actor's own semantics then apply, and the leader answers a write it applied already from its
+// record). A write without a request id lost on the way is not made again.
+template <class Request>
+std::optional<absl::StatusOr<KvCallResponse<Request>>> Agent::TryDirect(
+    Request& request, const std::string& get_key, const std::function<bool()>& interrupted) const {
+  using Response = KvCallResponse<Request>;
+  if (!direct_.channel) return std::nullopt;
+  absl::Time deadline = absl::Now() + direct_.rpc_timeout;
+  if constexpr (std::is_same_v<Request, proto::GetKeyValueRequest>) {
+    // The leader answers DeadlineExceeded after the get's timeout; the agent waits 5 s more.
+    deadline = request.timeout_in_ms() <= 0
+                   ? absl::InfiniteFuture()
+                   : absl::Now() + absl::Milliseconds(request.timeout_in_ms()) + absl::Seconds(5);
+  }
+  constexpr bool kWrite = requires { request.mutable_request_id(); };
+  if constexpr (kWrite) {
+    if (direct_.identify_writes && !request.has_request_id()) {
+      request.mutable_request_id()->set_client(direct_.client);
+      request.mutable_request_id()->set_seq(direct_seq_.fetch_add(1) + 1);
+    }
+  }
+  proto::DirectRequest call;
+  SetDirectCall(call, request);
+  if (!IsDirectCall(call) || call.ByteSizeLong() > direct_.max_request_bytes) return std::nullopt;
+  ThreadLoggerGuard logger_guard;
+  DirectChannel::Result result = direct_.channel->Call(call, get_key, deadline, interrupted);
+  switch (result.outcome) {
+    case DirectChannel::Outcome::kAnswered:
+      return TakeDirectReply<Response>(result.response);
+    case DirectChannel::Outcome::kCancelled:
+      if (!result.interrupted && !result.detail.empty()) return absl::CancelledError(result.detail);
+      return absl::CancelledError(absl::StrCat("the get of key \"", get_key, "\" was ",
+                                               result.interrupted ? "interrupted" : "cancelled"));
+    case DirectChannel::Outcome::kTimedOut:
+      return absl::DeadlineExceededError(
+          absl::StrCat("the leader did not answer within the call's time (",
+                       get_key.empty() ? "rpc_timeout" : "the get's timeout and 5 s",
+                       "); its connection was closed"));
+    case DirectChannel::Outcome::kLost:
+      if constexpr (kWrite) {
+        if (!request.has_request_id()) {
+          return absl::UnavailableError(
+              absl::StrCat(result.detail, " before it answered a write of ", TaskName(task_),
+                           ": it may or may not have been applied; read the key to know"));
+        }
+      }
+      return std::nullopt;
+    case DirectChannel::Outcome::kNotSent:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+#define MUSTER_AGENT_TRY_DIRECT(Verb)                                             \
+  template std::optional<absl::StatusOr<proto::Verb##Response>> Agent::TryDirect( \
+      proto::Verb##Request&, const std::string&, const std::function<bool()>&) const;
+MUSTER_AGENT_TRY_DIRECT(InsertKeyValue)
+MUSTER_AGENT_TRY_DIRECT(GetKeyValue)
+MUSTER_AGENT_TRY_DIRECT(TryGetKeyValue)
+MUSTER_AGENT_TRY_DIRECT(IncrementKeyValue)
+MUSTER_AGENT_TRY_DIRECT(CompareAndSwap)
+MUSTER_AGENT_TRY_DIRECT(DeleteKeyValue)
+MUSTER_AGENT_TRY_DIRECT(GetKeyValueDir)
+#undef MUSTER_AGENT_TRY_DIRECT
+
+template <class Response, class Request>
+absl::StatusOr<Response> Agent::AskKv(Request request, const std::string& get_key) const {
+  if (auto direct = TryDirect(request, get_key)) return *std::move(direct);
+  return Ask<Response>(std::move(request));
+}
 
 Agent::~Agent() {
   ThreadLoggerGuard logger_guard;
@@ -247,6 +343,10 @@ absl::Status Agent::Reset() {
 }
 
 absl::Status Agent::Shutdown() {
+  if (direct_.channel) {
+    direct_.channel->CancelAll(
+        absl::StrCat("cancelled: the agent of ", TaskName(task_), " is shutting down"));
+  }
   return Ask<proto::ShutdownTaskResponse>(proto::ShutdownTaskRequest{}).status();
 }
 
@@ -255,7 +355,7 @@ absl::StatusOr<std::string> Agent::GetKeyValue(const std::string& key) {
 }
 
 absl::StatusOr<std::string> Agent::GetKeyValue(const std::string& key, absl::Duration timeout) {
-  auto response = Ask<proto::GetKeyValueResponse>(requests::GetKeyValue(key, timeout));
+  auto response = AskKv<proto::GetKeyValueResponse>(requests::GetKeyValue(key, timeout), key);
   if (!response.ok()) return response.status();
   return response->kv().value();
 }
@@ -291,17 +391,21 @@ GetKeyValueHandle Agent::GetKeyValueAsync(const std::string& key, StatusOrValueC
 void Agent::CancelGetKeyValue(const std::string& key) {
   ThreadLoggerGuard logger_guard;
   caf::anon_send(actor_, cancel_atom::value, key);
+  if (direct_.channel) {
+    direct_.channel->Cancel(
+        key, absl::StrCat("GetKeyValue(", key, ") was cancelled by CancelGetKeyValue"));
+  }
 }
 
 absl::StatusOr<std::string> Agent::TryGetKeyValue(const std::string& key) {
-  auto response = Ask<proto::TryGetKeyValueResponse>(requests::TryGetKeyValue(key));
+  auto response = AskKv<proto::TryGetKeyValueResponse>(requests::TryGetKeyValue(key));
   if (!response.ok()) return response.status();
   return response->kv().value();
 }
 
 absl::StatusOr<std::vector<proto::KeyValueEntry>> Agent::GetKeyValueDir(
     const std::string& directory) {
-  auto response = Ask<proto::GetKeyValueDirResponse>(requests::GetKeyValueDir(directory));
+  auto response = AskKv<proto::GetKeyValueDirResponse>(requests::GetKeyValueDir(directory));
   if (!response.ok()) return response.status();
   return std::vector<proto::KeyValueEntry>(response->kv().begin(), response->kv().end());
 }
@@ -313,7 +417,7 @@ absl::Status Agent::InsertKeyValue(const std::string& key, const std::string& va
 
 absl::Status Agent::InsertKeyValue(const std::string& key, const std::string& value,
                                    KvWriteOptions options) {
-  return Ask<proto::InsertKeyValueResponse>(
+  return AskKv<proto::InsertKeyValueResponse>(
              requests::InsertKeyValue(key, value, options.allow_overwrite, options.ephemeral))
       .status();
 }
@@ -325,12 +429,12 @@ absl::Status Agent::UpdateKeyValue(const std::string& key, const std::string& va
 }
 
 absl::Status Agent::DeleteKeyValue(const std::string& key) {
-  return Ask<proto::DeleteKeyValueResponse>(requests::DeleteKeyValue(key, /*recursive=*/true))
+  return AskKv<proto::DeleteKeyValueResponse>(requests::DeleteKeyValue(key, /*recursive=*/true))
       .status();
 }
 
 absl::StatusOr<int64_t> Agent::IncrementKeyValue(const std::string& key, int64_t delta) {
-  auto response = Ask<proto::IncrementKeyValueResponse>(requests::IncrementKeyValue(key, delta));
+  auto response = AskKv<proto::IncrementKeyValueResponse>(requests::IncrementKeyValue(key, delta));
   if (!response.ok()) return response.status();
   int64_t value = 0;
   if (!absl::SimpleAtoi(response->kv().value(), &value)) {
@@ -344,7 +448,7 @@ absl::StatusOr<Agent::CasResult> Agent::CompareAndSwap(const std::string& key,
                                                        std::optional<std::string> expected,
                                                        const std::string& desired,
                                                        KvWriteOptions options) {
-  auto response = Ask<proto::CompareAndSwapResponse>(
+  auto response = AskKv<proto::CompareAndSwapResponse>(
       requests::CompareAndSwap(key, expected, desired, options.ephemeral));
   if (!response.ok()) return response.status();
   CasResult result{.succeeded = response->succeeded()};

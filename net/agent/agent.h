@@ -15,6 +15,7 @@
 // See docs/agent.md.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -37,6 +38,7 @@
 
 #include "muster/actors/caf/reply_sink.h"
 #include "muster/messages/status/status_codec.h"
+#include "muster/messages/vocabulary/kv_calls.h"
 #include "muster/net/agent/actor/agent_actor.h"
 #include "muster/net/agent/per_process/heartbeat_batcher_actor.h"
 #include "muster/net/process/thread_logger_guard.h"
@@ -45,6 +47,8 @@
 #include "muster/proto/coordination_service.pb.h"
 
 namespace muster {
+
+class DirectChannel;
 
 // How a key-value write stores its key.
 struct KvWriteOptions {
@@ -123,6 +127,11 @@ struct AgentOptions {
   // would; the leader handles that as a lost task under its policy (a recoverable task may
   // then register again as a new incarnation).
   bool shutdown_on_destruction = true;
+  // Key-value calls made by the blocking methods (not ephemeral writes) go on the calling
+  // thread over connections of the agent's own to the leader's direct port, when its leader
+  // offers one (net/agent/direct/direct_channel.h, docs/agent.md "Direct calls"); otherwise,
+  // and when a direct call cannot be made, through the agent actor. false: always the actor.
+  bool direct_calls = true;
   // Requests larger than this are refused here with ResourceExhausted (a leader closes the
   // connection of a peer whose frame is over its --max-frame-size). Match the leader's limit.
   size_t max_request_bytes = WireLimits{}.max_frame_bytes - kFrameEnvelopeBytes;
@@ -376,11 +385,39 @@ class Agent {
   const proto::CoordinatedTask& task() const { return task_; }
   // This agent's incarnation: AgentOptions::incarnation, or the random one drawn for it.
   uint64_t incarnation() const { return incarnation_; }
+  // Key-value calls answered over a direct connection so far (AgentOptions::direct_calls).
+  uint64_t direct_calls_answered() const;
+  // For bindings to other languages: makes a key-value call on the calling thread when it can
+  // go direct (AgentOptions::direct_calls), and returns its answer; nullopt when it is to be
+  // made through the agent actor (CallAsync) instead, with `request` as this call left it (a
+  // write keeps the request id of its direct attempt). `get_key`: a blocking get's key
+  // (CancelGetKeyValue withdraws it). The call gives up with DeadlineExceeded after rpc_timeout,
+  // a get 5 s after its own timeout (when the leader's DeadlineExceeded should have come).
+  // `interrupted`, when set, is asked every 50 ms while the call waits: true ends it with
+  // Cancelled (its connection closes, which withdraws a blocking get at the leader). Defined
+  // for the requests of InsertKeyValue, GetKeyValue, TryGetKeyValue, IncrementKeyValue,
+  // CompareAndSwap, DeleteKeyValue and GetKeyValueDir.
+  template <class Request>
+  std::optional<absl::StatusOr<KvCallResponse<Request>>> TryDirect(
+      Request& request, const std::string& get_key,
+      const std::function<bool()>& interrupted = nullptr) const;
+  // Ends every direct get waiting now with Cancelled ("... is shutting down", or "... was
+  // destroyed while the call waited" without shutdown_on_destruction) and makes no direct call
+  // until the agent registers again: a binding's close() before it drops the agent.
+  void StopDirectCalls();
 
  private:
+  // What the blocking key-value methods need for direct calls (AgentOptions::direct_calls).
+  struct DirectCalls {
+    std::shared_ptr<DirectChannel> channel;  // null: every call through the actor
+    absl::Duration rpc_timeout;
+    size_t max_request_bytes = 0;
+    bool identify_writes = false;  // writes carry request ids (leader_reconnect_timeout)
+    uint64_t client = 0;           // their client id
+  };
   Agent(caf::actor_system& system, AgentControlActor actor, CallbackRunnerActor callbacks,
         proto::CoordinatedTask task, uint64_t incarnation, bool shutdown_on_destruction,
-        std::shared_ptr<AgentProgress> progress);
+        std::shared_ptr<AgentProgress> progress, DirectCalls direct);
   // Sends one request to the agent actor; `done` gets its answer (see CallAsync).
   // Returns the call's sender (its reply sink), by which a cancel names the call.
   template <class Response, class... Request>
@@ -393,6 +430,9 @@ class Agent {
                               caf::message request, absl::Status receiver_gone = {}) const;
   template <class Response, class... Args>
   absl::StatusOr<Response> Ask(Args&&... args) const;
+  // TryDirect, else Ask.
+  template <class Response, class Request>
+  absl::StatusOr<Response> AskKv(Request request, const std::string& get_key = {}) const;
 
   caf::actor_system& system_;
   AgentControlActor actor_;
@@ -401,6 +441,8 @@ class Agent {
   uint64_t incarnation_;
   bool shutdown_on_destruction_;
   std::shared_ptr<AgentProgress> progress_;
+  DirectCalls direct_;
+  mutable std::atomic<uint64_t> direct_seq_{0};
   // The error of a call the agent actor dropped unanswered (its actor system is stopping); made
   // once, copied into each call's reply sink.
   caf::error unanswered_;

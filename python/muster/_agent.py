@@ -166,6 +166,10 @@ class Agent(HealthCalls):
         on_membership: called with each new membership of this task's elastic job (a dict
             as wait_for_membership() returns it), on Muster's callback thread, in order: a
             member that left shows here at once (docs/supervision.md, "Elastic jobs").
+        direct_calls: blocking key-value calls (not ephemeral writes) are made on the calling
+            thread over connections of the agent's own to the leader's direct port, when the
+            leader offers one (docs/agent.md, "Direct calls"); False: always through the
+            agent's network thread.
 
     TLS: set MUSTER_TLS_CERT, MUSTER_TLS_KEY and MUSTER_TLS_CA (see docs/operations.md).
     """
@@ -180,6 +184,7 @@ class Agent(HealthCalls):
                  leader_reconnect_timeout: Duration = 0.0,
                  wait_for_leader: Optional[bool] = None, claim: bool = False,
                  on_membership: Optional[Callable[[Dict[str, Any]], None]] = None,
+                 direct_calls: bool = True,
                  _exit_code_on_error: int = 0, _exit_prefix: str = "muster"):
         if on_error is not None and not callable(on_error):
             raise TypeError("on_error must be callable")
@@ -204,7 +209,7 @@ class Agent(HealthCalls):
             leader_reconnect_timeout=seconds(leader_reconnect_timeout),
             wait_for_leader=(launch_identity() is not None if wait_for_leader is None
                              else bool(wait_for_leader)),
-            claim=bool(claim), on_membership=on_membership)
+            claim=bool(claim), on_membership=on_membership, direct_calls=bool(direct_calls))
 
     @classmethod
     def from_environment(cls, **kwargs) -> "Agent":
@@ -341,6 +346,12 @@ class Agent(HealthCalls):
     def task(self) -> str:
         """"/job:NAME/task:I"."""
         return self._core.task()
+
+    @property
+    def direct_calls_answered(self) -> int:
+        """How many key-value calls were answered over the agent's direct connections so far
+        (direct_calls)."""
+        return self._core.direct_calls_answered()
 
     # Tasks -------------------------------------------------------------------------------
 

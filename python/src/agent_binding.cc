@@ -105,8 +105,9 @@ std::unique_ptr<PyAgent> MakeAgent(
     bool recoverable, uint64_t incarnation, const std::string& token, bool shutdown_on_destruction,
     py::object on_error, int exit_code_on_error, const std::string& exit_prefix,
     py::object on_preemption, std::optional<double> leader_reconnect_timeout, bool wait_for_leader,
-    bool claim, py::object on_membership) {
+    bool claim, py::object on_membership, bool direct_calls) {
   AgentOptions options;
+  options.direct_calls = direct_calls;
   options.leader = leader;
   options.job_name = job;
   options.task_id = task;
@@ -164,7 +165,7 @@ void BindAgent(py::module_& m) {
           py::arg("token"), py::arg("shutdown_on_destruction"), py::arg("on_error"),
           py::arg("exit_code_on_error"), py::arg("exit_prefix"), py::arg("on_preemption"),
           py::arg("leader_reconnect_timeout"), py::arg("wait_for_leader"), py::arg("claim"),
-          py::arg("on_membership"));
+          py::arg("on_membership"), py::arg("direct_calls") = true);
   cls.def("close", &PyAgent::Close, py::call_guard<py::gil_scoped_release>());
   cls.def("state", [](PyAgent& self) {
     auto agent = self.Get();
@@ -199,6 +200,8 @@ void BindAgent(py::module_& m) {
     return keys;
   });
   cls.def("incarnation", [](PyAgent& self) { return self.Get()->incarnation(); });
+  cls.def("direct_calls_answered",
+          [](PyAgent& self) { return self.Get()->direct_calls_answered(); });
   cls.def("task", [](PyAgent& self) { return TaskString(self.Get()->task()); });
 
   Both(cls, "connect", [](PyAgent& self, bool async) {
@@ -243,16 +246,16 @@ void BindAgent(py::module_& m) {
        [](PyAgent& self, bool async, const std::string& key, std::optional<double> timeout) {
          proto::GetKeyValueRequest request = requests::GetKeyValue(key, WaitTimeout(timeout));
          std::weak_ptr<Agent> weak = self.GetWeak();
-         return self.Call<proto::GetKeyValueResponse>(
+         return self.CallKv(
              async,
              [](const proto::GetKeyValueResponse& r) -> py::object {
                return py::bytes(r.kv().value());
              },
              [weak, key] { IfAlive(weak, [&](Agent& agent) { agent.CancelGetKeyValue(key); }); },
-             request);
+             request, key);
        });
   Both(cls, "try_get_key_value", [](PyAgent& self, bool async, const std::string& key) {
-    return self.Call<proto::TryGetKeyValueResponse>(
+    return self.CallKv(
         async,
         [](const proto::TryGetKeyValueResponse& r) -> py::object {
           return py::bytes(r.kv().value());
@@ -260,7 +263,7 @@ void BindAgent(py::module_& m) {
         nullptr, requests::TryGetKeyValue(key));
   });
   Both(cls, "get_key_value_dir", [](PyAgent& self, bool async, const std::string& directory) {
-    return self.Call<proto::GetKeyValueDirResponse>(
+    return self.CallKv(
         async,
         [](const proto::GetKeyValueDirResponse& r) -> py::object { return EntryList(r.kv()); },
         nullptr, requests::GetKeyValueDir(directory));
@@ -268,7 +271,7 @@ void BindAgent(py::module_& m) {
   Both(cls, "insert_key_value",
        [](PyAgent& self, bool async, const std::string& key, const py::bytes& value,
           bool allow_overwrite, bool ephemeral) {
-         return self.Call<proto::InsertKeyValueResponse>(
+         return self.CallKv(
              async, &None, nullptr,
              requests::InsertKeyValue(key, std::string(value), allow_overwrite, ephemeral));
        });
@@ -279,12 +282,11 @@ void BindAgent(py::module_& m) {
              async, &None, nullptr, requests::UpdateKeyValue(key, std::string(value), ephemeral));
        });
   Both(cls, "delete_key_value", [](PyAgent& self, bool async, const std::string& key) {
-    return self.Call<proto::DeleteKeyValueResponse>(
-        async, &None, nullptr, requests::DeleteKeyValue(key, /*recursive=*/true));
+    return self.CallKv(async, &None, nullptr, requests::DeleteKeyValue(key, /*recursive=*/true));
   });
   Both(cls, "increment_key_value",
        [](PyAgent& self, bool async, const std::string& key, int64_t delta) {
-         return self.Call<proto::IncrementKeyValueResponse>(
+         return self.CallKv(
              async,
              [](const proto::IncrementKeyValueResponse& r) -> py::object {
                int64_t value = 0;
@@ -301,7 +303,7 @@ void BindAgent(py::module_& m) {
           const py::bytes& desired, bool ephemeral) {
          std::optional<std::string> expected_value;
          if (expected) expected_value = std::string(*expected);
-         return self.Call<proto::CompareAndSwapResponse>(
+         return self.CallKv(
              async,
              [](const proto::CompareAndSwapResponse& r) -> py::object {
                py::object current = py::none();

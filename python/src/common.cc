@@ -105,6 +105,12 @@ thread_local bool on_dispatcher_thread = false;
 
 bool Dispatcher::OnItsThread() { return on_dispatcher_thread; }
 
+bool OnMainThread() {
+  static const unsigned long main_thread =
+      py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+  return PyThread_get_thread_ident() == main_thread;
+}
+
 void Dispatcher::Run() {
   on_dispatcher_thread = true;
   pthread_setname_np(pthread_self(), "muster-dispatch");

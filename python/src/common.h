@@ -58,6 +58,9 @@ std::string TaskString(const proto::CoordinatedTask& task);
 // Seconds (None: forever) as an absl::Duration. Raises ValueError for negative or NaN.
 absl::Duration ToDuration(const std::optional<double>& seconds);
 
+// True on the interpreter's main thread, the one that runs signal handlers. Call with the GIL.
+bool OnMainThread();
+
 // Runs queued Python work (callbacks, future completions) on a thread of its own, started by
 // the first Post(): a process whose agents never call back has no such thread. The thread
 // ("muster-dispatch") waits without the GIL and takes it for each batch. Post() is thread-safe

@@ -64,6 +64,8 @@ class PyAgent : public Closable {
       absl::MutexLock lock(&mutex_);
       agent = std::move(agent_);
     }
+    // A direct call waiting in another thread holds the agent: it ends first (Cancelled).
+    if (agent) agent->StopDirectCalls();
     agent.reset();  // ~Agent: leaves the job (or drops the connection) and waits for the actor
   }
 
@@ -116,6 +118,34 @@ class PyAgent : public Closable {
   py::object Call(bool async, Convert convert, std::function<void()> on_interrupt,
                   Request... request) {
     return CallThen<Response>(async, convert, std::move(on_interrupt), nullptr, request...);
+  }
+  // A key-value call: a blocking one is made on this thread when it can go direct
+  // (Agent::TryDirect; Ctrl-C ends it within 50 ms), else as Call makes it. `get_key`: a
+  // blocking get's key.
+  template <class Convert, class Request>
+  py::object CallKv(bool async, Convert convert, std::function<void()> on_interrupt,
+                    Request request, const std::string& get_key = {}) {
+    using Response = KvCallResponse<Request>;
+    if (!async) {
+      std::optional<absl::StatusOr<Response>> direct;
+      std::shared_ptr<Agent> agent = Get();
+      // Python runs signal handlers on its main thread only: other threads need no check.
+      std::function<bool()> interrupted;
+      if (OnMainThread()) {
+        interrupted = [] {
+          py::gil_scoped_acquire gil;
+          return PyErr_CheckSignals() != 0;  // the exception stays set for the raise below
+        };
+      }
+      {
+        py::gil_scoped_release release;
+        direct = agent->TryDirect(request, get_key, interrupted);
+        agent.reset();  // without the GIL: it may be the last reference (close() ran)
+      }
+      if (PyErr_Occurred() != nullptr) throw py::error_already_set();
+      if (direct) return convert(ValueOrThrow(*std::move(direct)));
+    }
+    return Call<Response>(async, convert, std::move(on_interrupt), std::move(request));
   }
 
  private:

@@ -14,6 +14,7 @@
 #include "muster/messages/status/status_codec.h"
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/actor/calls/agent_forward.h"
+#include "muster/net/agent/direct/direct_channel.h"
 
 namespace muster {
 
@@ -67,6 +68,7 @@ void FinishConnect(AgentPointer self, const absl::StatusOr<proto::RegisterTaskRe
   }
   st.leader_incarnation = result->leader_incarnation();
   st.error = absl::OkStatus();
+  st.direct_port = result->direct_port();
   EnterPhase(self, AgentPhase::kRunning);
   StartHeartbeats(self);
   promise.deliver(*result);
@@ -341,6 +343,7 @@ void OnStop(AgentPointer self, const caf::exit_msg& msg) {
   auto waiting = std::move(st.awaiting_leader);
   st.awaiting_leader.clear();
   for (auto& run : waiting) run(cancelled);
+  if (st.config.direct) st.config.direct->SetRoute(nullptr);  // no direct call after the actor
   self->quit(msg.reason);
 }
 

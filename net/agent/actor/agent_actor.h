@@ -42,6 +42,8 @@
 
 namespace muster {
 
+class DirectChannel;
+
 enum class AgentState : int32_t { kDisconnected = 0, kRunning = 1, kError = 2 };
 const char* AgentStateName(AgentState state);
 
@@ -101,6 +103,9 @@ struct AgentConfig {
   size_t max_request_bytes = WireLimits{}.max_frame_bytes - kFrameEnvelopeBytes;
   // The job token presented before registering (empty: the leader has none).
   std::string token;
+  // Set: the route to the leader's direct port is published there while RUNNING
+  // (net/agent/direct/direct_channel.h).
+  std::shared_ptr<DirectChannel> direct;
   std::function<void(const absl::Status&)> on_error;
   // Shared with the Agent (never null once spawned through Agent::Create).
   std::shared_ptr<AgentProgress> progress = std::make_shared<AgentProgress>();

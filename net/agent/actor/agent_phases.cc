@@ -8,6 +8,7 @@
 
 #include "muster/messages/status/status_codec.h"
 #include "muster/net/agent/actor/calls/agent_handlers.h"
+#include "muster/net/agent/direct/direct_channel.h"
 
 namespace muster {
 namespace {
@@ -105,9 +106,30 @@ Behavior PhaseBehavior(AgentPointer self, AgentPhase phase) {
   return ErrorPhase(self);
 }
 
+namespace {
+
+// The route of the agent's direct calls: the leader's direct port while RUNNING, on the host
+// the agent reached it at (a leader of a single address: an HA job's leaders offer none).
+void RouteDirectCalls(AgentPointer self) {
+  auto& st = self->state;
+  if (!st.config.direct) return;
+  const ConnectOptions& leader = st.config.leader;
+  if (st.phase != AgentPhase::kRunning || st.direct_port == 0 || st.direct_port > 65535 ||
+      st.config.local_leader || leader.host.empty() || !leader.other_leaders.empty() ||
+      !leader.registry.empty()) {
+    st.config.direct->SetRoute(nullptr);
+    return;
+  }
+  st.config.direct->SetRoute(std::make_shared<DirectRoute>(
+      leader.host, static_cast<uint16_t>(st.direct_port), st.config.token));
+}
+
+}  // namespace
+
 void EnterPhase(AgentPointer self, AgentPhase phase) {
   if (self->state.phase == phase) return;
   self->state.phase = phase;
+  RouteDirectCalls(self);
   self->become(PhaseBehavior(self, phase));
 }
 

@@ -124,6 +124,7 @@ void Register(AgentPointer self, uint64_t attempt) {
               if (absl::Status refused = AdoptHeartbeatTimeout(self, response); !refused.ok()) {
                 return Fail(self, refused);
               }
+              st.direct_port = response.direct_port();
               return Resume(self);
             }
             Fail(self, absl::UnavailableError(absl::StrCat(

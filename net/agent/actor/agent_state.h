@@ -67,6 +67,9 @@ struct AgentActorState {
   CoordinatorActor leader;
   bool authenticated = false;
   uint64_t leader_incarnation = 0;
+  // The leader's direct port, from its last registration answer (0: none): published for the
+  // agent's direct calls while RUNNING (EnterPhase).
+  uint32_t direct_port = 0;
   // The Connect() under way (CONNECTING; it may outlive the phase: a pushed error puts the agent
   // in ERROR while its registration still runs, and a Shutdown leaves it running).
   caf::typed_response_promise<proto::RegisterTaskResponse> connecting;

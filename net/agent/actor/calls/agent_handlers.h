@@ -52,7 +52,8 @@ void NameWriter(AgentPointer self, Request& request) {
 template <class Request>
 void IdentifyWrite(AgentPointer self, Request& request) {
   auto& st = self->state;
-  if (st.config.leader_reconnect_timeout <= caf::timespan{0}) return;
+  // A write the agent first made directly keeps that attempt's id (Agent::AskKv).
+  if (st.config.leader_reconnect_timeout <= caf::timespan{0} || request.has_request_id()) return;
   request.mutable_request_id()->set_client(st.request_client);
   request.mutable_request_id()->set_seq(++st.request_seq);
 }

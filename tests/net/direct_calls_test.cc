@@ -1,0 +1,340 @@
+// Direct key-value calls over real TCP on 127.0.0.1 (a Leader in one actor system, agents in
+// another): the blocking key-value methods are answered over the agent's own connections to the
+// leader's direct port with the same values and errors as through the agent actor; ephemeral
+// writes and agents told not to still go through the actor; a waiting direct get ends with
+// Cancelled at CancelGetKeyValue and Shutdown, and is made again through the actor when the
+// leader goes away; a job token is presented; and the leader's endpoint refuses what breaks its
+// bounds (no token, a wrong one, oversized and garbled frames, two calls at once), each with its
+// status, while the job goes on.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <absl/time/clock.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "muster/messages/direct/direct_frames.h"
+#include "muster/messages/requests/kv_requests.h"
+#include "muster/net/agent/agent.h"
+#include "muster/net/leader/leader.h"
+#include "tests/net/two_nodes_fixture.h"
+#include "tests/testing/status_matchers.h"
+
+namespace muster {
+namespace {
+
+using ::muster::testing::IsOk;
+using ::muster::testing::StatusIs;
+using ::testing::HasSubstr;
+using Code = absl::StatusCode;
+
+CoordinatorOptions Jobs(int tasks) {
+  CoordinatorOptions options;
+  auto* job = options.config.add_coordinated_job_list();
+  job->set_name("worker");
+  job->set_num_tasks(tasks);
+  options.config.set_heartbeat_timeout_in_ms(10'000);
+  return options;
+}
+
+// A raw connection to the leader's direct port, speaking the frames itself.
+class RawConnection {
+ public:
+  explicit RawConnection(uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  }
+  ~RawConnection() { ::close(fd_); }
+
+  bool connected() const { return connected_; }
+  bool Send(const std::string& bytes) {
+    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(bytes.size());
+  }
+  bool Send(const proto::DirectRequest& request) { return Send(EncodeDirectFrame(request)); }
+  // The next answer, or nullopt when the connection ended first (or 10 s passed).
+  std::optional<proto::DirectResponse> Read() {
+    std::string header = ReadBytes(kDirectHeaderBytes);
+    if (header.size() != kDirectHeaderBytes) return std::nullopt;
+    std::string payload = ReadBytes(DirectFrameLength(header));
+    proto::DirectResponse response;
+    if (!response.ParseFromString(payload)) return std::nullopt;
+    return response;
+  }
+  // True when the leader closed the connection within 10 s (reading what it still sent).
+  bool ClosedByPeer() {
+    char buf[256];
+    for (;;) {
+      pollfd pfd{fd_, POLLIN, 0};
+      if (::poll(&pfd, 1, 10'000) <= 0) return false;
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return true;
+    }
+  }
+
+ private:
+  std::string ReadBytes(size_t size) {
+    std::string out;
+    while (out.size() < size) {
+      pollfd pfd{fd_, POLLIN, 0};
+      if (::poll(&pfd, 1, 10'000) <= 0) break;
+      char buf[4096];
+      ssize_t n = ::recv(fd_, buf, std::min(sizeof buf, size - out.size()), 0);
+      if (n <= 0) break;
+      out.append(buf, static_cast<size_t>(n));
+    }
+    return out;
+  }
+
+  int fd_;
+  bool connected_ = false;
+};
+
+proto::DirectRequest TryGet(const std::string& key) {
+  proto::DirectRequest request;
+  SetDirectCall(request, requests::TryGetKeyValue(key));
+  return request;
+}
+
+proto::DirectRequest Authenticate(const std::string& token) {
+  proto::DirectRequest request;
+  request.mutable_authenticate()->set_token(token);
+  return request;
+}
+
+class DirectCallsTest : public testing::TwoNodesTest {
+ protected:
+  void StartLeader(CoordinatorOptions options, LeaderEndpoint endpoint = {}) {
+    auto leader = Leader::Start(leader_system_, std::move(options), std::move(endpoint));
+    ASSERT_TRUE(leader.ok()) << leader.status();
+    leader_ = *std::move(leader);
+  }
+
+  std::unique_ptr<Agent> Connected(int task, AgentOptions options = {}) {
+    options.leader = leader_->address();
+    options.task_id = task;
+    options.register_timeout = absl::Seconds(10);
+    auto agent = Agent::Create(worker_system_, options, nullptr);
+    EXPECT_TRUE(agent.ok()) << agent.status();
+    if (!agent.ok()) return nullptr;
+    EXPECT_THAT((*agent)->Connect(), IsOk());
+    return *std::move(agent);
+  }
+};
+
+TEST_F(DirectCallsTest, KeyValueCalls_AnsweredDirectly_WithTheStoresValuesAndErrors) {
+  StartLeader(Jobs(1));
+  ASSERT_NE(leader_->direct_port(), 0);
+  auto agent = Connected(0);
+  ASSERT_NE(agent, nullptr);
+  EXPECT_THAT(agent->InsertKeyValue("d/a", "one"), IsOk());
+  EXPECT_THAT(agent->InsertKeyValue("d/a", "two"), StatusIs(Code::kAlreadyExists));
+  EXPECT_THAT(agent->InsertKeyValue("d/a", "two", /*allow_overwrite=*/true), IsOk());
+  EXPECT_EQ(*agent->GetKeyValue("d/a", absl::Seconds(5)), "two");
+  EXPECT_EQ(*agent->TryGetKeyValue("d/a"), "two");
+  EXPECT_THAT(agent->TryGetKeyValue("d/none"), StatusIs(Code::kNotFound));
+  EXPECT_EQ(*agent->IncrementKeyValue("d/n", 5), 5);
+  EXPECT_EQ(*agent->IncrementKeyValue("d/n", -2), 3);
+  EXPECT_THAT(agent->IncrementKeyValue("d/a", 1), StatusIs(Code::kFailedPrecondition));
+  auto swapped = agent->CompareAndSwap("d/a", std::string("two"), "three");
+  ASSERT_THAT(swapped.status(), IsOk());
+  EXPECT_TRUE(swapped->succeeded);
+  auto refused = agent->CompareAndSwap("d/a", std::string("two"), "four");
+  ASSERT_THAT(refused.status(), IsOk());
+  EXPECT_FALSE(refused->succeeded);
+  EXPECT_EQ(refused->current, "three");
+  auto dir = agent->GetKeyValueDir("d");
+  ASSERT_THAT(dir.status(), IsOk());
+  EXPECT_EQ(dir->size(), 2u);
+  EXPECT_THAT(agent->DeleteKeyValue("d/a"), IsOk());
+  EXPECT_THAT(agent->TryGetKeyValue("d/a"), StatusIs(Code::kNotFound));
+  EXPECT_THAT(agent->GetKeyValue("d/late", absl::Milliseconds(100)),
+              StatusIs(Code::kDeadlineExceeded));
+  EXPECT_THAT(agent->InsertKeyValue("", "x"), StatusIs(Code::kInvalidArgument));
+  // Every call above was answered directly: 16 of them.
+  EXPECT_EQ(agent->direct_calls_answered(), 16u);
+}
+
+TEST_F(DirectCallsTest, ALargeValuesConnectionIsNotKept_TheCallsAfterItStillGoDirect) {
+  StartLeader(Jobs(1));
+  auto agent = Connected(0);
+  ASSERT_NE(agent, nullptr);
+  // The leader closes a connection after a frame over 64 KiB; the agent keeps none such, so the
+  // next write is not made on a closed connection (which would fail it with Unavailable).
+  const std::string large(1 << 20, 'x');
+  EXPECT_THAT(agent->InsertKeyValue("big", large), IsOk());
+  EXPECT_THAT(agent->InsertKeyValue("small", "v"), IsOk());
+  EXPECT_EQ(*agent->TryGetKeyValue("big"), large);  // a large answer, likewise
+  EXPECT_EQ(*agent->IncrementKeyValue("n", 1), 1);
+  EXPECT_EQ(agent->direct_calls_answered(), 4u);
+}
+
+TEST_F(DirectCallsTest, EphemeralWritesAndAgentsWithoutDirectCalls_GoThroughTheActor) {
+  StartLeader(Jobs(2));
+  auto agent = Connected(0);
+  ASSERT_NE(agent, nullptr);
+  EXPECT_THAT(agent->InsertKeyValue("e/k", "v", KvWriteOptions{.ephemeral = true}), IsOk());
+  EXPECT_EQ(agent->direct_calls_answered(), 0u);
+  auto plain = Connected(1, {.direct_calls = false});
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ(*plain->TryGetKeyValue("e/k"), "v");
+  EXPECT_EQ(plain->direct_calls_answered(), 0u);
+  EXPECT_EQ(*agent->TryGetKeyValue("e/k"), "v");
+  EXPECT_EQ(agent->direct_calls_answered(), 1u);
+}
+
+TEST_F(DirectCallsTest, ALeaderWithoutDirectCalls_AgentsCallThroughTheActor) {
+  StartLeader(Jobs(1), {.direct_calls = false});
+  EXPECT_EQ(leader_->direct_port(), 0);
+  auto agent = Connected(0);
+  ASSERT_NE(agent, nullptr);
+  EXPECT_THAT(agent->InsertKeyValue("k", "v"), IsOk());
+  EXPECT_EQ(*agent->TryGetKeyValue("k"), "v");
+  EXPECT_EQ(agent->direct_calls_answered(), 0u);
+}
+
+TEST_F(DirectCallsTest, AWaitingDirectGet_EndsWithCancelled_AtCancelAndShutdown) {
+  StartLeader(Jobs(1));
+  auto agent = Connected(0);
+  ASSERT_NE(agent, nullptr);
+  auto get = std::async(std::launch::async, [&] { return agent->GetKeyValue("never"); });
+  ASSERT_EQ(get.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+  agent->CancelGetKeyValue("never");
+  ASSERT_EQ(get.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_THAT(get.get(), StatusIs(Code::kCancelled, HasSubstr("GetKeyValue(never) was cancelled")));
+  // The leader withdrew the get with its connection: a later insert wakes nobody, and a new get
+  // is answered.
+  EXPECT_THAT(agent->InsertKeyValue("never", "now"), IsOk());
+  EXPECT_EQ(*agent->GetKeyValue("never"), "now");
+
+  auto second = std::async(std::launch::async, [&] { return agent->GetKeyValue("later"); });
+  ASSERT_EQ(second.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+  EXPECT_THAT(agent->Shutdown(), IsOk());
+  ASSERT_EQ(second.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_THAT(second.get(), StatusIs(Code::kCancelled, HasSubstr("task:0 is shutting down")));
+}
+
+TEST_F(DirectCallsTest, TheLeaderGoesAway_AWaitingDirectGetEndsAsThroughTheActor) {
+  StartLeader(Jobs(1));
+  auto agent = Connected(0);
+  ASSERT_NE(agent, nullptr);
+  auto get = std::async(std::launch::async, [&] { return agent->GetKeyValue("never"); });
+  ASSERT_EQ(get.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+  leader_->Stop();
+  ASSERT_EQ(get.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  // Without leader_reconnect_timeout a lost leader fails the agent's calls.
+  absl::Status status = get.get().status();
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.code(), Code::kDeadlineExceeded) << status;
+}
+
+TEST_F(DirectCallsTest, WithAJobToken_TheAgentPresentsIt_AndARawPeerIsRefusedWithout) {
+  StartLeader(Jobs(1), {.token = "s3cret-token"});
+  auto agent = Connected(0, {.token = "s3cret-token"});
+  ASSERT_NE(agent, nullptr);
+  EXPECT_THAT(agent->InsertKeyValue("t", "v"), IsOk());
+  EXPECT_EQ(agent->direct_calls_answered(), 1u);
+
+  RawConnection no_token(leader_->direct_port());
+  ASSERT_TRUE(no_token.connected());
+  ASSERT_TRUE(no_token.Send(TryGet("t")));
+  auto refused = no_token.Read();
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(DirectStatus(*refused).code(), Code::kUnauthenticated);
+  EXPECT_TRUE(no_token.ClosedByPeer());
+
+  RawConnection wrong(leader_->direct_port());
+  ASSERT_TRUE(wrong.Send(Authenticate("guess")));
+  auto denied = wrong.Read();
+  ASSERT_TRUE(denied.has_value());
+  EXPECT_EQ(DirectStatus(*denied).code(), Code::kUnauthenticated);
+  EXPECT_THAT(denied->message(), ::testing::Not(HasSubstr("s3cret")));
+  EXPECT_TRUE(wrong.ClosedByPeer());
+
+  RawConnection right(leader_->direct_port());
+  ASSERT_TRUE(right.Send(Authenticate("s3cret-token")));
+  auto admitted = right.Read();
+  ASSERT_TRUE(admitted.has_value());
+  EXPECT_EQ(admitted->code(), 0);
+  ASSERT_TRUE(right.Send(TryGet("t")));
+  auto answer = right.Read();
+  ASSERT_TRUE(answer.has_value());
+  auto value = TakeDirectReply<proto::TryGetKeyValueResponse>(*answer);
+  ASSERT_THAT(value.status(), IsOk());
+  EXPECT_EQ(value->kv().value(), "v");
+
+  // A frame over 16 KiB before the token closes the connection before its payload is read.
+  RawConnection large(leader_->direct_port());
+  ASSERT_TRUE(large.Send(std::string("\x00\x01\x00\x00", 4)));
+  auto too_large = large.Read();
+  ASSERT_TRUE(too_large.has_value());
+  EXPECT_EQ(DirectStatus(*too_large).code(), Code::kResourceExhausted);
+  EXPECT_TRUE(large.ClosedByPeer());
+  EXPECT_EQ(*agent->TryGetKeyValue("t"), "v");
+}
+
+TEST_F(DirectCallsTest, FramesThatBreakTheBounds_CloseTheirConnection_TheJobGoesOn) {
+  StartLeader(Jobs(1));
+  auto agent = Connected(0);
+  ASSERT_NE(agent, nullptr);
+  const uint16_t port = leader_->direct_port();
+
+  RawConnection garbage(port);
+  ASSERT_TRUE(garbage.Send(std::string("\x00\x00\x00\x03\xff\xff\xff", 7)));
+  auto bad = garbage.Read();
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_EQ(DirectStatus(*bad).code(), Code::kInvalidArgument);
+  EXPECT_TRUE(garbage.ClosedByPeer());
+
+  RawConnection huge(port);  // over the leader's --max-frame-size (8 MiB)
+  ASSERT_TRUE(huge.Send(std::string("\x7f\x00\x00\x00", 4)));
+  auto over = huge.Read();
+  ASSERT_TRUE(over.has_value());
+  EXPECT_EQ(DirectStatus(*over).code(), Code::kResourceExhausted);
+  EXPECT_TRUE(huge.ClosedByPeer());
+
+  RawConnection empty(port);
+  ASSERT_TRUE(empty.Send(std::string("\x00\x00\x00\x00", 4)));
+  EXPECT_TRUE(empty.ClosedByPeer());
+
+  // An ephemeral write acts as its task: refused here, the connection stays.
+  RawConnection ephemeral(port);
+  proto::DirectRequest write;
+  SetDirectCall(write, requests::InsertKeyValue("e", "v", false, /*ephemeral=*/true));
+  ASSERT_TRUE(ephemeral.Send(write));
+  auto not_direct = ephemeral.Read();
+  ASSERT_TRUE(not_direct.has_value());
+  EXPECT_EQ(DirectStatus(*not_direct).code(), Code::kInvalidArgument);
+  ASSERT_TRUE(ephemeral.Send(TryGet("e")));
+  auto absent = ephemeral.Read();
+  ASSERT_TRUE(absent.has_value());
+  EXPECT_EQ(DirectStatus(*absent).code(), Code::kNotFound);
+
+  // A second call while the first (a get that waits) is unanswered.
+  RawConnection twice(port);
+  proto::DirectRequest get;
+  SetDirectCall(get, requests::GetKeyValue("wait/k", absl::InfiniteDuration()));
+  ASSERT_TRUE(twice.Send(EncodeDirectFrame(get) + EncodeDirectFrame(TryGet("x"))));
+  auto second = twice.Read();
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(DirectStatus(*second).code(), Code::kFailedPrecondition);
+  EXPECT_TRUE(twice.ClosedByPeer());
+
+  EXPECT_THAT(agent->InsertKeyValue("wait/k", "v"), IsOk());
+  EXPECT_EQ(*agent->GetKeyValue("wait/k"), "v");
+}
+
+}  // namespace
+}  // namespace muster

@@ -73,8 +73,9 @@ if kind == "tcpstore":
     store = dist.TCPStore("127.0.0.1", port, 2, False, datetime.timedelta(seconds=30))
 elif kind == "muster-store":
     import muster, muster.torch
-    store = muster.torch.Store(muster.Agent(f"127.0.0.1:{port}", "worker", 0),
-                               datetime.timedelta(seconds=30))
+    agent = muster.Agent(f"127.0.0.1:{port}", "worker", 0)
+    agent.connect()  # as the muster:// rendezvous does: a registered agent's calls go direct
+    store = muster.torch.Store(agent, datetime.timedelta(seconds=30))
 if kind != "muster-agent":
     ops = {"set": lambda: store.set("k", value), "get": lambda: store.get("k"),
            "add": lambda: store.add("c", 1),
@@ -83,6 +84,7 @@ if kind != "muster-agent":
 else:
     import muster
     agent = muster.Agent(f"127.0.0.1:{port}", "worker", 0)
+    agent.connect()
     ops = {"set": lambda: agent.insert_key_value("k", value, True),
            "get": lambda: agent.try_get_key_value("k"),
            "add": lambda: agent.increment_key_value("c", 1),

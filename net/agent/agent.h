@@ -132,6 +132,10 @@ struct AgentOptions {
   // offers one (net/agent/direct/direct_channel.h, docs/agent.md "Direct calls"); otherwise,
   // and when a direct call cannot be made, through the agent actor. false: always the actor.
   bool direct_calls = true;
+  // ... as long as the agent's actor system hosts at most this many agents with direct_calls:
+  // the calls of more agents of one process go better through the process's one connection to
+  // the leader, which carries many calls per frame.
+  static constexpr int kMaxDirectAgentsPerSystem = 16;
   // Requests larger than this are refused here with ResourceExhausted (a leader closes the
   // connection of a peer whose frame is over its --max-frame-size). Match the leader's limit.
   size_t max_request_bytes = WireLimits{}.max_frame_bytes - kFrameEnvelopeBytes;
@@ -414,6 +418,9 @@ class Agent {
     size_t max_request_bytes = 0;
     bool identify_writes = false;  // writes carry request ids (leader_reconnect_timeout)
     uint64_t client = 0;           // their client id
+    // The agents of this agent's actor system that may call directly (agent.cc): over
+    // kMaxDirectAgentsPerSystem, every call goes through the actor.
+    std::shared_ptr<std::atomic<int>> system_agents;
   };
   Agent(caf::actor_system& system, AgentControlActor actor, CallbackRunnerActor callbacks,
         proto::CoordinatedTask task, uint64_t incarnation, bool shutdown_on_destruction,

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <absl/time/clock.h>
 #include <gmock/gmock.h>
@@ -193,6 +194,24 @@ TEST_F(DirectCallsTest, EphemeralWritesAndAgentsWithoutDirectCalls_GoThroughTheA
   EXPECT_EQ(plain->direct_calls_answered(), 0u);
   EXPECT_EQ(*agent->TryGetKeyValue("e/k"), "v");
   EXPECT_EQ(agent->direct_calls_answered(), 1u);
+}
+
+TEST_F(DirectCallsTest, MoreThanSixteenAgentsInOneActorSystem_CallThroughTheActor) {
+  const int kAgents = AgentOptions::kMaxDirectAgentsPerSystem + 1;
+  StartLeader(Jobs(kAgents));
+  std::vector<std::unique_ptr<Agent>> agents;
+  for (int task = 0; task < kAgents; ++task) {
+    agents.push_back(Connected(task));
+    ASSERT_NE(agents.back(), nullptr);
+  }
+  EXPECT_THAT(agents[0]->InsertKeyValue("k", "v"), IsOk());
+  for (auto& agent : agents) {
+    EXPECT_EQ(*agent->TryGetKeyValue("k"), "v");
+    EXPECT_EQ(agent->direct_calls_answered(), 0u);
+  }
+  agents.pop_back();  // at the bound again: their calls go direct
+  EXPECT_EQ(*agents[0]->TryGetKeyValue("k"), "v");
+  EXPECT_EQ(agents[0]->direct_calls_answered(), 1u);
 }
 
 TEST_F(DirectCallsTest, ALeaderWithoutDirectCalls_AgentsCallThroughTheActor) {

@@ -45,6 +45,7 @@ enum class Io { kDone, kLost, kTimedOut, kInterrupted };
 // What a call waits with: the route's retirement (a blocking get gives up at once; another
 // call waits kRetireGrace more), its deadline, and who may interrupt it.
 struct Wait {
+  const DirectRoute* route;
   int retired_fd;
   absl::Time deadline;
   const std::function<bool()>* interrupted;
@@ -100,23 +101,37 @@ Io WriteAll(int fd, const std::string& bytes, Wait& wait, bool* any) {
   return Io::kDone;
 }
 
-Io ReadExactly(int fd, char* out, size_t size, Wait& wait) {
-  size_t got = 0;
-  while (got < size) {
-    ssize_t n = ::recv(fd, out + got, size - got, MSG_DONTWAIT);
-    if (n > 0) {
-      got += static_cast<size_t>(n);
-      continue;
+// Reads one frame into `frame` (its header, then its payload): waits first (an answer is never
+// there the moment its request left), then takes what the socket holds, usually the whole frame
+// in one recv.
+Io ReadFrame(int fd, Wait& wait, std::string* frame, size_t* payload_bytes) {
+  constexpr size_t kChunk = 64u << 10;
+  frame->clear();
+  size_t want = kDirectHeaderBytes;
+  while (frame->size() < want) {
+    if (Io io = Await(fd, POLLIN, wait); io != Io::kDone) return io;
+    for (;;) {
+      size_t room = std::max(want - frame->size(), want == kDirectHeaderBytes ? kChunk : 0);
+      size_t had = frame->size();
+      frame->resize(had + room);
+      ssize_t n = ::recv(fd, frame->data() + had, room, MSG_DONTWAIT);
+      frame->resize(had + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+      if (n == 0) return Io::kLost;
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        return Io::kLost;
+      }
+      if (want == kDirectHeaderBytes && frame->size() >= kDirectHeaderBytes) {
+        uint32_t length = DirectFrameLength(*frame);
+        if (length > kMaxAnswerBytes) return Io::kLost;
+        *payload_bytes = length;
+        want = kDirectHeaderBytes + length;
+      }
+      if (frame->size() >= want) break;
     }
-    if (n == 0) return Io::kLost;
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (Io io = Await(fd, POLLIN, wait); io != Io::kDone) return io;
-      continue;
-    }
-    return Io::kLost;
   }
-  return Io::kDone;
+  return frame->size() == want ? Io::kDone : Io::kLost;  // nothing may follow an answer
 }
 
 // One request and its answer on `fd`. `sent`: the request left (wholly or in part);
@@ -124,17 +139,15 @@ Io ReadExactly(int fd, char* out, size_t size, Wait& wait) {
 Io Exchange(int fd, const std::string& frame, Wait& wait, proto::DirectResponse* response,
             bool* sent, size_t* answer_bytes = nullptr) {
   *sent = false;
-  pollfd retired = {wait.retired_fd, POLLIN, 0};
-  if (::poll(&retired, 1, 0) > 0) return Io::kLost;
+  if (wait.route->retired()) return Io::kLost;
   if (Io io = WriteAll(fd, frame, wait, sent); io != Io::kDone) return io;
-  char header[kDirectHeaderBytes];
-  if (Io io = ReadExactly(fd, header, sizeof header, wait); io != Io::kDone) return io;
-  uint32_t length = DirectFrameLength({header, sizeof header});
-  if (length > kMaxAnswerBytes) return Io::kLost;
+  std::string answer;
+  size_t length = 0;
+  if (Io io = ReadFrame(fd, wait, &answer, &length); io != Io::kDone) return io;
   if (answer_bytes != nullptr) *answer_bytes = length;
-  std::string payload(length, '\0');
-  if (Io io = ReadExactly(fd, payload.data(), length, wait); io != Io::kDone) return io;
-  if (!response->ParseFromString(payload)) return Io::kLost;
+  if (!response->ParseFromArray(answer.data() + kDirectHeaderBytes, static_cast<int>(length))) {
+    return Io::kLost;
+  }
   return Io::kDone;
 }
 
@@ -231,7 +244,7 @@ DirectChannel::Result DirectChannel::Call(const proto::DirectRequest& request,
     }
     return cancelled;
   };
-  Wait wait{route->retired_fd_, deadline, &interrupted, /*get=*/!key.empty()};
+  Wait wait{route.get(), route->retired_fd_, deadline, &interrupted, /*get=*/!key.empty()};
   if (fd < 0) {
     absl::Duration dial =
         std::min(kDialTimeout, std::max(deadline - absl::Now(), absl::Milliseconds(1)));

@@ -52,10 +52,13 @@ struct ConnectionState {
   std::shared_ptr<const EndpointConfig> config;
   caf::io::connection_handle hdl;
   uint32_t awaited = 0;  // > 0: the payload of this length is being read
-  uint64_t frame = 0;    // frames begun, to tell a stale frame deadline
-  size_t budgeted = 0;   // bytes taken from the node's budget for the payload being read
-  bool busy = false;     // a call is at the coordinator
-  bool large = false;    // the call's request was over kUnbudgetedBytes
+  // When the payload being read must be whole, and whether a timer will look at it. One timer
+  // at a time, not one per frame: it looks again later when the deadline moved.
+  caf::actor_clock::time_point frame_deadline;
+  bool watching = false;
+  size_t budgeted = 0;  // bytes taken from the node's budget for the payload being read
+  bool busy = false;    // a call is at the coordinator
+  bool large = false;   // the call's request was over kUnbudgetedBytes
 };
 
 using ConnectionPointer = caf::stateful_actor<ConnectionState, caf::io::broker>*;
@@ -129,6 +132,17 @@ void Dispatch(ConnectionPointer self, proto::DirectRequest& request) {
 
 caf::behavior Serving(ConnectionPointer self);
 
+// The frame timer: closes a connection whose payload is not whole by its deadline.
+void CheckFrameDeadline(ConnectionPointer self) {
+  auto& st = self->state;
+  st.watching = false;
+  if (st.awaited == 0) return;
+  auto now = self->clock().now();
+  if (now >= st.frame_deadline) return Close(self);
+  st.watching = true;
+  self->delayed_send(self, st.frame_deadline - now, frame_timeout_atom::value);
+}
+
 // Reads a frame's header or payload; `on_request` takes a whole request.
 template <class OnRequest>
 void OnData(ConnectionPointer self, const std::vector<char>& buf, uint32_t limit,
@@ -151,11 +165,15 @@ void OnData(ConnectionPointer self, const std::vector<char>& buf, uint32_t limit
       st.budgeted = length;
     }
     st.awaited = length;
-    ++st.frame;
     // One timeout for a frame, and one more for each MiB.
-    auto timeout = st.config->frame_timeout * (1 + length / (1u << 20));
     if (st.config->frame_timeout > caf::timespan{0}) {
-      self->delayed_send(self, timeout, frame_timeout_atom::value, st.frame);
+      st.frame_deadline =
+          self->clock().now() + st.config->frame_timeout * (1 + length / (1u << 20));
+      if (!st.watching) {
+        st.watching = true;
+        self->delayed_send(self, st.frame_deadline - self->clock().now(),
+                           frame_timeout_atom::value);
+      }
     }
     self->configure_read(st.hdl, caf::io::receive_policy::exactly(length));
     return;
@@ -191,9 +209,7 @@ caf::behavior Serving(ConnectionPointer self) {
       },
       [self](admit_timeout_atom) {},
       [self](const caf::io::connection_closed_msg&) { self->quit(); },
-      [self](frame_timeout_atom, uint64_t frame) {
-        if (frame == self->state.frame && self->state.awaited > 0) Close(self);
-      },
+      [self](frame_timeout_atom) { CheckFrameDeadline(self); },
   };
 }
 
@@ -216,9 +232,7 @@ caf::behavior Admitting(ConnectionPointer self) {
       },
       [self](admit_timeout_atom) { Close(self); },
       [self](const caf::io::connection_closed_msg&) { self->quit(); },
-      [self](frame_timeout_atom, uint64_t frame) {
-        if (frame == self->state.frame && self->state.awaited > 0) Close(self);
-      },
+      [self](frame_timeout_atom) { CheckFrameDeadline(self); },
   };
 }
 

@@ -38,14 +38,7 @@ using ::muster::testing::StatusIs;
 using ::testing::HasSubstr;
 using Code = absl::StatusCode;
 
-CoordinatorOptions Jobs(int tasks) {
-  CoordinatorOptions options;
-  auto* job = options.config.add_coordinated_job_list();
-  job->set_name("worker");
-  job->set_num_tasks(tasks);
-  options.config.set_heartbeat_timeout_in_ms(10'000);
-  return options;
-}
+using ::muster::testing::Jobs;
 
 // A raw connection to the leader's direct port, speaking the frames itself.
 class RawConnection {

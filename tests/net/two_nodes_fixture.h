@@ -13,6 +13,16 @@
 
 namespace muster::testing {
 
+// One job, "worker", of `tasks` tasks, with a heartbeat timeout of 10 s.
+inline CoordinatorOptions Jobs(int tasks) {
+  CoordinatorOptions options;
+  auto* job = options.config.add_coordinated_job_list();
+  job->set_name("worker");
+  job->set_num_tasks(tasks);
+  options.config.set_heartbeat_timeout_in_ms(10'000);
+  return options;
+}
+
 class TwoNodesTest : public ::testing::Test {
  protected:
   NodeConfig leader_config_;

@@ -59,10 +59,9 @@ class PlainScribe : public caf::io::scribe {
   bool launched_ = false;
 };
 
-class PlainDoorman : public caf::io::doorman {
+class PlainDoorman : public SheddingDoorman {
  public:
-  PlainDoorman(GuardedMultiplexer& mpx, net::native_socket fd)
-      : doorman(net::accept_hdl_from_socket(fd)), mpx_(mpx), acceptor_(mpx, fd, &mpx) {}
+  using SheddingDoorman::SheddingDoorman;
 
   bool new_connection() override {
     if (detached()) return false;  // the broker let go while events were still queued
@@ -74,34 +73,16 @@ class PlainDoorman : public caf::io::doorman {
     ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
     ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
     ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+    // An answer its peer does not take (keep-alive sends no probe while data waits) ends the
+    // connection after a minute.
+    unsigned int unacknowledged_ms = 60'000;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &unacknowledged_ms, sizeof unacknowledged_ms);
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
     caf::io::scribe_ptr scribe = caf::make_counted<PlainScribe>(mpx_, fd);
     auto hdl = scribe->hdl();
     parent()->add_scribe(std::move(scribe));
     return doorman::new_connection(&mpx_, hdl);
   }
-  void graceful_shutdown() override {
-    acceptor_.graceful_shutdown();
-    detach(&mpx_, false);
-  }
-  void launch() override { acceptor_.start(this); }
-  std::string addr() const override {
-    auto x = net::local_addr_of_fd(acceptor_.fd());
-    return x ? *x : std::string{};
-  }
-  uint16_t port() const override {
-    auto x = net::local_port_of_fd(acceptor_.fd());
-    return x ? *x : 0;
-  }
-  void add_to_loop() override { acceptor_.activate(this); }
-  void remove_from_loop() override {
-    acceptor_.passivate();
-    ReleaseIfNeverPolled(acceptor_);
-  }
-
- private:
-  GuardedMultiplexer& mpx_;
-  net::acceptor_impl<SheddingTcp> acceptor_;
 };
 
 }  // namespace

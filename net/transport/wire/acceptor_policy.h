@@ -1,7 +1,8 @@
 // What a listening socket of a node's guarded network layer shares with every other: the accept
-// policy that sheds connections when the process is out of descriptors, and the release of a
-// handler that never reached the poll set (net/transport/wire/guarded_multiplexer.cc, and the
-// leader's direct endpoint, net/leader/direct/plain_doorman.h).
+// policy that sheds connections when the process is out of descriptors, the release of a
+// handler that never reached the poll set, and the doorman over them
+// (net/transport/wire/guarded_multiplexer.cc, and the leader's direct endpoint,
+// net/leader/direct/plain_doorman.h).
 #pragma once
 
 #include <fcntl.h>
@@ -10,6 +11,10 @@
 
 #include <cerrno>
 
+#include <string>
+
+#include <caf/io/doorman.hpp>
+#include <caf/io/network/acceptor_impl.hpp>
 #include <caf/io/network/event_handler.hpp>
 #include <caf/io/network/native_socket.hpp>
 #include <caf/io/network/operation.hpp>
@@ -73,5 +78,38 @@ inline void ReleaseIfNeverPolled(caf::io::network::event_handler& handler) {
   if ((handler.eventbf() & caf::io::network::input_mask) == 0)
     handler.removed_from_loop(caf::io::network::operation::read);
 }
+
+// A listening socket of the guarded layer: CAF's acceptor over SheddingTcp. What an accepted
+// connection becomes is the subclass's (new_connection).
+class SheddingDoorman : public caf::io::doorman {
+ public:
+  SheddingDoorman(GuardedMultiplexer& mpx, caf::io::network::native_socket fd)
+      : doorman(caf::io::network::accept_hdl_from_socket(fd)),
+        mpx_(mpx),
+        acceptor_(mpx, fd, &mpx) {}
+
+  void graceful_shutdown() override {
+    acceptor_.graceful_shutdown();
+    detach(&mpx_, false);
+  }
+  void launch() override { acceptor_.start(this); }
+  std::string addr() const override {
+    auto x = caf::io::network::local_addr_of_fd(acceptor_.fd());
+    return x ? *x : std::string{};
+  }
+  uint16_t port() const override {
+    auto x = caf::io::network::local_port_of_fd(acceptor_.fd());
+    return x ? *x : 0;
+  }
+  void add_to_loop() override { acceptor_.activate(this); }
+  void remove_from_loop() override {
+    acceptor_.passivate();
+    ReleaseIfNeverPolled(acceptor_);
+  }
+
+ protected:
+  GuardedMultiplexer& mpx_;
+  caf::io::network::acceptor_impl<SheddingTcp> acceptor_;
+};
 
 }  // namespace muster

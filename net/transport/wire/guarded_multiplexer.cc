@@ -351,10 +351,9 @@ class GuardedScribe : public caf::io::scribe {
 namespace {
 
 // A listening socket whose accepted connections are GuardedScribes with a handshake deadline.
-class GuardedDoorman : public caf::io::doorman {
+class GuardedDoorman : public SheddingDoorman {
  public:
-  GuardedDoorman(GuardedMultiplexer& mpx, net::native_socket fd)
-      : doorman(net::accept_hdl_from_socket(fd)), mpx_(mpx), acceptor_(mpx, fd, &mpx) {}
+  using SheddingDoorman::SheddingDoorman;
 
   bool new_connection() override {
     if (detached()) return false;  // the broker let go while events were still queued
@@ -378,28 +377,6 @@ class GuardedDoorman : public caf::io::doorman {
     parent()->add_scribe(std::move(scribe));
     return doorman::new_connection(&mpx_, hdl);
   }
-  void graceful_shutdown() override {
-    acceptor_.graceful_shutdown();
-    detach(&mpx_, false);
-  }
-  void launch() override { acceptor_.start(this); }
-  std::string addr() const override {
-    auto x = net::local_addr_of_fd(acceptor_.fd());
-    return x ? *x : std::string{};
-  }
-  uint16_t port() const override {
-    auto x = net::local_port_of_fd(acceptor_.fd());
-    return x ? *x : 0;
-  }
-  void add_to_loop() override { acceptor_.activate(this); }
-  void remove_from_loop() override {
-    acceptor_.passivate();
-    ReleaseIfNeverPolled(acceptor_);
-  }
-
- private:
-  GuardedMultiplexer& mpx_;
-  net::acceptor_impl<SheddingTcp> acceptor_;
 };
 
 }  // namespace

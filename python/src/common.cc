@@ -105,11 +105,16 @@ thread_local bool on_dispatcher_thread = false;
 
 bool Dispatcher::OnItsThread() { return on_dispatcher_thread; }
 
-bool OnMainThread() {
-  static const unsigned long main_thread =
-      py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
-  return PyThread_get_thread_ident() == main_thread;
+namespace {
+std::atomic<unsigned long> main_thread{0};
+}  // namespace
+
+void RememberMainThread() {
+  main_thread.store(
+      py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>());
 }
+
+bool OnMainThread() { return PyThread_get_thread_ident() == main_thread.load(); }
 
 void Dispatcher::Run() {
   on_dispatcher_thread = true;

@@ -58,8 +58,10 @@ std::string TaskString(const proto::CoordinatedTask& task);
 // Seconds (None: forever) as an absl::Duration. Raises ValueError for negative or NaN.
 absl::Duration ToDuration(const std::optional<double>& seconds);
 
-// True on the interpreter's main thread, the one that runs signal handlers. Call with the GIL.
+// True on the interpreter's main thread, the one that runs signal handlers, as the module's
+// import found it (RememberMainThread, with the GIL).
 bool OnMainThread();
+void RememberMainThread();
 
 // Runs queued Python work (callbacks, future completions) on a thread of its own, started by
 // the first Post(): a process whose agents never call back has no such thread. The thread

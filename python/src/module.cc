@@ -17,6 +17,7 @@ PYBIND11_MODULE(_muster, m) {
   // every lock then updates a process-wide graph under a global lock, and a call's waiter pays
   // it. Off here, as in a release build of abseil (tests keep it on).
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  muster::python::RememberMainThread();
   muster::python::RegisterStatusErrors(m);
   muster::python::BindAgent(m);
   muster::python::BindLeader(m);

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <utility>
 
 #include <absl/strings/str_cat.h>
@@ -50,6 +51,7 @@ struct Wait {
   absl::Time deadline;
   const std::function<bool()>* interrupted;
   bool get = false;
+  bool retiring = false;  // the route retired while this call waited: its grace runs
 };
 
 // Waits until `fd` is ready for `events`, the route retires, the deadline passes or the caller
@@ -60,7 +62,7 @@ Io Await(int fd, short events, Wait& wait) {
     int timeout_ms = -1;
     if (wait.deadline != absl::InfiniteFuture()) {
       absl::Duration left = wait.deadline - absl::Now();
-      if (left <= absl::ZeroDuration()) return Io::kTimedOut;
+      if (left <= absl::ZeroDuration()) return wait.retiring ? Io::kLost : Io::kTimedOut;
       timeout_ms = static_cast<int>(std::min<int64_t>(
           absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))), 1 << 30));
     }
@@ -73,7 +75,10 @@ Io Await(int fd, short events, Wait& wait) {
     if (ready > 0 && wait.retired_fd >= 0 && fds[1].revents != 0) {
       if (wait.get) return Io::kLost;
       wait.retired_fd = -1;
-      wait.deadline = std::min(wait.deadline, absl::Now() + kRetireGrace);
+      if (absl::Now() + kRetireGrace < wait.deadline) {
+        wait.deadline = absl::Now() + kRetireGrace;
+        wait.retiring = true;
+      }
       continue;
     }
     if (ready > 0 && fds[0].revents != 0) return Io::kDone;
@@ -101,37 +106,53 @@ Io WriteAll(int fd, const std::string& bytes, Wait& wait, bool* any) {
   return Io::kDone;
 }
 
+// Receives into `out` what the socket holds, up to `size` bytes: kDone with `*got` > 0, kLost
+// when the connection ended, and kTimedOut (`*got` 0) when nothing is there yet.
+Io ReceiveSome(int fd, char* out, size_t size, size_t* got) {
+  for (;;) {
+    ssize_t n = ::recv(fd, out, size, MSG_DONTWAIT);
+    if (n > 0) {
+      *got = static_cast<size_t>(n);
+      return Io::kDone;
+    }
+    if (n == 0) return Io::kLost;
+    if (errno == EINTR) continue;
+    *got = 0;
+    return errno == EAGAIN || errno == EWOULDBLOCK ? Io::kTimedOut : Io::kLost;
+  }
+}
+
 // Reads one frame into `frame` (its header, then its payload): waits first (an answer is never
 // there the moment its request left), then takes what the socket holds, usually the whole frame
-// in one recv.
+// in one recv; a larger payload then goes straight into the frame, sized once.
 Io ReadFrame(int fd, Wait& wait, std::string* frame, size_t* payload_bytes) {
-  constexpr size_t kChunk = 64u << 10;
-  frame->clear();
-  size_t want = kDirectHeaderBytes;
-  while (frame->size() < want) {
+  constexpr size_t kFirstRead = 16u << 10;
+  char first[kFirstRead];
+  size_t got = 0;
+  while (got < kDirectHeaderBytes) {
     if (Io io = Await(fd, POLLIN, wait); io != Io::kDone) return io;
-    for (;;) {
-      size_t room = std::max(want - frame->size(), want == kDirectHeaderBytes ? kChunk : 0);
-      size_t had = frame->size();
-      frame->resize(had + room);
-      ssize_t n = ::recv(fd, frame->data() + had, room, MSG_DONTWAIT);
-      frame->resize(had + static_cast<size_t>(std::max<ssize_t>(n, 0)));
-      if (n == 0) return Io::kLost;
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        return Io::kLost;
-      }
-      if (want == kDirectHeaderBytes && frame->size() >= kDirectHeaderBytes) {
-        uint32_t length = DirectFrameLength(*frame);
-        if (length > kMaxAnswerBytes) return Io::kLost;
-        *payload_bytes = length;
-        want = kDirectHeaderBytes + length;
-      }
-      if (frame->size() >= want) break;
-    }
+    size_t n = 0;
+    Io io = ReceiveSome(fd, first + got, kFirstRead - got, &n);
+    if (io == Io::kLost) return io;
+    got += n;
   }
-  return frame->size() == want ? Io::kDone : Io::kLost;  // nothing may follow an answer
+  const uint32_t length = DirectFrameLength({first, kDirectHeaderBytes});
+  const size_t want = kDirectHeaderBytes + size_t{length};
+  if (length > kMaxAnswerBytes || got > want) return Io::kLost;  // nothing may follow an answer
+  *payload_bytes = length;
+  frame->resize(want);
+  std::memcpy(frame->data(), first, got);
+  while (got < want) {
+    size_t n = 0;
+    Io io = ReceiveSome(fd, frame->data() + got, want - got, &n);
+    if (io == Io::kLost) return io;
+    if (n == 0) {
+      if (Io waited = Await(fd, POLLIN, wait); waited != Io::kDone) return waited;
+      continue;
+    }
+    got += n;
+  }
+  return Io::kDone;
 }
 
 // One request and its answer on `fd`. `sent`: the request left (wholly or in part);
@@ -251,7 +272,10 @@ DirectChannel::Result DirectChannel::Call(const proto::DirectRequest& request,
     auto dialled = DialTcp(route->host(), route->port(),
                            std::chrono::milliseconds(absl::ToInt64Milliseconds(dial)));
     if (!dialled) {
-      route->dial_refused_until_.store(absl::ToUnixNanos(absl::Now() + kDialBackoff));
+      // Not after a dial the call's own deadline cut short: the port may be fine.
+      if (dial == kDialTimeout) {
+        route->dial_refused_until_.store(absl::ToUnixNanos(absl::Now() + kDialBackoff));
+      }
     } else {
       fd = *dialled;
       Configure(fd);

@@ -184,8 +184,8 @@ void OnData(ConnectionPointer self, const std::vector<char>& buf, uint32_t limit
   if (!request.ParseFromArray(buf.data(), static_cast<int>(buf.size()))) {
     return Refuse(self, absl::InvalidArgumentError("a direct-call frame that is not a request"));
   }
-  // At the coordinator, or answered but not yet taken by the socket (a peer that does not read
-  // its answers): either way the client did not wait for it.
+  // At the coordinator, or a second answer queued behind one the socket has not taken yet (a
+  // peer that does not read its answers): either way the client did not wait for them.
   if (st.busy || !self->wr_buf(st.hdl).empty()) {
     return Refuse(self, absl::FailedPreconditionError(
                             "a second direct call before the answer to the first: one call at "

@@ -11,6 +11,7 @@
 
 #include "muster/net/transport/wire/acceptor_policy.h"
 #include "muster/net/transport/wire/guarded_stream.h"
+#include "muster/net/transport/wire/tcp_dial.h"
 
 namespace muster {
 namespace {
@@ -67,17 +68,11 @@ class PlainDoorman : public SheddingDoorman {
     if (detached()) return false;  // the broker let go while events were still queued
     // Not the guarded multiplexer's scribe, which reads the bytes as CAF's protocol.
     net::native_socket fd = acceptor_.accepted_socket();
-    // A peer whose host vanished is found and its connection closed within about a minute.
-    int on = 1, idle = 30, interval = 10, count = 3;
-    ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
-    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
-    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
-    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+    KeepTcpAlive(fd);
     // An answer its peer does not take (keep-alive sends no probe while data waits) ends the
     // connection after a minute.
     unsigned int unacknowledged_ms = 60'000;
     ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &unacknowledged_ms, sizeof unacknowledged_ms);
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
     caf::io::scribe_ptr scribe = caf::make_counted<PlainScribe>(mpx_, fd);
     auto hdl = scribe->hdl();
     parent()->add_scribe(std::move(scribe));

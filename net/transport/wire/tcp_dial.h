@@ -32,6 +32,11 @@ socklen_t LengthOf(const sockaddr_storage& address);
 // A connected, non-blocking, close-on-exec socket to HOST:PORT, or caf::sec::cannot_connect_to_node
 // with what failed: "no such host", "connect: <connect(2)'s error>", or "no answer to the
 // connect within <timeout> ms".
+// A direct-call connection's options (either end): no Nagle delay, and keep-alive probes after
+// 30 s idle, every 10 s, 3 times, so that a connection whose peer's host vanished or that a
+// middlebox dropped ends within about a minute instead of leaving a waiting call waiting.
+void KeepTcpAlive(caf::io::network::native_socket fd);
+
 caf::expected<caf::io::network::native_socket> DialTcp(const std::string& host, uint16_t port,
                                                        std::chrono::milliseconds timeout);
 

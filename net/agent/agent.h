@@ -422,6 +422,10 @@ class Agent {
     // kMaxDirectAgentsPerSystem, every call goes through the actor.
     std::shared_ptr<std::atomic<int>> system_agents;
   };
+  // What `options` ask of direct calls, for an agent of `system` (agent_direct.cc); sets the
+  // channel in `config`.
+  static DirectCalls MakeDirectCalls(caf::actor_system& system, const AgentOptions& options,
+                                     AgentConfig& config);
   Agent(caf::actor_system& system, AgentControlActor actor, CallbackRunnerActor callbacks,
         proto::CoordinatedTask task, uint64_t incarnation, bool shutdown_on_destruction,
         std::shared_ptr<AgentProgress> progress, DirectCalls direct);

@@ -1,9 +1,8 @@
-// A key-value directory's durable side (a leader with a state dir), without actors: the records
-// each change writes (keys; recent history once the directory is watched), the replies of
-// applied writes by request
-// id (so a write re-sent after a lost connection is answered, not applied twice), and the
-// recent history that resumed watches replay. The directory actor owns one, with the gate that
-// holds its replies until their changes are on disk.
+// A key-value directory's durable side, without actors: the replies of applied writes by request
+// id (so a write re-sent after a lost connection is answered, not applied twice: kept by every
+// leader), and with a state dir the records each change writes (keys; recent history once the
+// directory is watched, which resumed watches replay). The directory actor owns one, with the
+// gate that holds its replies until their changes are on disk.
 #pragma once
 
 #include <cstdint>
@@ -49,7 +48,8 @@ class KvDurable {
 
   // The stored reply of an applied write; null when the id is new (or no longer kept).
   const proto::StoredReply* FindReply(const proto::RequestId& id) const;
-  // Keeps the reply of an applied write (and adds its record to `batch`).
+  // Keeps the reply of an applied write (and adds its record to `batch`, which only a directory
+  // with a state dir writes).
   void RememberReply(const std::string& directory, const proto::RequestId& id,
                      proto::StoredReply reply, StateBatch& batch);
 

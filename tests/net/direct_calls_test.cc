@@ -348,5 +348,29 @@ TEST_F(DirectCallsTest, FramesThatBreakTheBounds_CloseTheirConnection_TheJobGoes
   EXPECT_EQ(*agent->GetKeyValue("wait/k"), "v");
 }
 
+// A write re-sent with its request id after its connection was lost (here: sent again on a new
+// connection, as the agent does through its actor) is answered from the reply the leader kept,
+// without a state dir too: the counter counts it once.
+TEST_F(DirectCallsTest, AWriteSentAgainWithItsRequestId_IsAppliedOnce) {
+  StartLeader(Jobs(1));
+  auto agent = Connected(0);
+  ASSERT_NE(agent, nullptr);
+  proto::IncrementKeyValueRequest increment = requests::IncrementKeyValue("once/n", 5);
+  increment.mutable_request_id()->set_client(77);
+  increment.mutable_request_id()->set_seq(1);
+  proto::DirectRequest call;
+  SetDirectCall(call, increment);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    RawConnection connection(leader_->direct_port());
+    ASSERT_TRUE(connection.Send(call));
+    auto answer = connection.Read();
+    ASSERT_TRUE(answer.has_value());
+    ASSERT_TRUE(answer->has_increment_key_value()) << answer->DebugString();
+    EXPECT_EQ(answer->increment_key_value().kv().value(), "5") << "attempt " << attempt;
+  }
+  EXPECT_EQ(*agent->TryGetKeyValue("once/n"), "5");
+  EXPECT_EQ(*agent->IncrementKeyValue("once/n", 1), 6);  // a new write (no id) is applied
+}
+
 }  // namespace
 }  // namespace muster

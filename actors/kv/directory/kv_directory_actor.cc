@@ -17,8 +17,8 @@
 #include "muster/actors/durability/kv_durable.h"
 #include "muster/actors/kv/directory/kv_counting.h"
 #include "muster/actors/kv/directory/kv_directory_state.h"
-#include "muster/actors/kv/store/kv_store.h"
 #include "muster/actors/kv/directory/kv_subscribers.h"
+#include "muster/actors/kv/store/kv_store.h"
 #include "muster/actors/observe/leader_metrics.h"
 #include "muster/messages/status/caf_text.h"
 #include "muster/messages/status/status_codec.h"
@@ -122,13 +122,15 @@ caf::result<Response> Answer(absl::StatusOr<Response> outcome) {
 }
 
 // A write: applied by `apply` (which fills the changes it made), published, and answered once
-// recorded. With a request id a write already applied is answered from its stored reply.
+// recorded. With a request id a write already applied is answered from its stored reply, by
+// every leader (a write re-sent after a lost connection may reach the leader that applied it,
+// state dir or not); with a state dir the reply is recorded with the change.
 template <class Response, class Request, class Apply>
 caf::result<Response> Write(KvDirectoryPointer self, KvVerb verb, const Request& request,
                             Apply apply) {
   auto start = RequestArrival(self);
   KvDurable& durable = self->state.durable;
-  const bool dedup = durable.enabled() && request.request_id().client() != 0;
+  const bool dedup = request.request_id().client() != 0;
   if (dedup) {
     if (const proto::StoredReply* stored = durable.FindReply(request.request_id())) {
       return CountedReply(self, verb, start, Answer(LoadReply<Response>(*stored)));

@@ -704,14 +704,26 @@ TEST_F(CoordinatorDurableTest, ResentWriteWhileFirstNotDurable_AnsweredOnceDurab
   EXPECT_EQ((*again)->value().kv().value(), "1");
 }
 
-TEST_F(CoordinatorDurableTest, WithoutWriter_RequestIdIsIgnored) {
+// A leader without a state dir keeps the replies too, in memory: a write re-sent after a lost
+// connection (a direct call's, or the agent's connection with a reconnect timeout) may reach the
+// very leader that applied it.
+TEST_F(CoordinatorDurableTest, WithoutWriter_SameRequestIdTwice_AppliedOnce) {
   Spawn(Config(1));
   proto::IncrementKeyValueRequest increment = IncrementRequest("d/n", 1);
   *increment.mutable_request_id() = Id(5, 1);
   ASSERT_THAT(Call<proto::IncrementKeyValueResponse>(leader_, increment), IsOk());
   auto again = Call<proto::IncrementKeyValueResponse>(leader_, increment);
   ASSERT_THAT(again, IsOk());
-  EXPECT_EQ(again->kv().value(), "2");
+  EXPECT_EQ(again->kv().value(), "1");
+  auto stored = Call<proto::TryGetKeyValueResponse>(leader_, TryGetRequest("d/n"));
+  ASSERT_THAT(stored, IsOk());
+  EXPECT_EQ(stored->kv().value(), "1");
+  // A write without an id is applied every time.
+  increment.clear_request_id();
+  ASSERT_THAT(Call<proto::IncrementKeyValueResponse>(leader_, increment), IsOk());
+  auto plain = Call<proto::IncrementKeyValueResponse>(leader_, increment);
+  ASSERT_THAT(plain, IsOk());
+  EXPECT_EQ(plain->kv().value(), "3");
 }
 
 // A write's reply record and its changes must reach the disk together: were the reply durable

@@ -207,8 +207,13 @@ Agent::Agent(caf::actor_system& system, AgentControlActor actor, CallbackRunnerA
 
 template <class Response, class Request>
 absl::StatusOr<Response> Agent::AskKv(Request request, const std::string& get_key) const {
-  if (auto direct = TryDirect(request, get_key)) return *std::move(direct);
-  return Ask<Response>(std::move(request));
+  const uint64_t hold = get_key.empty() ? 0 : HoldGet(get_key);
+  if (auto direct = TryDirect(request, get_key, nullptr, hold)) {
+    ReleaseGet(hold);
+    return *std::move(direct);
+  }
+  return AskThen<Response>([&](const caf::actor_addr& call) { ReleaseGet(hold, call); },
+                           std::move(request));
 }
 
 Agent::~Agent() {
@@ -304,11 +309,14 @@ GetKeyValueHandle Agent::GetKeyValueAsync(const std::string& key, StatusOrValueC
 
 void Agent::CancelGetKeyValue(const std::string& key) {
   ThreadLoggerGuard logger_guard;
-  caf::anon_send(actor_, cancel_atom::value, key);
+  // The direct calls and holds first, then the actor: a get that falls back to the actor after
+  // this either finds its hold marked (ReleaseGet cancels it at the actor) or reached the actor
+  // before this cancel does.
   if (direct_.channel) {
     direct_.channel->Cancel(
         key, absl::StrCat("GetKeyValue(", key, ") was cancelled by CancelGetKeyValue"));
   }
+  caf::anon_send(actor_, cancel_atom::value, key);
 }
 
 absl::StatusOr<std::string> Agent::TryGetKeyValue(const std::string& key) {

@@ -372,11 +372,13 @@ class Agent {
   // proto::*Response. `done` runs exactly once with the response or the error (the same errors
   // as the blocking method), on the actor-system thread that completes the call, inside the
   // agent actor's turn: it must return quickly and must not call the agent's blocking methods
-  // (hand such work to a thread of your own). For bindings to other languages.
+  // (hand such work to a thread of your own). For bindings to other languages. Returns the
+  // call's address (what ReleaseGet takes).
   template <class Response, class... Request>
-  void CallAsync(std::function<void(absl::StatusOr<Response>)> done, Request... request) const {
+  caf::actor_addr CallAsync(std::function<void(absl::StatusOr<Response>)> done,
+                            Request... request) const {
     ThreadLoggerGuard logger_guard;
-    Send<Response>(std::move(done), std::move(request)...);
+    return Send<Response>(std::move(done), std::move(request)...);
   }
 
   // ERROR also when the agent actor has stopped (its actor system is shutting down).
@@ -404,7 +406,14 @@ class Agent {
   template <class Request>
   std::optional<absl::StatusOr<KvCallResponse<Request>>> TryDirect(
       Request& request, const std::string& get_key,
-      const std::function<bool()>& interrupted = nullptr) const;
+      const std::function<bool()>& interrupted = nullptr, uint64_t hold = 0) const;
+  // A blocking get's hold (0 without direct calls), for bindings that make a get with
+  // TryDirect and, when it returns nullopt, CallAsync: taken before TryDirect (which is given
+  // it) and released once the get is answered (`call` null) or CallAsync has returned the
+  // call's address. A CancelGetKeyValue(key) landing between the two is then not lost:
+  // ReleaseGet cancels that call (that one only) at the agent actor, after it.
+  uint64_t HoldGet(const std::string& key) const;
+  void ReleaseGet(uint64_t hold, const caf::actor_addr& call = {}) const;
   // Ends every direct get waiting now with Cancelled ("... is shutting down", or "... was
   // destroyed while the call waited" without shutdown_on_destruction) and makes no direct call
   // until the agent registers again: a binding's close() before it drops the agent.
@@ -441,6 +450,11 @@ class Agent {
                               caf::message request, absl::Status receiver_gone = {}) const;
   template <class Response, class... Args>
   absl::StatusOr<Response> Ask(Args&&... args) const;
+  // Ask, giving `sent` the call's address once the request is on its way, before waiting for
+  // the answer.
+  template <class Response, class... Args>
+  absl::StatusOr<Response> AskThen(const std::function<void(const caf::actor_addr&)>& sent,
+                                   Args&&... args) const;
   // TryDirect, else Ask.
   template <class Response, class Request>
   absl::StatusOr<Response> AskKv(Request request, const std::string& get_key = {}) const;
@@ -497,18 +511,25 @@ caf::actor_addr Agent::SendMessage(std::function<void(absl::StatusOr<Response>)>
 
 template <class Response, class... Args>
 absl::StatusOr<Response> Agent::Ask(Args&&... args) const {
+  return AskThen<Response>(nullptr, std::forward<Args>(args)...);
+}
+
+template <class Response, class... Args>
+absl::StatusOr<Response> Agent::AskThen(const std::function<void(const caf::actor_addr&)>& sent,
+                                        Args&&... args) const {
   ThreadLoggerGuard logger_guard;
   struct Slot {
     absl::Notification answered;
     absl::StatusOr<Response> result;
   };
   auto slot = std::make_shared<Slot>();
-  Send<Response>(
+  caf::actor_addr call = Send<Response>(
       [slot](absl::StatusOr<Response> result) {
         slot->result = std::move(result);
         slot->answered.Notify();
       },
       std::forward<Args>(args)...);
+  if (sent) sent(call);
   slot->answered.WaitForNotification();
   return std::move(slot->result);
 }

@@ -65,6 +65,16 @@ uint64_t Agent::direct_calls_answered() const {
   return direct_.channel ? direct_.channel->answered() : 0;
 }
 
+uint64_t Agent::HoldGet(const std::string& key) const {
+  return direct_.channel ? direct_.channel->HoldGet(key) : 0;
+}
+
+void Agent::ReleaseGet(uint64_t hold, const caf::actor_addr& call) const {
+  if (hold == 0 || !direct_.channel->ReleaseGet(hold) || !call) return;
+  ThreadLoggerGuard logger_guard;
+  caf::anon_send(actor_, cancel_atom::value, call);  // after the get, from this thread
+}
+
 void Agent::StopDirectCalls() {
   if (!direct_.channel) return;
   direct_.channel->CancelAll(absl::StrCat(
@@ -78,7 +88,8 @@ void Agent::StopDirectCalls() {
 // record). A write without a request id lost on the way is not made again.
 template <class Request>
 std::optional<absl::StatusOr<KvCallResponse<Request>>> Agent::TryDirect(
-    Request& request, const std::string& get_key, const std::function<bool()>& interrupted) const {
+    Request& request, const std::string& get_key, const std::function<bool()>& interrupted,
+    uint64_t hold) const {
   using Response = KvCallResponse<Request>;
   if (!direct_.channel || direct_.system_agents->load(std::memory_order_relaxed) >
                               AgentOptions::kMaxDirectAgentsPerSystem) {
@@ -102,7 +113,7 @@ std::optional<absl::StatusOr<KvCallResponse<Request>>> Agent::TryDirect(
   SetDirectCall(call, request);
   if (!IsDirectCall(call) || call.ByteSizeLong() > direct_.max_request_bytes) return std::nullopt;
   ThreadLoggerGuard logger_guard;
-  DirectChannel::Result result = direct_.channel->Call(call, get_key, deadline, interrupted);
+  DirectChannel::Result result = direct_.channel->Call(call, get_key, deadline, interrupted, hold);
   switch (result.outcome) {
     case DirectChannel::Outcome::kAnswered:
       return TakeDirectReply<Response>(result.response);
@@ -132,7 +143,7 @@ std::optional<absl::StatusOr<KvCallResponse<Request>>> Agent::TryDirect(
 
 #define MUSTER_AGENT_TRY_DIRECT(Verb)                                             \
   template std::optional<absl::StatusOr<proto::Verb##Response>> Agent::TryDirect( \
-      proto::Verb##Request&, const std::string&, const std::function<bool()>&) const;
+      proto::Verb##Request&, const std::string&, const std::function<bool()>&, uint64_t) const;
 MUSTER_AGENT_TRY_DIRECT(InsertKeyValue)
 MUSTER_AGENT_TRY_DIRECT(GetKeyValue)
 MUSTER_AGENT_TRY_DIRECT(TryGetKeyValue)

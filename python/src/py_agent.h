@@ -94,22 +94,34 @@ class PyAgent : public Closable {
   template <class Response, class Convert, class... Request>
   py::object CallThen(bool async, Convert convert, std::function<void()> on_interrupt,
                       std::function<void()> on_done, Request... request) {
+    return CallSent<Response>(async, convert, std::move(on_interrupt), std::move(on_done), nullptr,
+                              request...);
+  }
+  // CallThen, with `sent` run on the calling thread once the request is on its way to the
+  // agent actor (not when the agent is gone).
+  template <class Response, class Convert, class... Request>
+  py::object CallSent(bool async, Convert convert, std::function<void()> on_interrupt,
+                      std::function<void()> on_done,
+                      std::function<void(Agent&, const caf::actor_addr&)> sent,
+                      Request... request) {
     // The call holds the agent only while it starts, without the GIL (WaitFor, StartFuture):
     // when close() ran meanwhile, the last reference, whose ~Agent blocks, is dropped here.
     std::weak_ptr<Agent> weak = GetWeak();
-    auto start = [weak, on_done, request...](std::function<void(absl::StatusOr<Response>)> done) {
+    auto start = [weak, on_done, sent,
+                  request...](std::function<void(absl::StatusOr<Response>)> done) {
       std::shared_ptr<Agent> agent = weak.lock();
       if (!agent) {
         if (on_done) on_done();
         done(ClosedError());
         return;
       }
-      agent->CallAsync<Response>(
+      caf::actor_addr call = agent->CallAsync<Response>(
           [on_done, done = std::move(done)](absl::StatusOr<Response> result) {
             if (on_done) on_done();
             done(std::move(result));
           },
           request...);
+      if (sent) sent(*agent, call);
     };
     if (async) return StartFuture<Response>(start, convert);
     return convert(ValueOrThrow(WaitFor<Response>(start, on_interrupt)));
@@ -137,13 +149,22 @@ class PyAgent : public Closable {
           return PyErr_CheckSignals() != 0;  // the exception stays set for the raise below
         };
       }
+      uint64_t hold = 0;  // a get's (Agent::HoldGet): a cancel before the actor has it holds
       {
         py::gil_scoped_release release;
-        direct = agent->TryDirect(request, get_key, interrupted);
+        if (!get_key.empty()) hold = agent->HoldGet(get_key);
+        direct = agent->TryDirect(request, get_key, interrupted, hold);
+        if (direct) agent->ReleaseGet(hold);
         agent.reset();  // without the GIL: it may be the last reference (close() ran)
       }
       if (PyErr_Occurred() != nullptr) throw py::error_already_set();
       if (direct) return convert(ValueOrThrow(*std::move(direct)));
+      if (hold != 0) {
+        return CallSent<Response>(
+            async, convert, std::move(on_interrupt), nullptr,
+            [hold](Agent& agent, const caf::actor_addr& call) { agent.ReleaseGet(hold, call); },
+            std::move(request));
+      }
     }
     return Call<Response>(async, convert, std::move(on_interrupt), std::move(request));
   }

@@ -5,7 +5,8 @@
 // Cancelled at CancelGetKeyValue and Shutdown, and is made again through the actor when the
 // leader goes away; a job token is presented; and the leader's endpoint refuses what breaks its
 // bounds (no token, a wrong one, oversized and garbled frames, two calls at once), each with its
-// status, while the job goes on.
+// status, while the job goes on. A cancel that lands while a get passes from a direct attempt to
+// the agent actor is not lost.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -34,6 +35,7 @@ namespace muster {
 namespace {
 
 using ::muster::testing::IsOk;
+using ::muster::testing::IsOkAndHolds;
 using ::muster::testing::StatusIs;
 using ::testing::HasSubstr;
 using Code = absl::StatusCode;
@@ -236,6 +238,65 @@ TEST_F(DirectCallsTest, AWaitingDirectGet_EndsWithCancelled_AtCancelAndShutdown)
   EXPECT_THAT(agent->Shutdown(), IsOk());
   ASSERT_EQ(second.wait_for(std::chrono::seconds(10)), std::future_status::ready);
   EXPECT_THAT(second.get(), StatusIs(Code::kCancelled, HasSubstr("task:0 is shutting down")));
+}
+
+// A binding's get falls back to the agent actor (CallAsync) after its direct attempt: a cancel
+// that lands before the actor has the get is told to the actor again when the hold is released,
+// and a direct attempt made with a hold already cancelled ends at once.
+TEST_F(DirectCallsTest, ACancelBetweenADirectAttemptAndTheActor_StillEndsTheGet) {
+  StartLeader(Jobs(1));
+  auto agent = Connected(0);
+  ASSERT_NE(agent, nullptr);
+  uint64_t hold = agent->HoldGet("late");
+  ASSERT_NE(hold, 0u);
+  agent->CancelGetKeyValue("late");  // neither a direct call nor the actor has the get yet
+  auto answered = std::make_shared<std::promise<absl::StatusOr<proto::GetKeyValueResponse>>>();
+  auto result = answered->get_future();
+  caf::actor_addr call = agent->CallAsync<proto::GetKeyValueResponse>(
+      [answered](absl::StatusOr<proto::GetKeyValueResponse> response) {
+        answered->set_value(std::move(response));
+      },
+      requests::GetKeyValue("late", absl::InfiniteDuration()));
+  // A get of the same key made after the cancel returned is not the cancel's.
+  auto newer = std::make_shared<std::promise<absl::StatusOr<std::string>>>();
+  auto newer_result = newer->get_future();
+  agent->GetKeyValueAsync(
+      "late", [newer](const absl::StatusOr<std::string>& value) { newer->set_value(value); },
+      absl::Seconds(20));
+  agent->ReleaseGet(hold, call);
+  ASSERT_EQ(result.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_THAT(result.get().status(), StatusIs(Code::kCancelled));
+  EXPECT_EQ(newer_result.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+  EXPECT_THAT(agent->InsertKeyValue("late", "v"), IsOk());
+  ASSERT_EQ(newer_result.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_THAT(newer_result.get(), IsOkAndHolds(std::string("v")));
+
+  hold = agent->HoldGet("early");
+  agent->CancelGetKeyValue("early");
+  proto::GetKeyValueRequest request = requests::GetKeyValue("early", absl::Seconds(5));
+  auto direct = agent->TryDirect(request, "early", nullptr, hold);
+  agent->ReleaseGet(hold);
+  ASSERT_TRUE(direct.has_value());
+  EXPECT_THAT(*direct,
+              StatusIs(Code::kCancelled,
+                       HasSubstr("GetKeyValue(early) was cancelled by CancelGetKeyValue")));
+
+  // A hold nobody cancelled changes nothing: the get waits, and is answered.
+  hold = agent->HoldGet("answered");
+  agent->CancelGetKeyValue("another key");
+  auto get = std::async(std::launch::async, [&] {
+    proto::GetKeyValueRequest waiting = requests::GetKeyValue("answered", absl::Seconds(20));
+    auto got = agent->TryDirect(waiting, "answered", nullptr, hold);
+    agent->ReleaseGet(hold);
+    return got;
+  });
+  ASSERT_EQ(get.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+  EXPECT_THAT(agent->InsertKeyValue("answered", "yes"), IsOk());
+  ASSERT_EQ(get.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  auto got = get.get();
+  ASSERT_TRUE(got.has_value());
+  ASSERT_THAT(*got, IsOk());
+  EXPECT_EQ((*got)->kv().value(), "yes");
 }
 
 TEST_F(DirectCallsTest, TheLeaderGoesAway_AWaitingDirectGetEndsAsThroughTheActor) {

@@ -212,7 +212,7 @@ std::shared_ptr<DirectRoute> DirectChannel::Route() const { return route_.load()
 
 DirectChannel::Result DirectChannel::Call(const proto::DirectRequest& request,
                                           const std::string& key, absl::Time deadline,
-                                          const std::function<bool()>& interrupted) {
+                                          const std::function<bool()>& interrupted, uint64_t hold) {
   Result result;
   std::shared_ptr<DirectRoute> route = Route();
   if (!route || route->retired() || route->retired_fd_ < 0) {
@@ -256,6 +256,14 @@ DirectChannel::Result DirectChannel::Call(const proto::DirectRequest& request,
     }
     return cancelled;
   };
+  // Registered first, then the hold asked: a cancel either marked the hold before (seen here)
+  // or finds the call registered (CancelIf marks holds, then calls).
+  if (std::optional<std::string> why = hold != 0 ? HoldCancelled(hold) : std::nullopt) {
+    finish(/*keep=*/fd >= 0);  // an idle connection taken goes back
+    result.outcome = Outcome::kCancelled;
+    result.detail = *std::move(why);
+    return result;
+  }
   Wait wait{route.get(), route->retired_fd_, deadline, &interrupted, /*get=*/!key.empty()};
   if (fd < 0) {
     absl::Duration dial =
@@ -319,7 +327,38 @@ DirectChannel::Result DirectChannel::Call(const proto::DirectRequest& request,
   return result;
 }
 
+uint64_t DirectChannel::HoldGet(const std::string& key) {
+  absl::MutexLock lock(&holds_mutex_);
+  uint64_t hold = ++next_hold_;
+  holds_[hold] = {.key = key};
+  return hold;
+}
+
+bool DirectChannel::ReleaseGet(uint64_t hold) {
+  absl::MutexLock lock(&holds_mutex_);
+  auto it = holds_.find(hold);
+  if (it == holds_.end()) return false;
+  bool cancelled = it->second.cancelled;
+  holds_.erase(it);
+  return cancelled;
+}
+
+std::optional<std::string> DirectChannel::HoldCancelled(uint64_t hold) {
+  absl::MutexLock lock(&holds_mutex_);
+  auto it = holds_.find(hold);
+  if (it == holds_.end() || !it->second.cancelled) return std::nullopt;
+  return it->second.why;
+}
+
 void DirectChannel::CancelIf(const std::string* key, const std::string& why) {
+  if (key != nullptr) {  // CancelAll: the agent leaves, and ends the gets the actor has itself
+    absl::MutexLock lock(&holds_mutex_);
+    for (auto& [id, held] : holds_) {
+      if (held.key != *key) continue;
+      if (!held.cancelled) held.why = why;
+      held.cancelled = true;
+    }
+  }
   std::shared_ptr<DirectRoute> route = Route();
   if (!route) return;
   absl::MutexLock lock(&route->mutex_);

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -95,9 +96,18 @@ class DirectChannel {
 
   // Makes `request` on the calling thread and waits for its answer until `deadline`. `key`:
   // a blocking get's key, which Cancel(key) withdraws. `interrupted` (may be empty) is asked
-  // every 50 ms of waiting: true ends the call with kCancelled.
+  // every 50 ms of waiting: true ends the call with kCancelled. `hold` (0: none): the get's
+  // hold, a cancel that marked it ends the call with kCancelled before it is sent.
   Result Call(const proto::DirectRequest& request, const std::string& key, absl::Time deadline,
-              const std::function<bool()>& interrupted = nullptr);
+              const std::function<bool()>& interrupted = nullptr, uint64_t hold = 0);
+
+  // A blocking get's hold, from before its direct attempt until it is answered or the agent
+  // actor has it: Cancel(key) marks it, so that a cancel landing after a direct
+  // attempt gave up and before the actor took the get is not lost (the caller tells the actor
+  // again: Agent::ReleaseGet). Never 0.
+  uint64_t HoldGet(const std::string& key);
+  // Gives the hold back: true when a cancel marked it.
+  bool ReleaseGet(uint64_t hold);
 
   // The blocking gets of `key` in progress end with kCancelled (their connections close, which
   // withdraws them at the leader).
@@ -110,11 +120,22 @@ class DirectChannel {
   uint64_t answered() const { return answered_.load(std::memory_order_relaxed); }
 
  private:
+  struct Hold {
+    std::string key;
+    bool cancelled = false;
+    std::string why;  // the cancel's reason
+  };
+
   std::shared_ptr<DirectRoute> Route() const;
   void CancelIf(const std::string* key, const std::string& why);
+  // The reason of the cancel that marked `hold`, if one did.
+  std::optional<std::string> HoldCancelled(uint64_t hold);
 
   std::atomic<std::shared_ptr<DirectRoute>> route_;
   std::atomic<uint64_t> answered_{0};
+  absl::Mutex holds_mutex_;
+  absl::flat_hash_map<uint64_t, Hold> holds_ ABSL_GUARDED_BY(holds_mutex_);
+  uint64_t next_hold_ ABSL_GUARDED_BY(holds_mutex_) = 0;
 };
 
 }  // namespace muster

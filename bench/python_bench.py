@@ -11,6 +11,9 @@
      through muster.torch.Store, the plain muster.Agent (its equivalents) and TCPStore, unpinned
      and pinned to one CPU, with the targets of the cost-of-a-rank work (Store / TCPStore: get
      <= 1.0x, set and add <= 1.2x) and whether this run met them.
+  4. Where a call's time goes: add and get in a loop of --cost-calls calls, server and client
+     pinned to CPU 0 (so the wall time is the two processes' CPU time and their switches), with
+     the server's and the client's CPU time per call, against TCPStore's.
   3. init_process_group's store traffic at 256 and 1,024 ranks, where a process per rank (each
      importing torch) does not fit this machine: rank 0 (which hosts the server) in a process
      of its own, the others in --procs processes, a thread per rank. Each rank makes the real
@@ -28,7 +31,8 @@
      c10d's Python trampoline, so the model spares TCPStore a Python layer it does not pay.
 
     PYTHONPATH=build/python /usr/bin/python3 bench/python_bench.py [--sizes 4,16,64] [--reps 3]
-        [--sizes-many 256,1024] [--procs 16] [--reps-many 1] [--sections init,many,ops]
+        [--sizes-many 256,1024] [--procs 16] [--reps-many 1] [--sections init,many,ops,cost]
+        [--cost-calls 20000]
 
 Prints Markdown tables (median [min-max] over the repetitions). Not a test: no pass/fail.
 """
@@ -169,6 +173,88 @@ os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
 sys.stdin.readline()
 os._exit(0)
 """
+
+# One operation in a loop, for where its time goes: after a warm-up the client waits for "go",
+# runs `n` calls and prints their wall time and its process's CPU time (the parent reads the
+# server's from /proc around the loop).
+COST = r"""
+import os, sys, time, datetime
+kind, port, n, op = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+value = b"0123456789abcdef"
+if kind == "tcpstore":
+    import torch.distributed as dist
+    store = dist.TCPStore("127.0.0.1", port, 2, False, datetime.timedelta(seconds=30))
+    fn = {"add": lambda: store.add("c", 1), "get": lambda: store.get("k")}[op]
+    store.set("k", value)
+else:
+    import muster
+    agent = muster.Agent(f"127.0.0.1:{port}", "worker", 0)
+    agent.connect()
+    if kind == "muster-store":
+        import muster.torch
+        store = muster.torch.Store(agent, datetime.timedelta(seconds=30))
+        store.set("k", value)
+        fn = {"add": lambda: store.add("c", 1), "get": lambda: store.get("k")}[op]
+    else:
+        agent.insert_key_value("k", value, True)
+        fn = {"add": lambda: agent.increment_key_value("c", 1),
+              "get": lambda: agent.try_get_key_value("k")}[op]
+for _ in range(2000):
+    fn()
+print("warm", flush=True)
+sys.stdin.readline()
+cpu, t = os.times(), time.perf_counter()
+for _ in range(n):
+    fn()
+wall, after = time.perf_counter() - t, os.times()
+print(wall, after.user + after.system - cpu.user - cpu.system, flush=True)
+sys.stdin.readline()
+"""
+
+
+def process_cpu(pid: int) -> float:
+    """Seconds of CPU (user and system, every thread) the process `pid` has used."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cost_split(kind: str, op: str, n: int) -> tuple:
+    """Pinned to CPU 0, server and client: (wall, the server's CPU, the client's CPU), each in
+    microseconds per call of `op`."""
+    port = free_port()
+    if kind == "tcpstore":
+        server = subprocess.Popen(
+            PIN + [PYTHON, "-c",
+                   "import sys, time, datetime, torch.distributed as d;"
+                   "s = d.TCPStore('127.0.0.1', int(sys.argv[1]), 2, True,"
+                   " datetime.timedelta(seconds=60));"
+                   "print('up', flush=True); time.sleep(600)", str(port)],
+            stdout=subprocess.PIPE, text=True)
+        assert server.stdout.readline().strip() == "up"
+    else:
+        server = subprocess.Popen(PIN + [os.path.join(ROOT, "build", "tools", "muster"), "serve",
+                                         "--job=worker=1", f"--port={port}"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert "ready" in server.stdout.readline()
+    client = subprocess.Popen(PIN + [PYTHON, "-c", COST, kind, str(port), str(n), op], env=env(),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert client.stdout.readline().strip() == "warm"
+        before = process_cpu(server.pid)
+        client.stdin.write("\n")
+        client.stdin.flush()
+        wall, client_cpu = (float(v) for v in client.stdout.readline().split())
+        server_cpu = process_cpu(server.pid) - before
+        client.stdin.write("\n")
+        client.stdin.flush()
+        client.wait(timeout=30)
+        return wall / n * 1e6, server_cpu / n * 1e6, client_cpu / n * 1e6
+    finally:
+        client.kill()
+        server.kill()
+        server.wait()
+
 
 # The store operations timed, and issue #37's target for muster.torch.Store against TCPStore.
 OPS = ("get", "set", "add", "compare_set", "wait")
@@ -313,8 +399,9 @@ def main() -> None:
     parser.add_argument("--sizes-many", default="256,1024")
     parser.add_argument("--procs", type=int, default=16)
     parser.add_argument("--reps-many", type=int, default=1)
-    parser.add_argument("--sections", default="init,many,ops",
-                        help="which of the three parts to run (see above)")
+    parser.add_argument("--sections", default="init,many,ops,cost",
+                        help="which of the four parts to run (see above)")
+    parser.add_argument("--cost-calls", type=int, default=20000)
     args = parser.parse_args()
     sections = set(args.sections.split(","))
     sizes = [int(s) for s in args.sizes.split(",") if s] if "init" in sections else []
@@ -390,8 +477,27 @@ def main() -> None:
                   f"| {fmt(rows['muster-agent'][op])} | {ratio:.2f}x "
                   f"| {'—' if target is None else f'<= {target:.1f}x'} | {verdict} |",
                   flush=True)
-    print("\nTCPStore's set sends its request and returns without waiting for an answer (its "
-          "server sends none); every other call here waits for the server's.")
+    if "ops" in sections:
+        print("\nTCPStore's set sends its request and returns without waiting for an answer (its "
+              "server sends none); every other call here waits for the server's.")
+
+    if "cost" in sections:
+        print(f"\n## Where a call's time goes: {args.cost_calls} calls in a loop, server and "
+              "client pinned to CPU 0, microseconds per call (CPU: every thread of the process)\n")
+        print("| op | client | wall | server CPU | client CPU | server CPU / TCPStore's "
+              "| client CPU / TCPStore's |")
+        print("|---|---|---|---|---|---|---|")
+        for op in ("add", "get"):
+            split = {k: [] for k in KINDS}
+            for _ in range(args.reps):
+                for kind in KINDS:  # interleaved
+                    split[kind].append(cost_split(kind, op, args.cost_calls))
+            base = [statistics.median(v[i] for v in split["tcpstore"]) for i in range(3)]
+            for kind, name in KINDS.items():
+                med = [statistics.median(v[i] for v in split[kind]) for i in range(3)]
+                print(f"| {op} | {name} | {fmt([v[0] for v in split[kind]])} "
+                      f"| {fmt([v[1] for v in split[kind]])} | {fmt([v[2] for v in split[kind]])} "
+                      f"| {med[1] / base[1]:.2f}x | {med[2] / base[2]:.2f}x |", flush=True)
 
 
 if __name__ == "__main__":

@@ -212,6 +212,25 @@ sys.stdin.readline()
 """
 
 
+def start_server(kind: str, port: int, pin: list) -> subprocess.Popen:
+    """A TCPStore master (kind "tcpstore") or `muster serve` on `port`, up and listening."""
+    if kind == "tcpstore":
+        server = subprocess.Popen(
+            pin + [PYTHON, "-c",
+                   "import sys, time, datetime, torch.distributed as d;"
+                   "s = d.TCPStore('127.0.0.1', int(sys.argv[1]), 2, True,"
+                   " datetime.timedelta(seconds=60));"
+                   "print('up', flush=True); time.sleep(600)", str(port)],
+            stdout=subprocess.PIPE, text=True)
+        assert server.stdout.readline().strip() == "up"
+    else:
+        server = subprocess.Popen(pin + [os.path.join(ROOT, "build", "tools", "muster"), "serve",
+                                         "--job=worker=1", f"--port={port}"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert "ready" in server.stdout.readline()
+    return server
+
+
 def process_cpu(pid: int) -> float:
     """Seconds of CPU (user and system, every thread) the process `pid` has used."""
     with open(f"/proc/{pid}/stat") as f:
@@ -223,20 +242,7 @@ def cost_split(kind: str, op: str, n: int) -> tuple:
     """Pinned to CPU 0, server and client: (wall, the server's CPU, the client's CPU), each in
     microseconds per call of `op`."""
     port = free_port()
-    if kind == "tcpstore":
-        server = subprocess.Popen(
-            PIN + [PYTHON, "-c",
-                   "import sys, time, datetime, torch.distributed as d;"
-                   "s = d.TCPStore('127.0.0.1', int(sys.argv[1]), 2, True,"
-                   " datetime.timedelta(seconds=60));"
-                   "print('up', flush=True); time.sleep(600)", str(port)],
-            stdout=subprocess.PIPE, text=True)
-        assert server.stdout.readline().strip() == "up"
-    else:
-        server = subprocess.Popen(PIN + [os.path.join(ROOT, "build", "tools", "muster"), "serve",
-                                         "--job=worker=1", f"--port={port}"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        assert "ready" in server.stdout.readline()
+    server = start_server(kind, port, PIN)
     client = subprocess.Popen(PIN + [PYTHON, "-c", COST, kind, str(port), str(n), op], env=env(),
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
@@ -361,20 +367,7 @@ def round_trips(kind: str, n: int, pinned: bool) -> dict:
     process); pinned: server and client share CPU 0."""
     port = free_port()
     pin = PIN if pinned else []
-    if kind == "tcpstore":
-        server = subprocess.Popen(
-            pin + [PYTHON, "-c",
-                   "import sys, time, datetime, torch.distributed as d;"
-                   "s = d.TCPStore('127.0.0.1', int(sys.argv[1]), 2, True,"
-                   " datetime.timedelta(seconds=60));"
-                   "print('up', flush=True); time.sleep(600)", str(port)],
-            stdout=subprocess.PIPE, text=True)
-        assert server.stdout.readline().strip() == "up"
-    else:
-        server = subprocess.Popen(pin + [os.path.join(ROOT, "build", "tools", "muster"), "serve",
-                                         "--job=worker=1", f"--port={port}"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        assert "ready" in server.stdout.readline()
+    server = start_server(kind, port, pin)
     try:
         out = subprocess.run(pin + [PYTHON, "-c", CLIENT, kind, str(port), str(n)], env=env(),
                              capture_output=True, text=True, timeout=300)

@@ -309,16 +309,18 @@ bool HaLeader::TakeOver(const LeaderClaim& claim) {
   TellHaFrontActive(front_, (*started_leader)->published());
   std::string recovered = (*started_leader)->recovery();
   const std::string http = (*started_leader)->http_url();
+  const std::string line = absl::StrCat("active: serving HA job ", ha_.name, " at ", advertise_,
+                                        "; ", recovered, http.empty() ? "" : "; http ", http);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     leader_ = *std::move(started_leader);
     role_ = HaRole::kActive;
     active_ = advertise_;
     recovery_ = recovered;
+    said_ = line;  // with the role: whoever sees it active reads why
   }
   changed_.notify_all();
-  Tell(absl::StrCat("active: serving HA job ", ha_.name, " at ", advertise_, "; ", recovered,
-                    http.empty() ? "" : "; http ", http));
+  if (ha_.on_role) ha_.on_role(line);
   return true;
 }
 
@@ -332,18 +334,20 @@ void HaLeader::StepDown(const std::string& why) {
   absl::StatusOr<uint16_t> port = PublishCoordinator(system_, front_, port_, endpoint_.host);
   caf::anon_send_exit(old, caf::exit_reason::user_shutdown);
   std::unique_ptr<Leader> leader;
+  const std::string line = absl::StrCat("standby: stepped down: this leader ", why);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     leader = std::move(leader_);
     role_ = port.ok() ? HaRole::kStandby : HaRole::kStopped;
     active_.clear();
     if (!port.ok()) stopping_ = true;  // unreachable: campaigning would win the job for nobody
+    said_ = line;                      // with the role, as TakeOver does
   }
   changed_.notify_all();
   // It serves no more from here on (its front answers as a standby). Its state writer may be
   // blocked in a write to an etcd it cannot reach, which ends only with the write's timeout:
   // the campaign does not wait that long.
-  Tell(absl::StrCat("standby: stepped down: this leader ", why));
+  if (ha_.on_role) ha_.on_role(line);
   if (leader) leader->Stop(std::min(ha_.lease_ttl / 2, absl::Seconds(5)));
   if (!port.ok()) {
     election_.Resign();

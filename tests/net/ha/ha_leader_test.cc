@@ -29,6 +29,7 @@ using ::muster::testing::IsOk;
 using ::muster::testing::IsOkAndHolds;
 using ::muster::testing::StatusIs;
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 using Code = absl::StatusCode;
 
 class HaLeaderTest : public testing::SharedEtcdTest {
@@ -68,6 +69,8 @@ TEST_F(HaLeaderTest, OneServesTheOtherStandsBy_StoppingTheActiveHandsOverTheJobW
   auto a = Start(a_);
   ASSERT_THAT(a, IsOk());
   ASSERT_TRUE((*a)->AwaitActive(absl::Seconds(10)));
+  // Said with the role: whoever sees it active reads why at once.
+  EXPECT_THAT((*a)->said(), StartsWith("active: serving HA job " + name_));
   EXPECT_THAT((*a)->recovery(), HasSubstr("empty, a new job"));
   auto b = Start(b_);
   ASSERT_THAT(b, IsOk());
@@ -104,6 +107,7 @@ TEST_F(HaLeaderTest, OneServesTheOtherStandsBy_StoppingTheActiveHandsOverTheJobW
   // and the coordinator starts in well under a second here).
   EXPECT_TRUE((*b)->AwaitActive(absl::Milliseconds(1500)));
   ASSERT_TRUE((*b)->AwaitActive(absl::Seconds(10)));
+  EXPECT_THAT((*b)->said(), StartsWith("active: serving HA job " + name_));
   EXPECT_THAT((*b)->recovery(), HasSubstr("recovered 1 tasks (1 connected"));
   EXPECT_THAT((*agent)->TryGetKeyValue("boot/k"), IsOkAndHolds("v"));
   EXPECT_THAT((*agent)->InsertKeyValue("boot/after", "w"), IsOk());

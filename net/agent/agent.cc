@@ -207,11 +207,8 @@ Agent::Agent(caf::actor_system& system, AgentControlActor actor, CallbackRunnerA
 
 template <class Response, class Request>
 absl::StatusOr<Response> Agent::AskKv(Request request, const std::string& get_key) const {
-  const uint64_t hold = get_key.empty() ? 0 : HoldGet(get_key);
-  if (auto direct = TryDirect(request, get_key, nullptr, hold)) {
-    ReleaseGet(hold);
-    return *std::move(direct);
-  }
+  uint64_t hold = 0;
+  if (auto direct = TryDirect(request, get_key, nullptr, &hold)) return *std::move(direct);
   return AskThen<Response>([&](const caf::actor_addr& call) { ReleaseGet(hold, call); },
                            std::move(request));
 }

@@ -400,19 +400,17 @@ class Agent {
   // (CancelGetKeyValue withdraws it). The call gives up with DeadlineExceeded after rpc_timeout,
   // a get 5 s after its own timeout (when the leader's DeadlineExceeded should have come).
   // `interrupted`, when set, is asked every 50 ms while the call waits: true ends it with
-  // Cancelled (its connection closes, which withdraws a blocking get at the leader). Defined
-  // for the requests of InsertKeyValue, GetKeyValue, TryGetKeyValue, IncrementKeyValue,
-  // CompareAndSwap, DeleteKeyValue and GetKeyValueDir.
+  // Cancelled (its connection closes, which withdraws a blocking get at the leader). `hold`,
+  // for a get: when it returns nullopt, the get's hold, to be passed to ReleaseGet with the
+  // address CallAsync returned; a CancelGetKeyValue(key) that lands between the two is then not
+  // lost (ReleaseGet cancels that call, that one only, at the agent actor). 0 without direct
+  // calls. Defined for the requests of InsertKeyValue, GetKeyValue, TryGetKeyValue,
+  // IncrementKeyValue, CompareAndSwap, DeleteKeyValue and GetKeyValueDir.
   template <class Request>
   std::optional<absl::StatusOr<KvCallResponse<Request>>> TryDirect(
       Request& request, const std::string& get_key,
-      const std::function<bool()>& interrupted = nullptr, uint64_t hold = 0) const;
-  // A blocking get's hold (0 without direct calls), for bindings that make a get with
-  // TryDirect and, when it returns nullopt, CallAsync: taken before TryDirect (which is given
-  // it) and released once the get is answered (`call` null) or CallAsync has returned the
-  // call's address. A CancelGetKeyValue(key) landing between the two is then not lost:
-  // ReleaseGet cancels that call (that one only) at the agent actor, after it.
-  uint64_t HoldGet(const std::string& key) const;
+      const std::function<bool()>& interrupted = nullptr, uint64_t* hold = nullptr) const;
+  // Gives back a get's hold (TryDirect) once CallAsync has returned the call's address `call`.
   void ReleaseGet(uint64_t hold, const caf::actor_addr& call = {}) const;
   // Ends every direct get waiting now with Cancelled ("... is shutting down", or "... was
   // destroyed while the call waited" without shutdown_on_destruction) and makes no direct call
@@ -455,6 +453,11 @@ class Agent {
   template <class Response, class... Args>
   absl::StatusOr<Response> AskThen(const std::function<void(const caf::actor_addr&)>& sent,
                                    Args&&... args) const;
+  // TryDirect's attempt, the get's hold taken (0: none).
+  template <class Request>
+  std::optional<absl::StatusOr<KvCallResponse<Request>>> Attempt(
+      Request& request, const std::string& get_key, const std::function<bool()>& interrupted,
+      uint64_t hold) const;
   // TryDirect, else Ask.
   template <class Response, class Request>
   absl::StatusOr<Response> AskKv(Request request, const std::string& get_key = {}) const;

@@ -65,10 +65,6 @@ uint64_t Agent::direct_calls_answered() const {
   return direct_.channel ? direct_.channel->answered() : 0;
 }
 
-uint64_t Agent::HoldGet(const std::string& key) const {
-  return direct_.channel ? direct_.channel->HoldGet(key) : 0;
-}
-
 void Agent::ReleaseGet(uint64_t hold, const caf::actor_addr& call) const {
   if (hold == 0 || !direct_.channel->ReleaseGet(hold) || !call) return;
   ThreadLoggerGuard logger_guard;
@@ -88,6 +84,24 @@ void Agent::StopDirectCalls() {
 // record). A write without a request id lost on the way is not made again.
 template <class Request>
 std::optional<absl::StatusOr<KvCallResponse<Request>>> Agent::TryDirect(
+    Request& request, const std::string& get_key, const std::function<bool()>& interrupted,
+    uint64_t* hold) const {
+  // A get holds its key from here until it is answered, or until the agent actor has it.
+  const uint64_t held = hold != nullptr && !get_key.empty() && direct_.channel
+                            ? direct_.channel->HoldGet(get_key)
+                            : 0;
+  std::optional<absl::StatusOr<KvCallResponse<Request>>> answer =
+      Attempt(request, get_key, interrupted, held);
+  if (answer) {
+    ReleaseGet(held);
+  } else if (hold != nullptr) {
+    *hold = held;
+  }
+  return answer;
+}
+
+template <class Request>
+std::optional<absl::StatusOr<KvCallResponse<Request>>> Agent::Attempt(
     Request& request, const std::string& get_key, const std::function<bool()>& interrupted,
     uint64_t hold) const {
   using Response = KvCallResponse<Request>;
@@ -143,7 +157,7 @@ std::optional<absl::StatusOr<KvCallResponse<Request>>> Agent::TryDirect(
 
 #define MUSTER_AGENT_TRY_DIRECT(Verb)                                             \
   template std::optional<absl::StatusOr<proto::Verb##Response>> Agent::TryDirect( \
-      proto::Verb##Request&, const std::string&, const std::function<bool()>&, uint64_t) const;
+      proto::Verb##Request&, const std::string&, const std::function<bool()>&, uint64_t*) const;
 MUSTER_AGENT_TRY_DIRECT(InsertKeyValue)
 MUSTER_AGENT_TRY_DIRECT(GetKeyValue)
 MUSTER_AGENT_TRY_DIRECT(TryGetKeyValue)

@@ -149,12 +149,10 @@ class PyAgent : public Closable {
           return PyErr_CheckSignals() != 0;  // the exception stays set for the raise below
         };
       }
-      uint64_t hold = 0;  // a get's (Agent::HoldGet): a cancel before the actor has it holds
+      uint64_t hold = 0;  // a get's, until the actor has it (Agent::TryDirect)
       {
         py::gil_scoped_release release;
-        if (!get_key.empty()) hold = agent->HoldGet(get_key);
-        direct = agent->TryDirect(request, get_key, interrupted, hold);
-        if (direct) agent->ReleaseGet(hold);
+        direct = agent->TryDirect(request, get_key, interrupted, &hold);
         agent.reset();  // without the GIL: it may be the last reference (close() ran)
       }
       if (PyErr_Occurred() != nullptr) throw py::error_already_set();

@@ -27,6 +27,7 @@
 #include "muster/messages/direct/direct_frames.h"
 #include "muster/messages/requests/kv_requests.h"
 #include "muster/net/agent/agent.h"
+#include "muster/net/agent/direct/direct_channel.h"
 #include "muster/net/leader/leader.h"
 #include "tests/net/two_nodes_fixture.h"
 #include "tests/testing/status_matchers.h"
@@ -240,14 +241,33 @@ TEST_F(DirectCallsTest, AWaitingDirectGet_EndsWithCancelled_AtCancelAndShutdown)
   EXPECT_THAT(second.get(), StatusIs(Code::kCancelled, HasSubstr("task:0 is shutting down")));
 }
 
-// A binding's get falls back to the agent actor (CallAsync) after its direct attempt: a cancel
-// that lands before the actor has the get is told to the actor again when the hold is released,
-// and a direct attempt made with a hold already cancelled ends at once.
+// A binding's get falls back to the agent actor (CallAsync) after its direct attempt
+// (TryDirect): a cancel that lands before the actor has the get is told to the actor again when
+// the hold TryDirect handed over is released. A hold nobody cancelled changes nothing, and a get
+// TryDirect answers hands none over.
 TEST_F(DirectCallsTest, ACancelBetweenADirectAttemptAndTheActor_StillEndsTheGet) {
   StartLeader(Jobs(1));
   auto agent = Connected(0);
   ASSERT_NE(agent, nullptr);
-  uint64_t hold = agent->HoldGet("late");
+  uint64_t hold = 0;
+  auto get = std::async(std::launch::async, [&] {
+    proto::GetKeyValueRequest waiting = requests::GetKeyValue("answered", absl::Seconds(20));
+    return agent->TryDirect(waiting, "answered", nullptr, &hold);
+  });
+  ASSERT_EQ(get.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+  agent->CancelGetKeyValue("another key");
+  EXPECT_THAT(agent->InsertKeyValue("answered", "yes"), IsOk());
+  ASSERT_EQ(get.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  auto got = get.get();
+  ASSERT_TRUE(got.has_value());
+  ASSERT_THAT(*got, IsOk());
+  EXPECT_EQ((*got)->kv().value(), "yes");
+  EXPECT_EQ(hold, 0u);
+
+  // With no route (direct calls stopped), TryDirect gives the get back with its hold.
+  agent->StopDirectCalls();
+  proto::GetKeyValueRequest late = requests::GetKeyValue("late", absl::InfiniteDuration());
+  EXPECT_FALSE(agent->TryDirect(late, "late", nullptr, &hold).has_value());
   ASSERT_NE(hold, 0u);
   agent->CancelGetKeyValue("late");  // neither a direct call nor the actor has the get yet
   auto answered = std::make_shared<std::promise<absl::StatusOr<proto::GetKeyValueResponse>>>();
@@ -256,7 +276,7 @@ TEST_F(DirectCallsTest, ACancelBetweenADirectAttemptAndTheActor_StillEndsTheGet)
       [answered](absl::StatusOr<proto::GetKeyValueResponse> response) {
         answered->set_value(std::move(response));
       },
-      requests::GetKeyValue("late", absl::InfiniteDuration()));
+      late);
   // A get of the same key made after the cancel returned is not the cancel's.
   auto newer = std::make_shared<std::promise<absl::StatusOr<std::string>>>();
   auto newer_result = newer->get_future();
@@ -270,33 +290,31 @@ TEST_F(DirectCallsTest, ACancelBetweenADirectAttemptAndTheActor_StillEndsTheGet)
   EXPECT_THAT(agent->InsertKeyValue("late", "v"), IsOk());
   ASSERT_EQ(newer_result.wait_for(std::chrono::seconds(10)), std::future_status::ready);
   EXPECT_THAT(newer_result.get(), IsOkAndHolds(std::string("v")));
+}
 
-  hold = agent->HoldGet("early");
-  agent->CancelGetKeyValue("early");
-  proto::GetKeyValueRequest request = requests::GetKeyValue("early", absl::Seconds(5));
-  auto direct = agent->TryDirect(request, "early", nullptr, hold);
-  agent->ReleaseGet(hold);
-  ASSERT_TRUE(direct.has_value());
-  EXPECT_THAT(*direct,
-              StatusIs(Code::kCancelled,
-                       HasSubstr("GetKeyValue(early) was cancelled by CancelGetKeyValue")));
-
-  // A hold nobody cancelled changes nothing: the get waits, and is answered.
-  hold = agent->HoldGet("answered");
-  agent->CancelGetKeyValue("another key");
-  auto get = std::async(std::launch::async, [&] {
-    proto::GetKeyValueRequest waiting = requests::GetKeyValue("answered", absl::Seconds(20));
-    auto got = agent->TryDirect(waiting, "answered", nullptr, hold);
-    agent->ReleaseGet(hold);
-    return got;
-  });
-  ASSERT_EQ(get.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
-  EXPECT_THAT(agent->InsertKeyValue("answered", "yes"), IsOk());
-  ASSERT_EQ(get.wait_for(std::chrono::seconds(10)), std::future_status::ready);
-  auto got = get.get();
-  ASSERT_TRUE(got.has_value());
-  ASSERT_THAT(*got, IsOk());
-  EXPECT_EQ((*got)->kv().value(), "yes");
+// A direct attempt made with a hold a cancel already marked ends at once with the cancel's
+// reason, before it is sent (the channel's own check, which closes the gap between TryDirect
+// taking the hold and the call being in progress).
+TEST_F(DirectCallsTest, ADirectGetWhoseHoldIsCancelled_EndsBeforeItIsSent) {
+  StartLeader(Jobs(1));
+  DirectChannel channel;
+  channel.SetRoute(std::make_shared<DirectRoute>("127.0.0.1", leader_->direct_port(), ""));
+  proto::DirectRequest get;
+  SetDirectCall(get, requests::GetKeyValue("early", absl::Seconds(5)));
+  uint64_t hold = channel.HoldGet("early");
+  channel.Cancel("early", "cancelled by the test");
+  DirectChannel::Result result =
+      channel.Call(get, "early", absl::Now() + absl::Seconds(10), nullptr, hold);
+  EXPECT_EQ(result.outcome, DirectChannel::Outcome::kCancelled);
+  EXPECT_EQ(result.detail, "cancelled by the test");
+  EXPECT_TRUE(channel.ReleaseGet(hold));
+  EXPECT_EQ(channel.answered(), 0u);
+  // Without a cancel the same channel answers (NotFound: nobody inserted "early").
+  proto::DirectRequest try_get;
+  SetDirectCall(try_get, requests::TryGetKeyValue("early"));
+  result = channel.Call(try_get, "", absl::Now() + absl::Seconds(10));
+  EXPECT_EQ(result.outcome, DirectChannel::Outcome::kAnswered);
+  EXPECT_EQ(channel.answered(), 1u);
 }
 
 TEST_F(DirectCallsTest, TheLeaderGoesAway_AWaitingDirectGetEndsAsThroughTheActor) {

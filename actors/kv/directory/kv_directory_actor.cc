@@ -121,10 +121,36 @@ caf::result<Response> Answer(absl::StatusOr<Response> outcome) {
   return *std::move(outcome);
 }
 
+// The reply of `request` as it is kept: a compare-and-swap that succeeded leaves out the value
+// it set, which the request that is sent again carries (ReplayedReply puts it back).
+template <class Response, class Request>
+proto::StoredReply KeptReply(const Request& request, absl::StatusOr<Response> outcome) {
+  if constexpr (std::is_same_v<Response, proto::CompareAndSwapResponse>) {
+    if (outcome.ok() && outcome->succeeded() && outcome->current() == request.desired()) {
+      outcome->clear_current();
+    }
+  }
+  return StoreReply(outcome);
+}
+
+template <class Response, class Request>
+absl::StatusOr<Response> ReplayedReply(const Request& request, const proto::StoredReply& kept) {
+  absl::StatusOr<Response> reply = LoadReply<Response>(kept);
+  if constexpr (std::is_same_v<Response, proto::CompareAndSwapResponse>) {
+    if (reply.ok() && reply->succeeded() && reply->current().empty()) {
+      reply->set_current(request.desired());
+    }
+  }
+  return reply;
+}
+
 // A write: applied by `apply` (which fills the changes it made), published, and answered once
-// recorded. With a request id a write already applied is answered from its stored reply, by
+// recorded. With a request id a write already applied is answered from its kept reply, by
 // every leader (a write re-sent after a lost connection may reach the leader that applied it,
-// state dir or not); with a state dir the reply is recorded with the change.
+// state dir or not); with a state dir the reply is recorded with the change. A write that
+// changed nothing (refused, or an error) keeps no reply: sent again, it is evaluated again, as
+// if the first had never arrived, whose answer was lost with it. So a compare-and-swap loop
+// against a large value leaves neither replies in memory nor records in the state.
 template <class Response, class Request, class Apply>
 caf::result<Response> Write(KvDirectoryPointer self, KvVerb verb, const Request& request,
                             Apply apply) {
@@ -133,16 +159,16 @@ caf::result<Response> Write(KvDirectoryPointer self, KvVerb verb, const Request&
   const bool dedup = request.request_id().client() != 0;
   if (dedup) {
     if (const proto::StoredReply* stored = durable.FindReply(request.request_id())) {
-      return CountedReply(self, verb, start, Answer(LoadReply<Response>(*stored)));
+      return CountedReply(self, verb, start, Answer(ReplayedReply<Response>(request, *stored)));
     }
   }
   KvStore::Changes changes;
   absl::StatusOr<Response> outcome = apply(changes);
   // The reply is recorded with the changes, atomically: a re-sent write finds both or neither.
   StateBatch batch;
-  if (dedup) {
-    durable.RememberReply(self->state.store.directory(), request.request_id(), StoreReply(outcome),
-                          batch);
+  if (dedup && !changes.empty()) {
+    durable.RememberReply(self->state.store.directory(), request.request_id(),
+                          KeptReply(request, outcome), batch);
   }
   Publish(self, changes, std::move(batch));
   return CountedReply(self, verb, start, Answer(std::move(outcome)));

@@ -678,14 +678,58 @@ TEST_F(CoordinatorDurableTest, ResentInsert_AnsweredFromItsReplyNotAppliedAgain)
   EXPECT_THAT(Call<proto::InsertKeyValueResponse>(leader_, insert), IsOk());
   EXPECT_THAT(Call<proto::TryGetKeyValueResponse>(leader_, TryGetRequest("d/y")),
               StatusIs(Code::kNotFound));
-  // An error reply is replayed too: the second insert (new id) fails, and so does its re-send
-  // even after the key is gone.
+  // A refused insert changed nothing and keeps no reply (nor a record): sent again once the key
+  // is gone, it is evaluated again, as if the first had never arrived.
   ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/z", "1")), IsOk());
   proto::InsertKeyValueRequest clash = InsertRequest("d/z", "2");
   *clash.mutable_request_id() = Id(5, 4);
   EXPECT_THAT(Call<proto::InsertKeyValueResponse>(leader_, clash), StatusIs(Code::kAlreadyExists));
+  EXPECT_FALSE(disk_->data.count(KvReplyStateKey("d", 5, 4)));
   ASSERT_THAT(Call<proto::DeleteKeyValueResponse>(leader_, DeleteRequest("d/z", false)), IsOk());
-  EXPECT_THAT(Call<proto::InsertKeyValueResponse>(leader_, clash), StatusIs(Code::kAlreadyExists));
+  EXPECT_THAT(Call<proto::InsertKeyValueResponse>(leader_, clash), IsOk());
+  auto now = Call<proto::TryGetKeyValueResponse>(leader_, TryGetRequest("d/z"));
+  ASSERT_THAT(now, IsOk());
+  EXPECT_EQ(now->kv().value(), "2");
+}
+
+// A compare-and-swap that did not match keeps no reply, so a loop of them against a large value
+// fills neither memory nor the state; one that matched keeps its reply without the value it
+// set, and its re-send is answered with that value from the request.
+TEST_F(CoordinatorDurableTest, ResentCompareAndSwap_RefusedOnesKeepNothing_AnAppliedOneItsReply) {
+  SpawnDurable();
+  const std::string large(64 * 1024, 'x');
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/state", large)),
+              IsOk());
+  for (uint64_t seq = 1; seq <= 3; ++seq) {
+    proto::CompareAndSwapRequest refused = CasRequest("d/state", "stale", "mine");
+    *refused.mutable_request_id() = Id(5, seq);
+    auto answer = Call<proto::CompareAndSwapResponse>(leader_, refused);
+    ASSERT_THAT(answer, IsOk());
+    EXPECT_FALSE(answer->succeeded());
+    EXPECT_EQ(answer->current(), large);
+    EXPECT_FALSE(disk_->data.count(KvReplyStateKey("d", 5, seq)));
+  }
+  const std::string desired = large + "y";
+  proto::CompareAndSwapRequest swap = CasRequest("d/state", large, desired);
+  *swap.mutable_request_id() = Id(5, 4);
+  auto first = Call<proto::CompareAndSwapResponse>(leader_, swap);
+  ASSERT_THAT(first, IsOk());
+  EXPECT_TRUE(first->succeeded());
+  EXPECT_EQ(first->current(), desired);
+  auto record = OnDisk<proto::StoredReply>(KvReplyStateKey("d", 5, 4));
+  ASSERT_TRUE(record.has_value());
+  EXPECT_LT(record->ByteSizeLong(), 64u);  // the value is not in it
+  // Overwritten meanwhile: the re-send is answered from its reply, not applied again.
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/state", "later", true)),
+              IsOk());
+  auto again = Call<proto::CompareAndSwapResponse>(leader_, swap);
+  ASSERT_THAT(again, IsOk());
+  EXPECT_TRUE(again->succeeded());
+  EXPECT_TRUE(again->exists());
+  EXPECT_EQ(again->current(), desired);
+  auto now = Call<proto::TryGetKeyValueResponse>(leader_, TryGetRequest("d/state"));
+  ASSERT_THAT(now, IsOk());
+  EXPECT_EQ(now->kv().value(), "later");
 }
 
 TEST_F(CoordinatorDurableTest, ResentWriteWhileFirstNotDurable_AnsweredOnceDurable) {

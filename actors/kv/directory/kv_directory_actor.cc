@@ -121,24 +121,37 @@ caf::result<Response> Answer(absl::StatusOr<Response> outcome) {
   return *std::move(outcome);
 }
 
-// The reply of `request` as it is kept: a compare-and-swap that succeeded leaves out the value
-// it set, which the request that is sent again carries (ReplayedReply puts it back).
+// A refused compare-and-swap's reply keeps the key's value only up to this size.
+constexpr size_t kKeptValueBytes = 256;
+
+// The reply of `request` as it is kept, small: a compare-and-swap that succeeded leaves out the
+// value it set, which the request sent again carries; one that was refused leaves out a value
+// over kKeptValueBytes (ReplayedReply puts in the key's value at the re-send).
 template <class Response, class Request>
 proto::StoredReply KeptReply(const Request& request, absl::StatusOr<Response> outcome) {
   if constexpr (std::is_same_v<Response, proto::CompareAndSwapResponse>) {
-    if (outcome.ok() && outcome->succeeded() && outcome->current() == request.desired()) {
+    if (outcome.ok() && (outcome->succeeded() ? outcome->current() == request.desired()
+                                              : outcome->current().size() > kKeptValueBytes)) {
       outcome->clear_current();
     }
   }
   return StoreReply(outcome);
 }
 
+// The kept reply of a write sent again, as KeptReply left it, with what it left out put back.
 template <class Response, class Request>
-absl::StatusOr<Response> ReplayedReply(const Request& request, const proto::StoredReply& kept) {
+absl::StatusOr<Response> ReplayedReply(const Request& request, const proto::StoredReply& kept,
+                                       const KvStore& store) {
   absl::StatusOr<Response> reply = LoadReply<Response>(kept);
   if constexpr (std::is_same_v<Response, proto::CompareAndSwapResponse>) {
-    if (reply.ok() && reply->succeeded() && reply->current().empty()) {
-      reply->set_current(request.desired());
+    if (reply.ok() && reply->current().empty() && reply->exists()) {
+      if (reply->succeeded()) {
+        reply->set_current(request.desired());
+      } else {
+        const std::string* now = store.Find(request.key());
+        reply->set_exists(now != nullptr);
+        if (now != nullptr) reply->set_current(*now);
+      }
     }
   }
   return reply;
@@ -147,10 +160,9 @@ absl::StatusOr<Response> ReplayedReply(const Request& request, const proto::Stor
 // A write: applied by `apply` (which fills the changes it made), published, and answered once
 // recorded. With a request id a write already applied is answered from its kept reply, by
 // every leader (a write re-sent after a lost connection may reach the leader that applied it,
-// state dir or not); with a state dir the reply is recorded with the change. A write that
-// changed nothing (refused, or an error) keeps no reply: sent again, it is evaluated again, as
-// if the first had never arrived, whose answer was lost with it. So a compare-and-swap loop
-// against a large value leaves neither replies in memory nor records in the state.
+// state dir or not), refusals and errors too: a re-sent write is never evaluated again, so the
+// agent's pending writes keep their order; with a state dir the reply is recorded with the
+// change.
 template <class Response, class Request, class Apply>
 caf::result<Response> Write(KvDirectoryPointer self, KvVerb verb, const Request& request,
                             Apply apply) {
@@ -159,14 +171,15 @@ caf::result<Response> Write(KvDirectoryPointer self, KvVerb verb, const Request&
   const bool dedup = request.request_id().client() != 0;
   if (dedup) {
     if (const proto::StoredReply* stored = durable.FindReply(request.request_id())) {
-      return CountedReply(self, verb, start, Answer(ReplayedReply<Response>(request, *stored)));
+      return CountedReply(self, verb, start,
+                          Answer(ReplayedReply<Response>(request, *stored, self->state.store)));
     }
   }
   KvStore::Changes changes;
   absl::StatusOr<Response> outcome = apply(changes);
   // The reply is recorded with the changes, atomically: a re-sent write finds both or neither.
   StateBatch batch;
-  if (dedup && !changes.empty()) {
+  if (dedup) {
     durable.RememberReply(self->state.store.directory(), request.request_id(),
                           KeptReply(request, outcome), batch);
   }

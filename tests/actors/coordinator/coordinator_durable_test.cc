@@ -678,50 +678,73 @@ TEST_F(CoordinatorDurableTest, ResentInsert_AnsweredFromItsReplyNotAppliedAgain)
   EXPECT_THAT(Call<proto::InsertKeyValueResponse>(leader_, insert), IsOk());
   EXPECT_THAT(Call<proto::TryGetKeyValueResponse>(leader_, TryGetRequest("d/y")),
               StatusIs(Code::kNotFound));
-  // A refused insert changed nothing and keeps no reply (nor a record): sent again once the key
-  // is gone, it is evaluated again, as if the first had never arrived.
+  // An error reply is replayed too: the second insert (new id) fails, and so does its re-send
+  // even after the key is gone.
   ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/z", "1")), IsOk());
   proto::InsertKeyValueRequest clash = InsertRequest("d/z", "2");
   *clash.mutable_request_id() = Id(5, 4);
   EXPECT_THAT(Call<proto::InsertKeyValueResponse>(leader_, clash), StatusIs(Code::kAlreadyExists));
-  EXPECT_FALSE(disk_->data.count(KvReplyStateKey("d", 5, 4)));
   ASSERT_THAT(Call<proto::DeleteKeyValueResponse>(leader_, DeleteRequest("d/z", false)), IsOk());
-  EXPECT_THAT(Call<proto::InsertKeyValueResponse>(leader_, clash), IsOk());
-  auto now = Call<proto::TryGetKeyValueResponse>(leader_, TryGetRequest("d/z"));
-  ASSERT_THAT(now, IsOk());
-  EXPECT_EQ(now->kv().value(), "2");
+  EXPECT_THAT(Call<proto::InsertKeyValueResponse>(leader_, clash), StatusIs(Code::kAlreadyExists));
 }
 
-// A compare-and-swap that did not match keeps no reply, so a loop of them against a large value
-// fills neither memory nor the state; one that matched keeps its reply without the value it
-// set, and its re-send is answered with that value from the request.
-TEST_F(CoordinatorDurableTest, ResentCompareAndSwap_RefusedOnesKeepNothing_AnAppliedOneItsReply) {
+// An agent re-sends its pending writes in order after a reconnect: one that changed nothing is
+// answered from its reply too, never evaluated again, or it could undo a later one (a delete of
+// a missing key, re-sent after the insert that followed it, would erase the inserted key).
+TEST_F(CoordinatorDurableTest, ResentWriteThatChangedNothing_DoesNotUndoALaterOne) {
+  SpawnDurable();
+  proto::DeleteKeyValueRequest remove = DeleteRequest("d/k", false);
+  *remove.mutable_request_id() = Id(5, 1);
+  proto::InsertKeyValueRequest insert = InsertRequest("d/k", "v");
+  *insert.mutable_request_id() = Id(5, 2);
+  ASSERT_THAT(Call<proto::DeleteKeyValueResponse>(leader_, remove), IsOk());
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, insert), IsOk());
+  EXPECT_THAT(Call<proto::DeleteKeyValueResponse>(leader_, remove), IsOk());
+  EXPECT_THAT(Call<proto::InsertKeyValueResponse>(leader_, insert), IsOk());
+  auto now = Call<proto::TryGetKeyValueResponse>(leader_, TryGetRequest("d/k"));
+  ASSERT_THAT(now, IsOk());
+  EXPECT_EQ(now->kv().value(), "v");
+}
+
+// A compare-and-swap's kept reply is small: one that was refused leaves out a large value of
+// the key (a re-send is still refused, and told the key's value then), one that succeeded the
+// value it set (a re-send is told it from the request). A loop of refused ones against a large
+// value, as a rendezvous makes, does not keep that value once per call.
+TEST_F(CoordinatorDurableTest, ResentCompareAndSwap_AnsweredFromASmallReply) {
   SpawnDurable();
   const std::string large(64 * 1024, 'x');
   ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/state", large)),
               IsOk());
-  for (uint64_t seq = 1; seq <= 3; ++seq) {
-    proto::CompareAndSwapRequest refused = CasRequest("d/state", "stale", "mine");
-    *refused.mutable_request_id() = Id(5, seq);
-    auto answer = Call<proto::CompareAndSwapResponse>(leader_, refused);
-    ASSERT_THAT(answer, IsOk());
-    EXPECT_FALSE(answer->succeeded());
-    EXPECT_EQ(answer->current(), large);
-    EXPECT_FALSE(disk_->data.count(KvReplyStateKey("d", 5, seq)));
-  }
+  proto::CompareAndSwapRequest refused = CasRequest("d/state", "stale", "mine");
+  *refused.mutable_request_id() = Id(5, 1);
+  auto answer = Call<proto::CompareAndSwapResponse>(leader_, refused);
+  ASSERT_THAT(answer, IsOk());
+  EXPECT_FALSE(answer->succeeded());
+  EXPECT_EQ(answer->current(), large);
+  auto kept = OnDisk<proto::StoredReply>(KvReplyStateKey("d", 5, 1));
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_LT(kept->ByteSizeLong(), 64u);
+
   const std::string desired = large + "y";
   proto::CompareAndSwapRequest swap = CasRequest("d/state", large, desired);
-  *swap.mutable_request_id() = Id(5, 4);
+  *swap.mutable_request_id() = Id(5, 2);
   auto first = Call<proto::CompareAndSwapResponse>(leader_, swap);
   ASSERT_THAT(first, IsOk());
   EXPECT_TRUE(first->succeeded());
   EXPECT_EQ(first->current(), desired);
-  auto record = OnDisk<proto::StoredReply>(KvReplyStateKey("d", 5, 4));
-  ASSERT_TRUE(record.has_value());
-  EXPECT_LT(record->ByteSizeLong(), 64u);  // the value is not in it
-  // Overwritten meanwhile: the re-send is answered from its reply, not applied again.
-  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/state", "later", true)),
+  kept = OnDisk<proto::StoredReply>(KvReplyStateKey("d", 5, 2));
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_LT(kept->ByteSizeLong(), 64u);
+
+  // The key now holds what the refused one expected: its re-send is still refused (answered
+  // from its reply, with the key's value now), and the applied one's is not applied again.
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/state", "stale", true)),
               IsOk());
+  auto refused_again = Call<proto::CompareAndSwapResponse>(leader_, refused);
+  ASSERT_THAT(refused_again, IsOk());
+  EXPECT_FALSE(refused_again->succeeded());
+  EXPECT_TRUE(refused_again->exists());
+  EXPECT_EQ(refused_again->current(), "stale");
   auto again = Call<proto::CompareAndSwapResponse>(leader_, swap);
   ASSERT_THAT(again, IsOk());
   EXPECT_TRUE(again->succeeded());
@@ -729,7 +752,17 @@ TEST_F(CoordinatorDurableTest, ResentCompareAndSwap_RefusedOnesKeepNothing_AnApp
   EXPECT_EQ(again->current(), desired);
   auto now = Call<proto::TryGetKeyValueResponse>(leader_, TryGetRequest("d/state"));
   ASSERT_THAT(now, IsOk());
-  EXPECT_EQ(now->kv().value(), "later");
+  EXPECT_EQ(now->kv().value(), "stale");
+  // A small value stays in the reply: the re-send is told the value the key held then.
+  proto::CompareAndSwapRequest small = CasRequest("d/state", "other", "mine");
+  *small.mutable_request_id() = Id(5, 3);
+  ASSERT_THAT(Call<proto::CompareAndSwapResponse>(leader_, small), IsOk());
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/state", "new", true)),
+              IsOk());
+  auto small_again = Call<proto::CompareAndSwapResponse>(leader_, small);
+  ASSERT_THAT(small_again, IsOk());
+  EXPECT_FALSE(small_again->succeeded());
+  EXPECT_EQ(small_again->current(), "stale");
 }
 
 TEST_F(CoordinatorDurableTest, ResentWriteWhileFirstNotDurable_AnsweredOnceDurable) {

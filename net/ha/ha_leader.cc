@@ -193,7 +193,8 @@ absl::Duration HaLeader::Step() {
       // leader (or by this one, started afresh from what etcd has).
       StepDown(absl::StrCat("could not write the job's state (", store_problem, ")"));
       election_.Resign();
-      return ha_.campaign_interval;
+      // Another leader, which loads the state afresh, campaigns first.
+      return std::max(ha_.campaign_interval, ha_.lease_ttl / 2);
     }
     // Not refreshed in time: step down a quarter TTL before the lease may end, so that this
     // leader no longer answers once a standby may serve. A refresh never waits past that.
@@ -245,17 +246,21 @@ absl::Duration HaLeader::Step() {
   // The key of this leader's own previous life (a restart on the same address within the TTL)
   // names no live leader: agents must not be sent back here.
   std::string holder = claim->holder == advertise_ ? std::string() : claim->holder;
+  const std::string line = holder.empty() ? std::string("standby: no leader is active")
+                                          : absl::StrCat("standby: the active leader is ", holder);
   bool changed;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     changed = active_ != holder;
-    active_ = holder;
+    if (changed) {
+      // The front first (a message, sent at once): whoever reads the new active leader here
+      // finds the front naming it too; and said with it, as TakeOver does.
+      TellHaFrontStandby(front_, holder);
+      active_ = holder;
+      said_ = line;
+    }
   }
-  if (changed) {
-    TellHaFrontStandby(front_, holder);
-    Tell(holder.empty() ? std::string("standby: no leader is active")
-                        : absl::StrCat("standby: the active leader is ", holder));
-  }
+  if (changed && ha_.on_role) ha_.on_role(line);
   return ha_.campaign_interval;
 }
 

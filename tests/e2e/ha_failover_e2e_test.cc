@@ -215,7 +215,10 @@ TEST_F(HaFailoverE2eTest, StandbyAnswersNamingTheActiveLeader_AndAnotherConfigur
   StartBoth(flags);
   int active = Active();
   ASSERT_GE(active, 0);
-  // A client given only the standby's address is told where the active leader is.
+  // Once the standby has campaigned (before, it knows of no active leader), a client given only
+  // its address is told where the active leader is.
+  ASSERT_NE(leaders_.Saw(1 - active, "standby: the active leader is", kBound), "")
+      << leaders_.Outputs();
   const std::string standby = absl::StrCat("127.0.0.1:", ports_[1 - active]);
   auto status = Subprocess::Start({MUSTER_CLI_BIN, "status", "--leader=" + standby});
   ASSERT_TRUE(status.ok());

@@ -272,8 +272,9 @@ TEST_F(EtcdAuthTest, AnExpiredToken_IsRenewed_TheCallSucceeds) {
     ASSERT_THAT(client, IsOk());
     ASSERT_THAT(PutAndGet(**client, "muster-test/renew", "1"), IsOkAndHolds("1"));
     EXPECT_EQ((*client)->authentications(), 1);
-    // Not a timing assertion: the token's TTL is 2 s unused, so it has certainly expired.
-    absl::SleepFor(absl::Seconds(3));
+    // Not a timing assertion: the token's TTL is 2 s unused, and etcd sweeps expired tokens
+    // once a second, so it has certainly expired.
+    absl::SleepFor(absl::Seconds(4));
     EXPECT_THAT(PutAndGet(**client, "muster-test/renew", "2"), IsOkAndHolds("2"));
     EXPECT_EQ((*client)->authentications(), 2);  // renewed once, then used again
   }
@@ -288,7 +289,7 @@ TEST_F(EtcdAuthTest, ManyCallsRefusedTogether_RenewTheTokenOnce) {
     ASSERT_THAT(client, IsOk());
     ASSERT_THAT(PutAndGet(**client, "muster-test/together", "0"), IsOk());
     ASSERT_EQ((*client)->authentications(), 1);
-    absl::SleepFor(absl::Seconds(3));  // the token's TTL is 2 s unused: it has expired
+    absl::SleepFor(absl::Seconds(4));  // the token's TTL is 2 s unused: it has expired
     constexpr int kThreads = 8;
     std::vector<absl::StatusOr<std::string>> results(kThreads, absl::UnknownError("not run"));
     std::vector<std::thread> threads;
@@ -314,7 +315,7 @@ TEST_F(EtcdAuthTest, AgentsRegistry_ReadsThatFindTheTokenExpiredTogether_Authent
   ASSERT_THAT(PutAndGet(**client, HaLeadersPrefix("shared-job") + "a", "10.0.0.9:7400"), IsOk());
   const std::string url = absl::StrCat("etcd://", Hosts(*cluster_), "/shared-job");
   ASSERT_THAT(ReadHaLeadersThroughGateway(url, absl::Seconds(5), cluster_->security()), IsOk());
-  absl::SleepFor(absl::Seconds(3));  // expired
+  absl::SleepFor(absl::Seconds(4));  // expired
   const uint64_t before = EtcdReadAuthentications();
   constexpr int kThreads = 8;
   std::vector<absl::StatusOr<std::vector<std::string>>> results(kThreads,
@@ -340,7 +341,7 @@ TEST_F(EtcdAuthTest, AgentsRegistry_WithAUser_ReadsTheLeaders) {
   EXPECT_THAT(ReadHaLeadersThroughGateway(url, absl::Seconds(5), cluster_->security()),
               IsOkAndHolds(ElementsAre("10.0.0.8:7400")));
   // The token is the process's: reads go on after it expired (TTL 2 s), asking for a new one.
-  absl::SleepFor(absl::Seconds(3));
+  absl::SleepFor(absl::Seconds(4));
   EXPECT_THAT(ReadHaLeadersThroughGateway(url, absl::Seconds(5), cluster_->security()),
               IsOkAndHolds(ElementsAre("10.0.0.8:7400")));
   EtcdSecurity anonymous = cluster_->security();

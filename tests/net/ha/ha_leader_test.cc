@@ -44,9 +44,10 @@ class HaLeaderTest : public testing::SharedEtcdTest {
   }
 
   absl::StatusOr<std::unique_ptr<HaLeader>> Start(caf::actor_system& system,
-                                                  CoordinatorOptions options = Options()) {
+                                                  CoordinatorOptions options = Options(),
+                                                  absl::Duration lease_ttl = absl::Seconds(2)) {
     return HaLeader::Start(system, std::move(options), {.port = 0},
-                           {.etcd = cluster_->endpoints(), .name = name_});
+                           {.etcd = cluster_->endpoints(), .name = name_, .lease_ttl = lease_ttl});
   }
 
   // Waits until `leader` names `active` (a standby's view).
@@ -66,13 +67,15 @@ class HaLeaderTest : public testing::SharedEtcdTest {
 };
 
 TEST_F(HaLeaderTest, OneServesTheOtherStandsBy_StoppingTheActiveHandsOverTheJobWithItsState) {
-  auto a = Start(a_);
+  // A long lease: the takeover below is timed against it.
+  const absl::Duration ttl = absl::Seconds(8);
+  auto a = Start(a_, Options(), ttl);
   ASSERT_THAT(a, IsOk());
   ASSERT_TRUE((*a)->AwaitActive(absl::Seconds(10)));
   // Said with the role: whoever sees it active reads why at once.
   EXPECT_THAT((*a)->said(), StartsWith("active: serving HA job " + name_));
   EXPECT_THAT((*a)->recovery(), HasSubstr("empty, a new job"));
-  auto b = Start(b_);
+  auto b = Start(b_, Options(), ttl);
   ASSERT_THAT(b, IsOk());
   ASSERT_TRUE(Names(**b, (*a)->address()));
   EXPECT_EQ((*b)->role(), HaRole::kStandby);
@@ -103,9 +106,9 @@ TEST_F(HaLeaderTest, OneServesTheOtherStandsBy_StoppingTheActiveHandsOverTheJobW
 
   // The active one stops (and resigns): the standby takes over at once, with the state.
   (*a)->Stop();
-  // Resigned: the standby takes over without waiting out the lease (TTL 2 s; the state loads
+  // Resigned: the standby takes over without waiting out the lease (TTL 8 s; the state loads
   // and the coordinator starts in well under a second here).
-  EXPECT_TRUE((*b)->AwaitActive(absl::Milliseconds(1500)));
+  EXPECT_TRUE((*b)->AwaitActive(ttl / 2));
   ASSERT_TRUE((*b)->AwaitActive(absl::Seconds(10)));
   EXPECT_THAT((*b)->said(), StartsWith("active: serving HA job " + name_));
   EXPECT_THAT((*b)->recovery(), HasSubstr("recovered 1 tasks (1 connected"));

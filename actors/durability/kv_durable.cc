@@ -27,8 +27,8 @@ int KvDurable::Restore(const proto::RecoveredKvDirectory& recovered, KvStore& st
   store.RestoreRevision(revision);
   for (const auto& reply : recovered.replies()) {
     auto [it, added] = replies_.try_emplace(reply.client());
-    if (added) clients_.push_back(reply.client());
-    it->second[reply.seq()] = reply.reply();
+    if (added) it->second.place = clients_.insert(clients_.end(), reply.client());
+    it->second.by_seq[reply.seq()] = reply.reply();
   }
   return skipped;
 }
@@ -72,26 +72,28 @@ void KvDurable::StartHistory(const KvStore& store, StateBatch& batch) {
 const proto::StoredReply* KvDurable::FindReply(const proto::RequestId& id) const {
   auto client = replies_.find(id.client());
   if (client == replies_.end()) return nullptr;
-  auto reply = client->second.find(id.seq());
-  return reply == client->second.end() ? nullptr : &reply->second;
+  auto reply = client->second.by_seq.find(id.seq());
+  return reply == client->second.by_seq.end() ? nullptr : &reply->second;
 }
 
 void KvDurable::RememberReply(const std::string& directory, const proto::RequestId& id,
                               proto::StoredReply reply, StateBatch& batch) {
   auto [client, added] = replies_.try_emplace(id.client());
-  if (added) {
-    clients_.push_back(id.client());
-    if (clients_.size() > kClients) {  // the client that wrote first is forgotten
+  if (!added) {
+    clients_.splice(clients_.end(), clients_, client->second.place);  // wrote last
+  } else {
+    client->second.place = clients_.insert(clients_.end(), id.client());
+    if (clients_.size() > kClients) {  // the client that wrote least recently is forgotten
       uint64_t oldest = clients_.front();
       clients_.pop_front();
-      for (const auto& [seq, stored] : replies_[oldest]) {
+      for (const auto& [seq, stored] : replies_[oldest].by_seq) {
         batch.Delete(KvReplyStateKey(directory, oldest, seq));
       }
       replies_.erase(oldest);
       client = replies_.find(id.client());
     }
   }
-  auto& kept = client->second;
+  auto& kept = client->second.by_seq;
   batch.Put(KvReplyStateKey(directory, id.client(), id.seq()), reply.SerializeAsString());
   kept[id.seq()] = std::move(reply);
   while (kept.size() > kRepliesPerClient) {

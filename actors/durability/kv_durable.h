@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <list>
 #include <map>
 #include <optional>
 #include <vector>
@@ -23,13 +24,19 @@ namespace muster {
 
 class KvDurable {
  public:
-  // Limits: replies kept per client, clients per directory, history events per directory.
+  // Limits: replies kept per client, clients per directory (beyond it, the client that wrote
+  // least recently is forgotten), history events per directory.
   static constexpr size_t kRepliesPerClient = 1024;
   static constexpr size_t kClients = 4096;
   static constexpr size_t kHistory = 1024;
 
   KvDurable() = default;
   explicit KvDurable(StateWriterActor writer) : gate_(std::move(writer)) {}
+  // Moved, never copied (the clients' places point into its own list).
+  KvDurable(KvDurable&&) = default;
+  KvDurable& operator=(KvDurable&&) = default;
+  KvDurable(const KvDurable&) = delete;
+  KvDurable& operator=(const KvDurable&) = delete;
 
   bool enabled() const { return gate_.enabled(); }
   DurableGate& gate() { return gate_; }
@@ -64,8 +71,15 @@ class KvDurable {
   // costs one record (its key).
   bool history_on_ = false;
   std::deque<proto::KeyValueChangeEvent> history_;
-  absl::flat_hash_map<uint64_t, std::map<uint64_t, proto::StoredReply>> replies_;
-  std::deque<uint64_t> clients_;  // in the order they first wrote
+  struct ClientReplies {
+    std::map<uint64_t, proto::StoredReply> by_seq;
+    std::list<uint64_t>::iterator place;  // in clients_
+  };
+  absl::flat_hash_map<uint64_t, ClientReplies> replies_;
+  // The clients, the one that wrote least recently first: a client still writing (or one that
+  // wrote just before its connection was lost, and will send its writes again) is the last to
+  // be forgotten.
+  std::list<uint64_t> clients_;
 };
 
 }  // namespace muster

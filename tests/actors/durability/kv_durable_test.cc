@@ -283,23 +283,29 @@ TEST_F(KvDurableTest, RememberReply_KeepsKRepliesPerClientPerClient_OldestSeqDel
   EXPECT_NE(durable_.FindReply(Id(9, 1)), nullptr);  // another client keeps its own
 }
 
-TEST_F(KvDurableTest, RememberReply_KeepsKClients_FirstClientForgotten) {
+// Beyond kClients the client that wrote least recently is forgotten, not the one that wrote
+// first: a client that writes on keeps its replies however many clients come after it.
+TEST_F(KvDurableTest, RememberReply_KeepsKClients_TheLeastRecentlyWritingForgotten) {
   StateBatch batch;
   durable_.RememberReply("d", Id(1, 1), proto::StoredReply(), batch);
-  durable_.RememberReply("d", Id(1, 2), proto::StoredReply(), batch);
-  for (uint64_t client = 2; client <= KvDurable::kClients; ++client) {
+  durable_.RememberReply("d", Id(2, 1), proto::StoredReply(), batch);
+  durable_.RememberReply("d", Id(2, 2), proto::StoredReply(), batch);
+  for (uint64_t client = 3; client <= KvDurable::kClients; ++client) {
     durable_.RememberReply("d", Id(client, 1), proto::StoredReply(), batch);
   }
-  EXPECT_NE(durable_.FindReply(Id(1, 1)), nullptr);
+  durable_.RememberReply("d", Id(1, 2), proto::StoredReply(), batch);  // client 1 writes on
+  EXPECT_NE(durable_.FindReply(Id(2, 1)), nullptr);
   batch = StateBatch();
   const uint64_t newcomer = KvDurable::kClients + 1;
   durable_.RememberReply("d", Id(newcomer, 1), proto::StoredReply(), batch);
-  EXPECT_THAT(Ops(batch), ElementsAre(absl::StrCat("del ", KvReplyStateKey("d", 1, 1)),
-                                      absl::StrCat("del ", KvReplyStateKey("d", 1, 2)),
+  EXPECT_THAT(Ops(batch), ElementsAre(absl::StrCat("del ", KvReplyStateKey("d", 2, 1)),
+                                      absl::StrCat("del ", KvReplyStateKey("d", 2, 2)),
                                       absl::StrCat("put ", KvReplyStateKey("d", newcomer, 1))));
-  EXPECT_EQ(durable_.FindReply(Id(1, 1)), nullptr);
-  EXPECT_EQ(durable_.FindReply(Id(1, 2)), nullptr);
-  EXPECT_NE(durable_.FindReply(Id(2, 1)), nullptr);
+  EXPECT_EQ(durable_.FindReply(Id(2, 1)), nullptr);
+  EXPECT_EQ(durable_.FindReply(Id(2, 2)), nullptr);
+  EXPECT_NE(durable_.FindReply(Id(1, 1)), nullptr);
+  EXPECT_NE(durable_.FindReply(Id(1, 2)), nullptr);
+  EXPECT_NE(durable_.FindReply(Id(3, 1)), nullptr);
   EXPECT_NE(durable_.FindReply(Id(newcomer, 1)), nullptr);
 }
 

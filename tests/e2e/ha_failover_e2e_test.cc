@@ -180,8 +180,10 @@ TEST_F(HaFailoverE2eTest, EtcdMembersLost_OneUnnoticed_TwoPauseWritesThatThenRes
   WriteHistory history;
   for (int task = 0; task < 4; ++task) history.Add(task, clients[task]->output());
   EXPECT_FALSE(history.Between(one_lost, quorum_lost).empty());
-  EXPECT_THAT(history.Between(quorum_lost + 250'000, quorum_back), IsEmpty())
-      << WriteHistory::Describe(history.Between(quorum_lost + 250'000, quorum_back));
+  // A write etcd committed just before the kill may reach its writer a little later (1 s of
+  // slack on a loaded machine); none is acknowledged in the 2 s after.
+  EXPECT_THAT(history.Between(quorum_lost + 1'000'000, quorum_back), IsEmpty())
+      << WriteHistory::Describe(history.Between(quorum_lost + 1'000'000, quorum_back));
   EXPECT_FALSE(history.Between(quorum_back, NowMicros()).empty());
 }
 

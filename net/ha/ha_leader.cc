@@ -372,11 +372,16 @@ void HaLeader::Stop() {
   changed_.notify_all();
   if (campaign_.joinable()) campaign_.join();
   std::unique_ptr<Leader> leader;
+  const std::string line = absl::StrCat("stopped: this leader of HA job ", ha_.name,
+                                        " was stopped; it neither serves nor campaigns");
   {
     std::lock_guard<std::mutex> lock(mutex_);
     leader = std::move(leader_);
     role_ = HaRole::kStopped;
+    said_ = line;  // with the role, as TakeOver does
   }
+  // The campaign has ended: this is the last line, after every line it told.
+  if (ha_.on_role) ha_.on_role(line);
   failures_->Forget();
   TellHaFrontStandby(front_, "");
   if (leader) leader->Stop();

@@ -54,7 +54,8 @@ struct HaOptions {
   // active). Empty: the endpoint's host and port (this host's name, gethostname, when it
   // listens everywhere).
   std::string advertise;
-  // Told each change of role, as a line for a log (from the campaign's thread).
+  // Told each change of role, as a line for a log (from the campaign's thread; the last, when
+  // stopped, from Stop()'s).
   std::function<void(const std::string&)> on_role;
   // Told when the leader stopped campaigning on its own (it could not publish its port again):
   // the process should end and be started again.

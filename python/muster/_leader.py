@@ -115,8 +115,8 @@ class Leader:
     def ha_status(self) -> str:
         """With ha_etcd: the leader's last word on its role and why, the line `muster serve
         --ha-etcd` prints ("active: serving HA job ...", "standby: the active leader is ...",
-        "standby: won the election but cannot serve: ..."); "" without ha_etcd, or before the
-        first campaign."""
+        "standby: won the election but cannot serve: ...", after stop() "stopped: ..."); "" without
+        ha_etcd, or before the first campaign."""
         return self._core.ha_status
 
     @property

@@ -58,7 +58,11 @@ class PyLeader : public Closable {
       ha = std::move(ha_);
     }
     if (leader) leader->Stop();
-    if (ha) ha->Stop();  // resigns: a standby takes over at once
+    if (ha) {
+      ha->Stop();  // resigns: a standby takes over at once
+      absl::MutexLock lock(&mutex_);
+      last_said_ = ha->said();
+    }
   }
   bool running() {
     absl::MutexLock lock(&mutex_);
@@ -105,7 +109,8 @@ class PyLeader : public Closable {
   // An HA leader's last word on its role ("" for a leader of no HA job).
   std::string ha_status() {
     if (std::shared_ptr<HaLeader> ha = Ha()) return ha->said();
-    return std::string();
+    absl::MutexLock lock(&mutex_);
+    return last_said_;  // its last line once stopped
   }
   // The HTTP endpoint's URL ("" without one; an HA leader: only while active).
   std::string http_url() {
@@ -134,6 +139,7 @@ class PyLeader : public Closable {
   const std::string recovery_;
   absl::Mutex mutex_;
   std::unique_ptr<Leader> leader_ ABSL_GUARDED_BY(mutex_);
+  std::string last_said_ ABSL_GUARDED_BY(mutex_);  // an HA leader's, once closed
   std::shared_ptr<HaLeader> ha_ ABSL_GUARDED_BY(mutex_);
 };
 

@@ -114,6 +114,8 @@ def test_in_this_process_active_then_stopped_the_other_takes_over_at_once(etcd):
             stopped = time.monotonic()
             here.stop()
             assert here.role == "stopped" and not here.running
+            assert here.ha_status.startswith(f"stopped: this leader of HA job {name} was "), \
+                here.ha_status
             assert here.http_url == ""
             assert not here.wait_active(5)
             # It resigned (its lease revoked through the gateway): no waiting out the 15 s TTL.

@@ -106,6 +106,8 @@ TEST_F(HaLeaderTest, OneServesTheOtherStandsBy_StoppingTheActiveHandsOverTheJobW
 
   // The active one stops (and resigns): the standby takes over at once, with the state.
   (*a)->Stop();
+  EXPECT_EQ((*a)->role(), HaRole::kStopped);
+  EXPECT_THAT((*a)->said(), StartsWith("stopped: this leader of HA job " + name_));
   // Resigned: the standby takes over without waiting out the lease (TTL 8 s; the state loads
   // and the coordinator starts in well under a second here).
   EXPECT_TRUE((*b)->AwaitActive(ttl / 2));

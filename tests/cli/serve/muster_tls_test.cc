@@ -137,7 +137,7 @@ TEST_F(MusterTlsTest, PeerResetDuringHandshake_LeaderNamesIt) {
   sockaddr_in local{};
   socklen_t size = sizeof(local);
   ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &size), 0);
-  absl::SleepFor(absl::Milliseconds(200));  // the leader has accepted the connection by now
+  absl::SleepFor(absl::Seconds(1));  // the leader has accepted the connection by now
   linger reset{.l_onoff = 1, .l_linger = 0};
   ASSERT_EQ(::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset)), 0);
   ::close(fd);  // RST

@@ -763,6 +763,18 @@ TEST_F(CoordinatorDurableTest, ResentCompareAndSwap_AnsweredFromASmallReply) {
   ASSERT_THAT(small_again, IsOk());
   EXPECT_FALSE(small_again->succeeded());
   EXPECT_EQ(small_again->current(), "stale");
+  // So does an empty value: nothing was left out of that reply.
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/empty", "")), IsOk());
+  proto::CompareAndSwapRequest on_empty = CasRequest("d/empty", "other", "mine");
+  *on_empty.mutable_request_id() = Id(5, 4);
+  ASSERT_THAT(Call<proto::CompareAndSwapResponse>(leader_, on_empty), IsOk());
+  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/empty", "full", true)),
+              IsOk());
+  auto empty_again = Call<proto::CompareAndSwapResponse>(leader_, on_empty);
+  ASSERT_THAT(empty_again, IsOk());
+  EXPECT_FALSE(empty_again->succeeded());
+  EXPECT_TRUE(empty_again->exists());
+  EXPECT_EQ(empty_again->current(), "");
 }
 
 TEST_F(CoordinatorDurableTest, ResentWriteWhileFirstNotDurable_AnsweredOnceDurable) {

@@ -363,14 +363,23 @@ void HaLeader::StepDown(const std::string& why) {
 }
 
 void HaLeader::Stop() {
+  bool stopped_already;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (role_ == HaRole::kStopped || stop_called_) return;
+    if (stop_called_) return;
     stop_called_ = true;
     stopping_ = true;
+    // It never started (Start failed), or stopped on its own (StepDown could not publish its
+    // port again): its campaign has ended or never ran, and it was told so.
+    stopped_already = role_ == HaRole::kStopped;
   }
   changed_.notify_all();
-  if (campaign_.joinable()) campaign_.join();
+  // Joined in every case: a thread left joinable would end the process when this is destroyed.
+  if (campaign_.joinable() && campaign_.get_id() != std::this_thread::get_id()) campaign_.join();
+  if (stopped_already) {
+    caf::anon_send_exit(front_, caf::exit_reason::user_shutdown);
+    return;
+  }
   std::unique_ptr<Leader> leader;
   const std::string line = absl::StrCat("stopped: this leader of HA job ", ha_.name,
                                         " was stopped; it neither serves nor campaigns");
@@ -380,8 +389,6 @@ void HaLeader::Stop() {
     role_ = HaRole::kStopped;
     said_ = line;  // with the role, as TakeOver does
   }
-  // The campaign has ended: this is the last line, after every line it told.
-  if (ha_.on_role) ha_.on_role(line);
   failures_->Forget();
   TellHaFrontStandby(front_, "");
   if (leader) leader->Stop();
@@ -389,6 +396,8 @@ void HaLeader::Stop() {
   if (port_ != 0) UnpublishCoordinator(system_, front_, port_);
   caf::anon_send_exit(front_, caf::exit_reason::user_shutdown);
   changed_.notify_all();
+  // The campaign has ended: this is the last line, after every line it told.
+  if (ha_.on_role) ha_.on_role(line);
 }
 
 HaRole HaLeader::role() const {

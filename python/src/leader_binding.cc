@@ -56,6 +56,7 @@ class PyLeader : public Closable {
       absl::MutexLock lock(&mutex_);
       leader = std::move(leader_);
       ha = std::move(ha_);
+      if (ha) last_said_ = ha->said();  // ha_status while it stops
     }
     if (leader) leader->Stop();
     if (ha) {

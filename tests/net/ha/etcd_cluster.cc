@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include <absl/strings/match.h>
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_join.h>
 
@@ -104,6 +105,21 @@ absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::StartSecure(int member
                                                                       absl::Duration token_ttl,
                                                                       absl::Duration timeout,
                                                                       bool tls) {
+  // The ports were free when chosen; another process may take one before its member binds it
+  // (the kernel hands free ports to outgoing connections too): then new ports, twice at most.
+  for (int attempt = 1;; ++attempt) {
+    auto cluster = StartOnFreePorts(members, user, token_ttl, timeout, tls);
+    if (cluster.ok() || attempt == 3 ||
+        !absl::StrContains(cluster.status().message(), "address already in use")) {
+      return cluster;
+    }
+  }
+}
+
+absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::StartOnFreePorts(int members, bool user,
+                                                                           absl::Duration token_ttl,
+                                                                           absl::Duration timeout,
+                                                                           bool tls) {
   const std::vector<int> ports = FreePorts(2 * members);
   std::vector<Member> all;
   for (int i = 0; i < members; ++i) {
@@ -121,7 +137,7 @@ absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::StartSecure(int member
                                     timeout);
   if (!client.ok()) {
     return absl::UnavailableError(
-        absl::StrCat(client.status().message(), "\n", (*cluster)->LogTail(0)));
+        absl::StrCat(client.status().message(), "\n", (*cluster)->LogTails()));
   }
   etcdserverpb::RangeRequest read;
   read.set_key("muster-test/formed");
@@ -148,7 +164,7 @@ absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::StartSecure(int member
   }
   return absl::UnavailableError(absl::StrCat("the etcd cluster did not form within ",
                                              absl::FormatDuration(timeout), ": ", last.message(),
-                                             "\n", (*cluster)->LogTail(0)));
+                                             "\n", (*cluster)->LogTails()));
 }
 
 absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::StartOn(Placement placement,
@@ -181,7 +197,7 @@ absl::Status EtcdCluster::WaitFormed(absl::Duration timeout) const {
   }
   return absl::UnavailableError(absl::StrCat("the etcd cluster did not form within ",
                                              absl::FormatDuration(timeout), ": ", last, "\n",
-                                             LogTail(0)));
+                                             LogTails()));
 }
 
 absl::Status EtcdCluster::MakeCertificates() {
@@ -334,6 +350,15 @@ absl::StatusOr<std::shared_ptr<EtcdClient>> EtcdCluster::Client(EtcdMemberFactor
   if (!endpoints.ok()) return endpoints.status();
   return EtcdClient::Connect(
       {.endpoints = *std::move(endpoints), .member = std::move(member), .security = security_});
+}
+
+std::string EtcdCluster::LogTails() const {
+  std::string all;
+  for (size_t i = 0; i < members_.size(); ++i) {
+    absl::StrAppend(&all, "--- ", members_[i].name, "'s log:\n", LogTail(static_cast<int>(i)),
+                    "\n");
+  }
+  return all;
 }
 
 std::string EtcdCluster::LogTail(int member) const {

@@ -66,6 +66,8 @@ class EtcdCluster {
   absl::Status Restart(int member);
   // The end of a member's log, for failure messages.
   std::string LogTail(int member) const;
+  // Every member's LogTail, each under its name.
+  std::string LogTails() const;
   // A client of the whole cluster, over gRPC unless `member` says otherwise
   // (NewEtcdGatewayMember: through etcd's JSON gateway).
   absl::StatusOr<std::shared_ptr<EtcdClient>> Client(
@@ -83,6 +85,11 @@ class EtcdCluster {
   static absl::StatusOr<std::unique_ptr<EtcdCluster>> StartSecure(int members, bool user,
                                                                   absl::Duration token_ttl,
                                                                   absl::Duration timeout, bool tls);
+  // One try of StartSecure, on ports free when chosen.
+  static absl::StatusOr<std::unique_ptr<EtcdCluster>> StartOnFreePorts(int members, bool user,
+                                                                       absl::Duration token_ttl,
+                                                                       absl::Duration timeout,
+                                                                       bool tls);
   // A cluster of `members` (their data dirs under a fresh temporary directory), each started.
   static absl::StatusOr<std::unique_ptr<EtcdCluster>> Launch(std::vector<Member> members,
                                                              Placement placement, bool tls = false,

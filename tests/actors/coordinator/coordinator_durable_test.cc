@@ -753,24 +753,22 @@ TEST_F(CoordinatorDurableTest, ResentCompareAndSwap_AnsweredFromASmallReply) {
   auto now = Call<proto::TryGetKeyValueResponse>(leader_, TryGetRequest("d/state"));
   ASSERT_THAT(now, IsOk());
   EXPECT_EQ(now->kv().value(), "stale");
-  // A small value stays in the reply: the re-send is told the value the key held then.
-  proto::CompareAndSwapRequest small = CasRequest("d/state", "other", "mine");
-  *small.mutable_request_id() = Id(5, 3);
-  ASSERT_THAT(Call<proto::CompareAndSwapResponse>(leader_, small), IsOk());
-  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/state", "new", true)),
-              IsOk());
-  auto small_again = Call<proto::CompareAndSwapResponse>(leader_, small);
+  // A small value stays in the reply, and so does an empty one (nothing was left out): a re-send
+  // after the key changed is told the value the key held then.
+  auto refused_then_changed = [&](const std::string& key, uint64_t seq) {
+    proto::CompareAndSwapRequest refused = CasRequest(key, "other", "mine");
+    *refused.mutable_request_id() = Id(5, seq);
+    EXPECT_THAT(Call<proto::CompareAndSwapResponse>(leader_, refused), IsOk());
+    EXPECT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest(key, "changed", true)),
+                IsOk());
+    return Call<proto::CompareAndSwapResponse>(leader_, refused);
+  };
+  auto small_again = refused_then_changed("d/state", 3);
   ASSERT_THAT(small_again, IsOk());
   EXPECT_FALSE(small_again->succeeded());
   EXPECT_EQ(small_again->current(), "stale");
-  // So does an empty value: nothing was left out of that reply.
   ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/empty", "")), IsOk());
-  proto::CompareAndSwapRequest on_empty = CasRequest("d/empty", "other", "mine");
-  *on_empty.mutable_request_id() = Id(5, 4);
-  ASSERT_THAT(Call<proto::CompareAndSwapResponse>(leader_, on_empty), IsOk());
-  ASSERT_THAT(Call<proto::InsertKeyValueResponse>(leader_, InsertRequest("d/empty", "full", true)),
-              IsOk());
-  auto empty_again = Call<proto::CompareAndSwapResponse>(leader_, on_empty);
+  auto empty_again = refused_then_changed("d/empty", 4);
   ASSERT_THAT(empty_again, IsOk());
   EXPECT_FALSE(empty_again->succeeded());
   EXPECT_TRUE(empty_again->exists());

@@ -121,49 +121,6 @@ caf::result<Response> Answer(absl::StatusOr<Response> outcome) {
   return *std::move(outcome);
 }
 
-// A refused compare-and-swap's reply keeps the key's value only up to this size.
-constexpr size_t kKeptValueBytes = 256;
-// Marks a kept reply that left the key's value out, in its status' payloads (an OK status
-// carries none otherwise, and LoadStatus drops them).
-constexpr char kValueLeftOut[] = "muster.kept-reply/value-left-out";
-
-// The reply of `request` as it is kept, small: a compare-and-swap that succeeded leaves out the
-// value it set, which the request sent again carries; one that was refused leaves out a value
-// over kKeptValueBytes, marked (ReplayedReply puts in the key's value at the re-send).
-template <class Response, class Request>
-proto::StoredReply KeptReply(const Request& request, absl::StatusOr<Response> outcome) {
-  bool left_out = false;
-  if constexpr (std::is_same_v<Response, proto::CompareAndSwapResponse>) {
-    if (outcome.ok() && outcome->succeeded() && outcome->current() == request.desired()) {
-      outcome->clear_current();
-    } else if (outcome.ok() && !outcome->succeeded() &&
-               outcome->current().size() > kKeptValueBytes) {
-      outcome->clear_current();
-      left_out = true;
-    }
-  }
-  proto::StoredReply kept = StoreReply(outcome);
-  if (left_out) (*kept.mutable_status()->mutable_payloads())[kValueLeftOut] = "";
-  return kept;
-}
-
-// The kept reply of a write sent again, as KeptReply left it, with what it left out put back.
-template <class Response, class Request>
-absl::StatusOr<Response> ReplayedReply(const Request& request, const proto::StoredReply& kept,
-                                       const KvStore& store) {
-  absl::StatusOr<Response> reply = LoadReply<Response>(kept);
-  if constexpr (std::is_same_v<Response, proto::CompareAndSwapResponse>) {
-    if (reply.ok() && reply->succeeded()) {
-      reply->set_current(request.desired());  // what it set (and the key held then)
-    } else if (reply.ok() && kept.status().payloads().contains(kValueLeftOut)) {
-      const std::string* now = store.Find(request.key());
-      reply->set_exists(now != nullptr);
-      if (now != nullptr) reply->set_current(*now);
-    }
-  }
-  return reply;
-}
-
 // A write: applied by `apply` (which fills the changes it made), published, and answered once
 // recorded. With a request id a write already applied is answered from its kept reply, by
 // every leader (a write re-sent after a lost connection may reach the leader that applied it,

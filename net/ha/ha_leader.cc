@@ -159,11 +159,13 @@ void HaLeader::FailureSink::Report(uint64_t of_term, std::string problem) {
 
 absl::Time HaLeader::StepDownAt() const { return election_.lease_deadline() - ha_.lease_ttl / 4; }
 
-void HaLeader::Tell(const std::string& line) {
+void HaLeader::Tell(const std::string& line, absl::FunctionRef<void()> change) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    change();
     said_ = line;
   }
+  changed_.notify_all();
   if (ha_.on_role) ha_.on_role(line);
 }
 
@@ -246,21 +248,17 @@ absl::Duration HaLeader::Step() {
   // The key of this leader's own previous life (a restart on the same address within the TTL)
   // names no live leader: agents must not be sent back here.
   std::string holder = claim->holder == advertise_ ? std::string() : claim->holder;
-  const std::string line = holder.empty() ? std::string("standby: no leader is active")
-                                          : absl::StrCat("standby: the active leader is ", holder);
-  bool changed;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    changed = active_ != holder;
-    if (changed) {
-      // The front first (a message, sent at once): whoever reads the new active leader here
-      // finds the front naming it too; and said with it, as TakeOver does.
-      TellHaFrontStandby(front_, holder);
-      active_ = holder;
-      said_ = line;
-    }
+  // Only the campaign's thread changes active_: read here, it stays so until the Tell below.
+  if (active_leader() != holder) {
+    Tell(holder.empty() ? std::string("standby: no leader is active")
+                        : absl::StrCat("standby: the active leader is ", holder),
+         [&] {
+           // The front first (a message, sent at once): whoever reads the new active leader
+           // here finds the front naming it too.
+           TellHaFrontStandby(front_, holder);
+           active_ = holder;
+         });
   }
-  if (changed && ha_.on_role) ha_.on_role(line);
   return ha_.campaign_interval;
 }
 
@@ -314,18 +312,15 @@ bool HaLeader::TakeOver(const LeaderClaim& claim) {
   TellHaFrontActive(front_, (*started_leader)->published());
   std::string recovered = (*started_leader)->recovery();
   const std::string http = (*started_leader)->http_url();
-  const std::string line = absl::StrCat("active: serving HA job ", ha_.name, " at ", advertise_,
-                                        "; ", recovered, http.empty() ? "" : "; http ", http);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    leader_ = *std::move(started_leader);
-    role_ = HaRole::kActive;
-    active_ = advertise_;
-    recovery_ = recovered;
-    said_ = line;  // with the role: whoever sees it active reads why
-  }
-  changed_.notify_all();
-  if (ha_.on_role) ha_.on_role(line);
+  // With the role: whoever sees it active reads why.
+  Tell(absl::StrCat("active: serving HA job ", ha_.name, " at ", advertise_, "; ", recovered,
+                    http.empty() ? "" : "; http ", http),
+       [&] {
+         leader_ = *std::move(started_leader);
+         role_ = HaRole::kActive;
+         active_ = advertise_;
+         recovery_ = recovered;
+       });
   return true;
 }
 
@@ -339,20 +334,15 @@ void HaLeader::StepDown(const std::string& why) {
   absl::StatusOr<uint16_t> port = PublishCoordinator(system_, front_, port_, endpoint_.host);
   caf::anon_send_exit(old, caf::exit_reason::user_shutdown);
   std::unique_ptr<Leader> leader;
-  const std::string line = absl::StrCat("standby: stepped down: this leader ", why);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
+  Tell(absl::StrCat("standby: stepped down: this leader ", why), [&] {
     leader = std::move(leader_);
     role_ = port.ok() ? HaRole::kStandby : HaRole::kStopped;
     active_.clear();
     if (!port.ok()) stopping_ = true;  // unreachable: campaigning would win the job for nobody
-    said_ = line;                      // with the role, as TakeOver does
-  }
-  changed_.notify_all();
+  });
   // It serves no more from here on (its front answers as a standby). Its state writer may be
   // blocked in a write to an etcd it cannot reach, which ends only with the write's timeout:
   // the campaign does not wait that long.
-  if (ha_.on_role) ha_.on_role(line);
   if (leader) leader->Stop(std::min(ha_.lease_ttl / 2, absl::Seconds(5)));
   if (!port.ok()) {
     election_.Resign();
@@ -387,7 +377,7 @@ void HaLeader::Stop() {
     std::lock_guard<std::mutex> lock(mutex_);
     leader = std::move(leader_);
     role_ = HaRole::kStopped;
-    said_ = line;  // with the role, as TakeOver does
+    said_ = line;  // with the role, as Tell does; told once the leader has stopped, below
   }
   failures_->Forget();
   TellHaFrontStandby(front_, "");

@@ -29,6 +29,7 @@
 #include <string>
 #include <thread>
 
+#include <absl/functional/function_ref.h>
 #include <absl/status/statusor.h>
 #include <absl/time/time.h>
 #include <caf/actor_system.hpp>
@@ -124,7 +125,10 @@ class HaLeader {
   // False when the state did not load or the leader did not start (resigned then).
   bool TakeOver(const LeaderClaim& claim);
   void StepDown(const std::string& why);
-  void Tell(const std::string& line);
+  // Says `line` (said(), HaOptions::on_role). `change`, run under the same lock, changes the
+  // role or the active leader the line tells of, so that no reader sees one without the other.
+  void Tell(
+      const std::string& line, absl::FunctionRef<void()> change = [] {});
   // When the active leader steps down unless its lease was refreshed: a quarter TTL before the
   // lease may end, so that it no longer answers once a standby may serve.
   absl::Time StepDownAt() const;

@@ -29,6 +29,7 @@ int KvDurable::Restore(const proto::RecoveredKvDirectory& recovered, KvStore& st
     auto [it, added] = replies_.try_emplace(reply.client());
     if (added) it->second.place = clients_.insert(clients_.end(), reply.client());
     it->second.by_seq[reply.seq()] = reply.reply();
+    it->second.recorded.push_back(reply.seq());
   }
   return skipped;
 }
@@ -76,6 +77,11 @@ const proto::StoredReply* KvDurable::FindReply(const proto::RequestId& id) const
   return reply == client->second.by_seq.end() ? nullptr : &reply->second;
 }
 
+bool KvDurable::AnsweredBefore(const proto::RequestId& id) const {
+  auto client = replies_.find(id.client());
+  return client != replies_.end() && id.seq() < client->second.answered_below;
+}
+
 void KvDurable::RememberReply(const std::string& directory, const proto::RequestId& id,
                               proto::StoredReply reply, StateBatch& batch) {
   auto [client, added] = replies_.try_emplace(id.client());
@@ -86,20 +92,32 @@ void KvDurable::RememberReply(const std::string& directory, const proto::Request
     if (clients_.size() > kClients) {  // the client that wrote least recently is forgotten
       uint64_t oldest = clients_.front();
       clients_.pop_front();
-      for (const auto& [seq, stored] : replies_[oldest].by_seq) {
+      for (uint64_t seq : replies_[oldest].recorded) {
         batch.Delete(KvReplyStateKey(directory, oldest, seq));
       }
       replies_.erase(oldest);
       client = replies_.find(id.client());
     }
   }
-  auto& kept = client->second.by_seq;
+  ClientReplies& kept = client->second;
   batch.Put(KvReplyStateKey(directory, id.client(), id.seq()), reply.SerializeAsString());
-  kept[id.seq()] = std::move(reply);
-  while (kept.size() > kRepliesPerClient) {
-    batch.Delete(KvReplyStateKey(directory, id.client(), kept.begin()->first));
-    kept.erase(kept.begin());
+  kept.recorded.push_back(id.seq());
+  while (kept.recorded.size() > kRepliesPerClient) {
+    batch.Delete(KvReplyStateKey(directory, id.client(), kept.recorded.front()));
+    kept.by_seq.erase(kept.recorded.front());
+    kept.recorded.pop_front();
   }
+  kept.by_seq[id.seq()] = std::move(reply);
+  // A bound above the write's own number counts as that number: this reply is kept.
+  kept.answered_below = std::max(kept.answered_below, std::min(id.answered_below(), id.seq()));
+  kept.by_seq.erase(kept.by_seq.begin(), kept.by_seq.lower_bound(kept.answered_below));
+}
+
+int64_t KvDurable::kept_replies() const {
+  int64_t kept = 0;
+  for (const auto& [client, replies] : replies_)
+    kept += static_cast<int64_t>(replies.by_seq.size());
+  return kept;
 }
 
 absl::StatusOr<std::vector<proto::KeyValueChangeEvent>> KvDurable::ChangesAfter(

@@ -25,8 +25,9 @@ namespace muster {
 
 class KvDurable {
  public:
-  // Limits: replies kept per client, clients per directory (beyond it, the client that wrote
-  // least recently is forgotten), history events per directory.
+  // Limits: replies kept per client (and records of them with a state dir), clients per
+  // directory (beyond it, the client that wrote least recently is forgotten), history events per
+  // directory.
   static constexpr size_t kRepliesPerClient = 1024;
   static constexpr size_t kClients = 4096;
   static constexpr size_t kHistory = 1024;
@@ -56,10 +57,19 @@ class KvDurable {
 
   // The stored reply of an applied write; null when the id is new (or no longer kept).
   const proto::StoredReply* FindReply(const proto::RequestId& id) const;
+  // Whether `id` (without a kept reply) is below an answered_below its client sent since: the
+  // client had that write's answer and never sends it again, so this is a late copy (a frame of
+  // a connection the client had already replaced), not to be applied a second time.
+  bool AnsweredBefore(const proto::RequestId& id) const;
   // Keeps the reply of an applied write (and adds its record to `batch`, which only a directory
-  // with a state dir writes).
+  // with a state dir writes), and forgets the replies of the client's writes below the id's
+  // answered_below: the client says it will not send them again. Their records stay until they
+  // are the client's oldest beyond kRepliesPerClient, so that forgetting costs no write.
   void RememberReply(const std::string& directory, const proto::RequestId& id,
                      proto::StoredReply reply, StateBatch& batch);
+
+  // How many replies are kept now, of every client.
+  int64_t kept_replies() const;
 
   // Every kept change after `revision` up to `current`. Possible errors: OutOfRange (the
   // history no longer reaches back to `revision`, or `revision` is ahead of `current`).
@@ -73,7 +83,13 @@ class KvDurable {
   bool history_on_ = false;
   std::deque<proto::KeyValueChangeEvent> history_;
   struct ClientReplies {
+    // The replies the client may still ask for, by sequence number: from its last
+    // answered_below on, at most kRepliesPerClient.
     std::map<uint64_t, proto::StoredReply> by_seq;
+    // The writes whose replies have a record (which only a state dir writes), in the order they
+    // were made, at most kRepliesPerClient: 8 bytes each where a kept reply costs a few hundred.
+    std::deque<uint64_t> recorded;
+    uint64_t answered_below = 0;          // the highest the client sent (up to its write's seq)
     std::list<uint64_t>::iterator place;  // in clients_
   };
   absl::flat_hash_map<uint64_t, ClientReplies> replies_;

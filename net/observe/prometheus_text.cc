@@ -194,12 +194,13 @@ void Barriers(Exposition& out, const proto::JobSnapshot& snapshot, const LeaderM
 }
 
 void KeyValue(Exposition& out, const proto::JobSnapshot& snapshot, const LeaderMetrics& metrics) {
-  int64_t keys = 0, bytes = 0, parked = 0, watches = 0;
+  int64_t keys = 0, bytes = 0, parked = 0, watches = 0, kept = 0;
   for (const auto& dir : snapshot.kv_directories()) {
     keys += dir.keys();
     bytes += dir.value_bytes();
     parked += dir.parked_gets();
     watches += dir.watches();
+    kept += dir.kept_replies();
   }
   out.Family("muster_kv_directories", "gauge", "Top-level key-value directories.");
   out.Sample("muster_kv_directories", {}, snapshot.kv_directories_size());
@@ -212,6 +213,9 @@ void KeyValue(Exposition& out, const proto::JobSnapshot& snapshot, const LeaderM
   out.Sample("muster_kv_parked_calls", {}, static_cast<double>(parked));
   out.Family("muster_kv_watches", "gauge", "Key watches.");
   out.Sample("muster_kv_watches", {}, static_cast<double>(watches));
+  out.Family("muster_kv_kept_replies", "gauge",
+             "Replies kept for writes their agents may send again (exactly-once).");
+  out.Sample("muster_kv_kept_replies", {}, static_cast<double>(kept));
   out.Family("muster_kv_operations_total", "counter",
              "Key-value requests answered, by verb and result (ok or error).");
   for (int v = 0; v < static_cast<int>(KvVerb::kCount); ++v) {

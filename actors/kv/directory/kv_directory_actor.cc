@@ -121,12 +121,27 @@ caf::result<Response> Answer(absl::StatusOr<Response> outcome) {
   return *std::move(outcome);
 }
 
+// The refusal of a late copy of a write its client had the answer of (KvDurable::AnsweredBefore).
+template <class Request>
+absl::Status LateCopy(const Request& request) {
+  std::string key;
+  if constexpr (requires { request.kv(); }) {
+    key = request.kv().key();
+  } else {
+    key = request.key();
+  }
+  return absl::AbortedError(absl::StrCat(
+      "not applied: write ", request.request_id().seq(), " of key \"", key,
+      "\" is a late copy of one its agent already had the answer of (a frame of a connection it "
+      "had replaced); nothing to do"));
+}
+
 // A write: applied by `apply` (which fills the changes it made), published, and answered once
 // recorded. With a request id a write already applied is answered from its kept reply, by
 // every leader (a write re-sent after a lost connection may reach the leader that applied it,
 // state dir or not), refusals and errors too: a re-sent write is never evaluated again, so the
 // agent's pending writes keep their order; with a state dir the reply is recorded with the
-// change.
+// change. A copy of a write that arrives after its client said it had the answer is refused.
 template <class Response, class Request, class Apply>
 caf::result<Response> Write(KvDirectoryPointer self, KvVerb verb, const Request& request,
                             Apply apply) {
@@ -137,6 +152,9 @@ caf::result<Response> Write(KvDirectoryPointer self, KvVerb verb, const Request&
     if (const proto::StoredReply* stored = durable.FindReply(request.request_id())) {
       return CountedReply(self, verb, start,
                           Answer(ReplayedReply<Response>(request, *stored, self->state.store)));
+    }
+    if (durable.AnsweredBefore(request.request_id())) {
+      return CountedReply(self, verb, start, Answer(absl::StatusOr<Response>(LateCopy(request))));
     }
   }
   KvStore::Changes changes;
@@ -338,6 +356,7 @@ proto::KvDirectoryStats DirectoryStats(KvDirectoryPointer self) {
   stats.set_value_bytes(self->state.store.bytes());
   stats.set_parked_gets(subscribers.num_waiters());
   stats.set_watches(subscribers.num_watches());
+  stats.set_kept_replies(self->state.durable.kept_replies());
   return stats;
 }
 

@@ -22,6 +22,7 @@ namespace {
 using ::muster::testing::IsOk;
 using ::muster::testing::StatusIs;
 using ::testing::AllOf;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using Code = absl::StatusCode;
@@ -34,10 +35,11 @@ proto::KeyValueEntry Entry(const std::string& key, const std::string& value) {
   return entry;
 }
 
-proto::RequestId Id(uint64_t client, uint64_t seq) {
+proto::RequestId Id(uint64_t client, uint64_t seq, uint64_t answered_below = 0) {
   proto::RequestId id;
   id.set_client(client);
   id.set_seq(seq);
+  id.set_answered_below(answered_below);
   return id;
 }
 
@@ -283,6 +285,55 @@ TEST_F(KvDurableTest, RememberReply_KeepsKRepliesPerClientPerClient_OldestSeqDel
   EXPECT_NE(durable_.FindReply(Id(9, 1)), nullptr);  // another client keeps its own
 }
 
+// A client's answered_below lets the leader forget the replies below it, in memory at once; their
+// records stay (no write of their own) until each is the oldest beyond kRepliesPerClient. A copy
+// of a forgotten write is known as a late one.
+TEST_F(KvDurableTest, RememberReply_AnsweredBelow_ForgetsEarlierRepliesKeepsTheirRecords) {
+  StateBatch batch;
+  for (uint64_t seq = 1; seq <= 3; ++seq) {
+    durable_.RememberReply("d", Id(5, seq, /*answered_below=*/1), proto::StoredReply(), batch);
+  }
+  durable_.RememberReply("d", Id(9, 1), proto::StoredReply(), batch);
+  EXPECT_EQ(durable_.kept_replies(), 4);
+  batch = StateBatch();
+  durable_.RememberReply("d", Id(5, 4, /*answered_below=*/3), proto::StoredReply(), batch);
+  EXPECT_THAT(Ops(batch), ElementsAre(absl::StrCat("put ", KvReplyStateKey("d", 5, 4))));
+  EXPECT_EQ(durable_.FindReply(Id(5, 1)), nullptr);
+  EXPECT_EQ(durable_.FindReply(Id(5, 2)), nullptr);
+  EXPECT_NE(durable_.FindReply(Id(5, 3)), nullptr);  // still in flight
+  EXPECT_NE(durable_.FindReply(Id(5, 4)), nullptr);
+  EXPECT_NE(durable_.FindReply(Id(9, 1)), nullptr);  // another client's
+  EXPECT_EQ(durable_.kept_replies(), 3);
+  // A copy of 1 or 2 arriving now is a late one; 3 and later are not, nor other clients' writes.
+  EXPECT_TRUE(durable_.AnsweredBefore(Id(5, 1)));
+  EXPECT_TRUE(durable_.AnsweredBefore(Id(5, 2)));
+  EXPECT_FALSE(durable_.AnsweredBefore(Id(5, 3)));
+  EXPECT_FALSE(durable_.AnsweredBefore(Id(5, 9)));
+  EXPECT_FALSE(durable_.AnsweredBefore(Id(9, 1)));
+  EXPECT_FALSE(durable_.AnsweredBefore(Id(6, 1)));
+  // A bound beyond the write's own number keeps that write's reply.
+  durable_.RememberReply("d", Id(5, 5, /*answered_below=*/99), proto::StoredReply(), batch);
+  EXPECT_EQ(durable_.FindReply(Id(5, 4)), nullptr);
+  EXPECT_NE(durable_.FindReply(Id(5, 5)), nullptr);
+  EXPECT_EQ(durable_.kept_replies(), 2);
+  EXPECT_TRUE(durable_.AnsweredBefore(Id(5, 4)));
+  EXPECT_FALSE(durable_.AnsweredBefore(Id(5, 5)));
+  // A bound lower than one sent before (a re-sent write's, as first sent) lowers nothing.
+  durable_.RememberReply("d", Id(5, 6, /*answered_below=*/2), proto::StoredReply(), batch);
+  EXPECT_TRUE(durable_.AnsweredBefore(Id(5, 4)));
+  EXPECT_NE(durable_.FindReply(Id(5, 5)), nullptr);
+  // The records: the first beyond kRepliesPerClient deletes the oldest, seq 1, forgotten or not.
+  for (uint64_t seq = 7; seq <= KvDurable::kRepliesPerClient + 1; ++seq) {
+    batch = StateBatch();
+    durable_.RememberReply("d", Id(5, seq, seq), proto::StoredReply(), batch);
+  }
+  EXPECT_THAT(
+      Ops(batch),
+      ElementsAre(absl::StrCat("put ", KvReplyStateKey("d", 5, KvDurable::kRepliesPerClient + 1)),
+                  absl::StrCat("del ", KvReplyStateKey("d", 5, 1))));
+  EXPECT_EQ(durable_.kept_replies(), 2);  // client 5's last and client 9's
+}
+
 // Beyond kClients the client that wrote least recently is forgotten, not the one that wrote
 // first: a client that writes on keeps its replies however many clients come after it.
 TEST_F(KvDurableTest, RememberReply_KeepsKClients_TheLeastRecentlyWritingForgotten) {
@@ -349,6 +400,16 @@ TEST_F(KvDurableTest, Restore_LoadsKeysOwnersRevisionHistoryAndReplies) {
   EXPECT_EQ(store_.revision(), 6);
   EXPECT_TRUE(PutOf(batch, KvHistoryStateKey("d", 6)).has_value());
   EXPECT_THAT(Revisions(*durable_.ChangesAfter(4, 6)), ElementsAre(5, 6));
+  // The restored reply counts among the client's records: forgotten once the client says it
+  // was answered, its record deleted once it is the oldest beyond the bound.
+  EXPECT_EQ(durable_.kept_replies(), 1);
+  for (uint64_t seq = 2; seq <= KvDurable::kRepliesPerClient + 1; ++seq) {
+    batch = StateBatch();
+    durable_.RememberReply("d", Id(5, seq, seq), proto::StoredReply(), batch);
+  }
+  EXPECT_EQ(durable_.FindReply(Id(5, 1)), nullptr);
+  EXPECT_EQ(durable_.kept_replies(), 1);
+  EXPECT_THAT(Ops(batch), Contains(absl::StrCat("del ", KvReplyStateKey("d", 5, 1))));
 }
 
 TEST_F(KvDurableTest, Restore_KeysOverTodaysLimitsSkippedAndCounted) {

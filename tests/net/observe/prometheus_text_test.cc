@@ -181,7 +181,8 @@ TEST(PrometheusTextTest, Tasks_ByJobAndState_WithHeartbeatAges) {
 TEST(PrometheusTextTest, Counters_KvOperationsFailuresAndRefusals) {
   LeaderMetrics metrics;
   metrics.KvDone(KvVerb::kInsertKeyValue, absl::StatusCode::kOk, std::chrono::microseconds(30));
-  metrics.KvDone(KvVerb::kInsertKeyValue, absl::StatusCode::kAlreadyExists, std::chrono::microseconds(20));
+  metrics.KvDone(KvVerb::kInsertKeyValue, absl::StatusCode::kAlreadyExists,
+                 std::chrono::microseconds(20));
   metrics.KvDone(KvVerb::kGetKeyValue, absl::StatusCode::kOk, std::chrono::seconds(2));
   proto::JobEvent failed;
   failed.set_kind(proto::TASK_FAILED);
@@ -225,6 +226,8 @@ TEST(PrometheusTextTest, BarriersAndKeyValueSizes) {
   dir->set_value_bytes(100);
   dir->set_parked_gets(2);
   dir->set_watches(1);
+  dir->set_kept_replies(7);
+  snapshot.add_kv_directories()->set_kept_replies(5);
   std::vector<Sample> samples = Parse(RenderPrometheus(snapshot, metrics, WireStats{}));
   EXPECT_EQ(Value(samples, "muster_barriers_open"), 1);
   EXPECT_EQ(Value(samples, "muster_barrier_missing_tasks"), 2);
@@ -233,6 +236,7 @@ TEST(PrometheusTextTest, BarriersAndKeyValueSizes) {
   EXPECT_EQ(Value(samples, "muster_kv_bytes"), 100);
   EXPECT_EQ(Value(samples, "muster_kv_parked_calls"), 2);
   EXPECT_EQ(Value(samples, "muster_kv_watches"), 1);
+  EXPECT_EQ(Value(samples, "muster_kv_kept_replies"), 12);  // of every directory
 }
 
 TEST(PrometheusTextTest, LabelValues_AreEscaped) {

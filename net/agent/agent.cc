@@ -209,8 +209,11 @@ template <class Response, class Request>
 absl::StatusOr<Response> Agent::AskKv(Request request, const std::string& get_key) const {
   uint64_t hold = 0;
   if (auto direct = TryDirect(request, get_key, nullptr, &hold)) return *std::move(direct);
-  return AskThen<Response>([&](const caf::actor_addr& call) { ReleaseGet(hold, call); },
-                           std::move(request));
+  std::function<void()> end_of_write = EndOfDirectWrite(request);
+  absl::StatusOr<Response> answer = AskThen<Response>(
+      [&](const caf::actor_addr& call) { ReleaseGet(hold, call); }, std::move(request));
+  if (end_of_write) end_of_write();  // the actor answered it
+  return answer;
 }
 
 Agent::~Agent() {

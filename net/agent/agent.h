@@ -49,6 +49,7 @@
 namespace muster {
 
 class DirectChannel;
+class WritesInFlight;
 
 // How a key-value write stores its key.
 struct KvWriteOptions {
@@ -412,6 +413,14 @@ class Agent {
       const std::function<bool()>& interrupted = nullptr, uint64_t* hold = nullptr) const;
   // Gives back a get's hold (TryDirect) once CallAsync has returned the call's address `call`.
   void ReleaseGet(uint64_t hold, const caf::actor_addr& call = {}) const;
+  // For a write that TryDirect gave a request id and then left to the agent actor (it returned
+  // nullopt): what to run once the actor answered it (with any outcome; not when its caller
+  // merely stopped waiting, since the actor may still send it again), so that the ids of later
+  // writes tell the leader its reply is no longer needed. Runs on any thread, after the agent
+  // is gone too; null for any other request. Never run, it only makes the leader keep more
+  // replies of this agent (up to its bound per client).
+  template <class Request>
+  std::function<void()> EndOfDirectWrite(const Request& request) const;
   // Ends every direct get waiting now with Cancelled ("... is shutting down", or "... was
   // destroyed while the call waited" without shutdown_on_destruction) and makes no direct call
   // until the agent registers again: a binding's close() before it drops the agent.
@@ -423,8 +432,9 @@ class Agent {
     std::shared_ptr<DirectChannel> channel;  // null: every call through the actor
     absl::Duration rpc_timeout;
     size_t max_request_bytes = 0;
-    bool identify_writes = false;  // writes carry request ids (leader_reconnect_timeout)
-    uint64_t client = 0;           // their client id
+    bool identify_writes = false;            // writes carry request ids (leader_reconnect_timeout)
+    uint64_t client = 0;                     // their client id
+    std::shared_ptr<WritesInFlight> writes;  // and their sequence numbers
     // The agents of this agent's actor system that may call directly (agent.cc): over
     // kMaxDirectAgentsPerSystem, every call goes through the actor.
     std::shared_ptr<std::atomic<int>> system_agents;
@@ -470,7 +480,6 @@ class Agent {
   bool shutdown_on_destruction_;
   std::shared_ptr<AgentProgress> progress_;
   DirectCalls direct_;
-  mutable std::atomic<uint64_t> direct_seq_{0};
   // The error of a call the agent actor dropped unanswered (its actor system is stopping); made
   // once, copied into each call's reply sink.
   caf::error unanswered_;

@@ -14,10 +14,18 @@
 #include "muster/messages/task_name.h"
 #include "muster/net/agent/agent.h"
 #include "muster/net/agent/direct/direct_channel.h"
+#include "muster/net/agent/direct/writes_in_flight.h"
 #include "muster/net/process/thread_logger_guard.h"
 
 namespace muster {
 namespace {
+
+// Whether `request` is a write that already has a request id.
+template <class Request>
+bool CarriesRequestId(const Request& request) {
+  if constexpr (requires { request.has_request_id(); }) return request.has_request_id();
+  return false;
+}
 
 // The agents of each actor system that may make direct calls, counted: the calls of many agents
 // of one process go better through the process's one connection to the leader, where a frame
@@ -56,6 +64,7 @@ Agent::DirectCalls Agent::MakeDirectCalls(caf::actor_system& system, const Agent
   direct.max_request_bytes = options.max_request_bytes;
   direct.identify_writes = config.leader_reconnect_timeout > caf::timespan{0};
   direct.client = NewIncarnation();
+  direct.writes = std::make_shared<WritesInFlight>();
   direct.system_agents = JoinSystemAgents(&system);
   config.direct = direct.channel;
   return direct;
@@ -90,10 +99,13 @@ std::optional<absl::StatusOr<KvCallResponse<Request>>> Agent::TryDirect(
   const uint64_t held = hold != nullptr && !get_key.empty() && direct_.channel
                             ? direct_.channel->HoldGet(get_key)
                             : 0;
+  const bool had_id = CarriesRequestId(request);
   std::optional<absl::StatusOr<KvCallResponse<Request>>> answer =
       Attempt(request, get_key, interrupted, held);
   if (answer) {
     ReleaseGet(held);
+    // A write this attempt numbered is answered (else the caller ends it: EndOfDirectWrite).
+    if (std::function<void()> end = EndOfDirectWrite(request); end && !had_id) end();
   } else if (hold != nullptr) {
     *hold = held;
   }
@@ -119,8 +131,11 @@ std::optional<absl::StatusOr<KvCallResponse<Request>>> Agent::Attempt(
   constexpr bool kWrite = requires { request.mutable_request_id(); };
   if constexpr (kWrite) {
     if (direct_.identify_writes && !request.has_request_id()) {
-      request.mutable_request_id()->set_client(direct_.client);
-      request.mutable_request_id()->set_seq(direct_seq_.fetch_add(1) + 1);
+      WritesInFlight::Started write = direct_.writes->Start();
+      proto::RequestId& id = *request.mutable_request_id();
+      id.set_client(direct_.client);
+      id.set_seq(write.seq);
+      id.set_answered_below(write.answered_below);
     }
   }
   proto::DirectRequest call;
@@ -155,9 +170,21 @@ std::optional<absl::StatusOr<KvCallResponse<Request>>> Agent::Attempt(
   return std::nullopt;
 }
 
-#define MUSTER_AGENT_TRY_DIRECT(Verb)                                             \
-  template std::optional<absl::StatusOr<proto::Verb##Response>> Agent::TryDirect( \
-      proto::Verb##Request&, const std::string&, const std::function<bool()>&, uint64_t*) const;
+template <class Request>
+std::function<void()> Agent::EndOfDirectWrite(const Request& request) const {
+  if constexpr (requires { request.request_id(); }) {
+    const proto::RequestId& id = request.request_id();
+    if (direct_.writes && request.has_request_id() && id.client() == direct_.client) {
+      return [writes = direct_.writes, seq = id.seq()] { writes->End(seq); };
+    }
+  }
+  return nullptr;
+}
+
+#define MUSTER_AGENT_TRY_DIRECT(Verb)                                                            \
+  template std::optional<absl::StatusOr<proto::Verb##Response>> Agent::TryDirect(                \
+      proto::Verb##Request&, const std::string&, const std::function<bool()>&, uint64_t*) const; \
+  template std::function<void()> Agent::EndOfDirectWrite(const proto::Verb##Request&) const;
 MUSTER_AGENT_TRY_DIRECT(InsertKeyValue)
 MUSTER_AGENT_TRY_DIRECT(GetKeyValue)
 MUSTER_AGENT_TRY_DIRECT(TryGetKeyValue)

@@ -149,19 +149,28 @@ class PyAgent : public Closable {
           return PyErr_CheckSignals() != 0;  // the exception stays set for the raise below
         };
       }
-      uint64_t hold = 0;  // a get's, until the actor has it (Agent::TryDirect)
+      uint64_t hold = 0;                   // a get's, until the actor has it (Agent::TryDirect)
+      std::function<void()> end_of_write;  // a write's, once the actor answered it
       {
         py::gil_scoped_release release;
         direct = agent->TryDirect(request, get_key, interrupted, &hold);
+        if (!direct) end_of_write = agent->EndOfDirectWrite(request);
         agent.reset();  // without the GIL: it may be the last reference (close() ran)
       }
-      if (PyErr_Occurred() != nullptr) throw py::error_already_set();
+      if (PyErr_Occurred() != nullptr) {
+        if (end_of_write) end_of_write();  // interrupted: never handed to the actor
+        throw py::error_already_set();
+      }
       if (direct) return convert(ValueOrThrow(*std::move(direct)));
       if (hold != 0) {
         return CallSent<Response>(
             async, convert, std::move(on_interrupt), nullptr,
             [hold](Agent& agent, const caf::actor_addr& call) { agent.ReleaseGet(hold, call); },
             std::move(request));
+      }
+      if (end_of_write) {
+        return CallThen<Response>(async, convert, std::move(on_interrupt), std::move(end_of_write),
+                                  std::move(request));
       }
     }
     return Call<Response>(async, convert, std::move(on_interrupt), std::move(request));

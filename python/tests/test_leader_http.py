@@ -40,6 +40,22 @@ def test_metrics_and_state_follow_the_job():
             agent.close()
 
 
+def test_an_agents_writes_leave_one_kept_reply_not_one_per_write():
+    # An agent that may send its writes again (leader_reconnect_timeout) tells the leader with
+    # each which of them were answered: the leader keeps the reply of the last one only.
+    with muster.Leader({"worker": 1}, http="127.0.0.1:0") as leader:
+        agent = muster.Agent(leader.address, "worker", 0, rpc_timeout=10,
+                             leader_reconnect_timeout=10)
+        try:
+            agent.connect()
+            for i in range(1, 31):
+                assert agent.increment_key_value("kept/n", 1) == i
+            _, _, text = fetch(leader.http_url + "/metrics")
+            assert "muster_kv_kept_replies 1\n" in text
+        finally:
+            agent.close()
+
+
 def test_token_is_asked_of_every_request():
     with muster.Leader({"worker": 1}, http="127.0.0.1:0", token="s3cret") as leader:
         with pytest.raises(urllib.error.HTTPError) as refused:

@@ -20,9 +20,11 @@
 #include <thread>
 #include <vector>
 
+#include <absl/strings/str_cat.h>
 #include <absl/time/clock.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <caf/scoped_actor.hpp>
 
 #include "muster/messages/direct/direct_frames.h"
 #include "muster/messages/requests/kv_requests.h"
@@ -38,6 +40,7 @@ namespace {
 using ::muster::testing::IsOk;
 using ::muster::testing::IsOkAndHolds;
 using ::muster::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using Code = absl::StatusCode;
 
@@ -449,6 +452,61 @@ TEST_F(DirectCallsTest, AWriteSentAgainWithItsRequestId_IsAppliedOnce) {
   }
   EXPECT_EQ(*agent->TryGetKeyValue("once/n"), "5");
   EXPECT_EQ(*agent->IncrementKeyValue("once/n", 1), 6);  // a new write (no id) is applied
+}
+
+// The replies the leader keeps of directory `directory` for re-sent writes.
+int64_t KeptReplies(caf::actor_system& system, const CoordinatorActor& coordinator,
+                    const std::string& directory) {
+  caf::scoped_actor self{system};
+  int64_t kept = -1;
+  self->request(coordinator, caf::infinite, proto::GetKvStatsRequest{})
+      .receive(
+          [&](const proto::GetKvStatsResponse& stats) {
+            for (const auto& dir : stats.directories()) {
+              if (dir.directory() == directory) kept = dir.kept_replies();
+            }
+          },
+          [&](const caf::error& error) { ADD_FAILURE() << caf::to_string(error); });
+  return kept;
+}
+
+// Each write's request id names the oldest of the agent's writes still in flight, so that the
+// leader keeps the replies of those only: after 50 writes, one reply, where a client that never
+// says (a raw connection here) leaves one per write until it does. A copy of a write that
+// arrives after its client said it had the answer (a frame of a connection it replaced) is
+// refused with Aborted, not applied again.
+TEST_F(DirectCallsTest, WritesTellTheLeaderWhatWasAnswered_ItKeepsOneReplyNotOnePerWrite) {
+  StartLeader(Jobs(1));
+  AgentOptions options;
+  options.leader_reconnect_timeout = absl::Seconds(10);  // writes carry request ids
+  auto agent = Connected(0, options);
+  ASSERT_NE(agent, nullptr);
+  const uint64_t direct_before = agent->direct_calls_answered();
+  for (int i = 1; i <= 50; ++i) ASSERT_THAT(agent->IncrementKeyValue("kept/n", 1), IsOkAndHolds(i));
+  EXPECT_EQ(agent->direct_calls_answered() - direct_before, 50u);
+  EXPECT_EQ(KeptReplies(leader_system_, leader_->coordinator(), "kept"), 1);
+  auto increment = [&](uint64_t seq, uint64_t answered_below) {
+    proto::IncrementKeyValueRequest request = requests::IncrementKeyValue("kept/n", 1);
+    request.mutable_request_id()->set_client(77);
+    request.mutable_request_id()->set_seq(seq);
+    request.mutable_request_id()->set_answered_below(answered_below);
+    proto::DirectRequest call;
+    SetDirectCall(call, request);
+    RawConnection connection(leader_->direct_port());
+    EXPECT_TRUE(connection.Send(call));
+    return connection.Read().value_or(proto::DirectResponse());
+  };
+  for (uint64_t seq = 1; seq <= 3; ++seq) {
+    EXPECT_EQ(increment(seq, 0).increment_key_value().kv().value(), absl::StrCat(50 + seq));
+  }
+  EXPECT_EQ(KeptReplies(leader_system_, leader_->coordinator(), "kept"), 1 + 3);
+  EXPECT_EQ(increment(3, 0).increment_key_value().kv().value(), "53");  // a re-send: its reply
+  EXPECT_EQ(increment(4, 4).increment_key_value().kv().value(), "54");  // 1-3 answered
+  EXPECT_EQ(KeptReplies(leader_system_, leader_->coordinator(), "kept"), 1 + 1);
+  proto::DirectResponse late = increment(2, 0);
+  EXPECT_EQ(late.code(), static_cast<int>(absl::StatusCode::kAborted)) << late.DebugString();
+  EXPECT_THAT(late.message(), AllOf(HasSubstr("late copy"), HasSubstr("\"kept/n\"")));
+  EXPECT_EQ(*agent->IncrementKeyValue("kept/n", 1), 55);  // the late copy was not applied
 }
 
 }  // namespace

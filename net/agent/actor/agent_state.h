@@ -99,6 +99,7 @@ struct AgentActorState {
     bool cancel_on_shutdown = false;  // blocking calls: GetKeyValue, Barrier
     std::string key;                  // GetKeyValue: the key to withdraw at the leader
     caf::actor_addr caller;           // GetKeyValue: who may cancel it ((cancel_atom))
+    uint64_t write_seq = 0;           // a write numbered by this actor: its request id's seq
   };
   std::map<uint64_t, Pending> pending;
   uint64_t next_call = 0;
@@ -129,7 +130,7 @@ struct AgentActorState {
   std::string lost_reason;
   std::string reconnect_error;
   // Request ids of key-value writes (with leader_reconnect_timeout): random per agent actor,
-  // and the last sequence number used.
+  // and the last sequence number used (OldestWriteInFlight: the lowest one still pending).
   uint64_t request_client = 0;
   uint64_t request_seq = 0;
   // Key-value calls made before Connect() (as the reference agent allows) wait here for a

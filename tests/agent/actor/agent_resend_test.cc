@@ -1,7 +1,7 @@
 // What the agent sends a restarted leader, against a recording stand-in coordinator: writes
-// carry request ids and a re-sent write keeps its id; a refused register fails the calls;
-// a get cancelled while reconnecting is not re-sent; watches resume from the last revision
-// delivered, and repeated events are dropped.
+// carry request ids naming the oldest write still in flight, and a re-sent write keeps its id;
+// a refused register fails the calls; a get cancelled while reconnecting is not re-sent;
+// watches resume from the last revision delivered, and repeated events are dropped.
 #include <memory>
 #include <vector>
 
@@ -62,6 +62,13 @@ TEST_F(AgentResendTest, Writes_IncreasingRequestIdsAndAResentWriteKeepsItsId) {
                                 first_->updates.at(0).request_id().seq(),
                                 first_->swaps.at(0).request_id().seq()};
   EXPECT_THAT(seqs, ElementsAre(1, 2, 3, 4, 5));
+  // The held insert (1) is the oldest write in flight: each later write says so.
+  std::vector<uint64_t> answered_below = {id.answered_below(),
+                                          first_->increments[0].request_id().answered_below(),
+                                          first_->deletes[0].request_id().answered_below(),
+                                          first_->updates[0].request_id().answered_below(),
+                                          first_->swaps[0].request_id().answered_below()};
+  EXPECT_THAT(answered_below, ElementsAre(1, 1, 1, 1, 1));
   EXPECT_EQ(first_->swaps[0].request_id().client(), id.client());
   EXPECT_FALSE(held->has_value());
   Restart();
@@ -71,10 +78,12 @@ TEST_F(AgentResendTest, Writes_IncreasingRequestIdsAndAResentWriteKeepsItsId) {
   ASSERT_EQ(second_->inserts.size(), 1u);  // the held write, again, with the same id
   EXPECT_EQ(second_->inserts[0].request_id().client(), id.client());
   EXPECT_EQ(second_->inserts[0].request_id().seq(), 1u);
+  EXPECT_EQ(second_->inserts[0].request_id().answered_below(), 1u);
   ASSERT_TRUE(held->has_value());
   EXPECT_THAT(**held, IsOk());
   ASSERT_THAT(Call<proto::IncrementKeyValueResponse>(a0, increment), IsOk());
   EXPECT_EQ(second_->increments.at(0).request_id().seq(), 6u);
+  EXPECT_EQ(second_->increments.at(0).request_id().answered_below(), 6u);  // none in flight
   EXPECT_TRUE(errors_->empty());
 }
 

@@ -47,15 +47,31 @@ void NameWriter(AgentPointer self, Request& request) {
   if (request.ephemeral()) *request.mutable_source_task() = self->state.config.task;
 }
 
+// The lowest sequence number of the writes this actor numbered that are still pending, or
+// `next` without one. Pending calls are in the order they were made, as are the numbers: the
+// first pending write is the one (after any older reads still waiting).
+inline uint64_t OldestWriteInFlight(const AgentActorState& st, uint64_t next) {
+  for (const auto& [id, call] : st.pending) {
+    if (call.write_seq != 0) return call.write_seq;
+  }
+  return next;
+}
+
 // With leader_reconnect_timeout, a write carries a request id: a write re-sent after a
 // reconnect keeps it, and the leader answers it from its record instead of applying it twice.
+// The id also tells the leader the oldest write still pending, whose replies and later ones
+// are all it needs to keep. Returns the write's sequence number (0: it has none of this actor's).
 template <class Request>
-void IdentifyWrite(AgentPointer self, Request& request) {
+uint64_t IdentifyWrite(AgentPointer self, Request& request) {
   auto& st = self->state;
   // A write the agent first made directly keeps that attempt's id (Agent::AskKv).
-  if (st.config.leader_reconnect_timeout <= caf::timespan{0} || request.has_request_id()) return;
-  request.mutable_request_id()->set_client(st.request_client);
-  request.mutable_request_id()->set_seq(++st.request_seq);
+  if (st.config.leader_reconnect_timeout <= caf::timespan{0} || request.has_request_id()) return 0;
+  uint64_t seq = ++st.request_seq;
+  proto::RequestId& id = *request.mutable_request_id();
+  id.set_client(st.request_client);
+  id.set_seq(seq);
+  id.set_answered_below(OldestWriteInFlight(st, seq));
+  return seq;
 }
 
 // The agent actor's handler of a key-value call of MUSTER_KV_CALLS. Before the leader is known
@@ -70,8 +86,10 @@ auto KvCall(AgentPointer self) {
     return [self](Request request) -> caf::result<Response> {
       if (!HasLeader(self)) return AfterLeader<Response>(self, request);
       if constexpr (requires { request.mutable_source_task(); }) NameWriter(self, request);
-      IdentifyWrite(self, request);
-      return Forward<Response>(self, request, caf::duration{self->state.config.rpc_timeout});
+      AgentActorState::Pending call;
+      call.write_seq = IdentifyWrite(self, request);
+      return Forward<Response>(self, request, caf::duration{self->state.config.rpc_timeout},
+                               std::move(call));
     };
   } else {
     return [self](const Request& request) -> caf::result<Response> {

@@ -27,6 +27,8 @@ ABSL_FLAG(std::vector<std::string>, recoverable_jobs, {}, "recoverable jobs");
 ABSL_FLAG(int64_t, stuck_after_ms, 0, "stuck rule: no step advance for this long (0: off)");
 ABSL_FLAG(int64_t, max_step_lag, 0, "stuck rule: steps behind the median (0: off)");
 ABSL_FLAG(std::string, state_dir, "", "state dir (empty: memory only)");
+ABSL_FLAG(int64_t, connection_loss_grace_ms, 0,
+          "how long a task whose connection dropped may take to connect again (0: none)");
 ABSL_FLAG(int64_t, reconnect_window_ms, 0,
           "reconnect window after a restart (0: heartbeat timeout)");
 ABSL_FLAG(int64_t, max_frame_bytes, muster::WireLimits{}.max_frame_bytes, "frame size limit");
@@ -59,6 +61,7 @@ int main(int argc, char** argv) {
   for (const auto& job : absl::GetFlag(FLAGS_recoverable_jobs)) config.add_recoverable_jobs(job);
   config.set_stuck_after_ms(absl::GetFlag(FLAGS_stuck_after_ms));
   config.set_max_step_lag(absl::GetFlag(FLAGS_max_step_lag));
+  config.set_connection_loss_grace_period_in_ms(absl::GetFlag(FLAGS_connection_loss_grace_ms));
   options.state_dir = absl::GetFlag(FLAGS_state_dir);
   options.reconnect_window = std::chrono::milliseconds(absl::GetFlag(FLAGS_reconnect_window_ms));
 

@@ -42,6 +42,7 @@ ABSL_FLAG(std::string, value, "v", "put: the value");
 ABSL_FLAG(int64_t, duration_ms, 5'000, "loss: how long to write");
 ABSL_FLAG(int, clients, 8, "check: how many loss clients wrote");
 ABSL_FLAG(bool, history, false, "loss: print each acknowledgement with its time");
+ABSL_FLAG(bool, direct_calls, true, "make key-value calls directly when the leader offers it");
 
 namespace {
 
@@ -149,6 +150,7 @@ int main(int argc, char** argv) {
                                .heartbeat_timeout = heartbeat,
                                .register_timeout = absl::Seconds(20)};
   options.leader_reconnect_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_reconnect_timeout_ms));
+  options.direct_calls = absl::GetFlag(FLAGS_direct_calls);
   auto agent = muster::Agent::Create(system, options, [&](const absl::Status& error) {
     Event(absl::StrCat("error at_us=", NowMicros(), " ", Describe(error)));
     error_seen = true;

@@ -87,6 +87,36 @@ TEST_F(AgentResendTest, Writes_IncreasingRequestIdsAndAResentWriteKeepsItsId) {
   EXPECT_TRUE(errors_->empty());
 }
 
+// The oldest write in flight is found among the pending calls past a waiting get and a write
+// that carries another client's id (a direct call's, made through the actor).
+TEST_F(AgentResendTest, AnsweredBelow_SkipsWaitingGetsAndWritesNumberedElsewhere) {
+  auto a0 = Spawn(0);
+  ASSERT_THAT(Connect(a0), IsOk());
+  auto get = Send<proto::GetKeyValueResponse>(a0, Get("nccl/id"));  // held by the leader
+  proto::InsertKeyValueRequest foreign = Insert("f", "1");
+  foreign.mutable_request_id()->set_client(77);
+  foreign.mutable_request_id()->set_seq(9);
+  auto held_foreign = Send<proto::InsertKeyValueResponse>(a0, foreign);
+  proto::IncrementKeyValueRequest increment;
+  increment.set_key("n");
+  increment.set_increment(1);
+  ASSERT_THAT(Call<proto::IncrementKeyValueResponse>(a0, increment), IsOk());
+  auto held_own = Send<proto::InsertKeyValueResponse>(a0, Insert("a", "1"));
+  ASSERT_THAT(Call<proto::IncrementKeyValueResponse>(a0, increment), IsOk());
+  ASSERT_EQ(first_->inserts.size(), 2u);
+  EXPECT_EQ(first_->inserts[0].request_id().client(), 77u);  // kept as it came
+  EXPECT_EQ(first_->inserts[0].request_id().seq(), 9u);
+  ASSERT_EQ(first_->increments.size(), 2u);
+  EXPECT_EQ(first_->increments[0].request_id().seq(), 1u);
+  EXPECT_EQ(first_->increments[0].request_id().answered_below(), 1u);  // none of its own
+  EXPECT_EQ(first_->inserts[1].request_id().seq(), 2u);
+  EXPECT_EQ(first_->increments[1].request_id().seq(), 3u);
+  EXPECT_EQ(first_->increments[1].request_id().answered_below(), 2u);  // the held insert
+  EXPECT_FALSE(get->has_value());
+  EXPECT_FALSE(held_foreign->has_value());
+  EXPECT_FALSE(held_own->has_value());
+}
+
 TEST_F(AgentResendTest, ZeroTimeout_WritesCarryNoRequestId) {
   first_->hold_inserts = false;
   auto a0 = Spawn(0, /*reconnect_timeout=*/0s);

@@ -27,6 +27,17 @@ bool CarriesRequestId(const Request& request) {
   return false;
 }
 
+// The sequence number of a write that carries a request id of `client`; 0 for any other request.
+template <class Request>
+uint64_t WriteSeqOf(const Request& request, uint64_t client) {
+  if constexpr (requires { request.request_id(); }) {
+    if (request.has_request_id() && request.request_id().client() == client) {
+      return request.request_id().seq();
+    }
+  }
+  return 0;
+}
+
 // The agents of each actor system that may make direct calls, counted: the calls of many agents
 // of one process go better through the process's one connection to the leader, where a frame
 // carries many of them at once, than over a connection per agent (1,024 ranks as threads of 16
@@ -105,7 +116,9 @@ std::optional<absl::StatusOr<KvCallResponse<Request>>> Agent::TryDirect(
   if (answer) {
     ReleaseGet(held);
     // A write this attempt numbered is answered (else the caller ends it: EndOfDirectWrite).
-    if (std::function<void()> end = EndOfDirectWrite(request); end && !had_id) end();
+    if (uint64_t seq = WriteSeqOf(request, direct_.client); seq != 0 && !had_id) {
+      direct_.writes->End(seq);
+    }
   } else if (hold != nullptr) {
     *hold = held;
   }
@@ -172,13 +185,9 @@ std::optional<absl::StatusOr<KvCallResponse<Request>>> Agent::Attempt(
 
 template <class Request>
 std::function<void()> Agent::EndOfDirectWrite(const Request& request) const {
-  if constexpr (requires { request.request_id(); }) {
-    const proto::RequestId& id = request.request_id();
-    if (direct_.writes && request.has_request_id() && id.client() == direct_.client) {
-      return [writes = direct_.writes, seq = id.seq()] { writes->End(seq); };
-    }
-  }
-  return nullptr;
+  uint64_t seq = direct_.writes ? WriteSeqOf(request, direct_.client) : 0;
+  if (seq == 0) return nullptr;
+  return [writes = direct_.writes, seq] { writes->End(seq); };
 }
 
 #define MUSTER_AGENT_TRY_DIRECT(Verb)                                                            \

@@ -28,8 +28,10 @@ int KvDurable::Restore(const proto::RecoveredKvDirectory& recovered, KvStore& st
   for (const auto& reply : recovered.replies()) {
     auto [it, added] = replies_.try_emplace(reply.client());
     if (added) it->second.place = clients_.insert(clients_.end(), reply.client());
-    it->second.by_seq[reply.seq()] = reply.reply();
-    it->second.recorded.push_back(reply.seq());
+    if (it->second.by_seq.insert_or_assign(reply.seq(), reply.reply()).second) {
+      it->second.recorded.push_back(reply.seq());
+      ++kept_;
+    }
   }
   return skipped;
 }
@@ -83,41 +85,54 @@ bool KvDurable::AnsweredBefore(const proto::RequestId& id) const {
 }
 
 void KvDurable::RememberReply(const std::string& directory, const proto::RequestId& id,
-                              proto::StoredReply reply, StateBatch& batch) {
+                              proto::StoredReply reply, StateBatch* records) {
   auto [client, added] = replies_.try_emplace(id.client());
-  if (!added) {
-    clients_.splice(clients_.end(), clients_, client->second.place);  // wrote last
-  } else {
+  if (added) {
     client->second.place = clients_.insert(clients_.end(), id.client());
-    if (clients_.size() > kClients) {  // the client that wrote least recently is forgotten
-      uint64_t oldest = clients_.front();
-      clients_.pop_front();
-      for (uint64_t seq : replies_[oldest].recorded) {
-        batch.Delete(KvReplyStateKey(directory, oldest, seq));
-      }
-      replies_.erase(oldest);
-      client = replies_.find(id.client());
-    }
+  } else {
+    clients_.splice(clients_.end(), clients_, client->second.place);  // wrote last
   }
   ClientReplies& kept = client->second;
-  batch.Put(KvReplyStateKey(directory, id.client(), id.seq()), reply.SerializeAsString());
-  kept.recorded.push_back(id.seq());
-  while (kept.recorded.size() > kRepliesPerClient) {
-    batch.Delete(KvReplyStateKey(directory, id.client(), kept.recorded.front()));
-    kept.by_seq.erase(kept.recorded.front());
-    kept.recorded.pop_front();
-  }
+  kept_ -= kept.by_seq.size();
   kept.by_seq[id.seq()] = std::move(reply);
   // A bound above the write's own number counts as that number: this reply is kept.
   kept.answered_below = std::max(kept.answered_below, std::min(id.answered_below(), id.seq()));
   kept.by_seq.erase(kept.by_seq.begin(), kept.by_seq.lower_bound(kept.answered_below));
+  if (records == nullptr) {
+    while (kept.by_seq.size() > kRepliesPerClient) kept.by_seq.erase(kept.by_seq.begin());
+  } else {
+    records->Put(KvReplyStateKey(directory, id.client(), id.seq()),
+                 kept.by_seq[id.seq()].SerializeAsString());
+    kept.recorded.push_back(id.seq());
+    // Every kept reply has a record (records are deleted with their replies), so the records
+    // beyond the kept replies are of forgotten ones, oldest first unless a write in flight is.
+    auto forgotten = [&] { return kept.recorded.size() - kept.by_seq.size(); };
+    while (
+        kept.recorded.size() > kRepliesPerClient ||
+        (forgotten() > kAnsweredRecordsPerClient && !kept.by_seq.contains(kept.recorded.front()))) {
+      records->Delete(KvReplyStateKey(directory, id.client(), kept.recorded.front()));
+      kept.by_seq.erase(kept.recorded.front());
+      kept.recorded.pop_front();
+    }
+  }
+  kept_ += kept.by_seq.size();
+  // This client wrote last and keeps at most kRepliesPerClient: it is never the one forgotten.
+  while ((clients_.size() > kClients || kept_ > kReplies) && clients_.size() > 1) {
+    ForgetOldestClient(directory, records);
+  }
 }
 
-int64_t KvDurable::kept_replies() const {
-  int64_t kept = 0;
-  for (const auto& [client, replies] : replies_)
-    kept += static_cast<int64_t>(replies.by_seq.size());
-  return kept;
+void KvDurable::ForgetOldestClient(const std::string& directory, StateBatch* records) {
+  uint64_t oldest = clients_.front();
+  clients_.pop_front();
+  auto client = replies_.find(oldest);
+  if (records != nullptr) {
+    for (uint64_t seq : client->second.recorded) {
+      records->Delete(KvReplyStateKey(directory, oldest, seq));
+    }
+  }
+  kept_ -= client->second.by_seq.size();
+  replies_.erase(client);
 }
 
 absl::StatusOr<std::vector<proto::KeyValueChangeEvent>> KvDurable::ChangesAfter(

@@ -5,6 +5,7 @@
 // gate that holds its replies until their changes are on disk.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <list>
@@ -25,11 +26,14 @@ namespace muster {
 
 class KvDurable {
  public:
-  // Limits: replies kept per client (and records of them with a state dir), clients per
-  // directory (beyond it, the client that wrote least recently is forgotten), history events per
-  // directory.
+  // Limits, per directory: replies kept per client (and records of them with a state dir);
+  // records kept per client of replies it said it had (below its answered_below: their deletes
+  // ride with the client's later writes); clients, and replies kept of all of them (beyond either
+  // bound, the clients that wrote least recently are forgotten); history events.
   static constexpr size_t kRepliesPerClient = 1024;
-  static constexpr size_t kClients = 4096;
+  static constexpr size_t kAnsweredRecordsPerClient = 64;
+  static constexpr size_t kClients = 65536;
+  static constexpr size_t kReplies = 131072;
   static constexpr size_t kHistory = 1024;
 
   KvDurable() = default;
@@ -61,15 +65,17 @@ class KvDurable {
   // client had that write's answer and never sends it again, so this is a late copy (a frame of
   // a connection the client had already replaced), not to be applied a second time.
   bool AnsweredBefore(const proto::RequestId& id) const;
-  // Keeps the reply of an applied write (and adds its record to `batch`, which only a directory
-  // with a state dir writes), and forgets the replies of the client's writes below the id's
-  // answered_below: the client says it will not send them again. Their records stay until they
-  // are the client's oldest beyond kRepliesPerClient, so that forgetting costs no write.
+  // Keeps the reply of an applied write and forgets the replies of the client's writes below
+  // the id's answered_below: the client says it will not send them again. With `records` (a
+  // directory with a state dir; null without, on every call) the reply's record is added to it;
+  // the records of forgotten replies stay until the client has more than
+  // kAnsweredRecordsPerClient of them (or kRepliesPerClient records in all), so that forgetting
+  // costs no write of its own: their deletes ride with the client's later writes.
   void RememberReply(const std::string& directory, const proto::RequestId& id,
-                     proto::StoredReply reply, StateBatch& batch);
+                     proto::StoredReply reply, StateBatch* records);
 
   // How many replies are kept now, of every client.
-  int64_t kept_replies() const;
+  int64_t kept_replies() const { return static_cast<int64_t>(kept_); }
 
   // Every kept change after `revision` up to `current`. Possible errors: OutOfRange (the
   // history no longer reaches back to `revision`, or `revision` is ahead of `current`).
@@ -82,17 +88,43 @@ class KvDurable {
   // costs one record (its key).
   bool history_on_ = false;
   std::deque<proto::KeyValueChangeEvent> history_;
+  // Sequence numbers in the order they came, oldest first. Nothing is allocated while it is
+  // empty (a std::deque allocates over 500 bytes at once, which every client would pay).
+  class SeqQueue {
+   public:
+    size_t size() const { return seqs_.size() - front_; }
+    uint64_t front() const { return seqs_[front_]; }
+    void push_back(uint64_t seq) { seqs_.push_back(seq); }
+    void pop_front() {
+      if (++front_ * 2 < seqs_.size()) return;
+      seqs_.erase(seqs_.begin(), seqs_.begin() + static_cast<ptrdiff_t>(front_));
+      front_ = 0;
+    }
+    std::vector<uint64_t>::const_iterator begin() const {
+      return seqs_.begin() + static_cast<ptrdiff_t>(front_);
+    }
+    std::vector<uint64_t>::const_iterator end() const { return seqs_.end(); }
+
+   private:
+    std::vector<uint64_t> seqs_;
+    size_t front_ = 0;
+  };
   struct ClientReplies {
     // The replies the client may still ask for, by sequence number: from its last
     // answered_below on, at most kRepliesPerClient.
     std::map<uint64_t, proto::StoredReply> by_seq;
-    // The writes whose replies have a record (which only a state dir writes), in the order they
-    // were made, at most kRepliesPerClient: 8 bytes each where a kept reply costs a few hundred.
-    std::deque<uint64_t> recorded;
+    // With records: the writes whose replies have a record, in the order they were made, at most
+    // kRepliesPerClient (8 bytes each where a kept reply costs a few hundred): every kept reply,
+    // and up to kAnsweredRecordsPerClient forgotten ones. Empty without.
+    SeqQueue recorded;
     uint64_t answered_below = 0;          // the highest the client sent (up to its write's seq)
     std::list<uint64_t>::iterator place;  // in clients_
   };
+  // Forgets the client that wrote least recently, and deletes its records (into `records`).
+  void ForgetOldestClient(const std::string& directory, StateBatch* records);
+
   absl::flat_hash_map<uint64_t, ClientReplies> replies_;
+  size_t kept_ = 0;  // replies in by_seq, of every client
   // The clients, the one that wrote least recently first: a client still writing (or one that
   // wrote just before its connection was lost, and will send its writes again) is the last to
   // be forgotten.

@@ -163,7 +163,7 @@ caf::result<Response> Write(KvDirectoryPointer self, KvVerb verb, const Request&
   StateBatch batch;
   if (dedup) {
     durable.RememberReply(self->state.store.directory(), request.request_id(),
-                          KeptReply(request, outcome), batch);
+                          KeptReply(request, outcome), durable.enabled() ? &batch : nullptr);
   }
   Publish(self, changes, std::move(batch));
   return CountedReply(self, verb, start, Answer(std::move(outcome)));

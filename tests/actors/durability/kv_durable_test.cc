@@ -231,8 +231,9 @@ TEST_F(KvDurableTest, RememberReply_PutsTheRecordAndFindsItById) {
   response.mutable_kv()->set_key("d/n");
   response.mutable_kv()->set_value("1");
   StateBatch batch;
-  durable_.RememberReply(
-      "d", Id(5, 1), StoreReply(absl::StatusOr<proto::IncrementKeyValueResponse>(response)), batch);
+  durable_.RememberReply("d", Id(5, 1),
+                         StoreReply(absl::StatusOr<proto::IncrementKeyValueResponse>(response)),
+                         &batch);
   EXPECT_THAT(Ops(batch), ElementsAre("put d/d/0000000000000005/0000000000000001"));
   proto::StoredReply stored;
   ASSERT_TRUE(stored.ParseFromString(*PutOf(batch, KvReplyStateKey("d", 5, 1))));
@@ -251,7 +252,7 @@ TEST_F(KvDurableTest, RememberReply_ErrorsAreRepliedToo) {
   durable_.RememberReply(
       "d", Id(5, 1),
       StoreReply(absl::StatusOr<proto::InsertKeyValueResponse>(absl::AlreadyExistsError("d/x"))),
-      batch);
+      &batch);
   const proto::StoredReply* found = durable_.FindReply(Id(5, 1));
   ASSERT_NE(found, nullptr);
   EXPECT_THAT(LoadReply<proto::InsertKeyValueResponse>(*found),
@@ -268,15 +269,15 @@ TEST_F(KvDurableTest, LoadReply_ResponseThatDoesNotParse_Internal) {
 TEST_F(KvDurableTest, RememberReply_KeepsKRepliesPerClientPerClient_OldestSeqDeleted) {
   const uint64_t n = KvDurable::kRepliesPerClient;
   StateBatch other;
-  durable_.RememberReply("d", Id(9, 1), proto::StoredReply(), other);
+  durable_.RememberReply("d", Id(9, 1), proto::StoredReply(), &other);
   StateBatch batch;
   for (uint64_t seq = 1; seq <= n; ++seq) {
     batch = StateBatch();
-    durable_.RememberReply("d", Id(5, seq), proto::StoredReply(), batch);
+    durable_.RememberReply("d", Id(5, seq), proto::StoredReply(), &batch);
   }
   EXPECT_THAT(Ops(batch), ElementsAre(absl::StrCat("put ", KvReplyStateKey("d", 5, n))));
   batch = StateBatch();
-  durable_.RememberReply("d", Id(5, n + 1), proto::StoredReply(), batch);
+  durable_.RememberReply("d", Id(5, n + 1), proto::StoredReply(), &batch);
   EXPECT_THAT(Ops(batch), ElementsAre(absl::StrCat("put ", KvReplyStateKey("d", 5, n + 1)),
                                       absl::StrCat("del ", KvReplyStateKey("d", 5, 1))));
   EXPECT_EQ(durable_.FindReply(Id(5, 1)), nullptr);
@@ -286,17 +287,17 @@ TEST_F(KvDurableTest, RememberReply_KeepsKRepliesPerClientPerClient_OldestSeqDel
 }
 
 // A client's answered_below lets the leader forget the replies below it, in memory at once; their
-// records stay (no write of their own) until each is the oldest beyond kRepliesPerClient. A copy
-// of a forgotten write is known as a late one.
+// records stay (no write of their own) until the client has more than kAnsweredRecordsPerClient
+// of them. A copy of a forgotten write is known as a late one.
 TEST_F(KvDurableTest, RememberReply_AnsweredBelow_ForgetsEarlierRepliesKeepsTheirRecords) {
   StateBatch batch;
   for (uint64_t seq = 1; seq <= 3; ++seq) {
-    durable_.RememberReply("d", Id(5, seq, /*answered_below=*/1), proto::StoredReply(), batch);
+    durable_.RememberReply("d", Id(5, seq, /*answered_below=*/1), proto::StoredReply(), &batch);
   }
-  durable_.RememberReply("d", Id(9, 1), proto::StoredReply(), batch);
+  durable_.RememberReply("d", Id(9, 1), proto::StoredReply(), &batch);
   EXPECT_EQ(durable_.kept_replies(), 4);
   batch = StateBatch();
-  durable_.RememberReply("d", Id(5, 4, /*answered_below=*/3), proto::StoredReply(), batch);
+  durable_.RememberReply("d", Id(5, 4, /*answered_below=*/3), proto::StoredReply(), &batch);
   EXPECT_THAT(Ops(batch), ElementsAre(absl::StrCat("put ", KvReplyStateKey("d", 5, 4))));
   EXPECT_EQ(durable_.FindReply(Id(5, 1)), nullptr);
   EXPECT_EQ(durable_.FindReply(Id(5, 2)), nullptr);
@@ -312,46 +313,114 @@ TEST_F(KvDurableTest, RememberReply_AnsweredBelow_ForgetsEarlierRepliesKeepsThei
   EXPECT_FALSE(durable_.AnsweredBefore(Id(9, 1)));
   EXPECT_FALSE(durable_.AnsweredBefore(Id(6, 1)));
   // A bound beyond the write's own number keeps that write's reply.
-  durable_.RememberReply("d", Id(5, 5, /*answered_below=*/99), proto::StoredReply(), batch);
+  durable_.RememberReply("d", Id(5, 5, /*answered_below=*/99), proto::StoredReply(), &batch);
   EXPECT_EQ(durable_.FindReply(Id(5, 4)), nullptr);
   EXPECT_NE(durable_.FindReply(Id(5, 5)), nullptr);
   EXPECT_EQ(durable_.kept_replies(), 2);
   EXPECT_TRUE(durable_.AnsweredBefore(Id(5, 4)));
   EXPECT_FALSE(durable_.AnsweredBefore(Id(5, 5)));
   // A bound lower than one sent before (a re-sent write's, as first sent) lowers nothing.
-  durable_.RememberReply("d", Id(5, 6, /*answered_below=*/2), proto::StoredReply(), batch);
+  durable_.RememberReply("d", Id(5, 6, /*answered_below=*/2), proto::StoredReply(), &batch);
   EXPECT_TRUE(durable_.AnsweredBefore(Id(5, 4)));
   EXPECT_NE(durable_.FindReply(Id(5, 5)), nullptr);
-  // The records: the first beyond kRepliesPerClient deletes the oldest, seq 1, forgotten or not.
-  for (uint64_t seq = 7; seq <= KvDurable::kRepliesPerClient + 1; ++seq) {
+  // The records of forgotten replies stay until there are more than kAnsweredRecordsPerClient:
+  // the write that makes one more deletes the oldest, seq 1, with its own put.
+  const uint64_t last_without_delete = KvDurable::kAnsweredRecordsPerClient + 1;
+  for (uint64_t seq = 7; seq <= last_without_delete; ++seq) {
     batch = StateBatch();
-    durable_.RememberReply("d", Id(5, seq, seq), proto::StoredReply(), batch);
+    durable_.RememberReply("d", Id(5, seq, seq), proto::StoredReply(), &batch);
+    EXPECT_THAT(Ops(batch), ElementsAre(absl::StrCat("put ", KvReplyStateKey("d", 5, seq))));
   }
-  EXPECT_THAT(
-      Ops(batch),
-      ElementsAre(absl::StrCat("put ", KvReplyStateKey("d", 5, KvDurable::kRepliesPerClient + 1)),
-                  absl::StrCat("del ", KvReplyStateKey("d", 5, 1))));
+  batch = StateBatch();
+  durable_.RememberReply("d", Id(5, last_without_delete + 1, last_without_delete + 1),
+                         proto::StoredReply(), &batch);
+  EXPECT_THAT(Ops(batch),
+              ElementsAre(absl::StrCat("put ", KvReplyStateKey("d", 5, last_without_delete + 1)),
+                          absl::StrCat("del ", KvReplyStateKey("d", 5, 1))));
   EXPECT_EQ(durable_.kept_replies(), 2);  // client 5's last and client 9's
+}
+
+// A forgotten reply's record is deleted oldest first, but never the record of a reply still kept
+// (a write in flight, made before writes numbered below it: direct calls of several threads).
+TEST_F(KvDurableTest, RememberReply_RecordOfAWriteInFlightStaysWhateverIsForgottenAfterIt) {
+  StateBatch batch;
+  durable_.RememberReply("d", Id(5, 100, 1), proto::StoredReply(), &batch);
+  for (uint64_t seq = 1; seq < 100; ++seq) {
+    durable_.RememberReply("d", Id(5, seq, 1), proto::StoredReply(), &batch);
+  }
+  // 1-99 answered, 100 not: 99 forgotten records, but the oldest record is 100's.
+  batch = StateBatch();
+  durable_.RememberReply("d", Id(5, 101, 100), proto::StoredReply(), &batch);
+  EXPECT_THAT(Ops(batch), ElementsAre(absl::StrCat("put ", KvReplyStateKey("d", 5, 101))));
+  EXPECT_NE(durable_.FindReply(Id(5, 100)), nullptr);
+  EXPECT_EQ(durable_.kept_replies(), 2);
+  // 100 and 101 answered: 101 forgotten records (1-101), deleted in their order (100 first)
+  // down to kAnsweredRecordsPerClient.
+  batch = StateBatch();
+  durable_.RememberReply("d", Id(5, 102, 102), proto::StoredReply(), &batch);
+  std::vector<std::string> expected = {absl::StrCat("put ", KvReplyStateKey("d", 5, 102)),
+                                       absl::StrCat("del ", KvReplyStateKey("d", 5, 100))};
+  for (uint64_t seq = 1; expected.size() < 1 + 101 - KvDurable::kAnsweredRecordsPerClient; ++seq) {
+    expected.push_back(absl::StrCat("del ", KvReplyStateKey("d", 5, seq)));
+  }
+  EXPECT_THAT(Ops(batch), ::testing::ElementsAreArray(expected));
+  EXPECT_EQ(durable_.kept_replies(), 1);
+}
+
+// Without a state dir nothing is recorded, and a client keeps its kRepliesPerClient highest.
+TEST_F(KvDurableTest, RememberReply_WithoutRecords_KeepsRepliesOnly) {
+  for (uint64_t seq = 1; seq <= KvDurable::kRepliesPerClient + 1; ++seq) {
+    durable_.RememberReply("d", Id(5, seq), proto::StoredReply(), /*records=*/nullptr);
+  }
+  EXPECT_EQ(durable_.kept_replies(), static_cast<int64_t>(KvDurable::kRepliesPerClient));
+  EXPECT_EQ(durable_.FindReply(Id(5, 1)), nullptr);
+  EXPECT_NE(durable_.FindReply(Id(5, 2)), nullptr);
+  durable_.RememberReply("d", Id(5, 2000, 1500), proto::StoredReply(), nullptr);
+  EXPECT_EQ(durable_.kept_replies(), 1);
+  EXPECT_TRUE(durable_.AnsweredBefore(Id(5, 1499)));
+  EXPECT_NE(durable_.FindReply(Id(5, 2000)), nullptr);
+}
+
+// Beyond kReplies kept in a directory, the clients that wrote least recently are forgotten whole,
+// not the newest replies of anyone: what a client still writing has in flight stays.
+TEST_F(KvDurableTest, RememberReply_KeepsKReplies_TheLeastRecentlyWritingClientForgotten) {
+  const uint64_t full = KvDurable::kReplies / KvDurable::kRepliesPerClient;  // clients, each full
+  for (uint64_t client = 1; client <= full; ++client) {
+    for (uint64_t seq = 1; seq <= KvDurable::kRepliesPerClient; ++seq) {
+      durable_.RememberReply("d", Id(client, seq), proto::StoredReply(), nullptr);
+    }
+  }
+  durable_.RememberReply("d", Id(1, KvDurable::kRepliesPerClient + 1), proto::StoredReply(),
+                         nullptr);  // client 1 writes on (and drops its own oldest)
+  EXPECT_EQ(durable_.kept_replies(), static_cast<int64_t>(KvDurable::kReplies));
+  StateBatch batch;
+  durable_.RememberReply("d", Id(full + 1, 1), proto::StoredReply(), &batch);
+  EXPECT_EQ(durable_.FindReply(Id(2, KvDurable::kRepliesPerClient)), nullptr);  // forgotten whole
+  EXPECT_NE(durable_.FindReply(Id(1, KvDurable::kRepliesPerClient + 1)), nullptr);
+  EXPECT_NE(durable_.FindReply(Id(3, 1)), nullptr);
+  EXPECT_NE(durable_.FindReply(Id(full + 1, 1)), nullptr);
+  EXPECT_EQ(durable_.kept_replies(),
+            static_cast<int64_t>(KvDurable::kReplies - KvDurable::kRepliesPerClient + 1));
 }
 
 // Beyond kClients the client that wrote least recently is forgotten, not the one that wrote
 // first: a client that writes on keeps its replies however many clients come after it.
 TEST_F(KvDurableTest, RememberReply_KeepsKClients_TheLeastRecentlyWritingForgotten) {
   StateBatch batch;
-  durable_.RememberReply("d", Id(1, 1), proto::StoredReply(), batch);
-  durable_.RememberReply("d", Id(2, 1), proto::StoredReply(), batch);
-  durable_.RememberReply("d", Id(2, 2), proto::StoredReply(), batch);
+  durable_.RememberReply("d", Id(1, 1), proto::StoredReply(), &batch);
+  durable_.RememberReply("d", Id(2, 1), proto::StoredReply(), &batch);
+  durable_.RememberReply("d", Id(2, 2), proto::StoredReply(), &batch);
   for (uint64_t client = 3; client <= KvDurable::kClients; ++client) {
-    durable_.RememberReply("d", Id(client, 1), proto::StoredReply(), batch);
+    durable_.RememberReply("d", Id(client, 1), proto::StoredReply(), &batch);
   }
-  durable_.RememberReply("d", Id(1, 2), proto::StoredReply(), batch);  // client 1 writes on
+  durable_.RememberReply("d", Id(1, 2), proto::StoredReply(), &batch);  // client 1 writes on
   EXPECT_NE(durable_.FindReply(Id(2, 1)), nullptr);
   batch = StateBatch();
   const uint64_t newcomer = KvDurable::kClients + 1;
-  durable_.RememberReply("d", Id(newcomer, 1), proto::StoredReply(), batch);
-  EXPECT_THAT(Ops(batch), ElementsAre(absl::StrCat("del ", KvReplyStateKey("d", 2, 1)),
-                                      absl::StrCat("del ", KvReplyStateKey("d", 2, 2)),
-                                      absl::StrCat("put ", KvReplyStateKey("d", newcomer, 1))));
+  durable_.RememberReply("d", Id(newcomer, 1), proto::StoredReply(), &batch);
+  EXPECT_THAT(Ops(batch), ElementsAre(absl::StrCat("put ", KvReplyStateKey("d", newcomer, 1)),
+                                      absl::StrCat("del ", KvReplyStateKey("d", 2, 1)),
+                                      absl::StrCat("del ", KvReplyStateKey("d", 2, 2))));
   EXPECT_EQ(durable_.FindReply(Id(2, 1)), nullptr);
   EXPECT_EQ(durable_.FindReply(Id(2, 2)), nullptr);
   EXPECT_NE(durable_.FindReply(Id(1, 1)), nullptr);
@@ -401,11 +470,12 @@ TEST_F(KvDurableTest, Restore_LoadsKeysOwnersRevisionHistoryAndReplies) {
   EXPECT_TRUE(PutOf(batch, KvHistoryStateKey("d", 6)).has_value());
   EXPECT_THAT(Revisions(*durable_.ChangesAfter(4, 6)), ElementsAre(5, 6));
   // The restored reply counts among the client's records: forgotten once the client says it
-  // was answered, its record deleted once it is the oldest beyond the bound.
+  // was answered, its record deleted once the client has more than kAnsweredRecordsPerClient
+  // records of forgotten replies.
   EXPECT_EQ(durable_.kept_replies(), 1);
-  for (uint64_t seq = 2; seq <= KvDurable::kRepliesPerClient + 1; ++seq) {
+  for (uint64_t seq = 2; seq <= KvDurable::kAnsweredRecordsPerClient + 2; ++seq) {
     batch = StateBatch();
-    durable_.RememberReply("d", Id(5, seq, seq), proto::StoredReply(), batch);
+    durable_.RememberReply("d", Id(5, seq, seq), proto::StoredReply(), &batch);
   }
   EXPECT_EQ(durable_.FindReply(Id(5, 1)), nullptr);
   EXPECT_EQ(durable_.kept_replies(), 1);

@@ -17,7 +17,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   ccache procps
   iproute2 nftables
-  python3 python3-dev pybind11-dev python3-pytest python3-torch
+  python3 python3-dev pybind11-dev python3-pytest python3-torch libtorch-dev
   chromium
 )
 if [ "${1:-}" = "fuzz" ]; then

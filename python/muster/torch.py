@@ -61,8 +61,8 @@ from ._convert import join_address, split_address
 from ._hang_watch import report_progress
 from ._leader import Leader
 
-__all__ = ["MusterRendezvousBackend", "Store", "StoreTimeoutError", "report_progress",
-           "set_peer_failure_handler"]
+__all__ = ["MusterRendezvousBackend", "Store", "StoreTimeoutError", "native_store",
+           "report_progress", "set_peer_failure_handler"]
 
 _DEFAULT_TIMEOUT = datetime.timedelta(minutes=5)
 # The longest wait the leader takes (a year); a longer timeout waits without a limit.
@@ -262,6 +262,19 @@ class Store(dist.Store):
     def agent(self) -> Agent:
         """The muster.Agent whose key-value calls this store makes."""
         return self._agent
+
+
+def native_store(agent: Agent, timeout: Union[datetime.timedelta, float] = _DEFAULT_TIMEOUT,
+                 prefix: str = "torch/store") -> dist.Store:
+    """A torch.distributed.Store with Store's semantics and keys, written in C++: c10d and gloo
+    call it on their own threads without Python (no GIL, no Python frames), as they call
+    TCPStore. What the muster:// rendezvous gives c10d. It has the methods of every c10d store
+    (not Store's multi_get, multi_set and agent); errors are muster exceptions
+    (StoreTimeoutError for a timeout). It does not keep `agent` open: after agent.close() its
+    calls raise FailedPreconditionError."""
+    from . import _muster_torch
+    return _muster_torch.NativeStore(_muster._store_handle(agent._core), _timedelta(timeout),
+                                     prefix.strip("/"))
 
 
 # Rendezvous ----------------------------------------------------------------------------------
@@ -475,9 +488,9 @@ def _join(made: dict, policy: _PeerHandler, leaders: Optional[str], host: Option
     made["agent"] = agent
     made["exit_on_peer_failure"] = policy == "exit"
     agent.connect()
-    # Kept here: c10d holds the store from C++ only, and a Python store whose Python object is
-    # gone cannot be called any more. Each job its own keys (jobs may share a leader).
-    made["store"] = Store(agent, timeout, prefix=f"torch/store/{quote(job, safe='')}")
+    # Each job its own keys (jobs may share a leader). A store in C++: gloo's calls of a process
+    # of many ranks do not queue for the GIL.
+    made["store"] = native_store(agent, timeout, prefix=f"torch/store/{quote(job, safe='')}")
     return made["store"]
 
 

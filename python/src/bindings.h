@@ -11,5 +11,7 @@ void BindLeader(pybind11::module_& m);  // leader_binding.cc
 void BindBarrierProgressText(pybind11::module_& m);
 // muster._muster.detect_cluster (cluster_binding.cc).
 void BindDetectCluster(pybind11::module_& m);
+// muster._muster._store_api and _store_handle, for muster._muster_torch (store_api.cc).
+void BindStoreApi(pybind11::module_& m);
 
 }  // namespace muster::python

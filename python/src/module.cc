@@ -23,6 +23,7 @@ PYBIND11_MODULE(_muster, m) {
   muster::python::BindLeader(m);
   muster::python::BindBarrierProgressText(m);
   muster::python::BindDetectCluster(m);
+  muster::python::BindStoreApi(m);
   m.def("_on_dispatcher_thread", &muster::python::Dispatcher::OnItsThread,
         "True in a callback (the thread that runs them and completes futures).");
   m.def(

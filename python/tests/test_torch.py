@@ -20,14 +20,24 @@ PYTHON = "/usr/bin/python3"
 RANK = os.path.join(os.path.dirname(__file__), "torch_rank.py")
 
 
-def test_pytorch_python_store_check_passes():
-    with muster.Leader({"worker": 1}) as leader, muster.Agent(leader.address, "worker", 0) as a:
-        dist._test_python_store(muster.torch.Store(a, datetime.timedelta(seconds=5)))
+# Both stores keep the same semantics: muster.torch.Store (Python) and native_store (C++, what
+# the muster:// rendezvous gives c10d).
+STORES = {"python": muster.torch.Store, "native": muster.torch.native_store}
 
 
-def test_store_semantics_as_tcpstore():
+@pytest.fixture(params=sorted(STORES))
+def make_store(request):
+    return STORES[request.param]
+
+
+def test_pytorch_python_store_check_passes(make_store):
     with muster.Leader({"worker": 1}) as leader, muster.Agent(leader.address, "worker", 0) as a:
-        store = muster.torch.Store(a, datetime.timedelta(seconds=1))
+        dist._test_python_store(make_store(a, datetime.timedelta(seconds=5)))
+
+
+def test_store_semantics_as_tcpstore(make_store):
+    with muster.Leader({"worker": 1}) as leader, muster.Agent(leader.address, "worker", 0) as a:
+        store = make_store(a, datetime.timedelta(seconds=1))
         store.set("path/like//key", "v")
         assert store.get("path/like//key") == b"v"
         assert store.add("n", 3) == 3 and store.add("n", 4) == 7 and store.get("n") == b"7"
@@ -37,25 +47,51 @@ def test_store_semantics_as_tcpstore():
         assert store.compare_set("absent", "e", "d") == b"e"     # missing: expected
         assert store.check(["c"]) and not store.check(["c", "absent"])
         assert store.delete_key("c") and not store.delete_key("c")
-        store.multi_set(["a", "b"], ["1", b"2"])
-        assert store.multi_get(["a", "b"]) == [b"1", b"2"]
+        store.set("a", "1")
+        store.set("b", b"2")
         assert store.num_keys() == 4
-        with pytest.raises(RuntimeError, match="timeout"):
+        with pytest.raises(muster.torch.StoreTimeoutError, match="timeout.*'never'"):
             store.get("never")
         with pytest.raises(RuntimeError, match="timeout"):
-            store.wait(["never"], datetime.timedelta(milliseconds=200))
+            store.wait(["a", "never"], datetime.timedelta(milliseconds=200))
+        store.wait(["a", "b"], datetime.timedelta(milliseconds=200))
         store.set_timeout(datetime.timedelta(milliseconds=100))
         start = time.monotonic()
         with pytest.raises(RuntimeError, match="timeout"):
             store.get("never")
         assert time.monotonic() - start < 2
+        with pytest.raises(muster.FailedPreconditionError, match="holds \"v\", which is not a 64-bit"):
+            store.add("path/like//key", 1)  # holds "v"
 
 
-def test_store_through_a_prefix_store_as_c10d_wraps_it():
+def test_python_store_multi_calls():
+    with muster.Leader({"worker": 1}) as leader, muster.Agent(leader.address, "worker", 0) as a:
+        store = muster.torch.Store(a, datetime.timedelta(seconds=1))
+        store.multi_set(["a", "b"], ["1", b"2"])
+        assert store.multi_get(["a", "b"]) == [b"1", b"2"]
+
+
+def test_native_and_python_stores_share_keys_and_the_native_fails_once_its_agent_closed():
+    with muster.Leader({"worker": 1}) as leader, muster.Agent(leader.address, "worker", 0) as a:
+        native = muster.torch.native_store(a, 1, prefix="/jobs/x/")
+        python = muster.torch.Store(a, 1, prefix="jobs/x")
+        keys = ["", "a b", "slash/ed", "ünï", "%41", "~_.-"]
+        for i, key in enumerate(keys):
+            native.set(key, str(i))
+        assert [python.get(key) for key in keys] == [str(i).encode() for i in range(len(keys))]
+        assert a.get_key_value("jobs/x/a%20b") == b"1"
+        assert a.get_key_value("jobs/x/%") == b"0"
+        assert native.num_keys() == len(keys)
+        a.close()
+        with pytest.raises(muster.FailedPreconditionError, match="closed"):
+            native.get("a b")
+
+
+def test_store_through_a_prefix_store_as_c10d_wraps_it(make_store):
     """c10d wraps every store in a C++ PrefixStore: its timeout reaches get and wait, and
     num_keys and delete_key reach this store (c10d looks them up by their C++ names)."""
     with muster.Leader({"worker": 1}) as leader, muster.Agent(leader.address, "worker", 0) as a:
-        store = muster.torch.Store(a, datetime.timedelta(seconds=30))
+        store = make_store(a, datetime.timedelta(seconds=30))
         prefixed = dist.PrefixStore("default_pg", store)
         prefixed.set("k", "v")
         assert prefixed.num_keys() == 1
@@ -67,11 +103,11 @@ def test_store_through_a_prefix_store_as_c10d_wraps_it():
         assert time.monotonic() - start < 5  # the PrefixStore's 0.1 s, not the store's 30 s
 
 
-def test_store_edge_cases_as_tcpstore():
+def test_store_edge_cases_as_tcpstore(make_store):
     """The empty key is a key like any other; compare_set with an empty expected value swaps a
     key that holds b""; a timeout over the leader's longest wait (a year) waits without one."""
     with muster.Leader({"worker": 1}) as leader, muster.Agent(leader.address, "worker", 0) as a:
-        store = muster.torch.Store(a, datetime.timedelta(seconds=1))
+        store = make_store(a, datetime.timedelta(seconds=1))
         store.set("other", "x")
         store.set("", "empty key")
         assert store.get("") == b"empty key"
@@ -194,7 +230,7 @@ probe.close()
 print("port free", flush=True)
 store, rank, world_size = next(dist.rendezvous(f"muster://{host}:{port}?rank=0&world_size=1",
                                                timeout=datetime.timedelta(seconds=30)))
-print("prefix", store._prefix, flush=True)
+print("prefix", store.prefix, flush=True)
 # Given a host name, rank 0 listens on every interface: loopback reaches it too.
 socket.create_connection(("127.0.0.1", port), timeout=5).close()
 print("loopback reaches it", flush=True)

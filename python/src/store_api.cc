@@ -1,0 +1,146 @@
+// muster._muster's side of the store API (store_api.h): an agent's key-value calls for
+// muster._muster_torch's c10d store, made as the Python binding makes its blocking ones (direct
+// when the agent can, else through the agent actor) but without Python: the callers are gloo's
+// and c10d's threads, which hold no GIL.
+#include "store_api.h"
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <absl/status/statusor.h>
+#include <absl/strings/numbers.h>
+#include <absl/strings/str_cat.h>
+#include <absl/synchronization/notification.h>
+
+#include "bindings.h"
+#include "muster/messages/requests/kv_requests.h"
+#include "muster/net/agent/agent.h"
+#include "py_agent.h"
+
+namespace muster::python {
+namespace {
+
+// What a store holds: the agent, not kept open (close() ends its calls).
+struct StoreHandle {
+  std::weak_ptr<Agent> agent;
+};
+
+// One key-value call, direct when the agent can make it so, else through the agent actor; the
+// wait for the actor's answer does not hold the agent.
+template <class Request>
+absl::StatusOr<KvCallResponse<Request>> CallKv(void* handle, Request request,
+                                               const std::string& get_key = {}) {
+  using Response = KvCallResponse<Request>;
+  std::shared_ptr<Agent> agent = static_cast<StoreHandle*>(handle)->agent.lock();
+  if (!agent) return PyAgent::ClosedError();
+  uint64_t hold = 0;
+  if (auto direct = agent->TryDirect(request, get_key, nullptr, &hold)) return *std::move(direct);
+  struct Answer {
+    absl::Notification done;
+    std::optional<absl::StatusOr<Response>> result;
+  };
+  auto answer = std::make_shared<Answer>();
+  std::function<void()> end_of_write = agent->EndOfDirectWrite(request);
+  caf::actor_addr call = agent->CallAsync<Response>(
+      [answer, end_of_write](absl::StatusOr<Response> result) {
+        if (end_of_write) end_of_write();
+        answer->result = std::move(result);
+        answer->done.Notify();
+      },
+      std::move(request));
+  if (hold != 0) agent->ReleaseGet(hold, call);
+  agent.reset();  // may be the last reference (close() ran): ~Agent answers the call
+  answer->done.WaitForNotification();
+  return *std::move(answer->result);
+}
+
+int Fail(const absl::Status& status, std::string* error) {
+  *error = std::string(status.message());
+  return static_cast<int>(status.code());
+}
+
+void Release(void* handle) { delete static_cast<StoreHandle*>(handle); }
+
+void* Clone(const void* handle) {
+  return new StoreHandle(*static_cast<const StoreHandle*>(handle));
+}
+
+int Get(void* handle, const std::string& key, int64_t timeout_ms, std::string* value,
+        std::string* error) {
+  absl::Duration timeout = timeout_ms < 0 ? absl::InfiniteDuration()
+                                          : absl::Milliseconds(std::max<int64_t>(timeout_ms, 1));
+  auto response = CallKv(handle, requests::GetKeyValue(key, timeout), key);
+  if (!response.ok()) return Fail(response.status(), error);
+  *value = std::move(*response->mutable_kv()->mutable_value());
+  return 0;
+}
+
+int TryGet(void* handle, const std::string& key, std::string* value, std::string* error) {
+  auto response = CallKv(handle, requests::TryGetKeyValue(key));
+  if (!response.ok()) return Fail(response.status(), error);
+  *value = std::move(*response->mutable_kv()->mutable_value());
+  return 0;
+}
+
+int Set(void* handle, const std::string& key, const std::string& value, std::string* error) {
+  auto response = CallKv(handle, requests::InsertKeyValue(key, value, /*allow_overwrite=*/true));
+  return response.ok() ? 0 : Fail(response.status(), error);
+}
+
+int Add(void* handle, const std::string& key, int64_t delta, int64_t* value, std::string* error) {
+  auto response = CallKv(handle, requests::IncrementKeyValue(key, delta));
+  if (!response.ok()) return Fail(response.status(), error);
+  if (!absl::SimpleAtoi(response->kv().value(), value)) {
+    return Fail(absl::InternalError(absl::StrCat("not a counter: ", response->kv().value())),
+                error);
+  }
+  return 0;
+}
+
+int CompareAndSwap(void* handle, const std::string& key, const std::string* expected,
+                   const std::string& desired, bool* succeeded, bool* exists, std::string* current,
+                   std::string* error) {
+  std::optional<std::string> expected_value;
+  if (expected != nullptr) expected_value = *expected;
+  auto response = CallKv(handle, requests::CompareAndSwap(key, expected_value, desired));
+  if (!response.ok()) return Fail(response.status(), error);
+  *succeeded = response->succeeded();
+  *exists = response->exists();
+  *current = std::move(*response->mutable_current());
+  return 0;
+}
+
+int Remove(void* handle, const std::string& key, std::string* error) {
+  auto response = CallKv(handle, requests::DeleteKeyValue(key, /*recursive=*/true));
+  return response.ok() ? 0 : Fail(response.status(), error);
+}
+
+int Count(void* handle, const std::string& directory, int64_t* keys, std::string* error) {
+  auto response = CallKv(handle, requests::GetKeyValueDir(directory));
+  if (!response.ok()) return Fail(response.status(), error);
+  *keys = response->kv_size();
+  return 0;
+}
+
+const StoreApi kApi = {kStoreApiVersion, &Clone,  &Release, &Get, &TryGet, &Set, &Add,
+                       &CompareAndSwap,  &Remove, &Count};
+
+}  // namespace
+
+void BindStoreApi(py::module_& m) {
+  m.attr("_store_api") = py::capsule(&kApi, kStoreApiCapsule);
+  m.def(
+      "_store_handle",
+      [](PyAgent& agent) {
+        return py::capsule(
+            new StoreHandle{agent.GetWeak()}, kStoreHandleCapsule,
+            [](PyObject* capsule) { Release(PyCapsule_GetPointer(capsule, kStoreHandleCapsule)); });
+      },
+      "A handle on the agent for muster._muster_torch's store (store_api.h).");
+}
+
+}  // namespace muster::python

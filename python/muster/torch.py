@@ -271,10 +271,21 @@ def native_store(agent: Agent, timeout: Union[datetime.timedelta, float] = _DEFA
     TCPStore. What the muster:// rendezvous gives c10d. It has the methods of every c10d store
     (not Store's multi_get, multi_set and agent); errors are muster exceptions
     (StoreTimeoutError for a timeout). It does not keep `agent` open: after agent.close() its
-    calls raise FailedPreconditionError."""
+    calls raise FailedPreconditionError. Its waits are not interrupted by Ctrl-C (as
+    TCPStore's are not), and its errors carry the code and message only (no source_task, and
+    a peer's failure is an InternalError, not a PeerFailedError). ImportError when the
+    package was built without libtorch-dev."""
     from . import _muster_torch
     return _muster_torch.NativeStore(_muster._store_handle(agent._core), _timedelta(timeout),
                                      prefix.strip("/"))
+
+
+def _store_for_c10d(agent: Agent, timeout: datetime.timedelta, prefix: str) -> dist.Store:
+    """native_store, or Store in a package built without libtorch-dev."""
+    try:
+        return native_store(agent, timeout, prefix)
+    except ImportError:
+        return Store(agent, timeout, prefix)
 
 
 # Rendezvous ----------------------------------------------------------------------------------
@@ -490,7 +501,7 @@ def _join(made: dict, policy: _PeerHandler, leaders: Optional[str], host: Option
     agent.connect()
     # Each job its own keys (jobs may share a leader). A store in C++: gloo's calls of a process
     # of many ranks do not queue for the GIL.
-    made["store"] = native_store(agent, timeout, prefix=f"torch/store/{quote(job, safe='')}")
+    made["store"] = _store_for_c10d(agent, timeout, f"torch/store/{quote(job, safe='')}")
     return made["store"]
 
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <utility>
@@ -63,67 +64,94 @@ int Fail(const absl::Status& status, std::string* error) {
   return static_cast<int>(status.code());
 }
 
+// Runs a call for the table: nothing thrown crosses into the other module (an allocation that
+// failed, a message CAF could not send) but comes back as Internal.
+template <class Call>
+int Guarded(std::string* error, Call call) noexcept {
+  try {
+    return call();
+  } catch (const std::exception& e) {
+    return Fail(absl::InternalError(absl::StrCat("muster store call failed: ", e.what())), error);
+  } catch (...) {
+    return Fail(absl::InternalError("muster store call failed"), error);
+  }
+}
+
 void Release(void* handle) { delete static_cast<StoreHandle*>(handle); }
 
 void* Clone(const void* handle) {
-  return new StoreHandle(*static_cast<const StoreHandle*>(handle));
+  return new (std::nothrow) StoreHandle(*static_cast<const StoreHandle*>(handle));
 }
 
 int Get(void* handle, const std::string& key, int64_t timeout_ms, std::string* value,
         std::string* error) {
-  absl::Duration timeout = timeout_ms < 0 ? absl::InfiniteDuration()
-                                          : absl::Milliseconds(std::max<int64_t>(timeout_ms, 1));
-  auto response = CallKv(handle, requests::GetKeyValue(key, timeout), key);
-  if (!response.ok()) return Fail(response.status(), error);
-  *value = std::move(*response->mutable_kv()->mutable_value());
-  return 0;
+  return Guarded(error, [&] {
+    absl::Duration timeout = timeout_ms < 0 ? absl::InfiniteDuration()
+                                            : absl::Milliseconds(std::max<int64_t>(timeout_ms, 1));
+    auto response = CallKv(handle, requests::GetKeyValue(key, timeout), key);
+    if (!response.ok()) return Fail(response.status(), error);
+    *value = std::move(*response->mutable_kv()->mutable_value());
+    return 0;
+  });
 }
 
 int TryGet(void* handle, const std::string& key, std::string* value, std::string* error) {
-  auto response = CallKv(handle, requests::TryGetKeyValue(key));
-  if (!response.ok()) return Fail(response.status(), error);
-  *value = std::move(*response->mutable_kv()->mutable_value());
-  return 0;
+  return Guarded(error, [&] {
+    auto response = CallKv(handle, requests::TryGetKeyValue(key));
+    if (!response.ok()) return Fail(response.status(), error);
+    *value = std::move(*response->mutable_kv()->mutable_value());
+    return 0;
+  });
 }
 
 int Set(void* handle, const std::string& key, const std::string& value, std::string* error) {
-  auto response = CallKv(handle, requests::InsertKeyValue(key, value, /*allow_overwrite=*/true));
-  return response.ok() ? 0 : Fail(response.status(), error);
+  return Guarded(error, [&] {
+    auto response = CallKv(handle, requests::InsertKeyValue(key, value, /*allow_overwrite=*/true));
+    return response.ok() ? 0 : Fail(response.status(), error);
+  });
 }
 
 int Add(void* handle, const std::string& key, int64_t delta, int64_t* value, std::string* error) {
-  auto response = CallKv(handle, requests::IncrementKeyValue(key, delta));
-  if (!response.ok()) return Fail(response.status(), error);
-  if (!absl::SimpleAtoi(response->kv().value(), value)) {
-    return Fail(absl::InternalError(absl::StrCat("not a counter: ", response->kv().value())),
-                error);
-  }
-  return 0;
+  return Guarded(error, [&] {
+    auto response = CallKv(handle, requests::IncrementKeyValue(key, delta));
+    if (!response.ok()) return Fail(response.status(), error);
+    if (!absl::SimpleAtoi(response->kv().value(), value)) {
+      return Fail(absl::InternalError(absl::StrCat("not a counter: ", response->kv().value())),
+                  error);
+    }
+    return 0;
+  });
 }
 
 int CompareAndSwap(void* handle, const std::string& key, const std::string* expected,
                    const std::string& desired, bool* succeeded, bool* exists, std::string* current,
                    std::string* error) {
-  std::optional<std::string> expected_value;
-  if (expected != nullptr) expected_value = *expected;
-  auto response = CallKv(handle, requests::CompareAndSwap(key, expected_value, desired));
-  if (!response.ok()) return Fail(response.status(), error);
-  *succeeded = response->succeeded();
-  *exists = response->exists();
-  *current = std::move(*response->mutable_current());
-  return 0;
+  return Guarded(error, [&] {
+    std::optional<std::string> expected_value;
+    if (expected != nullptr) expected_value = *expected;
+    auto response = CallKv(handle, requests::CompareAndSwap(key, expected_value, desired));
+    if (!response.ok()) return Fail(response.status(), error);
+    *succeeded = response->succeeded();
+    *exists = response->exists();
+    *current = std::move(*response->mutable_current());
+    return 0;
+  });
 }
 
 int Remove(void* handle, const std::string& key, std::string* error) {
-  auto response = CallKv(handle, requests::DeleteKeyValue(key, /*recursive=*/true));
-  return response.ok() ? 0 : Fail(response.status(), error);
+  return Guarded(error, [&] {
+    auto response = CallKv(handle, requests::DeleteKeyValue(key, /*recursive=*/true));
+    return response.ok() ? 0 : Fail(response.status(), error);
+  });
 }
 
 int Count(void* handle, const std::string& directory, int64_t* keys, std::string* error) {
-  auto response = CallKv(handle, requests::GetKeyValueDir(directory));
-  if (!response.ok()) return Fail(response.status(), error);
-  *keys = response->kv_size();
-  return 0;
+  return Guarded(error, [&] {
+    auto response = CallKv(handle, requests::GetKeyValueDir(directory));
+    if (!response.ok()) return Fail(response.status(), error);
+    *keys = response->kv_size();
+    return 0;
+  });
 }
 
 const StoreApi kApi = {kStoreApiVersion, &Clone,  &Release, &Get, &TryGet, &Set, &Add,

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -78,7 +79,9 @@ std::vector<uint8_t> Bytes(const std::string& s) { return {s.begin(), s.end()}; 
 class MusterStore : public c10d::Store {
  public:
   MusterStore(const void* handle, const std::string& prefix, std::chrono::milliseconds timeout)
-      : Store(timeout), handle_(api->clone(handle)), prefix_(Prefix(prefix)) {}
+      : Store(timeout), handle_(api->clone(handle)), prefix_(Prefix(prefix)) {
+    if (handle_ == nullptr) throw std::bad_alloc();
+  }
   ~MusterStore() override { api->release(handle_); }
 
   void set(const std::string& key, const std::vector<uint8_t>& value) override {
@@ -250,7 +253,7 @@ PYBIND11_MODULE(_muster_torch, m) {
   py::class_<MusterStore, c10d::Store, c10::intrusive_ptr<MusterStore>>(m, "NativeStore")
       .def(py::init([](py::capsule handle, std::chrono::milliseconds timeout,
                        const std::string& prefix) {
-             if (std::string(handle.name()) != mp::kStoreHandleCapsule) {
+             if (!PyCapsule_IsValid(handle.ptr(), mp::kStoreHandleCapsule)) {
                throw py::type_error("NativeStore takes muster._muster._store_handle(agent)");
              }
              return c10::make_intrusive<MusterStore>(handle.get_pointer(), prefix, timeout);

@@ -30,7 +30,7 @@ def make_store(request):
     return STORES[request.param]
 
 
-def test_pytorch_python_store_check_passes(make_store):
+def test_pytorchs_own_store_check_passes(make_store):
     with muster.Leader({"worker": 1}) as leader, muster.Agent(leader.address, "worker", 0) as a:
         dist._test_python_store(make_store(a, datetime.timedelta(seconds=5)))
 
@@ -85,6 +85,36 @@ def test_native_and_python_stores_share_keys_and_the_native_fails_once_its_agent
         a.close()
         with pytest.raises(muster.FailedPreconditionError, match="closed"):
             native.get("a b")
+
+
+def test_native_store_waits_without_the_gil_and_its_agents_close_ends_the_wait():
+    """A get without a limit (timeout 0) blocks its own thread only: Python runs on meanwhile;
+    the agent's close() ends it. A capsule that is not an agent's handle is
+    refused."""
+    with muster.Leader({"worker": 1}) as leader, muster.Agent(leader.address, "worker", 0) as a:
+        store = muster.torch.native_store(a, datetime.timedelta(0))
+        ended = []
+
+        def waiter():
+            try:
+                store.get("never")
+            except BaseException as e:  # noqa: B902: what the test looks at
+                ended.append(e)
+
+        thread = threading.Thread(target=waiter)
+        thread.start()
+        spins, until = 0, time.monotonic() + 0.5
+        while time.monotonic() < until:  # holds the GIL whenever the waiter does not
+            spins += 1
+        assert spins > 1000 and thread.is_alive() and not ended
+        a.close()
+        thread.join(10)
+        assert not thread.is_alive()
+        # As the agent's own waiting get ends (and muster.torch.Store's): through the agent actor.
+        assert isinstance(ended[0], muster.UnavailableError), ended
+        assert "stopped before answering" in str(ended[0])
+    with pytest.raises(TypeError, match="_store_handle"):
+        muster._muster_torch.NativeStore(muster._muster._store_api, datetime.timedelta(1), "p")
 
 
 def test_store_through_a_prefix_store_as_c10d_wraps_it(make_store):

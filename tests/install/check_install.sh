@@ -40,5 +40,11 @@ if [ "$with_python" = python ]; then
   fi
   (cd "$work" && PYTHONPATH="$site" /usr/bin/python3 -c \
     "import muster, muster.torch; assert muster.__file__.startswith('$site'); print('python ok')")
+  # The store in C++, when it was built (with libtorch-dev), installs and loads next to it.
+  if compgen -G "$build_dir/python/muster/_muster_torch*.so" >/dev/null; then
+    (cd "$work" && PYTHONPATH="$site" /usr/bin/python3 -c \
+      "import muster.torch; from muster import _muster_torch as m; \
+       assert m.__file__.startswith('$site'); print('native store ok')")
+  fi
 fi
 echo "install ok"

@@ -8,6 +8,17 @@
 #include "muster/actors/durability/state_store.h"
 
 namespace muster {
+namespace {
+
+// Ends the unit being made in `batch`: what follows is a unit of its own (as Append keeps them).
+void EndUnit(StateBatch& batch) {
+  if (!batch.ops.empty() &&
+      (batch.unit_ends.empty() || batch.unit_ends.back() != batch.ops.size())) {
+    batch.unit_ends.push_back(batch.ops.size());
+  }
+}
+
+}  // namespace
 
 int KvDurable::Restore(const proto::RecoveredKvDirectory& recovered, KvStore& store) {
   int skipped = 0;
@@ -28,9 +39,10 @@ int KvDurable::Restore(const proto::RecoveredKvDirectory& recovered, KvStore& st
   for (const auto& reply : recovered.replies()) {
     auto [it, added] = replies_.try_emplace(reply.client());
     if (added) it->second.place = clients_.insert(clients_.end(), reply.client());
+    it->second.restored = true;
     if (it->second.by_seq.insert_or_assign(reply.seq(), reply.reply()).second) {
       it->second.recorded.push_back(reply.seq());
-      ++kept_;
+      ++restored_;
     }
   }
   return skipped;
@@ -93,7 +105,9 @@ void KvDurable::RememberReply(const std::string& directory, const proto::Request
     clients_.splice(clients_.end(), clients_, client->second.place);  // wrote last
   }
   ClientReplies& kept = client->second;
-  kept_ -= kept.by_seq.size();
+  // A restored client counts from its first write on, once its bound has forgotten what it had.
+  (kept.restored ? restored_ : kept_) -= kept.by_seq.size();
+  kept.restored = false;
   kept.by_seq[id.seq()] = std::move(reply);
   // A bound above the write's own number counts as that number: this reply is kept.
   kept.answered_below = std::max(kept.answered_below, std::min(id.answered_below(), id.seq()));
@@ -101,24 +115,44 @@ void KvDurable::RememberReply(const std::string& directory, const proto::Request
   if (records == nullptr) {
     while (kept.by_seq.size() > kRepliesPerClient) kept.by_seq.erase(kept.by_seq.begin());
   } else {
-    records->Put(KvReplyStateKey(directory, id.client(), id.seq()),
-                 kept.by_seq[id.seq()].SerializeAsString());
     kept.recorded.push_back(id.seq());
-    // Every kept reply has a record (records are deleted with their replies), so the records
-    // beyond the kept replies are of forgotten ones, oldest first unless a write in flight is.
-    auto forgotten = [&] { return kept.recorded.size() - kept.by_seq.size(); };
-    while (
-        kept.recorded.size() > kRepliesPerClient ||
-        (forgotten() > kAnsweredRecordsPerClient && !kept.by_seq.contains(kept.recorded.front()))) {
-      records->Delete(KvReplyStateKey(directory, id.client(), kept.recorded.front()));
-      kept.by_seq.erase(kept.recorded.front());
-      kept.recorded.pop_front();
-    }
+    TrimRecords(directory, id.client(), kept, *records);
   }
   kept_ += kept.by_seq.size();
   // This client wrote last and keeps at most kRepliesPerClient: it is never the one forgotten.
   while ((clients_.size() > kClients || kept_ > kReplies) && clients_.size() > 1) {
     ForgetOldestClient(directory, records);
+  }
+  if (records == nullptr) return;
+  // The reply's record after every delete, in a unit of its own with the change the caller adds
+  // next: a store that splits a large batch (etcd's operations per transaction) keeps the reply
+  // and its change together, and deletes that land alone lose nothing.
+  EndUnit(*records);
+  records->Put(KvReplyStateKey(directory, id.client(), id.seq()),
+               replies_.at(id.client()).by_seq.at(id.seq()).SerializeAsString());
+}
+
+void KvDurable::TrimRecords(const std::string& directory, uint64_t client, ClientReplies& kept,
+                            StateBatch& records) {
+  // Every kept reply has a record (records are deleted with their replies), so the records
+  // beyond the kept replies are of forgotten ones. Deleted oldest first; the record of a reply
+  // still kept (a write in flight, made before later ones) goes to the back instead, and is
+  // deleted only when every record is of a kept reply and there are too many.
+  auto forgotten = [&] { return kept.recorded.size() - kept.by_seq.size(); };
+  size_t passed = 0;  // kept ones moved back since the last delete
+  while ((kept.recorded.size() > kRepliesPerClient || forgotten() > kAnsweredRecordsPerClient) &&
+         passed < kept.recorded.size()) {
+    const uint64_t oldest = kept.recorded.front();
+    if (kept.by_seq.contains(oldest) && forgotten() > 0) {
+      kept.recorded.pop_front();
+      kept.recorded.push_back(oldest);
+      ++passed;
+      continue;
+    }
+    records.Delete(KvReplyStateKey(directory, client, oldest));
+    kept.recorded.pop_front();
+    kept.by_seq.erase(oldest);
+    passed = 0;
   }
 }
 
@@ -131,7 +165,7 @@ void KvDurable::ForgetOldestClient(const std::string& directory, StateBatch* rec
       records->Delete(KvReplyStateKey(directory, oldest, seq));
     }
   }
-  kept_ -= client->second.by_seq.size();
+  (client->second.restored ? restored_ : kept_) -= client->second.by_seq.size();
   replies_.erase(client);
 }
 

@@ -75,7 +75,7 @@ class KvDurable {
                      proto::StoredReply reply, StateBatch* records);
 
   // How many replies are kept now, of every client.
-  int64_t kept_replies() const { return static_cast<int64_t>(kept_); }
+  int64_t kept_replies() const { return static_cast<int64_t>(kept_ + restored_); }
 
   // Every kept change after `revision` up to `current`. Possible errors: OutOfRange (the
   // history no longer reaches back to `revision`, or `revision` is ahead of `current`).
@@ -119,12 +119,20 @@ class KvDurable {
     SeqQueue recorded;
     uint64_t answered_below = 0;          // the highest the client sent (up to its write's seq)
     std::list<uint64_t>::iterator place;  // in clients_
+    // Loaded by Restore, and not written since: its records include forgotten replies (a
+    // restored client's answered_below is not known until it writes), which do not count
+    // toward kReplies: a restart must not forget the clients that will re-send their writes.
+    bool restored = false;
   };
+  // Deletes the client's records beyond its bounds into `records`.
+  void TrimRecords(const std::string& directory, uint64_t client, ClientReplies& kept,
+                   StateBatch& records);
   // Forgets the client that wrote least recently, and deletes its records (into `records`).
   void ForgetOldestClient(const std::string& directory, StateBatch* records);
 
   absl::flat_hash_map<uint64_t, ClientReplies> replies_;
-  size_t kept_ = 0;  // replies in by_seq, of every client
+  size_t kept_ = 0;      // replies in by_seq, of every client not restored
+  size_t restored_ = 0;  // and of the restored clients
   // The clients, the one that wrote least recently first: a client still writing (or one that
   // wrote just before its connection was lost, and will send its writes again) is the last to
   // be forgotten.

@@ -278,8 +278,10 @@ TEST_F(KvDurableTest, RememberReply_KeepsKRepliesPerClientPerClient_OldestSeqDel
   EXPECT_THAT(Ops(batch), ElementsAre(absl::StrCat("put ", KvReplyStateKey("d", 5, n))));
   batch = StateBatch();
   durable_.RememberReply("d", Id(5, n + 1), proto::StoredReply(), &batch);
-  EXPECT_THAT(Ops(batch), ElementsAre(absl::StrCat("put ", KvReplyStateKey("d", 5, n + 1)),
-                                      absl::StrCat("del ", KvReplyStateKey("d", 5, 1))));
+  // The delete first, the reply in a unit of its own with the change the caller adds next.
+  EXPECT_THAT(Ops(batch), ElementsAre(absl::StrCat("del ", KvReplyStateKey("d", 5, 1)),
+                                      absl::StrCat("put ", KvReplyStateKey("d", 5, n + 1))));
+  EXPECT_THAT(batch.unit_ends, ElementsAre(1));
   EXPECT_EQ(durable_.FindReply(Id(5, 1)), nullptr);
   EXPECT_NE(durable_.FindReply(Id(5, 2)), nullptr);
   EXPECT_NE(durable_.FindReply(Id(5, n + 1)), nullptr);
@@ -335,46 +337,53 @@ TEST_F(KvDurableTest, RememberReply_AnsweredBelow_ForgetsEarlierRepliesKeepsThei
   durable_.RememberReply("d", Id(5, last_without_delete + 1, last_without_delete + 1),
                          proto::StoredReply(), &batch);
   EXPECT_THAT(Ops(batch),
-              ElementsAre(absl::StrCat("put ", KvReplyStateKey("d", 5, last_without_delete + 1)),
-                          absl::StrCat("del ", KvReplyStateKey("d", 5, 1))));
+              ElementsAre(absl::StrCat("del ", KvReplyStateKey("d", 5, 1)),
+                          absl::StrCat("put ", KvReplyStateKey("d", 5, last_without_delete + 1))));
   EXPECT_EQ(durable_.kept_replies(), 2);  // client 5's last and client 9's
 }
 
 // A forgotten reply's record is deleted oldest first, but never the record of a reply still kept
-// (a write in flight, made before writes numbered below it: direct calls of several threads).
+// (a write in flight, made before writes numbered below it: direct calls of several threads): it
+// goes to the back, and the forgotten ones behind it are deleted.
 TEST_F(KvDurableTest, RememberReply_RecordOfAWriteInFlightStaysWhateverIsForgottenAfterIt) {
+  const uint64_t slack = KvDurable::kAnsweredRecordsPerClient;
   StateBatch batch;
   durable_.RememberReply("d", Id(5, 100, 1), proto::StoredReply(), &batch);
   for (uint64_t seq = 1; seq < 100; ++seq) {
     durable_.RememberReply("d", Id(5, seq, 1), proto::StoredReply(), &batch);
   }
-  // 1-99 answered, 100 not: 99 forgotten records, but the oldest record is 100's.
+  // 1-99 answered, 100 not: 99 forgotten records behind 100's, the oldest. 100's stays; 1 to
+  // 99 - slack go.
   batch = StateBatch();
   durable_.RememberReply("d", Id(5, 101, 100), proto::StoredReply(), &batch);
-  EXPECT_THAT(Ops(batch), ElementsAre(absl::StrCat("put ", KvReplyStateKey("d", 5, 101))));
-  EXPECT_NE(durable_.FindReply(Id(5, 100)), nullptr);
-  EXPECT_EQ(durable_.kept_replies(), 2);
-  // 100 and 101 answered: 101 forgotten records (1-101), deleted in their order (100 first)
-  // down to kAnsweredRecordsPerClient.
-  batch = StateBatch();
-  durable_.RememberReply("d", Id(5, 102, 102), proto::StoredReply(), &batch);
-  std::vector<std::string> expected = {absl::StrCat("put ", KvReplyStateKey("d", 5, 102)),
-                                       absl::StrCat("del ", KvReplyStateKey("d", 5, 100))};
-  for (uint64_t seq = 1; expected.size() < 1 + 101 - KvDurable::kAnsweredRecordsPerClient; ++seq) {
+  std::vector<std::string> expected;
+  for (uint64_t seq = 1; seq <= 99 - slack; ++seq) {
     expected.push_back(absl::StrCat("del ", KvReplyStateKey("d", 5, seq)));
   }
+  expected.push_back(absl::StrCat("put ", KvReplyStateKey("d", 5, 101)));
   EXPECT_THAT(Ops(batch), ::testing::ElementsAreArray(expected));
+  EXPECT_NE(durable_.FindReply(Id(5, 100)), nullptr);
+  EXPECT_EQ(durable_.kept_replies(), 2);
+  // 100 and 101 answered: two more forgotten; the oldest two go (100's is now behind 101's).
+  batch = StateBatch();
+  durable_.RememberReply("d", Id(5, 102, 102), proto::StoredReply(), &batch);
+  EXPECT_THAT(Ops(batch), ElementsAre(absl::StrCat("del ", KvReplyStateKey("d", 5, 100 - slack)),
+                                      absl::StrCat("del ", KvReplyStateKey("d", 5, 101 - slack)),
+                                      absl::StrCat("put ", KvReplyStateKey("d", 5, 102))));
   EXPECT_EQ(durable_.kept_replies(), 1);
 }
 
 // Without a state dir nothing is recorded, and a client keeps its kRepliesPerClient highest.
 TEST_F(KvDurableTest, RememberReply_WithoutRecords_KeepsRepliesOnly) {
-  for (uint64_t seq = 1; seq <= KvDurable::kRepliesPerClient + 1; ++seq) {
+  const uint64_t n = KvDurable::kRepliesPerClient;
+  durable_.RememberReply("d", Id(5, n + 1), proto::StoredReply(), /*records=*/nullptr);  // first
+  for (uint64_t seq = 1; seq <= n; ++seq) {
     durable_.RememberReply("d", Id(5, seq), proto::StoredReply(), /*records=*/nullptr);
   }
-  EXPECT_EQ(durable_.kept_replies(), static_cast<int64_t>(KvDurable::kRepliesPerClient));
-  EXPECT_EQ(durable_.FindReply(Id(5, 1)), nullptr);
+  EXPECT_EQ(durable_.kept_replies(), static_cast<int64_t>(n));
+  EXPECT_EQ(durable_.FindReply(Id(5, 1)), nullptr);  // the lowest, not the one written first
   EXPECT_NE(durable_.FindReply(Id(5, 2)), nullptr);
+  EXPECT_NE(durable_.FindReply(Id(5, n + 1)), nullptr);
   durable_.RememberReply("d", Id(5, 2000, 1500), proto::StoredReply(), nullptr);
   EXPECT_EQ(durable_.kept_replies(), 1);
   EXPECT_TRUE(durable_.AnsweredBefore(Id(5, 1499)));
@@ -393,8 +402,7 @@ TEST_F(KvDurableTest, RememberReply_KeepsKReplies_TheLeastRecentlyWritingClientF
   durable_.RememberReply("d", Id(1, KvDurable::kRepliesPerClient + 1), proto::StoredReply(),
                          nullptr);  // client 1 writes on (and drops its own oldest)
   EXPECT_EQ(durable_.kept_replies(), static_cast<int64_t>(KvDurable::kReplies));
-  StateBatch batch;
-  durable_.RememberReply("d", Id(full + 1, 1), proto::StoredReply(), &batch);
+  durable_.RememberReply("d", Id(full + 1, 1), proto::StoredReply(), nullptr);
   EXPECT_EQ(durable_.FindReply(Id(2, KvDurable::kRepliesPerClient)), nullptr);  // forgotten whole
   EXPECT_NE(durable_.FindReply(Id(1, KvDurable::kRepliesPerClient + 1)), nullptr);
   EXPECT_NE(durable_.FindReply(Id(3, 1)), nullptr);
@@ -418,9 +426,9 @@ TEST_F(KvDurableTest, RememberReply_KeepsKClients_TheLeastRecentlyWritingForgott
   batch = StateBatch();
   const uint64_t newcomer = KvDurable::kClients + 1;
   durable_.RememberReply("d", Id(newcomer, 1), proto::StoredReply(), &batch);
-  EXPECT_THAT(Ops(batch), ElementsAre(absl::StrCat("put ", KvReplyStateKey("d", newcomer, 1)),
-                                      absl::StrCat("del ", KvReplyStateKey("d", 2, 1)),
-                                      absl::StrCat("del ", KvReplyStateKey("d", 2, 2))));
+  EXPECT_THAT(Ops(batch), ElementsAre(absl::StrCat("del ", KvReplyStateKey("d", 2, 1)),
+                                      absl::StrCat("del ", KvReplyStateKey("d", 2, 2)),
+                                      absl::StrCat("put ", KvReplyStateKey("d", newcomer, 1))));
   EXPECT_EQ(durable_.FindReply(Id(2, 1)), nullptr);
   EXPECT_EQ(durable_.FindReply(Id(2, 2)), nullptr);
   EXPECT_NE(durable_.FindReply(Id(1, 1)), nullptr);
@@ -480,6 +488,35 @@ TEST_F(KvDurableTest, Restore_LoadsKeysOwnersRevisionHistoryAndReplies) {
   EXPECT_EQ(durable_.FindReply(Id(5, 1)), nullptr);
   EXPECT_EQ(durable_.kept_replies(), 1);
   EXPECT_THAT(Ops(batch), Contains(absl::StrCat("del ", KvReplyStateKey("d", 5, 1))));
+}
+
+// A restarted leader loads every record, those of answered replies too (a client's
+// answered_below is not recorded): they do not count toward kReplies until the client writes
+// again, so a restart past that bound forgets no client that will re-send its writes.
+TEST_F(KvDurableTest, Restore_PastKReplies_ForgetsNoRestoredClientUntilItWrites) {
+  const uint64_t per_client = KvDurable::kAnsweredRecordsPerClient + 1;  // 64 answered, 1 not
+  const uint64_t clients = KvDurable::kReplies / per_client + 100;
+  proto::RecoveredKvDirectory recovered;
+  recovered.set_directory("d");
+  for (uint64_t client = 1; client <= clients; ++client) {
+    for (uint64_t seq = 1; seq <= per_client; ++seq) {
+      auto* reply = recovered.add_replies();
+      reply->set_client(client);
+      reply->set_seq(seq);
+    }
+  }
+  durable_.Restore(recovered, store_);
+  EXPECT_EQ(durable_.kept_replies(), static_cast<int64_t>(clients * per_client));
+  StateBatch batch;
+  durable_.RememberReply("d", Id(clients + 1, 1, 1), proto::StoredReply(), &batch);
+  EXPECT_NE(durable_.FindReply(Id(1, per_client)), nullptr);  // the first restored
+  // Client 1 re-sends its write in flight (answered from its reply), then writes on: its
+  // answered replies are forgotten and the rest counts.
+  durable_.RememberReply("d", Id(1, per_client + 1, per_client), proto::StoredReply(), &batch);
+  EXPECT_EQ(durable_.FindReply(Id(1, 1)), nullptr);
+  EXPECT_NE(durable_.FindReply(Id(1, per_client)), nullptr);
+  EXPECT_NE(durable_.FindReply(Id(2, per_client)), nullptr);
+  EXPECT_EQ(durable_.kept_replies(), static_cast<int64_t>((clients - 1) * per_client + 2 + 1));
 }
 
 TEST_F(KvDurableTest, Restore_KeysOverTodaysLimitsSkippedAndCounted) {

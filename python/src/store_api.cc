@@ -18,6 +18,8 @@
 #include <absl/synchronization/notification.h>
 
 #include "bindings.h"
+#include "common.h"
+#include "muster/actors/durability/state_store.h"
 #include "muster/messages/requests/kv_requests.h"
 #include "muster/net/agent/agent.h"
 #include "py_agent.h"
@@ -59,9 +61,24 @@ absl::StatusOr<KvCallResponse<Request>> CallKv(void* handle, Request request,
   return *std::move(answer->result);
 }
 
+// The whole status crosses: its payloads make PeerFailedError and StuckTaskError in Python.
 int Fail(const absl::Status& status, std::string* error) {
-  *error = std::string(status.message());
+  *error = StoreStatus(status).SerializeAsString();
   return static_cast<int>(status.code());
+}
+
+absl::Status StatusOf(const std::string& error) {
+  proto::StoredStatus stored;
+  if (!stored.ParseFromString(error)) return absl::InternalError(error);
+  return LoadStatus(stored);
+}
+
+std::string ErrorText(const std::string& error) noexcept {
+  try {
+    return std::string(StatusOf(error).message());
+  } catch (...) {
+    return "muster store call failed";
+  }
 }
 
 // Runs a call for the table: nothing thrown crosses into the other module (an allocation that
@@ -154,8 +171,8 @@ int Count(void* handle, const std::string& directory, int64_t* keys, std::string
   });
 }
 
-const StoreApi kApi = {kStoreApiVersion, &Clone,  &Release, &Get, &TryGet, &Set, &Add,
-                       &CompareAndSwap,  &Remove, &Count};
+const StoreApi kApi = {kStoreApiVersion, &Clone,  &Release, &Get,      &TryGet, &Set, &Add,
+                       &CompareAndSwap,  &Remove, &Count,   &ErrorText};
 
 }  // namespace
 
@@ -169,6 +186,10 @@ void BindStoreApi(py::module_& m) {
             [](PyObject* capsule) { Release(PyCapsule_GetPointer(capsule, kStoreHandleCapsule)); });
       },
       "A handle on the agent for muster._muster_torch's store (store_api.h).");
+  m.def(
+      "_store_exception",
+      [](const py::bytes& error) { return MakeException(StatusOf(std::string(error))); },
+      "The muster exception of an error of a store_api.h call.");
 }
 
 }  // namespace muster::python

@@ -11,11 +11,13 @@
 
 namespace muster::python {
 
-inline constexpr uint32_t kStoreApiVersion = 1;
+inline constexpr uint32_t kStoreApiVersion = 2;
 inline constexpr char kStoreApiCapsule[] = "muster._muster._store_api";
 inline constexpr char kStoreHandleCapsule[] = "muster._muster._store_handle";
 
-// Each call returns an absl::StatusCode as an int (0: OK) with the error's text in `*error`.
+// Each call returns an absl::StatusCode as an int (0: OK) with the error in `*error`: the whole
+// absl::Status (its payloads name a failed task, a stuck one), which error_text reads and
+// muster._muster._store_exception(error) turns into the muster exception the binding raises.
 // Calls run without the GIL, on any thread; a handle serves several threads at once.
 struct StoreApi {
   uint32_t version;
@@ -39,6 +41,8 @@ struct StoreApi {
   int (*remove)(void* handle, const std::string& key, std::string* error);
   // How many keys `directory` holds.
   int (*count)(void* handle, const std::string& directory, int64_t* keys, std::string* error);
+  // An error's message, for C++ callers (gloo's std::runtime_error).
+  std::string (*error_text)(const std::string& error);
 };
 
 }  // namespace muster::python

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <new>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -43,14 +44,14 @@ constexpr std::chrono::milliseconds kMaxWait = std::chrono::hours(365 * 24);
 // std::runtime_error.
 class StoreError : public std::runtime_error {
  public:
-  StoreError(int code, const std::string& message, bool timeout = false)
-      : std::runtime_error(message), code_(code), timeout_(timeout) {}
-  int code() const { return code_; }
-  bool timeout() const { return timeout_; }
+  // An agent's error (store_api.h), or with `status` empty, a wait that timed out.
+  StoreError(const std::string& message, std::string status)
+      : std::runtime_error(message), status_(std::move(status)) {}
+  const std::string& status() const { return status_; }
+  bool timeout() const { return status_.empty(); }
 
  private:
-  int code_;
-  bool timeout_;
+  std::string status_;
 };
 
 // Python's urllib.parse.quote(key, safe=""), which muster.torch.Store's keys are made with: every
@@ -71,6 +72,13 @@ std::string Segment(const std::string& key) {
     }
   }
   return out;
+}
+
+// "2", "0.25": a timeout's seconds as the message shows them.
+std::string Seconds(std::chrono::milliseconds timeout) {
+  std::ostringstream out;
+  out << timeout.count() / 1000.0;
+  return out.str();
 }
 
 std::string String(const std::vector<uint8_t>& bytes) { return {bytes.begin(), bytes.end()}; }
@@ -182,7 +190,7 @@ class MusterStore : public c10d::Store {
   std::string Key(const std::string& key) const { return prefix_ + Segment(key); }
 
   static void Check(int code, const std::string& error) {
-    if (code != 0) throw StoreError(code, error);
+    if (code != 0) throw StoreError(api->error_text(error), error);
   }
 
   // Waits for `key` up to `left` (-1: no limit); `limit`, the whole wait's, names the timeout.
@@ -192,11 +200,10 @@ class MusterStore : public c10d::Store {
     std::string error;
     int code = api->get(handle_, Key(key), left.count(), value, &error);
     if (code == kDeadlineExceeded) {
-      throw StoreError(code,
-                       "Wait timeout after " + std::to_string(limit.count() / 1000.0) +
-                           " s for key(s) '" + key + "' of the muster store '" + prefix_ +
+      throw StoreError("Wait timeout after " + Seconds(limit) + " s for key(s) '" + key +
+                           "' of the muster store '" + prefix_ +
                            "'; raise the store timeout or check the writer",
-                       /*timeout=*/true);
+                       /*status=*/"");
     }
     Check(code, error);
   }
@@ -244,9 +251,9 @@ PYBIND11_MODULE(_muster_torch, m) {
       if (error) std::rethrow_exception(error);
     } catch (const StoreError& e) {
       py::object exception =
-          e.timeout()
-              ? py::module_::import("muster.torch").attr("StoreTimeoutError")(e.what())
-              : py::module_::import("muster._errors").attr("from_status")(e.code(), e.what());
+          e.timeout() ? py::module_::import("muster.torch").attr("StoreTimeoutError")(e.what())
+                      : py::module_::import("muster._muster")
+                            .attr("_store_exception")(py::bytes(e.status()));
       PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exception.ptr())), exception.ptr());
     }
   });

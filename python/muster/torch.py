@@ -271,8 +271,8 @@ def native_store(agent: Agent, timeout: Union[datetime.timedelta, float] = _DEFA
     TCPStore. What the muster:// rendezvous gives c10d. It has the methods of every c10d store
     (not Store's multi_get, multi_set and agent); errors are muster exceptions
     (StoreTimeoutError for a timeout). It does not keep `agent` open: after agent.close() its
-    calls raise FailedPreconditionError. Its waits are not interrupted by Ctrl-C (as
-    TCPStore's are not); its errors are those muster.Agent raises for the same calls.
+    calls raise FailedPreconditionError. A wait on the main thread ends at Ctrl-C
+    (KeyboardInterrupt); errors are those muster.Agent raises for the same calls.
     ImportError when the package was built without libtorch-dev."""
     from . import _muster_torch
     return _muster_torch.NativeStore(_muster._store_handle(agent._core), _timedelta(timeout),

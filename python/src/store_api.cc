@@ -32,16 +32,27 @@ struct StoreHandle {
   std::weak_ptr<Agent> agent;
 };
 
+// The Cancelled of a wait that its caller's `interrupted` ended.
+absl::Status Interrupted(const std::string& key) {
+  return absl::CancelledError(
+      absl::StrCat("the wait for key \"", key, "\" was interrupted (a signal, such as Ctrl-C)"));
+}
+
 // One key-value call, direct when the agent can make it so, else through the agent actor; the
-// wait for the actor's answer does not hold the agent.
+// wait for the actor's answer does not hold the agent. `interrupted` (a get's): asked every
+// 50 ms while it waits.
 template <class Request>
 absl::StatusOr<KvCallResponse<Request>> CallKv(void* handle, Request request,
-                                               const std::string& get_key = {}) {
+                                               const std::string& get_key = {},
+                                               bool (*interrupted)() = nullptr) {
   using Response = KvCallResponse<Request>;
-  std::shared_ptr<Agent> agent = static_cast<StoreHandle*>(handle)->agent.lock();
+  const std::weak_ptr<Agent>& weak = static_cast<StoreHandle*>(handle)->agent;
+  std::shared_ptr<Agent> agent = weak.lock();
   if (!agent) return PyAgent::ClosedError();
   uint64_t hold = 0;
-  if (auto direct = agent->TryDirect(request, get_key, nullptr, &hold)) return *std::move(direct);
+  std::function<bool()> asked;
+  if (interrupted != nullptr) asked = interrupted;
+  if (auto direct = agent->TryDirect(request, get_key, asked, &hold)) return *std::move(direct);
   struct Answer {
     absl::Notification done;
     std::optional<absl::StatusOr<Response>> result;
@@ -57,7 +68,16 @@ absl::StatusOr<KvCallResponse<Request>> CallKv(void* handle, Request request,
       std::move(request));
   if (hold != 0) agent->ReleaseGet(hold, call);
   agent.reset();  // may be the last reference (close() ran): ~Agent answers the call
-  answer->done.WaitForNotification();
+  if (interrupted == nullptr) {
+    answer->done.WaitForNotification();
+  } else {
+    while (!answer->done.WaitForNotificationWithTimeout(absl::Milliseconds(50))) {
+      if (!interrupted()) continue;
+      // As the binding's on_interrupt: the actor withdraws the get (its answer is dropped).
+      if (std::shared_ptr<Agent> still = weak.lock()) still->CancelGetKeyValue(get_key);
+      return Interrupted(get_key);
+    }
+  }
   return *std::move(answer->result);
 }
 
@@ -100,12 +120,12 @@ void* Clone(const void* handle) {
   return new (std::nothrow) StoreHandle(*static_cast<const StoreHandle*>(handle));
 }
 
-int Get(void* handle, const std::string& key, int64_t timeout_ms, std::string* value,
-        std::string* error) {
+int Get(void* handle, const std::string& key, int64_t timeout_ms, bool (*interrupted)(),
+        std::string* value, std::string* error) {
   return Guarded(error, [&] {
     absl::Duration timeout = timeout_ms < 0 ? absl::InfiniteDuration()
                                             : absl::Milliseconds(std::max<int64_t>(timeout_ms, 1));
-    auto response = CallKv(handle, requests::GetKeyValue(key, timeout), key);
+    auto response = CallKv(handle, requests::GetKeyValue(key, timeout), key, interrupted);
     if (!response.ok()) return Fail(response.status(), error);
     *value = std::move(*response->mutable_kv()->mutable_value());
     return 0;

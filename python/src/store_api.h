@@ -11,7 +11,7 @@
 
 namespace muster::python {
 
-inline constexpr uint32_t kStoreApiVersion = 2;
+inline constexpr uint32_t kStoreApiVersion = 3;
 inline constexpr char kStoreApiCapsule[] = "muster._muster._store_api";
 inline constexpr char kStoreHandleCapsule[] = "muster._muster._store_handle";
 
@@ -26,9 +26,11 @@ struct StoreApi {
   // the agent open: after close() calls fail with FailedPrecondition.
   void* (*clone)(const void* handle);
   void (*release)(void* handle);
-  // Waits for `key` up to `timeout_ms` (negative: without a limit).
-  int (*get)(void* handle, const std::string& key, int64_t timeout_ms, std::string* value,
-             std::string* error);
+  // Waits for `key` up to `timeout_ms` (negative: without a limit). `interrupted`, when not
+  // null, is asked every 50 ms while the call waits: true ends it with Cancelled (and withdraws
+  // the get at the leader).
+  int (*get)(void* handle, const std::string& key, int64_t timeout_ms, bool (*interrupted)(),
+             std::string* value, std::string* error);
   int (*try_get)(void* handle, const std::string& key, std::string* value, std::string* error);
   int (*set)(void* handle, const std::string& key, const std::string& value, std::string* error);
   int (*add)(void* handle, const std::string& key, int64_t delta, int64_t* value,

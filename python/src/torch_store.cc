@@ -34,6 +34,7 @@ namespace {
 const StoreApi* api = nullptr;  // muster._muster's, set at import
 
 // absl::StatusCode values the store tells apart.
+constexpr int kCancelled = 1;
 constexpr int kDeadlineExceeded = 4;
 constexpr int kNotFound = 5;
 // Longer timeouts are none (muster.torch's _MAX_WAIT_SECONDS).
@@ -52,6 +53,28 @@ class StoreError : public std::runtime_error {
 
  private:
   std::string status_;
+};
+
+// Python's main thread, where its signal handlers run, and whether a wait of this thread was
+// ended by one.
+unsigned long main_thread = 0;
+thread_local bool signalled = false;
+
+bool OnMainThread() { return PyThread_get_thread_ident() == main_thread; }
+
+// Asked every 50 ms by a wait on Python's main thread: a signal's handler that raised (Ctrl-C's
+// KeyboardInterrupt) ends the wait, its exception left set for Python to raise.
+bool Interrupted() {
+  py::gil_scoped_acquire gil;
+  signalled = PyErr_CheckSignals() != 0;
+  return signalled;
+}
+
+// A wait a signal ended: Python raises the handler's exception; gloo and c10d see a
+// std::runtime_error.
+class Interrupt : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // Python's urllib.parse.quote(key, safe=""), which muster.torch.Store's keys are made with: every
@@ -198,7 +221,10 @@ class MusterStore : public c10d::Store {
             std::chrono::milliseconds limit = std::chrono::milliseconds(0)) {
     if (limit.count() == 0) limit = left;
     std::string error;
-    int code = api->get(handle_, Key(key), left.count(), value, &error);
+    signalled = false;
+    int code = api->get(handle_, Key(key), left.count(), OnMainThread() ? &Interrupted : nullptr,
+                        value, &error);
+    if (code == kCancelled && signalled) throw Interrupt(api->error_text(error));
     if (code == kDeadlineExceeded) {
       throw StoreError("Wait timeout after " + Seconds(limit) + " s for key(s) '" + key +
                            "' of the muster store '" + prefix_ +
@@ -235,10 +261,13 @@ class MusterStore : public c10d::Store {
 
 PYBIND11_MODULE(_muster_torch, m) {
   using muster::python::MusterStore;
+  using muster::python::Interrupt;
   using muster::python::StoreError;
   namespace mp = muster::python;
   m.doc() = "muster.torch's store in C++; use muster.torch, not this module";
   py::module_::import("torch.distributed");  // registers c10d's Store with pybind11
+  mp::main_thread =
+      py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
   mp::api =
       static_cast<const mp::StoreApi*>(PyCapsule_Import(mp::kStoreApiCapsule, /*no_block=*/0));
   if (mp::api == nullptr) throw py::error_already_set();
@@ -249,6 +278,9 @@ PYBIND11_MODULE(_muster_torch, m) {
   py::register_exception_translator([](std::exception_ptr error) {
     try {
       if (error) std::rethrow_exception(error);
+    } catch (const Interrupt& e) {
+      // The handler's exception is set already (KeyboardInterrupt): Python raises it.
+      if (PyErr_Occurred() == nullptr) PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
     } catch (const StoreError& e) {
       py::object exception =
           e.timeout() ? py::module_::import("muster.torch").attr("StoreTimeoutError")(e.what())

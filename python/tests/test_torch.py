@@ -117,6 +117,45 @@ def test_native_store_waits_without_the_gil_and_its_agents_close_ends_the_wait()
         muster._muster_torch.NativeStore(muster._muster._store_api, datetime.timedelta(1), "p")
 
 
+# A rank whose main thread waits in the native store, through c10d's PrefixStore (as gloo's
+# bootstrap waits for a rank that never comes), and gets Ctrl-C.
+INTERRUPTED_RANK = r"""
+import datetime, sys, time
+import torch.distributed as dist
+import muster, muster.torch
+leader = muster.Leader({"worker": 1})
+agent = muster.Agent(leader.address, "worker", 0, direct_calls=sys.argv[1] == "direct")
+agent.connect()
+store = muster.torch.native_store(agent, datetime.timedelta(0))  # no limit
+prefixed = dist.PrefixStore("default_pg", store)
+print("waiting", flush=True)
+start = time.monotonic()
+try:
+    prefixed.get("never")
+except KeyboardInterrupt:
+    print(f"interrupted after {time.monotonic() - start:.1f} s", flush=True)
+print("then", store.add("n", 2), flush=True)
+"""
+
+
+@pytest.mark.parametrize("path", ["direct", "actor"])
+def test_native_store_wait_on_the_main_thread_ends_at_ctrl_c(path):
+    rank = subprocess.Popen([PYTHON, "-c", INTERRUPTED_RANK, path], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert rank.stdout.readline().strip() == "waiting"
+        time.sleep(0.3)
+        rank.send_signal(signal.SIGINT)
+        out, err = rank.communicate(timeout=10)
+    finally:
+        rank.kill()
+    assert rank.returncode == 0, out + err
+    lines = out.splitlines()
+    assert lines[0].startswith("interrupted after "), out + err
+    assert float(lines[0].split()[2]) < 2.0
+    assert lines[1] == "then 2", out + err  # the agent serves on
+
+
 def test_store_through_a_prefix_store_as_c10d_wraps_it(make_store):
     """c10d wraps every store in a C++ PrefixStore: its timeout reaches get and wait, and
     num_keys and delete_key reach this store (c10d looks them up by their C++ names)."""

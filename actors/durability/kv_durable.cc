@@ -8,17 +8,6 @@
 #include "muster/actors/durability/state_store.h"
 
 namespace muster {
-namespace {
-
-// Ends the unit being made in `batch`: what follows is a unit of its own (as Append keeps them).
-void EndUnit(StateBatch& batch) {
-  if (!batch.ops.empty() &&
-      (batch.unit_ends.empty() || batch.unit_ends.back() != batch.ops.size())) {
-    batch.unit_ends.push_back(batch.ops.size());
-  }
-}
-
-}  // namespace
 
 int KvDurable::Restore(const proto::RecoveredKvDirectory& recovered, KvStore& store) {
   int skipped = 0;
@@ -105,6 +94,7 @@ void KvDurable::RememberReply(const std::string& directory, const proto::Request
     clients_.splice(clients_.end(), clients_, client->second.place);  // wrote last
   }
   ClientReplies& kept = client->second;
+  std::string record = records != nullptr ? reply.SerializeAsString() : std::string();
   // A restored client counts from its first write on, once its bound has forgotten what it had.
   (kept.restored ? restored_ : kept_) -= kept.by_seq.size();
   kept.restored = false;
@@ -127,9 +117,9 @@ void KvDurable::RememberReply(const std::string& directory, const proto::Request
   // The reply's record after every delete, in a unit of its own with the change the caller adds
   // next: a store that splits a large batch (etcd's operations per transaction) keeps the reply
   // and its change together, and deletes that land alone lose nothing.
-  EndUnit(*records);
-  records->Put(KvReplyStateKey(directory, id.client(), id.seq()),
-               replies_.at(id.client()).by_seq.at(id.seq()).SerializeAsString());
+  StateBatch own;
+  own.Put(KvReplyStateKey(directory, id.client(), id.seq()), std::move(record));
+  records->Append(std::move(own));
 }
 
 void KvDurable::TrimRecords(const std::string& directory, uint64_t client, ClientReplies& kept,

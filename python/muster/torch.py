@@ -269,11 +269,10 @@ def native_store(agent: Agent, timeout: Union[datetime.timedelta, float] = _DEFA
     """A torch.distributed.Store with Store's semantics and keys, written in C++: c10d and gloo
     call it on their own threads without Python (no GIL, no Python frames), as they call
     TCPStore. What the muster:// rendezvous gives c10d. It has the methods of every c10d store
-    (not Store's multi_get, multi_set and agent); errors are muster exceptions
-    (StoreTimeoutError for a timeout). It does not keep `agent` open: after agent.close() its
-    calls raise FailedPreconditionError. A wait on the main thread ends at Ctrl-C
-    (KeyboardInterrupt); errors are those muster.Agent raises for the same calls.
-    ImportError when the package was built without libtorch-dev."""
+    (not Store's multi_get, multi_set and agent); errors are those muster.Agent raises for the
+    same calls (StoreTimeoutError for a timeout). It does not keep `agent` open: after
+    agent.close() its calls raise FailedPreconditionError. A wait on the main thread ends at
+    Ctrl-C (KeyboardInterrupt). ImportError when the package was built without libtorch-dev."""
     from . import _muster_torch
     return _muster_torch.NativeStore(_muster._store_handle(agent._core), _timedelta(timeout),
                                      prefix.strip("/"))

@@ -19,7 +19,6 @@
 #include <utility>
 #include <vector>
 
-#include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
 #include <absl/strings/strip.h>
 #include <caf/atom.hpp>
@@ -289,12 +288,7 @@ void BindAgent(py::module_& m) {
          return self.CallKv(
              async,
              [](const proto::IncrementKeyValueResponse& r) -> py::object {
-               int64_t value = 0;
-               if (!absl::SimpleAtoi(r.kv().value(), &value)) {
-                 throw StatusError(
-                     absl::InternalError(absl::StrCat("not a counter: ", r.kv().value())));
-               }
-               return py::int_(value);
+               return py::int_(ValueOrThrow(CounterOf(r)));
              },
              nullptr, requests::IncrementKeyValue(key, delta));
        });

@@ -6,6 +6,7 @@
 #include <system_error>
 #include <thread>
 
+#include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
 
 #include "muster/messages/status/status_codec.h"
@@ -40,6 +41,14 @@ py::dict StuckDict(const proto::TaskStuck& stuck) {
 }
 
 }  // namespace
+
+absl::StatusOr<int64_t> CounterOf(const proto::IncrementKeyValueResponse& response) {
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(response.kv().value(), &value)) {
+    return absl::InternalError(absl::StrCat("not a counter: ", response.kv().value()));
+  }
+  return value;
+}
 
 py::object MakeException(const absl::Status& status) {
   py::object source = py::none();

@@ -49,6 +49,9 @@ T ValueOrThrow(absl::StatusOr<T> result) {
 // The Python exception object for `status` (muster._errors.from_status); needs the GIL.
 py::object MakeException(const absl::Status& status);
 
+// The counter an IncrementKeyValue answered with. Possible errors: Internal (not a counter).
+absl::StatusOr<int64_t> CounterOf(const proto::IncrementKeyValueResponse& response);
+
 // Registers the StatusError translator.
 void RegisterStatusErrors(py::module_& m);
 

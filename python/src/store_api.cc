@@ -13,7 +13,6 @@
 #include <utility>
 
 #include <absl/status/statusor.h>
-#include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
 #include <absl/synchronization/notification.h>
 
@@ -151,11 +150,9 @@ int Set(void* handle, const std::string& key, const std::string& value, std::str
 int Add(void* handle, const std::string& key, int64_t delta, int64_t* value, std::string* error) {
   return Guarded(error, [&] {
     auto response = CallKv(handle, requests::IncrementKeyValue(key, delta));
-    if (!response.ok()) return Fail(response.status(), error);
-    if (!absl::SimpleAtoi(response->kv().value(), value)) {
-      return Fail(absl::InternalError(absl::StrCat("not a counter: ", response->kv().value())),
-                  error);
-    }
+    absl::StatusOr<int64_t> counter = response.ok() ? CounterOf(*response) : response.status();
+    if (!counter.ok()) return Fail(counter.status(), error);
+    *value = *counter;
     return 0;
   });
 }

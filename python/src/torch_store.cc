@@ -122,7 +122,8 @@ class MusterStore : public c10d::Store {
 
   std::vector<uint8_t> get(const std::string& key) override {
     std::string value;
-    Wait(key, Limit(timeout_), &value);
+    const std::chrono::milliseconds limit = Limit(timeout_);
+    Wait(key, limit, limit, &value);
     return Bytes(value);
   }
 
@@ -192,7 +193,7 @@ class MusterStore : public c10d::Store {
                         std::chrono::duration_cast<std::chrono::milliseconds>(
                             deadline - std::chrono::steady_clock::now()));
       }
-      Wait(key, left, &value, limit);
+      Wait(key, left, limit, &value);
     }
   }
 
@@ -217,9 +218,8 @@ class MusterStore : public c10d::Store {
   }
 
   // Waits for `key` up to `left` (-1: no limit); `limit`, the whole wait's, names the timeout.
-  void Wait(const std::string& key, std::chrono::milliseconds left, std::string* value,
-            std::chrono::milliseconds limit = std::chrono::milliseconds(0)) {
-    if (limit.count() == 0) limit = left;
+  void Wait(const std::string& key, std::chrono::milliseconds left, std::chrono::milliseconds limit,
+            std::string* value) {
     std::string error;
     signalled = false;
     int code = api->get(handle_, Key(key), left.count(), OnMainThread() ? &Interrupted : nullptr,
@@ -260,8 +260,8 @@ class MusterStore : public c10d::Store {
 }  // namespace muster::python
 
 PYBIND11_MODULE(_muster_torch, m) {
-  using muster::python::MusterStore;
   using muster::python::Interrupt;
+  using muster::python::MusterStore;
   using muster::python::StoreError;
   namespace mp = muster::python;
   m.doc() = "muster.torch's store in C++; use muster.torch, not this module";
